@@ -1,0 +1,30 @@
+// Tensor-level ops: argument checking with the values at fault, then dispatch to the op table of
+// the tensors' device. Every op requires all tensors on the same device.
+#pragma once
+
+#include "cohort/core/tensor.hpp"
+
+namespace cohort::ops {
+
+void fill(Tensor& x, double value);
+void add(const Tensor& a, const Tensor& b, Tensor& out);  // out = a + b
+void sub(const Tensor& a, const Tensor& b, Tensor& out);  // out = a - b
+void mul(const Tensor& a, const Tensor& b, Tensor& out);  // out = a * b (element-wise)
+void axpy(float alpha, const Tensor& x, Tensor& y);       // y += alpha * x
+void scale(float alpha, const Tensor& x, Tensor& out);    // out = alpha * x
+
+// Reductions over the last dimension: x [..., C] -> out [...] (out has numel == x.numel() / C).
+void sum_last(const Tensor& x, Tensor& out);
+void max_last(const Tensor& x, Tensor& out);
+void argmax_last(const Tensor& x, Tensor& out);  // out dtype i64
+// Whole-tensor reductions, returned to the host (synchronises).
+float sum(const Tensor& x);
+float max(const Tensor& x);
+
+// C = alpha * op(A) @ op(B) + beta * C for 2-D tensors.
+void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+          float alpha = 1.0f, float beta = 0.0f);
+// Returns op(A) @ op(B) as a new tensor.
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+}  // namespace cohort::ops

@@ -1,0 +1,52 @@
+#include "cohort/core/error.hpp"
+
+#include <atomic>
+
+namespace cohort {
+namespace {
+std::atomic<int> g_rank{-1};
+
+std::string format_message(const std::string& file, int line, const std::string& expr,
+                           const std::string& backend, int rank, const std::string& why) {
+  std::ostringstream os;
+  os << "cohort";
+  if (!backend.empty()) os << " [" << backend << "]";
+  if (rank >= 0) os << " (rank " << rank << ")";
+  os << ": " << why;
+  os << " (" << file << ":" << line;
+  if (!expr.empty()) os << ", check `" << expr << "` failed";
+  os << ")";
+  return os.str();
+}
+}  // namespace
+
+Error::Error(std::string file, int line, std::string expr, std::string backend, int rank,
+             std::string why)
+    : std::runtime_error(format_message(file, line, expr, backend, rank, why)),
+      file_(std::move(file)),
+      expr_(std::move(expr)),
+      backend_(std::move(backend)),
+      why_(std::move(why)),
+      line_(line),
+      rank_(rank) {}
+
+void set_error_rank(int rank) noexcept { g_rank.store(rank); }
+int error_rank() noexcept { return g_rank.load(); }
+
+namespace detail {
+void throw_error(const char* file, int line, const char* expr, const char* backend,
+                 const std::string& why) {
+  // Keep only the path below the repository's top folders so messages stay short.
+  std::string f = file;
+  for (const char* top : {"/core/", "/backends/", "/layers/", "/collectives/", "/parallel/",
+                          "/optim/", "/data/", "/tools/", "/examples/", "/tests/", "/bench/"}) {
+    const auto pos = f.rfind(top);
+    if (pos != std::string::npos) {
+      f = f.substr(pos + 1);
+      break;
+    }
+  }
+  throw Error(f, line, expr, backend, g_rank.load(), why);
+}
+}  // namespace detail
+}  // namespace cohort

@@ -1,0 +1,193 @@
+// Argument checks for tensor ops, then one call into the device's op table.
+#include "cohort/core/ops.hpp"
+
+namespace cohort::ops {
+namespace {
+
+std::size_t count(const Tensor& t) { return static_cast<std::size_t>(t.numel()); }
+
+void require_defined(const char* op, const char* arg, const Tensor& t) {
+  COHORT_CHECK(t.defined(), op, ": argument '", arg, "' is an undefined tensor");
+}
+
+void require_supported(const char* op_label, Op op, const Tensor& t) {
+  COHORT_CHECK(t.device().supports(op, t.dtype()), op_label, ": device ", t.device().name(),
+               " does not support ", op_name(op), " on dtype ", dtype_name(t.dtype()));
+}
+
+void require_same_device(const char* op, const Tensor& a, const char* an, const Tensor& b,
+                         const char* bn) {
+  COHORT_CHECK(&a.device() == &b.device(), op, ": '", an, "' is on ", a.device().name(),
+               " but '", bn, "' is on ", b.device().name());
+}
+
+void require_f32(const char* op, const char* arg, const Tensor& t) {
+  COHORT_CHECK(t.dtype() == DType::f32, op, ": argument '", arg, "' must be f32, got ",
+               dtype_name(t.dtype()));
+}
+
+void require_same_shape(const char* op, const Tensor& a, const char* an, const Tensor& b,
+                        const char* bn) {
+  COHORT_CHECK(a.shape() == b.shape(), op, ": shapes differ: '", an, "' is ", a.shape().str(),
+               ", '", bn, "' is ", b.shape().str());
+}
+
+template <class Fn>
+void binary(const char* name, Op op, const Tensor& a, const Tensor& b, Tensor& out, Fn fn) {
+  require_defined(name, "a", a);
+  require_defined(name, "b", b);
+  require_defined(name, "out", out);
+  require_f32(name, "a", a);
+  require_f32(name, "b", b);
+  require_f32(name, "out", out);
+  require_same_shape(name, a, "a", b, "b");
+  require_same_shape(name, a, "a", out, "out");
+  require_same_device(name, a, "a", b, "b");
+  require_same_device(name, a, "a", out, "out");
+  require_supported(name, op, a);
+  if (count(a)) fn(a.device(), a.data<float>(), b.data<float>(), out.data<float>(), count(a));
+}
+
+void reduce_last(const char* name, Op op, const Tensor& x, Tensor& out) {
+  require_defined(name, "x", x);
+  require_defined(name, "out", out);
+  require_f32(name, "x", x);
+  COHORT_CHECK(x.rank() >= 1 && x.dim(-1) >= 1, name, ": x must have rank >= 1 and a non-empty "
+               "last dimension, got ", x.shape().str());
+  const std::int64_t cols = x.dim(-1);
+  const std::int64_t rows = x.numel() / cols;
+  COHORT_CHECK(out.numel() == rows, name, ": out has ", out.numel(), " elements (shape ",
+               out.shape().str(), "), expected ", rows, " for x of shape ", x.shape().str());
+  require_same_device(name, x, "x", out, "out");
+  require_supported(name, op, x);
+  if (rows == 0) return;
+  Device& d = x.device();
+  if (op == Op::argmax) {
+    COHORT_CHECK(out.dtype() == DType::i64, name, ": out must be i64, got ",
+                 dtype_name(out.dtype()));
+    d.argmax(x.data<float>(), static_cast<std::size_t>(rows), static_cast<std::size_t>(cols),
+             out.data<std::int64_t>());
+  } else {
+    require_f32(name, "out", out);
+    d.reduce(op == Op::reduce_sum ? ReduceOp::sum : ReduceOp::max, x.data<float>(),
+             static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), out.data<float>());
+  }
+}
+
+}  // namespace
+
+void fill(Tensor& x, double value) {
+  require_defined("fill", "x", x);
+  require_supported("fill", Op::fill, x);
+  if (count(x)) x.device().fill(x.raw(), x.dtype(), count(x), value);
+}
+
+void add(const Tensor& a, const Tensor& b, Tensor& out) {
+  binary("add", Op::add, a, b, out, [](Device& d, const float* x, const float* y, float* o,
+                                       std::size_t n) { d.add(x, y, o, n); });
+}
+void sub(const Tensor& a, const Tensor& b, Tensor& out) {
+  binary("sub", Op::sub, a, b, out, [](Device& d, const float* x, const float* y, float* o,
+                                       std::size_t n) { d.sub(x, y, o, n); });
+}
+void mul(const Tensor& a, const Tensor& b, Tensor& out) {
+  binary("mul", Op::mul, a, b, out, [](Device& d, const float* x, const float* y, float* o,
+                                       std::size_t n) { d.mul(x, y, o, n); });
+}
+
+void axpy(float alpha, const Tensor& x, Tensor& y) {
+  require_defined("axpy", "x", x);
+  require_defined("axpy", "y", y);
+  require_f32("axpy", "x", x);
+  require_f32("axpy", "y", y);
+  require_same_shape("axpy", x, "x", y, "y");
+  require_same_device("axpy", x, "x", y, "y");
+  require_supported("axpy", Op::axpy, x);
+  if (count(x)) x.device().axpy(alpha, x.data<float>(), y.data<float>(), count(x));
+}
+
+void scale(float alpha, const Tensor& x, Tensor& out) {
+  require_defined("scale", "x", x);
+  require_defined("scale", "out", out);
+  require_f32("scale", "x", x);
+  require_f32("scale", "out", out);
+  require_same_shape("scale", x, "x", out, "out");
+  require_same_device("scale", x, "x", out, "out");
+  require_supported("scale", Op::scale, x);
+  if (count(x)) x.device().scale(alpha, x.data<float>(), out.data<float>(), count(x));
+}
+
+void sum_last(const Tensor& x, Tensor& out) { reduce_last("sum_last", Op::reduce_sum, x, out); }
+void max_last(const Tensor& x, Tensor& out) { reduce_last("max_last", Op::reduce_max, x, out); }
+void argmax_last(const Tensor& x, Tensor& out) { reduce_last("argmax_last", Op::argmax, x, out); }
+
+float sum(const Tensor& x) {
+  require_defined("sum", "x", x);
+  if (x.numel() == 0) return 0.0f;
+  Tensor out = Tensor::empty({1}, DType::f32, x.device());
+  sum_last(x.reshape({1, x.numel()}), out);
+  return static_cast<float>(out.item());
+}
+
+float max(const Tensor& x) {
+  require_defined("max", "x", x);
+  COHORT_CHECK(x.numel() > 0, "max of an empty tensor (shape ", x.shape().str(), ")");
+  Tensor out = Tensor::empty({1}, DType::f32, x.device());
+  max_last(x.reshape({1, x.numel()}), out);
+  return static_cast<float>(out.item());
+}
+
+void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
+          float beta) {
+  require_defined("gemm", "a", a);
+  require_defined("gemm", "b", b);
+  require_defined("gemm", "c", c);
+  require_f32("gemm", "a", a);
+  require_f32("gemm", "b", b);
+  require_f32("gemm", "c", c);
+  COHORT_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2,
+               "gemm: expected 2-D tensors, got a ", a.shape().str(), ", b ", b.shape().str(),
+               ", c ", c.shape().str());
+  const std::int64_t m = trans_a ? a.dim(1) : a.dim(0);
+  const std::int64_t k = trans_a ? a.dim(0) : a.dim(1);
+  const std::int64_t kb = trans_b ? b.dim(1) : b.dim(0);
+  const std::int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  COHORT_CHECK(k == kb, "gemm: inner dimensions differ: op(a) is [", m, ", ", k, "] (a ",
+               a.shape().str(), trans_a ? " transposed" : "", "), op(b) is [", kb, ", ", n,
+               "] (b ", b.shape().str(), trans_b ? " transposed" : "", ")");
+  COHORT_CHECK(c.dim(0) == m && c.dim(1) == n, "gemm: c is ", c.shape().str(), ", expected [", m,
+               ", ", n, "]");
+  require_same_device("gemm", a, "a", b, "b");
+  require_same_device("gemm", a, "a", c, "c");
+  require_supported("gemm", Op::gemm, a);
+  if (m == 0 || n == 0) return;
+  GemmArgs g;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = alpha;
+  g.a = a.data<float>();
+  g.lda = a.dim(1) > 0 ? a.dim(1) : 1;
+  g.b = b.data<float>();
+  g.ldb = b.dim(1) > 0 ? b.dim(1) : 1;
+  g.beta = beta;
+  g.c = c.data<float>();
+  g.ldc = n;
+  a.device().gemm(g);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  require_defined("matmul", "a", a);
+  require_defined("matmul", "b", b);
+  COHORT_CHECK(a.rank() == 2 && b.rank() == 2, "matmul: expected 2-D tensors, got a ",
+               a.shape().str(), ", b ", b.shape().str());
+  const std::int64_t m = trans_a ? a.dim(1) : a.dim(0);
+  const std::int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  Tensor c = Tensor::empty({m, n}, DType::f32, a.device());
+  gemm(a, trans_a, b, trans_b, c, 1.0f, 0.0f);
+  return c;
+}
+
+}  // namespace cohort::ops

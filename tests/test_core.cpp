@@ -1,0 +1,153 @@
+// Tensors, shapes, dtypes and errors on the host device, checked against hand-computed values.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "cohort/core/tensor.hpp"
+#include "cohort/devices.hpp"
+
+using cohort::DType;
+using cohort::Shape;
+using cohort::Tensor;
+
+namespace {
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const cohort::Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+}  // namespace
+
+TEST_CASE("shape: numel, negative indices, printing, bad extents") {
+  Shape s{64, 1, 28, 28};
+  CHECK(s.rank() == 4);
+  CHECK(s.numel() == 64 * 28 * 28);
+  CHECK(s[-1] == 28);
+  CHECK(s[0] == 64);
+  CHECK(s.str() == "[64, 1, 28, 28]");
+  CHECK(Shape{}.numel() == 1);
+  CHECK(Shape{3, 0}.numel() == 0);
+  CHECK(error_of([] { Shape{2, -3}; }).find("negative extent at dimension 1") != std::string::npos);
+  CHECK(error_of([&] { (void)s[4]; }).find("dimension 4 out of range for shape [64, 1, 28, 28]") !=
+        std::string::npos);
+}
+
+TEST_CASE("dtype: sizes, names, bf16 rounding") {
+  CHECK(cohort::dtype_size(DType::f32) == 4);
+  CHECK(cohort::dtype_size(DType::bf16) == 2);
+  CHECK(cohort::dtype_size(DType::i64) == 8);
+  CHECK(cohort::dtype_size(DType::u8) == 1);
+  CHECK(std::string(cohort::dtype_name(DType::i32)) == "i32");
+  CHECK(cohort::dtype_from_name("u8") == DType::u8);
+  CHECK(error_of([] { cohort::dtype_from_name("f16"); }).find("known: f32, f64, bf16, i32, i64, u8") !=
+        std::string::npos);
+  // 1.0 = 0x3f800000 -> 0x3f80; 1 + 2^-8 is exactly halfway between bf16 neighbours 1 and 1+2^-7:
+  // round to even gives 1.0. 1 + 3*2^-9 rounds up to 1 + 2^-7.
+  CHECK(cohort::float_to_bf16(1.0f) == 0x3f80);
+  CHECK(cohort::float_to_bf16(1.0f + 1.0f / 256) == 0x3f80);
+  CHECK(cohort::bf16_to_float(cohort::float_to_bf16(1.0f + 3.0f / 512)) == 1.0f + 1.0f / 128);
+  CHECK(cohort::bf16_to_float(cohort::float_to_bf16(-2.5f)) == -2.5f);
+  CHECK(std::isnan(cohort::bf16_to_float(cohort::float_to_bf16(std::nanf("")))));
+}
+
+TEST_CASE("tensor: creation, fill of every dtype, round trip") {
+  auto& dev = cohort::host_device();
+  Tensor z = Tensor::zeros({2, 3}, DType::f32, dev);
+  CHECK(z.numel() == 6);
+  CHECK(z.nbytes() == 24);
+  CHECK(z.to_vector<float>() == std::vector<float>(6, 0.0f));
+  CHECK(Tensor::full({4}, 7, DType::i64, dev).to_vector<std::int64_t>() ==
+        std::vector<std::int64_t>(4, 7));
+  CHECK(Tensor::full({3}, -2, DType::i32, dev).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>(3, -2));
+  CHECK(Tensor::full({5}, 255, DType::u8, dev).to_vector<std::uint8_t>() ==
+        std::vector<std::uint8_t>(5, 255));
+  CHECK(Tensor::full({2}, 0.25, DType::f64, dev).to_vector<double>() == std::vector<double>(2, 0.25));
+  Tensor bf = Tensor::full({3}, 1.5, DType::bf16, dev);
+  CHECK(bf.item(2) == 1.5);
+  std::vector<float> v{1, 2, 3, 4, 5, 6};
+  Tensor t = Tensor::from_vector(v, {2, 3}, dev);
+  CHECK(t.to_vector<float>() == v);
+  CHECK(t.item(4) == 5.0);
+  CHECK(reinterpret_cast<std::uintptr_t>(t.raw()) % 64 == 0);
+  CHECK(error_of([&] { Tensor::from_vector(v, {4, 2}, dev); })
+            .find("6 values do not fill shape [4, 2] (8 elements)") != std::string::npos);
+  CHECK(error_of([&] { t.data<std::int64_t>(); }).find("tensor has dtype f32, accessed as i64") !=
+        std::string::npos);
+  CHECK(error_of([&] { t.to_vector<double>(); }).find("requested f64") != std::string::npos);
+  Tensor empty = Tensor::empty({0, 5}, DType::f32, dev);
+  CHECK(empty.numel() == 0);
+  CHECK(empty.to_vector<float>().empty());
+}
+
+TEST_CASE("tensor: reshape and slice are views; clone is not") {
+  auto& dev = cohort::host_device();
+  Tensor t = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {4, 3}, dev);
+  Tensor r = t.reshape({2, -1});
+  CHECK(r.shape() == Shape{2, 6});
+  CHECK(r.raw() == t.raw());
+  Tensor s = t.slice(1, 3);
+  CHECK(s.shape() == Shape{2, 3});
+  CHECK(s.to_vector<float>() == std::vector<float>{3, 4, 5, 6, 7, 8});
+  s.data<float>()[0] = 100;  // writes through to t
+  CHECK(t.item(3) == 100.0);
+  Tensor c = t.clone();
+  c.data<float>()[0] = -1;
+  CHECK(t.item(0) == 0.0);
+  CHECK(c.raw() != t.raw());
+  CHECK(t.slice(4, 4).numel() == 0);
+  CHECK(error_of([&] { t.reshape({5, 3}); })
+            .find("reshape of [4, 3] (12 elements) to [5, 3] (15 elements)") != std::string::npos);
+  CHECK(error_of([&] { t.reshape({-1, -1}); }).find("only one extent may be -1") != std::string::npos);
+  CHECK(error_of([&] { t.reshape({5, -1}); }).find("cannot infer") != std::string::npos);
+  CHECK(error_of([&] { t.slice(2, 5); })
+            .find("slice [2, 5) out of range for leading dimension 4 of shape [4, 3]") !=
+        std::string::npos);
+}
+
+TEST_CASE("tensor: copy_from checks dtype and size") {
+  auto& dev = cohort::host_device();
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}, dev);
+  Tensor b = Tensor::zeros({4}, DType::f32, dev);
+  b.copy_from(a);  // same numel, different shape: allowed (flat copy)
+  CHECK(b.to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  Tensor c = Tensor::zeros({4}, DType::i32, dev);
+  CHECK(error_of([&] { c.copy_from(a); })
+            .find("source [2, 2] f32 does not match destination [4] i32") != std::string::npos);
+  CHECK(a.to(dev).to_vector<float>() == a.to_vector<float>());
+}
+
+TEST_CASE("tensor: printing like torch") {
+  auto& dev = cohort::host_device();
+  Tensor t = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}, dev);
+  CHECK(t.str() ==
+        "tensor([[1.0000, 2.0000],\n        [3.0000, 4.0000]], shape=[2, 2], dtype=f32, device=host)");
+  Tensor l = Tensor::full({10}, 3, DType::i64, dev);
+  CHECK(l.str() == "tensor([3, 3, 3, ..., 3, 3, 3], shape=[10], dtype=i64, device=host)");
+  CHECK(Tensor().str() == "tensor(undefined)");
+  Tensor s = Tensor::full({}, 2.5, DType::f32, dev);
+  CHECK(s.str() == "tensor(2.5000, shape=[], dtype=f32, device=host)");
+}
+
+TEST_CASE("errors carry file, line, expression and rank") {
+  try {
+    COHORT_CHECK(1 + 1 == 3, "arithmetic is broken: ", 2);
+    FAIL("no throw");
+  } catch (const cohort::Error& e) {
+    CHECK(e.file() == "tests/test_core.cpp");
+    CHECK(e.line() > 0);
+    CHECK(e.expression() == "1 + 1 == 3");
+    CHECK(e.why() == "arithmetic is broken: 2");
+    CHECK(e.rank() == -1);
+  }
+  cohort::set_error_rank(3);
+  const std::string msg = error_of([] { COHORT_CHECK_IN("shm", false, "peer gone"); });
+  cohort::set_error_rank(-1);
+  CHECK(msg.find("cohort [shm] (rank 3): peer gone (tests/test_core.cpp:") == 0);
+}

@@ -1,0 +1,145 @@
+// Every host op against a naive loop on random data, at sizes 0, 1, odd and large, plus the
+// argument errors of the tensor front end.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "cohort/core/ops.hpp"
+#include "cohort/devices.hpp"
+
+using cohort::DType;
+using cohort::Tensor;
+namespace ops = cohort::ops;
+
+namespace {
+std::vector<float> random_vector(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const cohort::Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+const std::int64_t kSizes[] = {0, 1, 7, 33, 257, 100003};
+}  // namespace
+
+TEST_CASE("element-wise ops match naive loops") {
+  auto& dev = cohort::host_device();
+  for (std::int64_t n : kSizes) {
+    CAPTURE(n);
+    const auto av = random_vector(static_cast<std::size_t>(n), 1);
+    const auto bv = random_vector(static_cast<std::size_t>(n), 2);
+    Tensor a = Tensor::from_vector(av, {n}, dev);
+    Tensor b = Tensor::from_vector(bv, {n}, dev);
+    Tensor out = Tensor::empty({n}, DType::f32, dev);
+
+    ops::add(a, b, out);
+    auto o = out.to_vector<float>();
+    for (std::size_t i = 0; i < o.size(); ++i) REQUIRE(o[i] == av[i] + bv[i]);
+    ops::sub(a, b, out);
+    o = out.to_vector<float>();
+    for (std::size_t i = 0; i < o.size(); ++i) REQUIRE(o[i] == av[i] - bv[i]);
+    ops::mul(a, b, out);
+    o = out.to_vector<float>();
+    for (std::size_t i = 0; i < o.size(); ++i) REQUIRE(o[i] == av[i] * bv[i]);
+    ops::scale(-0.5f, a, out);
+    o = out.to_vector<float>();
+    for (std::size_t i = 0; i < o.size(); ++i) REQUIRE(o[i] == -0.5f * av[i]);
+    Tensor y = b.clone();
+    ops::axpy(2.5f, a, y);
+    o = y.to_vector<float>();
+    for (std::size_t i = 0; i < o.size(); ++i) REQUIRE(o[i] == bv[i] + 2.5f * av[i]);
+    // in place: out aliases an input
+    ops::add(a, a, a);
+    o = a.to_vector<float>();
+    for (std::size_t i = 0; i < o.size(); ++i) REQUIRE(o[i] == av[i] + av[i]);
+    ops::fill(out, 4.0);
+    for (float x : out.to_vector<float>()) REQUIRE(x == 4.0f);
+  }
+}
+
+TEST_CASE("row reductions and argmax match naive loops") {
+  auto& dev = cohort::host_device();
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{1, 1}, {1, 7}, {5, 1}, {33, 10}, {3, 100003}};
+  for (auto [rows, cols] : shapes) {
+    CAPTURE(rows);
+    CAPTURE(cols);
+    const auto xv = random_vector(static_cast<std::size_t>(rows * cols), 7);
+    Tensor x = Tensor::from_vector(xv, {rows, cols}, dev);
+    Tensor s = Tensor::empty({rows}, DType::f32, dev);
+    Tensor m = Tensor::empty({rows}, DType::f32, dev);
+    Tensor am = Tensor::empty({rows}, DType::i64, dev);
+    ops::sum_last(x, s);
+    ops::max_last(x, m);
+    ops::argmax_last(x, am);
+    const auto sv = s.to_vector<float>();
+    const auto mv = m.to_vector<float>();
+    const auto av = am.to_vector<std::int64_t>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double ref = 0;
+      float mx = -std::numeric_limits<float>::infinity();
+      std::int64_t arg = -1;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float v = xv[static_cast<std::size_t>(r * cols + c)];
+        ref += v;
+        if (v > mx) mx = v, arg = c;
+      }
+      REQUIRE(sv[static_cast<std::size_t>(r)] == doctest::Approx(ref).epsilon(1e-6));
+      REQUIRE(mv[static_cast<std::size_t>(r)] == mx);
+      REQUIRE(av[static_cast<std::size_t>(r)] == arg);
+    }
+  }
+  // Whole-tensor reductions, a 4-D tensor, hand-computed
+  Tensor t = Tensor::from_vector<float>({1, -2, 3, 4, 5, -6, 7, 8}, {2, 1, 2, 2}, dev);
+  CHECK(ops::sum(t) == 20.0f);
+  CHECK(ops::max(t) == 8.0f);
+  CHECK(ops::sum(Tensor::empty({0}, DType::f32, dev)) == 0.0f);
+}
+
+TEST_CASE("argmax ties pick the first index; NaN propagates like torch") {
+  auto& dev = cohort::host_device();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = Tensor::from_vector<float>({2, 5, 5, 1, 0, nan, 3, 9}, {2, 4}, dev);
+  Tensor am = Tensor::empty({2}, DType::i64, dev);
+  Tensor m = Tensor::empty({2}, DType::f32, dev);
+  ops::argmax_last(x, am);
+  ops::max_last(x, m);
+  CHECK(am.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1});
+  CHECK(m.item(0) == 5.0);
+  CHECK(std::isnan(m.item(1)));
+}
+
+TEST_CASE("op argument errors name the op, argument and values") {
+  auto& dev = cohort::host_device();
+  Tensor a = Tensor::zeros({2, 3}, DType::f32, dev);
+  Tensor b = Tensor::zeros({3, 2}, DType::f32, dev);
+  Tensor i = Tensor::zeros({2, 3}, DType::i32, dev);
+  Tensor out = Tensor::zeros({2, 3}, DType::f32, dev);
+  CHECK(error_of([&] { ops::add(a, b, out); })
+            .find("add: shapes differ: 'a' is [2, 3], 'b' is [3, 2]") != std::string::npos);
+  CHECK(error_of([&] { ops::mul(a, i, out); }).find("mul: argument 'b' must be f32, got i32") !=
+        std::string::npos);
+  CHECK(error_of([&] { ops::axpy(1.0f, a, b); }).find("axpy: shapes differ") != std::string::npos);
+  Tensor bad_out = Tensor::zeros({3}, DType::f32, dev);
+  CHECK(error_of([&] { ops::sum_last(a, bad_out); })
+            .find("sum_last: out has 3 elements (shape [3]), expected 2 for x of shape [2, 3]") !=
+        std::string::npos);
+  Tensor f_out = Tensor::zeros({2}, DType::f32, dev);
+  CHECK(error_of([&] { ops::argmax_last(a, f_out); }).find("argmax_last: out must be i64, got f32") !=
+        std::string::npos);
+  CHECK(error_of([&] { ops::max(Tensor::empty({0}, DType::f32, dev)); })
+            .find("max of an empty tensor") != std::string::npos);
+  Tensor undefined;
+  CHECK(error_of([&] { ops::scale(2.0f, undefined, out); })
+            .find("scale: argument 'x' is an undefined tensor") != std::string::npos);
+}
