@@ -2,16 +2,17 @@
 # can find_package(cohort) and link cohort::cohort.
 include(CMakePackageConfigHelpers)
 
-set(_cohort_targets cohort_core cohort_host cohort)
-if(COHORT_HAVE_CUDA)
-  list(APPEND _cohort_targets cohort_cuda)
-endif()
-install(TARGETS ${_cohort_targets} EXPORT cohortTargets
+get_property(_cohort_targets GLOBAL PROPERTY COHORT_INSTALL_TARGETS)
+get_property(_cohort_tools GLOBAL PROPERTY COHORT_INSTALL_TOOLS)
+get_property(_cohort_includes GLOBAL PROPERTY COHORT_INCLUDE_DIRS)
+install(TARGETS ${_cohort_targets} ${_cohort_tools} EXPORT cohortTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY core/include/ backends/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+foreach(_dir ${_cohort_includes})
+  install(DIRECTORY ${_dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endforeach()
 
 set(_cfgdir ${CMAKE_INSTALL_LIBDIR}/cmake/cohort)
 install(EXPORT cohortTargets NAMESPACE cohort:: DESTINATION ${_cfgdir})

@@ -1,0 +1,46 @@
+// Check macros for the CUDA runtime and cuBLAS, used only at this backend's edge: each failing call
+// becomes a cohort::Error attributed to "cuda" that names the expression, the status name and its
+// description ("cudaErrorMemoryAllocation: out of memory"). Internal header: it includes CUDA
+// headers, so nothing outside backends/cuda/ may include it.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "cohort/core/error.hpp"
+
+namespace cohort::cuda::detail {
+
+inline std::string describe(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+inline std::string describe(cublasStatus_t s) {
+  return std::string(cublasGetStatusName(s)) + ": " + cublasGetStatusString(s);
+}
+
+}  // namespace cohort::cuda::detail
+
+// Throws cohort::Error when `expr` (a cudaError_t) is not cudaSuccess. A failed runtime call also
+// leaves its error in the thread's "last error" slot; it is read (and, for non-sticky errors,
+// cleared) before throwing so that a later launch check (cudaGetLastError) does not report this
+// stale failure again.
+#define COHORT_CHECK_CUDA(expr)                                                             \
+  do {                                                                                      \
+    const cudaError_t cohort_cuda_err_ = (expr);                                            \
+    if (cohort_cuda_err_ != cudaSuccess) {                                                  \
+      (void)cudaGetLastError();                                                             \
+      ::cohort::detail::throw_error(__FILE__, __LINE__, #expr, "cuda",                      \
+                                    ::cohort::cuda::detail::describe(cohort_cuda_err_));    \
+    }                                                                                       \
+  } while (0)
+
+// Throws cohort::Error when `expr` (a cublasStatus_t) is not CUBLAS_STATUS_SUCCESS.
+#define COHORT_CHECK_CUBLAS(expr)                                                           \
+  do {                                                                                      \
+    const cublasStatus_t cohort_cublas_st_ = (expr);                                        \
+    if (cohort_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                         \
+      ::cohort::detail::throw_error(__FILE__, __LINE__, #expr, "cuda",                      \
+                                    ::cohort::cuda::detail::describe(cohort_cublas_st_));   \
+  } while (0)
