@@ -17,7 +17,8 @@ packages=(
   libopenblas-dev                                        # the GEMM peer in bench/gemm_bench
   doctest-dev                                            # unit tests
   libucx-dev ucx-utils                                   # UCX communicator backend
-  zlib1g-dev nlohmann-json3-dev libcli11-dev
+  zlib1g-dev dataset-fashion-mnist                       # IDX data (gzip) and the real data set
+  nlohmann-json3-dev libcli11-dev
 )
 peers=(python3-torch libopenmpi-dev openmpi-bin libgloo-dev)
 

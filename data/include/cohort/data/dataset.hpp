@@ -1,0 +1,28 @@
+// Datasets: indexable collections of (image, label) samples kept in host memory.
+//
+// Contract: get(i, out) writes sample i as f32 (pixel / 255 for image data) into `out`, which
+// holds sample_shape().numel() floats, and returns its label in [0, num_classes()). It is const
+// and thread-safe, so the DataLoader's prefetch thread can call it while the trainer runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cohort/core/shape.hpp"
+
+namespace cohort::data {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::int64_t size() const = 0;
+  virtual Shape sample_shape() const = 0;  // [C, H, W]
+  virtual std::int64_t num_classes() const = 0;
+  virtual std::int64_t get(std::int64_t index, float* out) const = 0;
+  virtual std::string describe() const = 0;  // "Fashion-MNIST train (60000 x [1, 28, 28]) from DIR"
+};
+
+using DatasetPtr = std::shared_ptr<const Dataset>;
+
+}  // namespace cohort::data

@@ -1,0 +1,240 @@
+// DistributedSampler against PyTorch's split and padding rules (hand-derived from
+// torch/utils/data/distributed.py), the DataLoader's coverage, ordering, prefetching and error
+// propagation, and the transforms against hand-computed values.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "cohort/data/dataloader.hpp"
+#include "cohort/data/synthetic.hpp"
+#include "cohort/devices.hpp"
+
+using namespace cohort::data;
+using V = std::vector<std::int64_t>;
+
+namespace {
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const cohort::Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Sample i has every pixel equal to i and label i % 10: batches reveal exactly which samples
+// they hold.
+class CountingDataset final : public Dataset {
+ public:
+  explicit CountingDataset(std::int64_t n, std::int64_t fail_at = -1) : n_(n), fail_at_(fail_at) {}
+  std::int64_t size() const override { return n_; }
+  cohort::Shape sample_shape() const override { return {1, 2, 3}; }
+  std::int64_t num_classes() const override { return 10; }
+  std::int64_t get(std::int64_t i, float* out) const override {
+    COHORT_CHECK(i != fail_at_, "CountingDataset: sample ", i, " is unreadable");
+    for (int k = 0; k < 6; ++k) out[k] = static_cast<float>(i);
+    return i % 10;
+  }
+  std::string describe() const override { return "counting"; }
+
+ private:
+  std::int64_t n_, fail_at_;
+};
+
+std::vector<V> epoch_samples(DataLoader& loader) {
+  std::vector<V> out;
+  Batch b;
+  while (loader.next(b)) {
+    V s;
+    const auto px = b.images.to_vector<float>();
+    const auto labels = b.labels.to_vector<std::int64_t>();
+    const std::int64_t per = 6;
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      const auto id = static_cast<std::int64_t>(px[i * per]);
+      CHECK(labels[i] == id % 10);
+      s.push_back(id);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("DistributedSampler: torch's split and padding rules without shuffling") {
+  auto shard = [](std::int64_t n, int R, int r, bool drop) {
+    return DistributedSampler(n, R, r, false, 0, drop).indices();
+  };
+  // n = 10, 3 replicas: 4 each, padded with 0, 1.
+  CHECK(shard(10, 3, 0, false) == V{0, 3, 6, 9});
+  CHECK(shard(10, 3, 1, false) == V{1, 4, 7, 0});
+  CHECK(shard(10, 3, 2, false) == V{2, 5, 8, 1});
+  // drop_last: ceil((10 - 3) / 3) = 3 each, tail dropped.
+  CHECK(shard(10, 3, 0, true) == V{0, 3, 6});
+  CHECK(shard(10, 3, 2, true) == V{2, 5, 8});
+  // padding longer than the list repeats it.
+  CHECK(shard(1, 4, 3, false) == V{0});
+  CHECK(shard(2, 4, 3, false) == V{1});
+  CHECK(shard(3, 2, 1, false) == V{1, 0});
+  CHECK(DistributedSampler(0, 2, 1, false).indices().empty());
+  CHECK(error_of([] { DistributedSampler(10, 2, 2); }).find("rank 2 out of range [0, 1]") !=
+        std::string::npos);
+  CHECK(error_of([] { DistributedSampler(10, 0, 0); }).find("number of replicas 0") !=
+        std::string::npos);
+}
+
+TEST_CASE("DistributedSampler: shuffled shards partition the data and change per epoch") {
+  const std::int64_t n = 1001;
+  std::set<std::int64_t> seen;
+  std::int64_t total = 0;
+  for (int r = 0; r < 4; ++r) {
+    DistributedSampler s(n, 4, r, true, 42);
+    s.set_epoch(3);
+    const auto idx = s.indices();
+    CHECK(static_cast<std::int64_t>(idx.size()) == 251);
+    total += static_cast<std::int64_t>(idx.size());
+    seen.insert(idx.begin(), idx.end());
+  }
+  CHECK(total == 1004);  // 3 padded
+  CHECK(static_cast<std::int64_t>(seen.size()) == n);
+  DistributedSampler a(n, 1, 0, true, 42), b(n, 1, 0, true, 42);
+  CHECK(a.indices() == b.indices());
+  b.set_epoch(1);
+  CHECK(a.indices() != b.indices());
+  auto p = permutation(n, 5);
+  std::sort(p.begin(), p.end());
+  for (std::int64_t i = 0; i < n; ++i) REQUIRE(p[static_cast<std::size_t>(i)] == i);
+}
+
+TEST_CASE("DataLoader: batches cover the shard once, in order, with and without prefetch") {
+  auto& host = cohort::host_device();
+  auto ds = std::make_shared<CountingDataset>(23);
+  for (bool prefetch : {false, true}) {
+    CAPTURE(prefetch);
+    DataLoaderOptions o;
+    o.batch_size = 5;
+    o.prefetch = prefetch;
+    DataLoader loader(ds, o, {}, host);
+    CHECK(loader.num_batches() == 5);
+    const auto e0 = epoch_samples(loader);
+    REQUIRE(e0.size() == 5);
+    CHECK(e0[0] == V{0, 1, 2, 3, 4});
+    CHECK(e0[4] == V{20, 21, 22});
+    Batch b;
+    CHECK(!loader.next(b));  // exhausted until the next epoch
+    o.drop_last = true;
+    DataLoader dropping(ds, o, {}, host);
+    CHECK(dropping.num_batches() == 4);
+    CHECK(epoch_samples(dropping).size() == 4);
+  }
+}
+
+TEST_CASE("DataLoader: shuffling is seeded, per epoch, identical with prefetch; shards per rank") {
+  auto& host = cohort::host_device();
+  auto ds = std::make_shared<CountingDataset>(50);
+  DataLoaderOptions o;
+  o.batch_size = 8;
+  o.shuffle = true;
+  o.seed = 9;
+  DataLoader a(ds, o, {}, host);
+  o.prefetch = false;
+  DataLoader b(ds, o, {}, host);
+  const auto a0 = epoch_samples(a), b0 = epoch_samples(b);
+  CHECK(a0 == b0);
+  a.set_epoch(1);
+  const auto a1 = epoch_samples(a);
+  CHECK(a1 != a0);
+  a.set_epoch(0);
+  CHECK(epoch_samples(a) == a0);
+  // Two ranks see disjoint halves.
+  std::set<std::int64_t> all;
+  for (int r = 0; r < 2; ++r) {
+    DataLoaderOptions ro = o;
+    ro.rank = r;
+    ro.world_size = 2;
+    DataLoader l(ds, ro, {}, host);
+    CHECK(l.num_samples() == 25);
+    for (const auto& batch : epoch_samples(l)) all.insert(batch.begin(), batch.end());
+  }
+  CHECK(all.size() == 50);
+}
+
+TEST_CASE("DataLoader: restarting an epoch mid-way and errors from the prefetch thread") {
+  auto& host = cohort::host_device();
+  DataLoaderOptions o;
+  o.batch_size = 4;
+  DataLoader l(std::make_shared<CountingDataset>(20), o, {}, host);
+  Batch b;
+  REQUIRE(l.next(b));
+  REQUIRE(l.next(b));
+  l.set_epoch(0);
+  const auto again = epoch_samples(l);
+  REQUIRE(again.size() == 5);
+  CHECK(again[0] == V{0, 1, 2, 3});
+
+  DataLoader bad(std::make_shared<CountingDataset>(20, 9), o, {}, host);
+  REQUIRE(bad.next(b));
+  REQUIRE(bad.next(b));
+  CHECK(error_of([&] { bad.next(b); }).find("sample 9 is unreadable") != std::string::npos);
+  o.batch_size = 0;
+  CHECK(error_of([&] { DataLoader(std::make_shared<CountingDataset>(3), o, {}, host); })
+            .find("batch size must be >= 1, got 0") != std::string::npos);
+}
+
+TEST_CASE("transforms: normalize, crop and flip against hand-computed values") {
+  auto& host = cohort::host_device();
+  const float in[6] = {1, 2, 3, 4, 5, 6};  // [1, 2, 3]
+  float out[6];
+  normalize({2.0f}, {0.5f})->apply(in, {1, 2, 3}, out, 0);
+  CHECK(std::vector<float>(out, out + 6) == std::vector<float>{-2, 0, 2, 4, 6, 8});
+  // Flip with p = 1 always mirrors; p = 0 never does.
+  random_horizontal_flip(1.0f)->apply(in, {1, 2, 3}, out, 123);
+  CHECK(std::vector<float>(out, out + 6) == std::vector<float>{3, 2, 1, 6, 5, 4});
+  random_horizontal_flip(0.0f)->apply(in, {1, 2, 3}, out, 123);
+  CHECK(std::vector<float>(out, out + 6) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  // A 2x2 crop of the zero-padded 4x5 sample: every crop is a window of the padded image.
+  auto crop = random_crop(2, 1);
+  CHECK(crop->output_shape({1, 2, 3}) == cohort::Shape{1, 2, 2});
+  std::set<std::vector<float>> windows;
+  for (std::uint64_t key = 0; key < 200; ++key) {
+    float c[4];
+    crop->apply(in, {1, 2, 3}, c, key);
+    windows.insert(std::vector<float>(c, c + 4));
+  }
+  CHECK(windows.size() == 12);  // (4 - 2 + 1) x (5 - 2 + 1) positions, all reached
+  CHECK(windows.count({0, 0, 0, 1}) == 1);
+  CHECK(windows.count({5, 6, 0, 0}) == 1);
+  CHECK(error_of([&] { normalize({0.1f, 0.2f}, {1.0f, 1.0f})->output_shape({3, 2, 2}); })
+            .find("2 channel statistics for a sample with 3 channels") != std::string::npos);
+  CHECK(error_of([&] { random_crop(9, 1)->output_shape({1, 2, 3}); })
+            .find("crop 9x9 is larger than the padded sample 4x5") != std::string::npos);
+  // Through a loader: the same (seed, epoch) gives the same augmented batch.
+  auto ds = std::make_shared<SyntheticDataset>(16, cohort::Shape{3, 8, 8}, 4, 1);
+  DataLoaderOptions o;
+  o.batch_size = 16;
+  o.seed = 3;
+  std::vector<TransformPtr> ts = {random_crop(8, 2), random_horizontal_flip(), normalize({0.5f}, {0.25f})};
+  DataLoader l1(ds, o, ts, host), l2(ds, o, ts, host);
+  Batch b1, b2;
+  REQUIRE(l1.next(b1));
+  REQUIRE(l2.next(b2));
+  CHECK(b1.images.shape() == cohort::Shape{16, 3, 8, 8});
+  CHECK(b1.images.to_vector<float>() == b2.images.to_vector<float>());
+}
+
+TEST_CASE("SyntheticDataset: deterministic, in range, label-dependent") {
+  SyntheticDataset a(100, {1, 4, 4}, 3, 7), b(100, {1, 4, 4}, 3, 7);
+  std::vector<float> x(16), y(16);
+  std::set<std::int64_t> labels;
+  for (std::int64_t i = 0; i < 100; ++i) {
+    const auto la = a.get(i, x.data());
+    CHECK(b.get(i, y.data()) == la);
+    CHECK(x == y);
+    labels.insert(la);
+    for (float v : x) REQUIRE((v >= 0.0f && v < 1.0f));
+  }
+  CHECK(labels.size() == 3);
+  CHECK(error_of([] { SyntheticDataset(1, {4, 4}, 3, 7); }).find("must be [C, H, W]") !=
+        std::string::npos);
+}
