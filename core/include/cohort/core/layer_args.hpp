@@ -1,0 +1,94 @@
+// The arguments of the layer ops of the device table (Device::conv2d_forward, pool2d_forward,
+// batch_norm_forward, ...): plain structs shared by the op table (cohort/core/device.hpp), the
+// kernels written once (cohort/detail/layer_kernels.hpp, compiled by the host compiler and by nvcc)
+// and the checked front end (cohort/core/layer_ops.hpp). Extents are int64 so no product of them
+// overflows; layouts are PyTorch's (NCHW activations, OIHW convolution weights).
+//
+// The front end fills these structs after checking every extent against the tensors, so a backend
+// may trust them: every pointer it receives covers exactly the extents described here.
+#pragma once
+
+#include <cstdint>
+
+namespace cohort {
+
+// Element-wise activation functions (the math is in cohort/detail/layer_kernels.hpp).
+//   relu(x) = max(x, 0)                  leaky_relu(x) = x > 0 ? x : alpha x
+//   gelu(x) = x Phi(x) (exact, erf)      sigmoid(x) = 1 / (1 + e^-x)       tanh(x)
+enum class Activation : int { identity, relu, leaky_relu, gelu, sigmoid, tanh };
+const char* activation_name(Activation f);
+
+// A tensor seen as [outer, channels, inner]: channel c of element (o, i) sits at
+// (o * channels + c) * inner + i. NCHW is outer = N, channels = C, inner = H * W; a batch of
+// feature rows [N, F] is outer = N, channels = F, inner = 1.
+struct ChannelDims {
+  std::int64_t outer = 1, channels = 1, inner = 1;
+  std::int64_t numel() const { return outer * channels * inner; }
+};
+
+// 2-D convolution (cross-correlation, as PyTorch's Conv2d):
+//   x [n, c, h, w], weight [k, c / groups, r, s], bias [k] (optional), y [n, k, oh, ow],
+//   y[b, o, i, j] = bias[o] + sum_{ci, p, q} w[o, ci, p, q] *
+//                   x[b, g * c/groups + ci, i * stride_h - pad_h + p * dil_h, j * stride_w - pad_w + q * dil_w]
+// with g = o / (k / groups) and x read as 0 outside the image. oh = conv_out_size(h, r, ...).
+struct Conv2dArgs {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  std::int64_t k = 0, r = 0, s = 0;          // output channels, kernel height and width
+  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  std::int64_t groups = 1;
+  std::int64_t oh = 0, ow = 0;  // output height and width
+  // Forward only: y = act(conv + bias), applied while each image's output is still in cache.
+  Activation act = Activation::identity;
+  float act_alpha = 0.0f;  // leaky_relu's slope
+};
+
+// Output extent of a convolution or pooling window along one axis; <= 0 when the (dilated) window
+// does not fit in the padded input.
+inline std::int64_t conv_out_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
+                                  std::int64_t pad, std::int64_t dil) {
+  return (in + 2 * pad - dil * (kernel - 1) - 1) / stride + 1;
+}
+
+enum class PoolKind : int { max, avg };
+
+// 2-D pooling, as PyTorch's max_pool2d (implicit -inf padding; the first maximum of a window wins
+// and NaN beats every number) and avg_pool2d (count_include_pad chooses the divisor: the window
+// clipped to the padded input, or only its valid part). x [n, c, h, w] -> y [n, c, oh, ow].
+struct Pool2dArgs {
+  PoolKind kind = PoolKind::max;
+  std::int64_t n = 0, c = 0, h = 0, w = 0;
+  std::int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t dil_h = 1, dil_w = 1;  // max pooling only (1 for avg)
+  bool count_include_pad = true;      // avg pooling only
+  std::int64_t oh = 0, ow = 0;
+};
+
+// Batch normalisation over x [n, c, inner] (inner = H * W), per channel c:
+//   training:  mean, biased var over (n, inner); y = (x - mean) / sqrt(var + eps) * gamma + beta;
+//              running_mean = (1 - momentum) running_mean + momentum mean,
+//              running_var  = (1 - momentum) running_var  + momentum var * M / (M - 1), M = n * inner
+//   otherwise: the same with running_mean / running_var in place of the batch statistics.
+struct BatchNormArgs {
+  std::int64_t n = 0, c = 0, inner = 1;
+  float eps = 1e-5f;
+  float momentum = 0.1f;  // the layer turns PyTorch's momentum=None into 1 / num_batches_tracked
+  bool training = true;   // batch statistics (and running-stat updates, when running stats exist)
+};
+
+// Layer normalisation of each of `rows` rows of `cols` elements:
+//   y = (x - mean) / sqrt(var + eps) * gamma + beta, gamma and beta of `cols` elements (optional).
+struct LayerNormArgs {
+  std::int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+};
+
+// Inverted dropout: element i is kept with probability 1 - p and scaled by 1 / (1 - p). Whether it
+// is kept is a pure function of (seed, step, i) (Philox4x32-10), so backward regenerates the mask
+// instead of storing it, and every device draws the same mask.
+struct DropoutArgs {
+  float p = 0.5f;
+  std::uint64_t seed = 0;
+  std::uint64_t step = 0;
+};
+
+}  // namespace cohort

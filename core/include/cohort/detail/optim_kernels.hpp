@@ -1,0 +1,125 @@
+// The fused optimizer updates, written once. Each functor updates element i of one parameter tensor
+// and its optimizer state in place; the host backend applies it from a Kokkos parallel_for
+// (backends/host/host_optim.cpp), the CUDA backend from a grid-stride kernel
+// (backends/cuda/cuda_optim.cu), so CPU-only CI runs exactly the arithmetic the GPU runs.
+//
+// The order of operations is PyTorch 1.13's single-tensor loop (torch/optim/*.py), one rounding to
+// float per tensor op there, one per expression here; the scalar coefficients arrive precomputed
+// (cohort/core/optim_args.hpp documents each formula). The CUDA backend compiles this without FMA
+// contraction (--fmad=false), and sqrtf and '/' are correctly rounded on both sides, so the two
+// backends agree bit for bit.
+//
+// Like kernels.hpp: nothing here may allocate, throw or call the standard library beyond what nvcc
+// also provides on the device.
+#pragma once
+
+#include <cstdint>
+
+#include "cohort/core/optim_args.hpp"
+#include "cohort/detail/kernels.hpp"  // COHORT_HD, <cmath>
+
+namespace cohort::kernels {
+
+struct SgdUpdate {
+  SgdArgs a;
+  float* param;
+  const float* grad;
+  float* momentum_buffer;  // read and written only when a.momentum != 0
+  COHORT_HD void operator()(std::int64_t i) const {
+    float g = a.maximize ? -grad[i] : grad[i];
+    const float p = param[i];
+    if (a.weight_decay != 0.0f) g = g + a.weight_decay * p;
+    if (a.momentum != 0.0f) {
+      const float buf =
+          a.first_step ? g : momentum_buffer[i] * a.momentum + a.one_minus_dampening * g;
+      momentum_buffer[i] = buf;
+      g = a.nesterov ? g + a.momentum * buf : buf;
+    }
+    param[i] = p + a.neg_lr * g;
+  }
+};
+
+// Adam and AdamW.
+struct AdamUpdate {
+  AdamArgs a;
+  float* param;
+  const float* grad;
+  float* exp_avg;
+  float* exp_avg_sq;
+  float* max_exp_avg_sq;  // read and written only when a.amsgrad
+  COHORT_HD void operator()(std::int64_t i) const {
+    float g = a.maximize ? -grad[i] : grad[i];
+    float p = param[i];
+    if (a.decoupled_weight_decay)
+      p = p * a.param_scale;
+    else if (a.weight_decay != 0.0f)
+      g = g + a.weight_decay * p;
+    const float m = exp_avg[i] * a.beta1 + a.one_minus_beta1 * g;
+    const float v = exp_avg_sq[i] * a.beta2 + a.one_minus_beta2 * g * g;
+    exp_avg[i] = m;
+    exp_avg_sq[i] = v;
+    float s = v;
+    if (a.amsgrad) {
+      const float old = max_exp_avg_sq[i];
+      // torch.maximum: NaN in either operand gives NaN.
+      s = (old != old || v != v) ? old + v : (old > v ? old : v);
+      max_exp_avg_sq[i] = s;
+    }
+    const float denom = sqrtf(s) / a.bias_correction2_sqrt + a.eps;
+    param[i] = p + a.neg_step_size * m / denom;
+  }
+};
+
+struct AdadeltaUpdate {
+  AdadeltaArgs a;
+  float* param;
+  const float* grad;
+  float* square_avg;
+  float* acc_delta;
+  COHORT_HD void operator()(std::int64_t i) const {
+    float g = a.maximize ? -grad[i] : grad[i];
+    const float p = param[i];
+    if (a.weight_decay != 0.0f) g = g + a.weight_decay * p;
+    const float sq = square_avg[i] * a.rho + a.one_minus_rho * g * g;
+    square_avg[i] = sq;
+    const float std_dev = sqrtf(sq + a.eps);
+    const float acc = acc_delta[i];
+    const float delta = sqrtf(acc + a.eps) / std_dev * g;
+    acc_delta[i] = acc * a.rho + a.one_minus_rho * delta * delta;
+    param[i] = p + a.neg_lr * delta;
+  }
+};
+
+struct RmspropUpdate {
+  RmspropArgs a;
+  float* param;
+  const float* grad;
+  float* square_avg;
+  float* grad_avg;         // read and written only when a.centered
+  float* momentum_buffer;  // read and written only when a.momentum > 0
+  COHORT_HD void operator()(std::int64_t i) const {
+    float g = a.maximize ? -grad[i] : grad[i];
+    const float p = param[i];
+    if (a.weight_decay != 0.0f) g = g + a.weight_decay * p;
+    const float sq = square_avg[i] * a.alpha + a.one_minus_alpha * g * g;
+    square_avg[i] = sq;
+    float avg;
+    if (a.centered) {
+      const float ga = grad_avg[i] * a.alpha + a.one_minus_alpha * g;
+      grad_avg[i] = ga;
+      avg = sqrtf(sq + -1.0f * ga * ga);
+    } else {
+      avg = sqrtf(sq);
+    }
+    avg = avg + a.eps;
+    if (a.momentum > 0.0f) {
+      const float buf = momentum_buffer[i] * a.momentum + g / avg;
+      momentum_buffer[i] = buf;
+      param[i] = p + a.neg_lr * buf;
+    } else {
+      param[i] = p + a.neg_lr * g / avg;
+    }
+  }
+};
+
+}  // namespace cohort::kernels

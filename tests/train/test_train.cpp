@@ -1,0 +1,150 @@
+// Progress output, the ASCII chart, metrics JSON Lines, phase timing and Chrome traces, each
+// checked against hand-written expectations or parsed back with an independent JSON parser.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+#include <unistd.h>
+
+#include "cohort/core/error.hpp"
+#include "cohort/core/trace.hpp"
+#include "cohort/train/ascii_plot.hpp"
+#include "cohort/train/metrics.hpp"
+#include "cohort/train/phase_timer.hpp"
+#include "cohort/train/progress.hpp"
+
+using namespace cohort::train;
+
+namespace {
+std::string temp_path(const std::string& name) {
+  return "/tmp/cohort_train_test_" + std::to_string(::getpid()) + "_" + name;
+}
+std::string slurp(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("ascii_plot: a falling line, axis labels and bucketing") {
+  const std::string p = ascii_plot({4, 3, 2, 1}, "loss", 60, 4);
+  const std::string expect =
+      "loss\n"
+      "         4 |*   \n"
+      "         3 | *  \n"
+      "           |  * \n"
+      "         1 |   *\n"
+      "           +----\n"
+      "            1  4\n";
+  CHECK(p == expect);
+  std::vector<double> many(1000);
+  for (int i = 0; i < 1000; ++i) many[static_cast<std::size_t>(i)] = 1000 - i;
+  const std::string q = ascii_plot(many, "t", 50, 10);
+  CHECK(q.find(std::string(50, '-')) != std::string::npos);  // 50 columns for 1000 points
+  CHECK(q.find("1000\n") != std::string::npos);
+  CHECK(ascii_plot({}, "empty") == "empty\n(no data)\n");
+  CHECK(ascii_plot({std::nan(""), 2.0}, "nan").find('*') != std::string::npos);
+}
+
+TEST_CASE("progress: plain lines every log interval when not a terminal") {
+  std::FILE* f = std::tmpfile();
+  ProgressBar bar(f, 2, /*tty=*/0);
+  bar.start_epoch(1, 3, 5);
+  for (int s = 0; s < 5; ++s) bar.update(s, 0.5 - 0.1 * s, 1000.0);
+  bar.end_epoch();
+  const std::string out = slurp(f);
+  std::fclose(f);
+  // steps 2, 4 and the last (5)
+  CHECK(out.find("epoch 1/3 step 2/5 ( 40%) loss 0.4000 1000 img/s ETA ") == 0);
+  CHECK(out.find("step 4/5") != std::string::npos);
+  CHECK(out.find("step 5/5 (100%) loss 0.1000") != std::string::npos);
+  CHECK(out.find("step 1/5") == std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 3);
+  CHECK(ProgressBar::format_duration(3723) == "1:02:03");
+  CHECK(ProgressBar::format_duration(62) == "01:02");
+}
+
+TEST_CASE("progress: one redrawn line on a terminal") {
+  std::FILE* f = std::tmpfile();
+  ProgressBar bar(f, 10, /*tty=*/1);
+  bar.start_epoch(2, 2, 4);
+  bar.update(1, 1.25, 50.0);
+  bar.end_epoch();
+  const std::string out = slurp(f);
+  std::fclose(f);
+  CHECK(out.find("\repoch 2/2 [############............] 2/4 loss 1.2500 50 img/s ETA") == 0);
+  CHECK(out.back() == '\n');
+}
+
+TEST_CASE("metrics: JSON Lines that a JSON parser reads back") {
+  const std::string path = temp_path("metrics.jsonl");
+  {
+    MetricsWriter w(path);
+    w.write("train", {{"step", 10}, {"loss", 0.25}, {"lr", 1e-3}}, {{"phase_ms", {{"forward", 1.5}}}});
+    w.write("eval", {{"epoch", 1}, {"accuracy", 0.891}, {"bad", std::nan("")}});
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::vector<nlohmann::json> rows;
+  while (std::getline(in, line)) rows.push_back(nlohmann::json::parse(line));
+  std::remove(path.c_str());
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["kind"] == "train");
+  CHECK(rows[0]["step"] == 10);
+  CHECK(rows[0]["loss"].get<double>() == 0.25);
+  CHECK(rows[0]["lr"].get<double>() == doctest::Approx(1e-3));
+  CHECK(rows[0]["phase_ms"]["forward"].get<double>() == 1.5);
+  CHECK(rows[1]["accuracy"].get<double>() == doctest::Approx(0.891));
+  CHECK(rows[1]["bad"].is_null());
+  CHECK_THROWS_WITH_AS(MetricsWriter("/nonexistent/dir/m.jsonl"),
+                       doctest::Contains("cannot open metrics file '/nonexistent/dir/m.jsonl'"),
+                       cohort::Error);
+}
+
+TEST_CASE("phase timer and Chrome trace") {
+  cohort::trace::clear();
+  cohort::trace::enable(true);
+  cohort::trace::set_rank(1);
+  PhaseTimer t;
+  for (int step = 0; step < 2; ++step) {
+    t.time("forward", [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+    t.time("comm", [] { return 0; }, "comm");
+    t.end_step();
+  }
+  { cohort::trace::Span s("manual", "data"); }
+  cohort::trace::enable(false);
+  { cohort::trace::Span s("ignored"); }
+  CHECK(t.steps() == 2);
+  CHECK(t.total("forward") >= 0.004);
+  CHECK(t.mean_ms().at("forward") >= 2.0);
+  const std::string sum = t.summary();
+  CHECK(sum.find("forward") < sum.find("comm"));  // order of first use
+  CHECK(sum.find("(2 steps)") != std::string::npos);
+  CHECK(cohort::trace::event_count() == 5);
+
+  const std::string path = temp_path("trace.json");
+  cohort::trace::write_chrome_trace(path);
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  int spans = 0;
+  std::set<int> tids;
+  for (const auto& e : j["traceEvents"]) {
+    CHECK(e["pid"] == 1);
+    if (e["ph"] == "X") {
+      ++spans;
+      tids.insert(e["tid"].get<int>());
+      CHECK(e["dur"].get<long long>() >= 0);
+    }
+  }
+  CHECK(spans == 5);
+  CHECK(tids.size() == 3);  // compute, comm, data tracks
+  cohort::trace::clear();
+  cohort::trace::set_rank(-1);
+}

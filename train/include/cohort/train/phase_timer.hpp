@@ -1,0 +1,54 @@
+// Per-phase wall time of training steps (data wait, forward, backward, optimizer, comm, ...),
+// accumulated always (two clock reads per phase) and printed as a summary table at the end. Each
+// phase also becomes a trace span when tracing is on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cohort::train {
+
+class PhaseTimer {
+ public:
+  // Times `fn()` as phase `name` (on trace track `track`).
+  template <class Fn>
+  auto time(const std::string& name, Fn&& fn, const char* track = "compute") {
+    Scope s(*this, name, track);
+    return fn();
+  }
+
+  // Manual form for phases measured elsewhere.
+  void add(const std::string& name, double seconds);
+  void end_step() { ++steps_; }
+
+  double total(const std::string& name) const;
+  std::int64_t steps() const { return steps_; }
+  // Per-step mean of each phase in ms, for metrics.
+  std::map<std::string, double> mean_ms() const;
+  // Phase | total s | ms/step | share, in order of first use.
+  std::string summary() const;
+  void reset();
+
+  class Scope {
+   public:
+    Scope(PhaseTimer& t, std::string name, const char* track);
+    ~Scope();
+
+   private:
+    PhaseTimer& t_;
+    std::string name_;
+    const char* track_;
+    std::chrono::steady_clock::time_point start_;
+    std::int64_t trace_start_;
+  };
+
+ private:
+  std::vector<std::string> order_;
+  std::map<std::string, double> seconds_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace cohort::train

@@ -1,0 +1,63 @@
+#include "cohort/train/progress.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+
+namespace cohort::train {
+
+ProgressBar::ProgressBar(std::FILE* out, std::int64_t log_interval, int tty)
+    : out_(out), interval_(log_interval < 1 ? 1 : log_interval),
+      tty_(tty < 0 ? ::isatty(::fileno(out)) != 0 : tty != 0) {}
+
+void ProgressBar::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps) {
+  epoch_ = epoch;
+  epochs_ = epochs;
+  steps_ = steps;
+  start_ = std::chrono::steady_clock::now();
+  drawn_ = false;
+}
+
+std::string ProgressBar::format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  const long s = std::lround(seconds);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%02ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+void ProgressBar::update(std::int64_t step, double loss, double images_per_s) {
+  const std::int64_t done = step + 1;
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(steps_ - done) : -1;
+  if (tty_) {
+    const int width = 24;
+    const int filled = steps_ > 0 ? static_cast<int>(width * done / steps_) : 0;
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar += std::string(static_cast<std::size_t>(width - filled), '.');
+    std::fprintf(out_, "\repoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f img/s ETA %s\033[K",
+                 static_cast<long long>(epoch_), static_cast<long long>(epochs_), bar.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(steps_), loss, images_per_s,
+                 format_duration(eta).c_str());
+    drawn_ = true;
+  } else if (done % interval_ == 0 || done == steps_) {
+    std::fprintf(out_, "epoch %lld/%lld step %lld/%lld (%3.0f%%) loss %.4f %.0f img/s ETA %s\n",
+                 static_cast<long long>(epoch_), static_cast<long long>(epochs_),
+                 static_cast<long long>(done), static_cast<long long>(steps_),
+                 steps_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(steps_) : 0.0,
+                 loss, images_per_s, format_duration(eta).c_str());
+  }
+  std::fflush(out_);
+}
+
+void ProgressBar::end_epoch() {
+  if (tty_ && drawn_) std::fprintf(out_, "\n");
+  std::fflush(out_);
+  drawn_ = false;
+}
+
+}  // namespace cohort::train
