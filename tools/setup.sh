@@ -19,6 +19,7 @@ packages=(
   libucx-dev ucx-utils                                   # UCX communicator backend
   zlib1g-dev dataset-fashion-mnist                       # IDX data (gzip) and the real data set
   nlohmann-json3-dev libcli11-dev
+  python3 python3-matplotlib                             # tools/plot_metrics.py
 )
 peers=(python3-torch libopenmpi-dev openmpi-bin libgloo-dev)
 
