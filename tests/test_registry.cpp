@@ -37,6 +37,14 @@ struct FakeDevice : cohort::Device {
   void gemm(const cohort::GemmArgs&) override {}
   void fill_uniform(float*, std::size_t, std::uint64_t, std::uint64_t, float, float) override {}
   void fill_normal(float*, std::size_t, std::uint64_t, std::uint64_t, float, float) override {}
+  // --- optimizer ops ---
+  void sgd_step(const cohort::SgdArgs&, float*, const float*, float*, std::size_t) override {}
+  void adam_step(const cohort::AdamArgs&, float*, const float*, float*, float*, float*,
+                 std::size_t) override {}
+  void adadelta_step(const cohort::AdadeltaArgs&, float*, const float*, float*, float*,
+                     std::size_t) override {}
+  void rmsprop_step(const cohort::RmspropArgs&, float*, const float*, float*, float*, float*,
+                    std::size_t) override {}
 };
 
 cohort::DeviceFactory fake(const std::string& name, int score, int count, std::string why = "") {

@@ -23,6 +23,33 @@ const char* op_name(Op op) {
     case Op::gemm: return "gemm";
     case Op::fill_uniform: return "fill_uniform";
     case Op::fill_normal: return "fill_normal";
+    // --- layer ops ---
+    case Op::conv2d_forward: return "conv2d_forward";
+    case Op::conv2d_backward_data: return "conv2d_backward_data";
+    case Op::conv2d_backward_filter: return "conv2d_backward_filter";
+    case Op::pool2d_forward: return "pool2d_forward";
+    case Op::pool2d_backward: return "pool2d_backward";
+    case Op::activation_forward: return "activation_forward";
+    case Op::activation_backward: return "activation_backward";
+    case Op::bias_add: return "bias_add";
+    case Op::bias_grad: return "bias_grad";
+    case Op::softmax_forward: return "softmax_forward";
+    case Op::softmax_backward: return "softmax_backward";
+    case Op::batch_norm_forward: return "batch_norm_forward";
+    case Op::batch_norm_backward: return "batch_norm_backward";
+    case Op::layer_norm_forward: return "layer_norm_forward";
+    case Op::layer_norm_backward: return "layer_norm_backward";
+    case Op::dropout_forward: return "dropout_forward";
+    case Op::dropout_backward: return "dropout_backward";
+    case Op::nll_forward: return "nll_forward";
+    case Op::nll_backward: return "nll_backward";
+    case Op::cross_entropy_backward: return "cross_entropy_backward";
+    // --- end of layer ops ---
+    // --- optimizer ops ---
+    case Op::sgd_step: return "sgd_step";
+    case Op::adam_step: return "adam_step";
+    case Op::adadelta_step: return "adadelta_step";
+    case Op::rmsprop_step: return "rmsprop_step";
     case Op::count_: break;
   }
   return "?";

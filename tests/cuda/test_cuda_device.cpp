@@ -5,6 +5,7 @@
 // A plain program rather than a doctest case: without a usable GPU (the normal case on CPU-only CI)
 // it must print why and exit 77, which ctest reports as skipped (SKIP_RETURN_CODE). Exit 1 on any
 // failure, 0 when everything passed.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <cohort/core/layer_ops.hpp>
 #include <cohort/core/ops.hpp>
+#include <cohort/core/optim_ops.hpp>
 #include <cohort/core/tensor.hpp>
 #include <cohort/devices.hpp>
 
@@ -401,6 +404,336 @@ void check_copies(Device& cuda, Device& host) {
   });
 }
 
+// ---- optimizer ops: the shared functors of cohort/detail/optim_kernels.hpp, compiled without FMA
+// on both sides and using only correctly rounded sqrt and division, so the GPU's parameters and
+// state must equal the host's bit for bit. ----
+
+// A parameter, its gradient and `states` state tensors on the host (states drawn from [0, 1), as
+// running averages of squares are non-negative) and copies of all on the GPU.
+struct OptimOperands {
+  std::vector<Tensor> host, cuda;  // [0] param, [1] grad, [2..] state
+};
+
+OptimOperands optim_operands(Device& cuda, Device& host, std::size_t n, int states,
+                             std::uint64_t seed) {
+  OptimOperands o;
+  o.host.push_back(Tensor::uniform(shape1(n), -2.0f, 2.0f, seed, host));
+  o.host.push_back(Tensor::uniform(shape1(n), -3.0f, 3.0f, seed + 1, host));
+  for (int k = 0; k < states; ++k)
+    o.host.push_back(Tensor::uniform(shape1(n), 0.0f, 1.0f, seed + 2 + k, host));
+  for (const Tensor& t : o.host) o.cuda.push_back(t.to(cuda));
+  return o;
+}
+
+// "" when every operand matches bit for bit after the op ran on both devices.
+std::string same_operands(const OptimOperands& o) {
+  const char* names[] = {"param", "grad", "state 0", "state 1", "state 2"};
+  for (std::size_t k = 0; k < o.host.size(); ++k)
+    if (auto why = same_bits(o.cuda[k], o.host[k]); !why.empty())
+      return std::string(names[k]) + ": " + why;
+  return "";
+}
+
+void check_optim(Device& cuda, Device& host) {
+  check("optimizer ops are supported on f32", [&]() -> std::string {
+    for (cohort::Op op : {cohort::Op::sgd_step, cohort::Op::adam_step, cohort::Op::adadelta_step,
+                          cohort::Op::rmsprop_step})
+      if (!cuda.supports(op, DType::f32)) return std::string(cohort::op_name(op)) + " unsupported";
+    return "";
+  });
+  const std::size_t sizes[] = {1, 1000, 3000001};
+  Tensor none;
+
+  struct SgdCase { const char* label; cohort::SgdArgs a; };
+  const SgdCase sgd_cases[] = {
+      {"plain", {-0.1f, 0.0f, 1.0f, 0.0f, false, false, false}},
+      {"momentum first step", {-0.1f, 0.9f, 1.0f, 0.0f, false, false, true}},
+      {"momentum dampening weight_decay", {-0.05f, 0.9f, 0.7f, 0.01f, false, false, false}},
+      {"nesterov maximize", {-0.05f, 0.9f, 1.0f, 0.01f, true, true, false}},
+  };
+  for (const auto& c : sgd_cases)
+    for (std::size_t n : sizes)
+      check(std::string("sgd_step ") + c.label + " n=" + std::to_string(n), [&] {
+        OptimOperands o = optim_operands(cuda, host, n, 1, 31);
+        cohort::ops::sgd_step(o.host[0], o.host[1], o.host[2], c.a);
+        cohort::ops::sgd_step(o.cuda[0], o.cuda[1], o.cuda[2], c.a);
+        return same_operands(o);
+      });
+
+  // Coefficients as the optimizer derives them at step 3 (lr 1e-3, betas 0.9 / 0.999).
+  auto adam_args = [](bool decoupled, bool amsgrad, bool maximize, float wd) {
+    cohort::AdamArgs a;
+    a.beta1 = 0.9f;
+    a.one_minus_beta1 = static_cast<float>(1.0 - 0.9);
+    a.beta2 = 0.999f;
+    a.one_minus_beta2 = static_cast<float>(1.0 - 0.999);
+    a.eps = 1e-8f;
+    a.decoupled_weight_decay = decoupled;
+    a.weight_decay = decoupled ? 0.0f : wd;
+    a.param_scale = decoupled ? static_cast<float>(1.0 - 1e-3 * wd) : 1.0f;
+    a.neg_step_size = static_cast<float>(-1e-3 / (1.0 - std::pow(0.9, 3)));
+    a.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(0.999, 3)));
+    a.amsgrad = amsgrad;
+    a.maximize = maximize;
+    return a;
+  };
+  struct AdamCase { const char* label; cohort::AdamArgs a; };
+  const AdamCase adam_cases[] = {
+      {"Adam", adam_args(false, false, false, 0.0f)},
+      {"Adam amsgrad weight_decay", adam_args(false, true, false, 0.01f)},
+      {"AdamW amsgrad maximize", adam_args(true, true, true, 0.1f)},
+  };
+  for (const auto& c : adam_cases)
+    for (std::size_t n : sizes)
+      check(std::string("adam_step ") + c.label + " n=" + std::to_string(n), [&] {
+        OptimOperands o = optim_operands(cuda, host, n, 3, 41);
+        cohort::ops::adam_step(o.host[0], o.host[1], o.host[2], o.host[3], o.host[4], c.a);
+        cohort::ops::adam_step(o.cuda[0], o.cuda[1], o.cuda[2], o.cuda[3], o.cuda[4], c.a);
+        return same_operands(o);
+      });
+
+  struct AdadeltaCase { const char* label; cohort::AdadeltaArgs a; };
+  const AdadeltaCase adadelta_cases[] = {
+      {"defaults", {-1.0f, 0.9f, static_cast<float>(1.0 - 0.9), 1e-6f, 0.0f, false}},
+      {"weight_decay maximize", {-0.5f, 0.8f, static_cast<float>(1.0 - 0.8), 1e-4f, 0.01f, true}},
+  };
+  for (const auto& c : adadelta_cases)
+    for (std::size_t n : sizes)
+      check(std::string("adadelta_step ") + c.label + " n=" + std::to_string(n), [&] {
+        OptimOperands o = optim_operands(cuda, host, n, 2, 51);
+        cohort::ops::adadelta_step(o.host[0], o.host[1], o.host[2], o.host[3], c.a);
+        cohort::ops::adadelta_step(o.cuda[0], o.cuda[1], o.cuda[2], o.cuda[3], c.a);
+        return same_operands(o);
+      });
+
+  struct RmspropCase { const char* label; cohort::RmspropArgs a; };
+  const float oma = static_cast<float>(1.0 - 0.99);
+  const RmspropCase rmsprop_cases[] = {
+      {"defaults", {-0.01f, 0.99f, oma, 1e-8f, 0.0f, 0.0f, false, false}},
+      {"centered", {-0.01f, 0.99f, oma, 1e-8f, 0.0f, 0.0f, true, false}},
+      {"centered momentum weight_decay maximize",
+       {-0.005f, 0.99f, oma, 1e-6f, 0.02f, 0.9f, true, true}},
+  };
+  for (const auto& c : rmsprop_cases)
+    for (std::size_t n : sizes)
+      check(std::string("rmsprop_step ") + c.label + " n=" + std::to_string(n), [&] {
+        // State 0 square_avg; state 1 grad_avg (scaled down so that square_avg - grad_avg^2 stays
+        // positive, as it does in training); state 2 the momentum buffer.
+        OptimOperands o = optim_operands(cuda, host, n, 3, 61);
+        cohort::ops::scale(0.5f, o.host[3], o.host[3]);
+        cohort::ops::scale(0.5f, o.cuda[3], o.cuda[3]);
+        Tensor& ga_h = c.a.centered ? o.host[3] : none;
+        Tensor& ga_c = c.a.centered ? o.cuda[3] : none;
+        Tensor& mb_h = c.a.momentum > 0.0f ? o.host[4] : none;
+        Tensor& mb_c = c.a.momentum > 0.0f ? o.cuda[4] : none;
+        cohort::ops::rmsprop_step(o.host[0], o.host[1], o.host[2], ga_h, mb_h, c.a);
+        cohort::ops::rmsprop_step(o.cuda[0], o.cuda[1], o.cuda[2], ga_c, mb_c, c.a);
+        return same_operands(o);
+      });
+}
+
+// ---- layer ops: the shared implementation of cohort/detail/layer_impl.hpp. Element-wise and
+// index-only ops (relu, pooling, dropout, nll) must match the host bit for bit; ops that sum
+// (convolution via cuBLAS against oneDNN, norms, softmax) or call transcendental functions (the
+// GPU's expf/erff/tanhf against glibc's) agree to a few ulps of their scale. ----
+
+// Runs `op` on host copies and on GPU copies of `inputs`; `op` returns its outputs.
+template <class Op>
+std::string layer_parity(const std::vector<Tensor>& inputs, Device& cuda, Op op, double rel,
+                         double abs, bool exact = false) {
+  std::vector<Tensor> on_cuda;
+  for (const Tensor& t : inputs) on_cuda.push_back(t.to(cuda));
+  const std::vector<Tensor> want = op(inputs);
+  const std::vector<Tensor> got = op(on_cuda);
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    std::string why;
+    if (exact || want[k].dtype() != DType::f32) {
+      why = same_bits(got[k], want[k]);
+    } else {
+      double scale = 0.0;
+      for (float v : want[k].to_vector<float>()) scale = std::max(scale, double(std::fabs(v)));
+      why = close(got[k].to_vector<float>(), want[k].to_vector<float>(), rel, abs * (1.0 + scale));
+    }
+    if (!why.empty()) return "output " + std::to_string(k) + ": " + why;
+  }
+  return "";
+}
+
+Tensor like(const Tensor& t, DType dt = DType::f32) {
+  return Tensor::zeros(t.shape(), dt, t.device());
+}
+
+void check_layers(Device& cuda, Device& host) {
+  namespace lo = cohort::ops;
+  using cohort::Activation;
+  check("layer ops are supported on f32", [&]() -> std::string {
+    for (int op = static_cast<int>(cohort::Op::conv2d_forward);
+         op <= static_cast<int>(cohort::Op::cross_entropy_backward); ++op)
+      if (!cuda.supports(static_cast<cohort::Op>(op), DType::f32))
+        return std::string(cohort::op_name(static_cast<cohort::Op>(op))) + " unsupported";
+    return "";
+  });
+
+  struct ConvCase {
+    const char* label;
+    Shape x, w;
+    lo::Conv2dParams p;
+  };
+  const ConvCase convs[] = {
+      {"3x3", {4, 3, 17, 15}, {8, 3, 3, 3}, {}},
+      {"stride 2 pad 1 dilation 2", {2, 4, 19, 19}, {6, 4, 3, 3}, {2, 2, 1, 1, 2, 2, 1}},
+      {"groups 2", {2, 4, 9, 9}, {6, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 2}},
+      {"1x1 (no im2col)", {3, 16, 7, 7}, {8, 16, 1, 1}, {}},
+      {"MNIST conv2 at batch 8", {8, 32, 26, 26}, {64, 32, 3, 3}, {}},
+  };
+  for (const auto& c : convs) {
+    const Tensor x = Tensor::uniform(c.x, -1.0f, 1.0f, 1, host);
+    const Tensor w = Tensor::uniform(c.w, -0.3f, 0.3f, 2, host);
+    const Tensor b = Tensor::uniform(Shape{c.w[0]}, -0.5f, 0.5f, 3, host);
+    const Shape ys = lo::conv2d_output_shape(c.x, c.w, c.p);
+    const Tensor dy = Tensor::uniform(ys, -1.0f, 1.0f, 4, host);
+    check(std::string("conv2d forward + bias + relu, ") + c.label, [&] {
+      return layer_parity({x, w, b}, cuda, [&](const std::vector<Tensor>& in) {
+        Tensor y = Tensor::empty(ys, DType::f32, in[0].device());
+        lo::conv2d_forward(in[0], in[1], &in[2], y, c.p, Activation::relu);
+        return std::vector<Tensor>{y};
+      }, 1e-5, 1e-6);
+    });
+    check(std::string("conv2d backward data and filter, ") + c.label, [&] {
+      return layer_parity({x, w, dy}, cuda, [&](const std::vector<Tensor>& in) {
+        Tensor dx = like(in[0]), dw = like(in[1]);
+        Tensor db = Tensor::zeros(Shape{c.w[0]}, DType::f32, in[0].device());
+        lo::conv2d_backward_data(in[2], in[1], dx, c.p);
+        lo::conv2d_backward_filter(in[0], in[2], dw, &db, c.p);
+        return std::vector<Tensor>{dx, dw, db};
+      }, 1e-5, 1e-6);
+    });
+  }
+
+  for (auto kind : {cohort::PoolKind::max, cohort::PoolKind::avg}) {
+    lo::Pool2dParams p;
+    p.kind = kind;
+    p.kh = p.kw = 3;
+    p.stride_h = p.stride_w = 2;
+    p.pad_h = p.pad_w = 1;
+    p.count_include_pad = false;
+    const Tensor x = Tensor::uniform(Shape{3, 5, 13, 11}, -1.0f, 1.0f, 5, host);
+    const Shape ys = lo::pool2d_output_shape(x.shape(), p);
+    const Tensor dy = Tensor::uniform(ys, -1.0f, 1.0f, 6, host);
+    const bool is_max = kind == cohort::PoolKind::max;
+    check(std::string(is_max ? "max" : "avg") + " pool forward and backward", [&] {
+      return layer_parity({x, dy}, cuda, [&](const std::vector<Tensor>& in) {
+        Tensor y = Tensor::empty(ys, DType::f32, in[0].device());
+        Tensor idx = Tensor::zeros(ys, DType::i32, in[0].device());
+        Tensor dx = like(in[0]);
+        lo::pool2d_forward(in[0], y, is_max ? &idx : nullptr, p);
+        lo::pool2d_backward(in[1], is_max ? &idx : nullptr, dx, p);
+        return std::vector<Tensor>{y, idx, dx};
+      }, 1e-6, 1e-7, is_max);
+    });
+  }
+
+  const Tensor ax = Tensor::uniform(Shape{100003}, -4.0f, 4.0f, 7, host);
+  const Tensor ag = Tensor::uniform(Shape{100003}, -1.0f, 1.0f, 8, host);
+  for (auto f : {Activation::relu, Activation::leaky_relu, Activation::gelu, Activation::sigmoid,
+                 Activation::tanh}) {
+    const bool exact = f == Activation::relu || f == Activation::leaky_relu;
+    check(std::string("activation ") + cohort::activation_name(f) + " forward and backward", [&] {
+      return layer_parity({ax, ag}, cuda, [&](const std::vector<Tensor>& in) {
+        Tensor y = like(in[0]), dx = like(in[0]);
+        lo::activation_forward(f, 0.1f, in[0], y);
+        lo::activation_backward(f, 0.1f, in[0], y, in[1], dx);
+        return std::vector<Tensor>{y, dx};
+      }, 2e-6, 1e-7, exact);
+    });
+  }
+
+  check("bias_add (+ gelu) and bias_grad", [&] {
+    const Tensor y0 = Tensor::uniform(Shape{6, 7, 5, 3}, -1.0f, 1.0f, 9, host);
+    const Tensor b = Tensor::uniform(Shape{7}, -1.0f, 1.0f, 10, host);
+    return layer_parity({y0, b}, cuda, [&](const std::vector<Tensor>& in) {
+      Tensor y = in[0].clone(), db = Tensor::zeros(Shape{7}, DType::f32, in[0].device());
+      lo::bias_add(in[1], y, 1, Activation::gelu);
+      lo::bias_grad(in[0], db, 1);
+      return std::vector<Tensor>{y, db};
+    }, 2e-6, 1e-7);
+  });
+
+  for (bool log : {false, true})
+    check(std::string(log ? "log_softmax" : "softmax") + " forward and backward, dim 1 of NCHW", [&] {
+      const Tensor x = Tensor::uniform(Shape{4, 10, 3, 5}, -5.0f, 5.0f, 11, host);
+      const Tensor dy = Tensor::uniform(x.shape(), -1.0f, 1.0f, 12, host);
+      return layer_parity({x, dy}, cuda, [&](const std::vector<Tensor>& in) {
+        Tensor y = like(in[0]), dx = like(in[0]);
+        lo::softmax_forward(log, in[0], y, 1);
+        lo::softmax_backward(log, y, in[1], dx, 1);
+        return std::vector<Tensor>{y, dx};
+      }, 2e-6, 1e-7);
+    });
+
+  for (bool training : {true, false})
+    check(std::string("batch norm forward and backward, ") + (training ? "training" : "evaluation"), [&] {
+      const Tensor x = Tensor::uniform(Shape{8, 6, 9, 7}, -2.0f, 3.0f, 13, host);
+      const Tensor dy = Tensor::uniform(x.shape(), -1.0f, 1.0f, 14, host);
+      const Tensor g = Tensor::uniform(Shape{6}, 0.5f, 1.5f, 15, host);
+      const Tensor b = Tensor::uniform(Shape{6}, -0.5f, 0.5f, 16, host);
+      const Tensor rv = Tensor::uniform(Shape{6}, 0.5f, 2.0f, 17, host);
+      return layer_parity({x, dy, g, b, rv}, cuda, [&](const std::vector<Tensor>& in) {
+        Device& d = in[0].device();
+        Tensor rm = Tensor::zeros(Shape{6}, DType::f32, d), rvar = in[4].clone();
+        Tensor y = like(in[0]), dx = like(in[0]);
+        Tensor sm = Tensor::zeros(Shape{6}, DType::f32, d), si = Tensor::zeros(Shape{6}, DType::f32, d);
+        Tensor dg = Tensor::zeros(Shape{6}, DType::f32, d), dbeta = Tensor::zeros(Shape{6}, DType::f32, d);
+        lo::batch_norm_forward(in[0], &in[2], &in[3], &rm, &rvar, y, sm, si, 1e-5f, 0.1f, training);
+        lo::batch_norm_backward(in[0], in[1], &in[2], sm, si, &dx, &dg, &dbeta, training);
+        return std::vector<Tensor>{y, rm, rvar, dx, dg, dbeta};
+      }, 1e-5, 1e-6);
+    });
+
+  check("layer norm forward and backward", [&] {
+    const Tensor x = Tensor::uniform(Shape{12, 5, 64}, -2.0f, 3.0f, 18, host);
+    const Tensor dy = Tensor::uniform(x.shape(), -1.0f, 1.0f, 19, host);
+    const Tensor g = Tensor::uniform(Shape{64}, 0.5f, 1.5f, 20, host);
+    return layer_parity({x, dy, g}, cuda, [&](const std::vector<Tensor>& in) {
+      Device& d = in[0].device();
+      Tensor y = like(in[0]), dx = like(in[0]);
+      Tensor m = Tensor::zeros(Shape{60}, DType::f32, d), r = Tensor::zeros(Shape{60}, DType::f32, d);
+      Tensor dg = Tensor::zeros(Shape{64}, DType::f32, d), db = Tensor::zeros(Shape{64}, DType::f32, d);
+      lo::layer_norm_forward(in[0], 64, &in[2], nullptr, y, m, r, 1e-5f);
+      lo::layer_norm_backward(in[0], in[1], 64, &in[2], m, r, &dx, &dg, &db);
+      return std::vector<Tensor>{y, dx, dg, db};
+    }, 1e-5, 1e-6);
+  });
+
+  check("dropout masks are bit-identical (Philox)", [&] {
+    const Tensor x = Tensor::uniform(Shape{100003}, -1.0f, 1.0f, 21, host);
+    return layer_parity({x}, cuda, [&](const std::vector<Tensor>& in) {
+      const cohort::DropoutArgs a{0.3f, 0xC0FFEEull, 17};
+      Tensor y = like(in[0]), dx = like(in[0]);
+      lo::dropout_forward(a, in[0], y);
+      lo::dropout_backward(a, in[0], dx);
+      return std::vector<Tensor>{y, dx};
+    }, 0.0, 0.0, true);
+  });
+
+  check("nll forward/backward and cross-entropy backward", [&] {
+    const Tensor logits = Tensor::uniform(Shape{37, 10}, -3.0f, 3.0f, 22, host);
+    std::vector<std::int64_t> t(37);
+    for (std::size_t i = 0; i < t.size(); ++i) t[i] = static_cast<std::int64_t>((i * 7) % 10);
+    const Tensor target = Tensor::from_vector(t, Shape{37}, host);
+    return layer_parity({logits, target}, cuda, [&](const std::vector<Tensor>& in) {
+      Device& d = in[0].device();
+      Tensor logp = like(in[0]), loss = Tensor::zeros(Shape{37}, DType::f32, d);
+      Tensor dn = like(in[0]), dc = like(in[0]);
+      lo::softmax_forward(true, in[0], logp, 1);
+      lo::nll_forward(logp, in[1], loss);
+      lo::nll_backward(in[1], 0.5f, dn);
+      lo::cross_entropy_backward(logp, in[1], 0.5f, dc);
+      return std::vector<Tensor>{logp, loss, dn, dc};
+    }, 2e-6, 1e-7);
+  });
+}
+
 void check_errors(Device& cuda, Device& host) {
   check("allocation failure throws cohort::Error naming the device and size, then recovers",
         [&]() -> std::string {
@@ -465,6 +798,8 @@ int main() {
     check_reductions(cuda, host);
     check_random(cuda, host);
     check_gemm(cuda, host);
+    check_layers(cuda, host);
+    check_optim(cuda, host);
     check_errors(cuda, host);
   } catch (const std::exception& e) {
     std::printf("FAIL setup: %s\n", e.what());

@@ -48,19 +48,19 @@ std::string with_header(const std::string& json, const std::string& data) {
 
 TEST_CASE("safetensors: reads a file written from the specification") {
   auto& host = cohort::host_device();
-  const auto f = cohort::io::load_safetensors(std::string(COHORT_GOLDEN_DIR) + "/sample.safetensors", host);
+  const auto f = cohort::io::load_safetensors(std::string(COHORT_GOLDEN_DIR) + "/sample.safetensors");
   CHECK(f.metadata.at("format") == "pt");
   CHECK(f.metadata.at("epoch") == "3");
   REQUIRE(f.tensors.size() == 6);
-  CHECK(f.tensors[0].first == "conv1.weight");
-  CHECK(f.find("conv1.weight")->shape() == cohort::Shape{2, 1, 1, 2});
-  CHECK(f.find("conv1.weight")->to_vector<float>() == std::vector<float>{0.5f, -1.25f, 3.0f, 1e-3f});
-  CHECK(f.find("fc.bias")->to_vector<double>() == std::vector<double>{1.0, -2.0, 0.125});
-  CHECK(f.find("labels")->to_vector<std::int64_t>() == std::vector<std::int64_t>{7, -3});
-  CHECK(f.find("counts")->to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2, 3, 4});
-  CHECK(f.find("mask")->to_vector<std::uint8_t>() == std::vector<std::uint8_t>{0, 1, 255});
-  CHECK(f.find("half")->item(0) == 1.0);
-  CHECK(f.find("half")->item(1) == -2.5);
+  CHECK(f.tensors[0].name == "conv1.weight");
+  CHECK(f.find("conv1.weight")->shape == cohort::Shape{2, 1, 1, 2});
+  CHECK(f.find("conv1.weight")->to(host).to_vector<float>() == std::vector<float>{0.5f, -1.25f, 3.0f, 1e-3f});
+  CHECK(f.find("fc.bias")->to(host).to_vector<double>() == std::vector<double>{1.0, -2.0, 0.125});
+  CHECK(f.find("labels")->to(host).to_vector<std::int64_t>() == std::vector<std::int64_t>{7, -3});
+  CHECK(f.find("counts")->to(host).to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2, 3, 4});
+  CHECK(f.find("mask")->to(host).to_vector<std::uint8_t>() == std::vector<std::uint8_t>{0, 1, 255});
+  CHECK(f.find("half")->to(host).item(0) == 1.0);
+  CHECK(f.find("half")->to(host).item(1) == -2.5);
   CHECK(f.find("absent") == nullptr);
 }
 
@@ -80,12 +80,12 @@ TEST_CASE("safetensors: round trip, layout, atomic replacement") {
   for (int i = 0; i < 8; ++i) hlen |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
   CHECK((8 + hlen) % 8 == 0);  // data section 8-byte aligned
   CHECK(bytes.size() == 8 + hlen + 15 * 4 + 5 * 4 + 8);
-  const auto back = cohort::io::load_safetensors(p, host);
+  const auto back = cohort::io::load_safetensors(p);
   CHECK(back.metadata.at("step") == "100");
-  CHECK(back.find("w")->to_vector<float>() == ts[0].second.to_vector<float>());
-  CHECK(back.find("b")->to_vector<float>() == std::vector<float>(5, 0.5f));
-  CHECK(back.find("steps")->item() == 42.0);
-  CHECK(back.find("empty")->shape() == cohort::Shape{0, 3});
+  CHECK(back.find("w")->to(host).to_vector<float>() == ts[0].second.to_vector<float>());
+  CHECK(back.find("b")->to(host).to_vector<float>() == std::vector<float>(5, 0.5f));
+  CHECK(back.find("steps")->to(host).item() == 42.0);
+  CHECK(back.find("empty")->shape == cohort::Shape{0, 3});
 
   // A failing save (undefined tensor) leaves the old file and no temporary behind.
   cohort::io::NamedTensors bad = {{"x", Tensor()}};
@@ -103,12 +103,11 @@ TEST_CASE("safetensors: round trip, layout, atomic replacement") {
 }
 
 TEST_CASE("safetensors: corrupt and truncated files are named errors") {
-  auto& host = cohort::host_device();
   TempDir d;
   const std::string p = d.file("bad.safetensors");
   auto load_err = [&](const std::string& content) {
     write_file(p, content);
-    return error_of([&] { cohort::io::load_safetensors(p, host); });
+    return error_of([&] { cohort::io::load_safetensors(p); });
   };
   CHECK(load_err("abc").find("truncated: 3 bytes") != std::string::npos);
   CHECK(load_err(with_header("{\"a\":1}", "").substr(0, 12)).find("header length 7 but only 4 bytes follow") !=
@@ -128,6 +127,6 @@ TEST_CASE("safetensors: corrupt and truncated files are named errors") {
                              std::string(6, '\0')))
             .find("tensors 'a' and 'b' overlap") != std::string::npos);
   CHECK(load_err(with_header("{\"t\":[1,2]}", "")).find("entry 't' is malformed") != std::string::npos);
-  CHECK(error_of([&] { cohort::io::load_safetensors(d.file("missing"), host); })
+  CHECK(error_of([&] { cohort::io::load_safetensors(d.file("missing")); })
             .find("cannot open safetensors file") != std::string::npos);
 }

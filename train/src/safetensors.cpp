@@ -55,10 +55,16 @@ std::string dir_of(const std::string& path) {
 
 }  // namespace
 
-const Tensor* SafetensorsFile::find(const std::string& name) const {
-  for (const auto& [n, t] : tensors)
-    if (n == name) return &t;
+const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
+  for (const auto& e : tensors)
+    if (e.name == name) return &e;
   return nullptr;
+}
+
+Tensor SafetensorsEntry::to(Device& device) const {
+  Tensor t = Tensor::empty(shape, dtype, device);
+  detail::copy_host_to_tensor(t, bytes.data(), bytes.size());
+  return t;
 }
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
@@ -119,8 +125,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   }
 }
 
-SafetensorsFile load_safetensors(const std::string& path, Device& host) {
-  COHORT_CHECK(host.host_accessible(), "load_safetensors: device ", host.name(), " is not host memory");
+SafetensorsFile load_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   COHORT_CHECK(in.good(), "cannot open safetensors file '", path, "'");
   const auto size = static_cast<std::uint64_t>(in.tellg());
@@ -197,12 +202,16 @@ SafetensorsFile load_safetensors(const std::string& path, Device& host) {
     COHORT_CHECK(entries[i].begin >= entries[i - 1].end, "safetensors file '", path, "': tensors '",
                  entries[i - 1].name, "' and '", entries[i].name, "' overlap");
   for (const auto& e : entries) {
-    Tensor t = Tensor::empty(Shape(e.shape), e.dt, host);
+    SafetensorsEntry t;
+    t.name = e.name;
+    t.dtype = e.dt;
+    t.shape = Shape(e.shape);
+    t.bytes.resize(e.end - e.begin);
     in.seekg(static_cast<std::streamoff>(8 + hlen + e.begin));
-    in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(e.end - e.begin));
-    COHORT_CHECK(in.good() || e.end == e.begin, "reading tensor '", e.name, "' from '", path,
+    in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    COHORT_CHECK(in.good() || t.bytes.empty(), "reading tensor '", e.name, "' from '", path,
                  "' failed");
-    out.tensors.emplace_back(e.name, std::move(t));
+    out.tensors.push_back(std::move(t));
   }
   return out;
 }

@@ -2,9 +2,11 @@
 // group, behind one interface whose backend (shm, ucx, nccl, self) is chosen at run time.
 //
 // Contracts (every backend, every op):
-//  - Asynchronous: each call enqueues the op and returns a Work handle at once; ops issued by one
-//    rank complete in issue order, and every rank must issue the same collectives in the same
-//    order with the same count and dtype (as in NCCL/MPI).
+//  - Asynchronous: each call enqueues the op and returns a Work handle at once; collectives issued
+//    by one rank complete in issue order, and every rank must issue the same collectives in the
+//    same order with the same count and dtype (as in NCCL/MPI). Point-to-point ops complete on
+//    their own (a recv waits only for its matching send), so tagged messages may be received in
+//    any order.
 //  - Buffers belong to the caller and must stay valid and unmodified (send side) / unread (receive
 //    side) until the Work completes. In-place is `send == recv` where the op allows it.
 //  - Memory: host pointers always work on backends whose capabilities() say host_memory; device

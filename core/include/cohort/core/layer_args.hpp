@@ -42,11 +42,12 @@ struct Conv2dArgs {
   float act_alpha = 0.0f;  // leaky_relu's slope
 };
 
-// Output extent of a convolution or pooling window along one axis; <= 0 when the (dilated) window
-// does not fit in the padded input.
+// Output extent of a convolution or pooling window along one axis (stride >= 1, dil >= 1); 0 when
+// the (dilated) window does not fit in the padded input.
 inline std::int64_t conv_out_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
                                   std::int64_t pad, std::int64_t dil) {
-  return (in + 2 * pad - dil * (kernel - 1) - 1) / stride + 1;
+  const std::int64_t span = in + 2 * pad - dil * (kernel - 1) - 1;  // floor division below
+  return span < 0 ? 0 : span / stride + 1;
 }
 
 enum class PoolKind : int { max, avg };

@@ -26,3 +26,8 @@ class Dataset {
 using DatasetPtr = std::shared_ptr<const Dataset>;
 
 }  // namespace cohort::data
+
+namespace cohort::data {
+// Samples [begin, end) of `dataset` as a data set of its own (shares the parent's memory).
+DatasetPtr subset(DatasetPtr dataset, std::int64_t begin, std::int64_t end);
+}  // namespace cohort::data

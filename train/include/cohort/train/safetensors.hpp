@@ -7,6 +7,7 @@
 // of the directory. A failed or interrupted save leaves the old file untouched.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -24,15 +25,24 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+// One stored tensor, as bytes in host memory; to(device) makes a Tensor of it anywhere.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<std::uint8_t> bytes;
+  Tensor to(Device& device) const;
+};
+
 struct SafetensorsFile {
-  NamedTensors tensors;  // in file order (sorted by data offset), on the host device given
+  std::vector<SafetensorsEntry> tensors;  // in file order (sorted by data offset)
   std::map<std::string, std::string> metadata;
-  const Tensor* find(const std::string& name) const;
+  const SafetensorsEntry* find(const std::string& name) const;
 };
 
 // Validates everything before returning: header length against the file size, JSON syntax,
 // known dtypes, shapes matching byte ranges, ranges inside the data section and not overlapping.
 // Errors name the file and what is wrong with it.
-SafetensorsFile load_safetensors(const std::string& path, Device& host);
+SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace cohort::io

@@ -1,0 +1,13 @@
+# The Open MPI peer of cohort-bench: bench/mpi_allreduce_bench, built only where find_package(MPI)
+# finds Open MPI (Debian: libopenmpi-dev openmpi-bin, see tools/setup.sh --peers).
+set(MPI_DETERMINE_LIBRARY_VERSION TRUE)
+find_package(MPI QUIET COMPONENTS CXX)
+if(MPI_CXX_FOUND AND MPI_CXX_LIBRARY_VERSION_STRING MATCHES "Open MPI")
+  add_executable(mpi_allreduce_bench ${CMAKE_CURRENT_LIST_DIR}/mpi_allreduce_bench.cpp)
+  target_link_libraries(mpi_allreduce_bench PRIVATE MPI::MPI_CXX)
+  # Open MPI's C++ headers warn under -Wextra; the peer is not ours to fix.
+  target_compile_definitions(mpi_allreduce_bench PRIVATE OMPI_SKIP_MPICXX=1)
+  message(STATUS "  bench: mpi_allreduce_bench against ${MPI_CXX_LIBRARY_VERSION_STRING}")
+else()
+  message(STATUS "  bench: mpi_allreduce_bench skipped (Open MPI not found)")
+endif()

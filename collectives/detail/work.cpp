@@ -1,0 +1,50 @@
+#include "detail/work.hpp"
+
+#include <cstdlib>
+
+#include "cohort/core/error.hpp"
+
+namespace cohort::comm::detail {
+
+Timeout default_timeout_from_env() {
+  const char* env = std::getenv("COHORT_COMM_TIMEOUT_MS");
+  if (!env || !*env) return Timeout(300 * 1000);
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  COHORT_CHECK(end && *end == '\0' && v > 0, "COHORT_COMM_TIMEOUT_MS='", env,
+               "' is not a positive number of milliseconds");
+  return Timeout(v);
+}
+
+Timeout resolve_timeout(Timeout t, Timeout fallback) {
+  if (t == kDefaultTimeout) return fallback;
+  COHORT_CHECK(t.count() >= 0, "timeout of ", t.count(),
+               " ms is negative (use kDefaultTimeout for the communicator's default)");
+  return t;
+}
+
+std::string format_ranks(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+std::string format_timeout(Timeout t) { return std::to_string(t.count()) + " ms"; }
+
+namespace {
+class CompletedWork final : public Work {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+}  // namespace
+
+WorkHandle completed_work() {
+  static const WorkHandle done = std::make_shared<CompletedWork>();
+  return done;
+}
+
+}  // namespace cohort::comm::detail

@@ -1,0 +1,127 @@
+// The one list of communicator backends in this build, written by hand behind build flags
+// (DESIGN.md: no self-registering objects), and the selection policy over it.
+#include "cohort/collectives/registry.hpp"
+
+#include <cstdlib>
+
+#include "cohort/core/error.hpp"
+#include "detail/work.hpp"
+#include "self/self_communicator.hpp"
+#include "shm/shm_communicator.hpp"
+#if COHORT_HAVE_UCX
+#include "ucx/ucx_communicator.hpp"
+#endif
+
+namespace cohort::comm {
+
+const std::vector<CommunicatorFactory>& communicator_factories() {
+  // Portable backends last. nccl joins first (behind COHORT_HAVE_NCCL) when it exists.
+  static const std::vector<CommunicatorFactory> all = {
+#if COHORT_HAVE_UCX
+      ucx::factory(),
+#endif
+      shm::factory(),   // every rank on one host
+      self::factory(),  // world size 1
+  };
+  return all;
+}
+
+namespace {
+
+// Backends the design knows but this build does not contain, with the reason.
+std::vector<std::pair<std::string, std::string>> absent_backends() {
+  std::vector<std::pair<std::string, std::string>> v;
+  v.emplace_back("nccl", "not implemented yet");
+#if !COHORT_HAVE_UCX
+  v.emplace_back("ucx", "this library was built without UCX");
+#endif
+  return v;
+}
+
+std::string known_names() {
+  std::string s;
+  for (const auto& f : communicator_factories()) s += (s.empty() ? "" : ", ") + f.name;
+  return s;
+}
+
+const CommunicatorFactory& select(const std::string& spec, const std::string& origin,
+                                  const ProcessGroupInfo& info) {
+  if (spec == "auto") {
+    const CommunicatorFactory* best = nullptr;
+    std::string reasons;
+    for (const auto& f : communicator_factories()) {
+      std::string why;
+      if (f.available(info, &why)) {
+        if (!best || f.score > best->score) best = &f;
+      } else {
+        reasons += (reasons.empty() ? "" : "; ") + f.name + ": " + why;
+      }
+    }
+    COHORT_CHECK(best, "no communicator backend can serve ", info.str(), " (", reasons, ")");
+    return *best;
+  }
+  for (const auto& f : communicator_factories()) {
+    if (f.name != spec) continue;
+    std::string why;
+    COHORT_CHECK(f.available(info, &why), "communicator backend '", spec, "' from ", origin,
+                 " is not available for ", info.str(), ": ", why);
+    return f;
+  }
+  for (const auto& [name, why] : absent_backends())
+    COHORT_CHECK(name != spec, "communicator backend '", spec, "' from ", origin,
+                 " is not in this build (", why, "; available in this build: ", known_names(),
+                 ")");
+  COHORT_FAIL("unknown communicator backend '", spec, "' from ", origin, " (known: ",
+              known_names(), ", auto)");
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> create_communicator(const std::string& name,
+                                                  const ProcessGroupInfo& info,
+                                                  std::shared_ptr<Store> store) {
+  std::string spec = name;
+  std::string origin = "the argument";
+  if (spec.empty()) {
+    const char* env = std::getenv("COHORT_COMM");
+    spec = env && *env ? env : "auto";
+    origin = env && *env ? "COHORT_COMM" : "the default";
+  }
+  if (info.world_size > 1) set_error_rank(info.rank);
+  const CommunicatorFactory& f = select(spec, origin, info);
+  return f.create(info, std::move(store));
+}
+
+std::unique_ptr<Communicator> init_process_group(const std::string& name) {
+  const ProcessGroupInfo info = ProcessGroupInfo::from_env();
+  std::shared_ptr<Store> store;
+  const char* spec = std::getenv("COHORT_STORE");
+  if (spec && *spec) {
+    const std::string s = spec;
+    if (s.rfind("file://", 0) == 0) {
+      store = make_file_store(s.substr(7));
+    } else if (s.rfind("tcp://", 0) == 0) {
+      const std::string hp = s.substr(6);
+      const auto colon = hp.rfind(':');
+      COHORT_CHECK(colon != std::string::npos && colon + 1 < hp.size(), "COHORT_STORE='", s,
+                   "' lacks a port (tcp://HOST:PORT)");
+      const int port = std::atoi(hp.c_str() + colon + 1);
+      store = make_tcp_store(hp.substr(0, colon), port, info.rank == 0,
+                             detail::default_timeout_from_env());
+    } else {
+      COHORT_FAIL("COHORT_STORE='", s, "' is neither tcp://HOST:PORT nor file:///DIRECTORY");
+    }
+  } else if (info.world_size == 1) {
+    store = make_memory_store();
+  } else {
+    COHORT_CHECK(!info.master_addr.empty() && info.master_port > 0, info.str(),
+                 ": a group of several ranks needs the store's address: set MASTER_ADDR and "
+                 "MASTER_PORT (cohortrun does; with mpirun add -x MASTER_ADDR=HOST -x "
+                 "MASTER_PORT=PORT), or COHORT_STORE=file:///shared/dir");
+    store = make_tcp_store(info.master_addr, info.master_port, info.rank == 0,
+                           detail::default_timeout_from_env());
+  }
+  return create_communicator(name, info, std::move(store));
+}
+
+}  // namespace cohort::comm

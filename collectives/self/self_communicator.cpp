@@ -1,0 +1,205 @@
+// The self backend. Every collective over one rank is a copy (or nothing, in place), so ops run at
+// issue and return a shared, already completed Work: no allocation, no thread. Only recv can be
+// pending (until this process sends to itself); messages are copied at send, so a send completes
+// at once and its buffer is free again, as an eager MPI send.
+#include "self/self_communicator.hpp"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "cohort/core/error.hpp"
+#include "detail/reduce.hpp"
+#include "detail/validate.hpp"
+#include "detail/work.hpp"
+
+namespace cohort::comm::self {
+namespace {
+
+constexpr const char* kName = "self";
+
+// Messages this process sent to itself and the receives still waiting for one.
+struct Mailbox {
+  struct Message {
+    int tag;
+    std::vector<std::uint8_t> data;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Message> messages;
+  std::string failure;  // set once an op failed: the communicator is then unusable
+};
+
+class RecvWork final : public Work {
+ public:
+  RecvWork(std::shared_ptr<Mailbox> box, void* buf, std::size_t bytes, int tag, Timeout timeout)
+      : box_(std::move(box)), buf_(buf), bytes_(bytes), tag_(tag), timeout_(timeout),
+        deadline_(std::chrono::steady_clock::now() + timeout) {}
+
+  bool test() override {
+    std::lock_guard<std::mutex> lock(box_->mu);
+    if (try_match_locked()) return true;
+    if (std::chrono::steady_clock::now() >= deadline_) fail_locked();
+    return false;
+  }
+
+  void wait() override {
+    std::unique_lock<std::mutex> lock(box_->mu);
+    if (box_->cv.wait_until(lock, deadline_, [&] { return try_match_locked(); })) return;
+    fail_locked();
+  }
+
+ private:
+  // True once this receive has its message; throws if the communicator failed meanwhile.
+  bool try_match_locked() {
+    if (done_) return true;
+    if (!box_->failure.empty())
+      COHORT_CHECK_IN(kName, false, "communicator unusable after an earlier failure: ",
+                      box_->failure);
+    for (auto it = box_->messages.begin(); it != box_->messages.end(); ++it) {
+      if (it->tag != tag_) continue;
+      if (it->data.size() != bytes_) {
+        box_->failure = "recv (from rank 0, tag " + std::to_string(tag_) + ") of " +
+                        std::to_string(bytes_) + " bytes matched a send of " +
+                        std::to_string(it->data.size()) + " bytes";
+        COHORT_CHECK_IN(kName, false, box_->failure);
+      }
+      if (bytes_) std::memcpy(buf_, it->data.data(), bytes_);
+      box_->messages.erase(it);
+      done_ = true;
+      return true;
+    }
+    return false;
+  }
+
+  [[noreturn]] void fail_locked() {
+    box_->failure = "recv (from rank 0, tag " + std::to_string(tag_) + ", " +
+                    std::to_string(bytes_) + " bytes) timed out after " +
+                    detail::format_timeout(timeout_) +
+                    ": rank 0 (this process) did not send a matching message";
+    COHORT_CHECK_IN(kName, false, box_->failure);
+  }
+
+  std::shared_ptr<Mailbox> box_;
+  void* buf_;
+  std::size_t bytes_;
+  int tag_;
+  Timeout timeout_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool done_ = false;
+};
+
+class SelfCommunicator final : public Communicator {
+ public:
+  explicit SelfCommunicator(Timeout default_timeout) : default_timeout_(default_timeout) {}
+
+  std::string backend() const override { return kName; }
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.host_memory = true;
+    c.device_memory = false;
+    c.dtypes = detail::reducible_dtypes();
+    return c;
+  }
+
+  WorkHandle allreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
+                       Timeout timeout) override {
+    check_usable(timeout);
+    detail::check_allreduce(kName, send, recv, count, dtype);
+    (void)op;  // every op over one rank is the identity (avg divides by 1)
+    copy(recv, send, count * dtype_size(dtype));
+    return detail::completed_work();
+  }
+
+  WorkHandle broadcast(void* buf, std::size_t count, DType dtype, int root,
+                       Timeout timeout) override {
+    check_usable(timeout);
+    detail::check_broadcast(kName, buf, count, dtype, root, 1);
+    return detail::completed_work();
+  }
+
+  WorkHandle allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                       Timeout timeout) override {
+    check_usable(timeout);
+    detail::check_allgather(kName, send, recv, count, dtype, 0, 1);
+    copy(recv, send, count * dtype_size(dtype));
+    return detail::completed_work();
+  }
+
+  WorkHandle reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                            ReduceOp op, Timeout timeout) override {
+    check_usable(timeout);
+    detail::check_reduce_scatter(kName, send, recv, count, dtype, 0, 1);
+    (void)op;
+    copy(recv, send, count * dtype_size(dtype));
+    return detail::completed_work();
+  }
+
+  WorkHandle barrier(Timeout timeout) override {
+    check_usable(timeout);
+    return detail::completed_work();
+  }
+
+  WorkHandle send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
+                  Timeout timeout) override {
+    check_usable(timeout);
+    detail::check_p2p(kName, "send", buf, count, dtype, peer, 1);
+    const auto* p = static_cast<const std::uint8_t*>(buf);
+    {
+      std::lock_guard<std::mutex> lock(box_->mu);
+      box_->messages.push_back({tag, std::vector<std::uint8_t>(p, p + count * dtype_size(dtype))});
+    }
+    box_->cv.notify_all();
+    return detail::completed_work();
+  }
+
+  WorkHandle recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
+                  Timeout timeout) override {
+    const Timeout t = check_usable(timeout);
+    detail::check_p2p(kName, "recv", buf, count, dtype, peer, 1);
+    auto work = std::make_shared<RecvWork>(box_, buf, count * dtype_size(dtype), tag, t);
+    work->test();  // matches at once when the message is already here
+    return work;
+  }
+
+ private:
+  Timeout check_usable(Timeout timeout) {
+    {
+      std::lock_guard<std::mutex> lock(box_->mu);
+      COHORT_CHECK_IN(kName, box_->failure.empty(),
+                      "communicator unusable after an earlier failure: ", box_->failure);
+    }
+    return detail::resolve_timeout(timeout, default_timeout_);
+  }
+
+  static void copy(void* dst, const void* src, std::size_t bytes) {
+    if (bytes && dst != src) std::memcpy(dst, src, bytes);
+  }
+
+  Timeout default_timeout_;
+  std::shared_ptr<Mailbox> box_ = std::make_shared<Mailbox>();
+};
+
+}  // namespace
+
+CommunicatorFactory factory() {
+  CommunicatorFactory f;
+  f.name = kName;
+  f.score = 100;  // nothing beats no communication at all
+  f.available = [](const ProcessGroupInfo& info, std::string* why_not) {
+    if (info.world_size == 1) return true;
+    if (why_not)
+      *why_not = "needs world size 1 (this group has " + std::to_string(info.world_size) +
+                 " ranks)";
+    return false;
+  };
+  f.create = [](const ProcessGroupInfo&, std::shared_ptr<Store>) -> std::unique_ptr<Communicator> {
+    return std::make_unique<SelfCommunicator>(detail::default_timeout_from_env());
+  };
+  return f;
+}
+
+}  // namespace cohort::comm::self

@@ -1,0 +1,376 @@
+#include "shm/engine.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "cohort/core/error.hpp"
+#include "detail/wait.hpp"
+#include "detail/work.hpp"
+#include "shm/p2p.hpp"
+
+namespace cohort::comm::shm {
+
+using Clock = std::chrono::steady_clock;
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::none: return "none";
+    case Kind::allreduce: return "allreduce";
+    case Kind::broadcast: return "broadcast";
+    case Kind::allgather: return "allgather";
+    case Kind::reduce_scatter: return "reduce_scatter";
+    case Kind::barrier: return "barrier";
+    case Kind::send: return "send";
+    case Kind::recv: return "recv";
+  }
+  return "?";
+}
+
+namespace {
+// Deadlines far in the future must not overflow the clock.
+Clock::time_point deadline_after(Timeout t) {
+  return Clock::now() + std::min<Timeout>(t, Timeout(1000LL * 3600 * 24 * 365));
+}
+std::string waiting_for(Flag f, std::uint64_t step) {
+  const std::string s = std::to_string(step);
+  switch (f) {
+    case Flag::posted: return "waiting for their data of step " + s;
+    case Flag::reduced: return "waiting for their reduced slice of step " + s;
+    case Flag::consumed: return "waiting for them to finish reading step " + s;
+  }
+  return "?";
+}
+}  // namespace
+
+// --- Op ---
+
+Op::Op(std::shared_ptr<Engine> engine, Kind k, Timeout t)
+    : kind(k), timeout(t), deadline(deadline_after(t)), eng(*engine), keep_(std::move(engine)) {}
+
+bool Op::test() { return eng.test(*this); }
+void Op::wait() { eng.wait(*this); }
+
+CollOp::CollOp(std::shared_ptr<Engine> engine, Kind k, Timeout t, std::uint64_t n)
+    : Op(std::move(engine), k, t), nsteps(n) {}
+
+void CollOp::stalled(Flag flag, std::uint64_t step, int only_rank) const {
+  if (stall_step_ == 0 || step < stall_step_) {
+    stall_flag_ = flag;
+    stall_step_ = step;
+    stall_rank_ = only_rank;
+  }
+}
+
+void CollOp::blocked(std::vector<int>* ranks, std::string* what) const {
+  if (stall_step_ == 0) return;
+  *ranks = eng.behind(stall_flag_, stall_step_, stall_rank_);
+  *what = waiting_for(stall_flag_, stall_step_);
+}
+
+// --- Engine ---
+
+Engine::Engine(int r, int w, std::unique_ptr<Segment> segment, std::shared_ptr<Store> store,
+               Timeout default_timeout)
+    : rank(r),
+      world(w),
+      params(segment->params()),
+      seg_(std::move(segment)),
+      store_(std::move(store)),
+      default_timeout_(default_timeout),
+      oversubscribed_(w > detail::usable_cpus()),
+      sends_(static_cast<std::size_t>(w)),
+      recvs_(static_cast<std::size_t>(w)),
+      unexpected_(static_cast<std::size_t>(w)),
+      incoming_(static_cast<std::size_t>(w)),
+      srcs_(static_cast<std::size_t>(w)) {}
+
+Engine::~Engine() = default;
+
+Timeout Engine::resolve(Timeout t) const { return detail::resolve_timeout(t, default_timeout_); }
+
+std::atomic<std::uint64_t>& Engine::flag(int r, Flag f) const {
+  RankCtl& c = seg_->ctl(r);
+  switch (f) {
+    case Flag::posted: return c.posted.v;
+    case Flag::reduced: return c.reduced.v;
+    case Flag::consumed: break;
+  }
+  return c.consumed.v;
+}
+
+bool Engine::reached(Flag f, std::uint64_t step, int only_rank) const {
+  if (only_rank >= 0) return flag(only_rank, f).load(std::memory_order_acquire) >= step;
+  for (int q = 0; q < world; ++q)
+    if (q != rank && flag(q, f).load(std::memory_order_acquire) < step) return false;
+  return true;
+}
+
+void Engine::publish(Flag f, std::uint64_t step) {
+  flag(rank, f).store(step, std::memory_order_release);
+  ++moves_;
+}
+
+std::vector<int> Engine::behind(Flag f, std::uint64_t step, int only_rank) const {
+  std::vector<int> out;
+  for (int q = 0; q < world; ++q) {
+    if (q == rank || (only_rank >= 0 && q != only_rank)) continue;
+    if (flag(q, f).load(std::memory_order_acquire) < step) out.push_back(q);
+  }
+  return out;
+}
+
+std::string Engine::whereabouts(const std::vector<int>& ranks) const {
+  std::string s;
+  for (int q : ranks) {
+    const RankCtl& c = seg_->ctl(q);
+    const std::uint64_t seq = c.coll_seq.load(std::memory_order_relaxed);
+    if (!s.empty()) s += ", ";
+    s += "rank " + std::to_string(q);
+    if (seq == 0)
+      s += " has not entered any collective";
+    else
+      s += " last entered collective #" + std::to_string(seq) + " (" +
+           kind_name(static_cast<Kind>(c.coll_kind.load(std::memory_order_relaxed))) + ")";
+  }
+  return s;
+}
+
+void Engine::check_usable() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_)
+    cohort::detail::throw_error(__FILE__, __LINE__, "", "shm",
+                                "communicator unusable after an earlier failure: " + failure_);
+}
+
+WorkHandle Engine::submit(std::shared_ptr<Op> op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_)
+    cohort::detail::throw_error(__FILE__, __LINE__, "", "shm",
+                                "communicator unusable after an earlier failure: " + failure_);
+  // A peer that failed will not take part in this op (and its flags may even seem to satisfy it).
+  check_peer_abort_locked();
+  op->id = next_id_++;
+  switch (op->kind) {
+    case Kind::send: {
+      auto s = std::static_pointer_cast<SendOp>(op);
+      sends_[static_cast<std::size_t>(s->peer)].push_back(std::move(s));
+      ++p2p_pending_;
+      break;
+    }
+    case Kind::recv: {
+      post_recv(std::static_pointer_cast<RecvOp>(op));
+      ++p2p_pending_;
+      break;
+    }
+    default: {
+      auto c = std::static_pointer_cast<CollOp>(op);
+      c->t0 = next_step_;
+      next_step_ += c->nsteps;
+      c->seq = next_seq_++;
+      coll_.push_back(std::move(c));
+    }
+  }
+  inflight_.push_back(op);
+  progress_locked();
+  return op;
+}
+
+void Engine::progress_locked() {
+  while (!coll_.empty()) {
+    CollOp& op = *coll_.front();
+    if (op.seq != announced_seq_) {
+      RankCtl& c = seg_->ctl(rank);
+      c.coll_kind.store(static_cast<std::uint32_t>(op.kind), std::memory_order_relaxed);
+      c.coll_seq.store(op.seq, std::memory_order_relaxed);
+      announced_seq_ = op.seq;
+    }
+    if (!op.advance()) break;
+    op.done = true;
+    coll_.pop_front();
+  }
+  if (p2p_pending_ || !coll_.empty()) {
+    // Receiving never waits for a matching recv (unmatched messages are buffered), so a peer's
+    // large send completes even while this rank is busy in a collective.
+    drain_incoming();
+    for (auto& q : sends_) {
+      while (!q.empty() && q.front()->advance()) {
+        q.front()->done = true;
+        q.pop_front();
+        --p2p_pending_;
+      }
+    }
+    for (auto& l : recvs_) {
+      for (auto it = l.begin(); it != l.end();) {
+        if ((*it)->advance()) {
+          (*it)->done = true;
+          it = l.erase(it);
+          --p2p_pending_;
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+  while (!inflight_.empty() && inflight_.front()->done) inflight_.pop_front();
+  first_pending_ = inflight_.empty() ? next_id_ : inflight_.front()->id;
+  if (!coll_.empty()) check_peer_abort_locked();
+}
+
+bool Engine::test(Op& op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (op.id < first_pending_) return true;
+  if (failed_) throw_failure();
+  progress_locked();
+  if (op.id < first_pending_) return true;
+  check_time_locked();
+  return false;
+}
+
+void Engine::wait(Op& op) {
+  detail::Backoff backoff(oversubscribed_);
+  std::uint64_t seen = ~std::uint64_t{0};
+  for (std::uint32_t i = 1;; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (op.id < first_pending_) return;
+      if (failed_) throw_failure();
+      progress_locked();
+      if (op.id < first_pending_) return;
+      if ((i & 31) == 0) check_time_locked();
+      if (moves_ != seen) {
+        seen = moves_;
+        backoff.reset();
+      }
+    }
+    backoff.pause();
+  }
+}
+
+void Engine::check_time_locked() {
+  const auto now = Clock::now();
+  for (const auto& op : inflight_)
+    if (!op->done && now >= op->deadline) fail_locked(timeout_message(*op));
+  check_peer_abort_locked();
+  if (now - last_liveness_check_ < std::chrono::milliseconds(100)) return;
+  last_liveness_check_ = now;
+  // A peer that died never arrives: say so now rather than at the deadline. Only peers in this
+  // pid namespace can be checked (kill(pid, 0) means nothing across namespaces).
+  std::vector<int> waiting;
+  std::string what;
+  for (const auto& op : inflight_) {
+    std::vector<int> r;
+    if (!op->done) op->blocked(&r, &what);
+    waiting.insert(waiting.end(), r.begin(), r.end());
+  }
+  const std::uint64_t my_ns = seg_->ctl(rank).pid_ns.load(std::memory_order_relaxed);
+  for (int q : waiting) {
+    const RankCtl& c = seg_->ctl(q);
+    const pid_t pid = c.pid.load(std::memory_order_relaxed);
+    if (pid > 0 && c.pid_ns.load(std::memory_order_relaxed) == my_ns && ::kill(pid, 0) != 0 &&
+        errno == ESRCH) {
+      const Op* front = inflight_.front().get();
+      for (const auto& op : inflight_)
+        if (!op->done) {
+          front = op.get();
+          break;
+        }
+      fail_locked("rank " + std::to_string(q) + " (pid " + std::to_string(pid) +
+                  ") exited while rank " + std::to_string(rank) + " waited for it in " +
+                  front->describe());
+    }
+  }
+}
+
+std::string Engine::timeout_message(const Op& op) const {
+  std::ostringstream os;
+  os << op.describe() << " timed out after " << detail::format_timeout(op.timeout);
+  const Op* blocker = &op;
+  if (op.kind != Kind::send && op.kind != Kind::recv && !coll_.empty() &&
+      coll_.front().get() != &op) {
+    blocker = coll_.front().get();
+    os << " while queued behind " << blocker->describe();
+  }
+  std::vector<int> ranks;
+  std::string what;
+  blocker->blocked(&ranks, &what);
+  if (ranks.empty())
+    os << " (every rank had arrived; the data was still moving)";
+  else
+    os << ": " << detail::format_ranks(ranks) << " did not arrive (" << what << "; "
+       << whereabouts(ranks) << ")";
+  return os.str();
+}
+
+void Engine::check_peer_abort_locked() {
+  const Header& h = seg_->header();
+  const int who = h.abort_rank.load(std::memory_order_relaxed);
+  if (who < 0 || who == rank) return;
+  std::string reason = "(no reason recorded)";
+  if (h.abort_ready.load(std::memory_order_acquire))
+    reason.assign(h.abort_reason, strnlen(h.abort_reason, sizeof(h.abort_reason)));
+  fail_locked("rank " + std::to_string(who) + " failed: " + reason);
+}
+
+void Engine::fail_locked(const std::string& why) {
+  if (!failed_) {
+    failed_ = true;
+    failure_ = why;
+    Header& h = seg_->header();
+    int expected = -1;
+    if (h.abort_rank.compare_exchange_strong(expected, rank, std::memory_order_acq_rel)) {
+      const std::size_t n = std::min(why.size(), sizeof(h.abort_reason) - 1);
+      std::memcpy(h.abort_reason, why.data(), n);
+      h.abort_reason[n] = '\0';
+      h.abort_ready.store(1, std::memory_order_release);
+    }
+  }
+  throw_failure();
+}
+
+void Engine::throw_failure() const {
+  cohort::detail::throw_error(__FILE__, __LINE__, "", "shm", failure_);
+}
+
+void Engine::shutdown(bool abandon) {
+  std::shared_ptr<Op> last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_ && !inflight_.empty()) {
+      if (abandon) {
+        try {
+          fail_locked("rank " + std::to_string(rank) + " destroyed its communicator with " +
+                      std::to_string(inflight_.size()) +
+                      " ops pending while an exception was propagating");
+        } catch (const cohort::Error&) {
+        }
+      } else {
+        last = inflight_.back();
+      }
+    }
+  }
+  if (last) {
+    try {
+      wait(*last);
+    } catch (const cohort::Error&) {
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!inflight_.empty() && !failed_) {
+    failed_ = true;
+    failure_ = "the communicator was destroyed before this op completed";
+  }
+  // Break the engine <-> op reference cycles; handles the caller still holds stay valid.
+  coll_.clear();
+  for (auto& q : sends_) q.clear();
+  for (auto& l : recvs_) l.clear();
+  for (auto& in : incoming_) in = Incoming{};
+  inflight_.clear();
+}
+
+}  // namespace cohort::comm::shm

@@ -1,0 +1,202 @@
+// The shm engine: the queue of enqueued ops of one communicator and the code that moves them
+// forward over the shared segment.
+//
+// Who makes progress: the calling thread, not a progress thread. Ops are non-blocking state
+// machines; issuing an op, Work::test() and Work::wait() each advance every pending op as far as
+// the peers allow. Reasons: (1) a hand-off to a progress thread costs a futex wake-up (several
+// microseconds) per op, or a core spinning for ever; the 8-byte all-reduce target is ~1.4 us and
+// with one rank per core (the normal shm deployment) there is no spare core to spin on. (2) Moving
+// the data *is* the CPU's work in a shared-memory collective: a second thread would compete with
+// the caller for the same core and memory bandwidth rather than overlap anything. The price: a
+// rank that enqueues ops and then computes for a long time without calling into the communicator
+// delays its peers, as with MPI's progress rules. DDP-style users issue bucket after bucket, and
+// every issue advances the earlier ones.
+//
+// Steps and flags: collectives are cut into steps numbered globally per communicator (1, 2, ...;
+// all ranks issue the same collectives with the same counts, so they agree on the numbers). Step t
+// uses slot t % nslots of each rank. A rank publishes, in its own RankCtl, monotonic counters:
+// posted = t (its data of step t is in its slot), reduced = t (its reduced slice of step t is in its
+// slot) and consumed = t (it has read everything it needs of step t from others' slots). A rank may
+// overwrite its slot for step t only when every peer has consumed step t - nslots: that is the whole
+// flow control. Each flag is one cache line written by one rank; the fast path makes no system call.
+//
+// Ordering: collectives run strictly in issue order. Point-to-point ops progress concurrently with
+// them (a large send must not wait behind a collective its receiver is stuck in), and Work handles
+// report completion in issue order (an op is reported complete once it and every op issued before
+// it are).
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cohort/collectives/communicator.hpp"
+#include "cohort/collectives/store.hpp"
+#include "shm/segment.hpp"
+
+namespace cohort::comm::shm {
+
+enum class Flag : std::uint8_t { posted, reduced, consumed };
+enum class Kind : std::uint32_t {
+  none = 0, allreduce, broadcast, allgather, reduce_scatter, barrier, send, recv
+};
+const char* kind_name(Kind kind);
+
+class Engine;
+
+// One enqueued op; also the Work handle given to the caller.
+class Op : public Work {
+ public:
+  Op(std::shared_ptr<Engine> engine, Kind kind, Timeout timeout);
+  bool test() override;
+  void wait() override;
+
+  // Moves the op forward without blocking, as far as the peers allow; true once complete.
+  virtual bool advance() = 0;
+  // For a timeout message: the ranks this op is waiting for and what for ("did not arrive").
+  virtual void blocked(std::vector<int>* ranks, std::string* what) const = 0;
+  // "allreduce #17 (1024 x f32, sum)".
+  virtual std::string describe() const = 0;
+
+  const Kind kind;
+  const Timeout timeout;
+  const std::chrono::steady_clock::time_point deadline;
+  std::uint64_t id = 0;    // issue order, set by Engine::submit
+  bool done = false;
+
+ protected:
+  Engine& eng;
+  std::shared_ptr<Engine> keep_;  // the engine (and the mapping) outlive every handle
+};
+
+// A collective cut into `nsteps` steps starting at global step `t0`.
+class CollOp : public Op {
+ public:
+  CollOp(std::shared_ptr<Engine> engine, Kind kind, Timeout timeout, std::uint64_t nsteps);
+  void blocked(std::vector<int>* ranks, std::string* what) const override;
+
+  const std::uint64_t nsteps;
+  std::uint64_t t0 = 0;   // set by submit
+  std::uint64_t seq = 0;  // collective number, set by submit
+
+ protected:
+  // Records the earliest unmet condition of this pass, for blocked().
+  void stalled(Flag flag, std::uint64_t step, int only_rank = -1) const;
+  void clear_stall() const { stall_step_ = 0; }
+
+ private:
+  mutable Flag stall_flag_ = Flag::posted;
+  mutable std::uint64_t stall_step_ = 0;
+  mutable int stall_rank_ = -1;
+};
+
+class SendOp;
+class RecvOp;
+
+// A message that arrived before any matching recv was posted, buffered by the receiver.
+struct Unexpected {
+  std::int64_t tag;
+  std::vector<std::uint8_t> data;
+  bool complete = false;  // every chunk has arrived
+  bool claimed = false;   // a recv has been matched with it
+};
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  Engine(int rank, int world, std::unique_ptr<Segment> segment, std::shared_ptr<Store> store,
+         Timeout default_timeout);
+  ~Engine();
+
+  const int rank;
+  const int world;
+  const Params params;
+  Segment& seg() const { return *seg_; }
+  Timeout resolve(Timeout t) const;
+
+  // Throws if an earlier op failed (the communicator is then unusable).
+  void check_usable();
+  // Enqueues an op (collective: consumes op->nsteps global steps) and advances everything once.
+  WorkHandle submit(std::shared_ptr<Op> op);
+
+  bool test(Op& op);
+  void wait(Op& op);
+  // Finishes (or, while an exception unwinds, abandons) pending ops; called by the communicator's
+  // destructor. Handles still held by the caller then report the op as failed or done.
+  void shutdown(bool abandon);
+
+  // --- for ops ---
+  // True when every rank other than me (or only `only_rank`) has flag >= step.
+  bool reached(Flag flag, std::uint64_t step, int only_rank = -1) const;
+  void publish(Flag flag, std::uint64_t step);
+  void count_move() { ++moves_; }
+  // True when my slot for `step` may be overwritten (every peer consumed step - nslots).
+  bool slot_free(std::uint64_t step) const {
+    return step <= params.nslots || reached(Flag::consumed, step - params.nslots);
+  }
+  std::atomic<std::uint64_t>& flag(int r, Flag f) const;
+  // The ranks other than me (or `only_rank`) whose flag is below step.
+  std::vector<int> behind(Flag flag, std::uint64_t step, int only_rank = -1) const;
+  // "rank 2 last entered collective #16 (barrier)" for each rank in `ranks`.
+  std::string whereabouts(const std::vector<int>& ranks) const;
+
+  // Scratch for the source pointers of a reduction (world entries); ops run under the engine lock.
+  const void** srcs() { return srcs_.data(); }
+
+  // Point-to-point plumbing (shm/p2p.cpp).
+  void post_recv(const std::shared_ptr<RecvOp>& op);
+  bool claim_unexpected(RecvOp& op);
+  void take_unexpected(RecvOp& op);  // completes op once its claimed message is whole
+  bool drain_incoming();
+
+ private:
+  friend class SendOp;
+  friend class RecvOp;
+  // The message being received from one source: into a posted recv or an unexpected buffer.
+  struct Incoming {
+    bool active = false;
+    RecvOp* recv = nullptr;
+    std::list<Unexpected>::iterator unexpected;
+    std::uint8_t* target = nullptr;
+    std::uint64_t received = 0, total = 0;
+  };
+
+  void progress_locked();
+  void retire_locked();
+  void check_time_locked();
+  [[noreturn]] void fail_locked(const std::string& why);
+  [[noreturn]] void throw_failure() const;
+  void check_peer_abort_locked();
+  std::string timeout_message(const Op& op) const;
+
+  std::unique_ptr<Segment> seg_;
+  std::shared_ptr<Store> store_;  // kept alive: rank 0 may serve it to peers still starting
+  const Timeout default_timeout_;
+  const bool oversubscribed_;
+
+  std::mutex mu_;
+  bool failed_ = false;
+  std::string failure_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t first_pending_ = 1;  // every op with a smaller id is complete
+  std::uint64_t next_step_ = 1;
+  std::uint64_t next_seq_ = 1;
+  std::deque<std::shared_ptr<Op>> inflight_;    // all pending ops, issue order
+  std::deque<std::shared_ptr<CollOp>> coll_;    // pending collectives, issue order
+  std::vector<std::deque<std::shared_ptr<SendOp>>> sends_;  // per destination
+  std::vector<std::list<std::shared_ptr<RecvOp>>> recvs_;   // per source, posting order
+  std::vector<std::list<Unexpected>> unexpected_;           // per source, arrival order
+  std::vector<Incoming> incoming_;                          // per source
+  std::size_t p2p_pending_ = 0;
+  std::chrono::steady_clock::time_point last_liveness_check_{};
+  std::uint64_t announced_seq_ = 0;
+  // Bumped whenever this rank moves data or publishes a flag: a waiter that sees it change has
+  // made progress and goes back to spinning (its backoff restarts).
+  std::uint64_t moves_ = 0;
+  std::vector<const void*> srcs_;
+};
+
+}  // namespace cohort::comm::shm

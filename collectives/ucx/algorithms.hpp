@@ -1,0 +1,45 @@
+// The collective algorithms of the UCX backend, one per file, each written against Channel
+// (tagged send/recv). All run on the progress thread, block until done, and throw on failure.
+//
+// Shared contracts (the Communicator contracts of cohort/collectives/communicator.hpp, plus):
+//  - count > 0 (the engine completes count == 0 ops without calling an algorithm);
+//  - send and recv are either the same buffer (in place) or disjoint, except where an op says
+//    otherwise (allgather: send == recv + rank * count; reduce_scatter: any overlap);
+//  - every rank ends with bit-identical results: each partial sum is computed by one rank and
+//    forwarded, or by two ranks from the same two operands (the ops are commutative).
+#pragma once
+
+#include <cstddef>
+
+#include "cohort/collectives/communicator.hpp"
+#include "ucx/channel.hpp"
+
+namespace cohort::comm::ucx::detail {
+
+// Picks recursive doubling or ring by size (Tuning::ring_min_bytes) and handles size() == 1.
+void allreduce(Channel& ch, const Tuning& t, const void* send, void* recv, std::size_t count,
+               DType dtype, ReduceOp op);
+// Reduce-scatter then allgather around the ring, pipelined in chunks: each rank sends and
+// receives 2 (n-1)/n of the data; bandwidth-optimal, latency 2 (n-1) steps.
+void allreduce_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void* recv,
+                    std::size_t count, DType dtype, ReduceOp op);
+// log2(n) exchanges of the whole vector with partner rank ^ 2^k; non-powers of two fold the
+// first 2 (n - 2^floor(log2 n)) ranks pairwise before and after. Latency-optimal for small sizes.
+void allreduce_recursive_doubling(Channel& ch, const void* send, void* recv, std::size_t count,
+                                  DType dtype, ReduceOp op);
+
+// Picks binomial tree or pipelined chain by size (Tuning::chain_min_bytes).
+void broadcast(Channel& ch, const Tuning& t, void* buf, std::size_t count, DType dtype, int root);
+void broadcast_binomial(Channel& ch, void* buf, std::size_t bytes, int root);
+void broadcast_chain(Channel& ch, std::size_t chunk_bytes, void* buf, std::size_t bytes, int root);
+
+// Ring: n-1 steps, each forwarding the block received in the previous step.
+void allgather_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void* recv,
+                    std::size_t count, DType dtype);
+// Ring: n-1 steps; partial sums travel to the right and end at their owner.
+void reduce_scatter_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void* recv,
+                         std::size_t count, DType dtype, ReduceOp op);
+// Dissemination: ceil(log2 n) rounds of zero-byte messages to rank + 2^k.
+void barrier_dissemination(Channel& ch);
+
+}  // namespace cohort::comm::ucx::detail

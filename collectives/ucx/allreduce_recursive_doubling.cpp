@@ -1,0 +1,61 @@
+// Recursive-doubling allreduce: with p = 2^floor(log2 n) and extra = n - p, the first 2 extra
+// ranks fold pairwise (even rank 2i sends its vector to 2i+1 and sits out), leaving p
+// participants; in round k participant v exchanges its whole vector with v ^ 2^k and reduces; the
+// folded ranks then get the result back from their partner. log2(p) + 2 latencies, each rank
+// moving the whole vector per round: the choice for small messages.
+#include <cstring>
+
+#include "detail/reduce.hpp"
+#include "ucx/algorithms.hpp"
+
+namespace cohort::comm::ucx::detail {
+
+void allreduce_recursive_doubling(Channel& ch, const void* send, void* recv, std::size_t count,
+                                  DType dtype, ReduceOp op) {
+  const int n = ch.size();
+  const int r = ch.rank();
+  const std::size_t bytes = count * dtype_size(dtype);
+  if (send != recv) std::memcpy(recv, send, bytes);
+  void* tmp = ch.scratch(0, bytes);
+
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int extra = n - p;
+  constexpr std::uint32_t kFoldStep = 0, kUnfoldStep = 63;  // rounds use steps 1..log2(p)
+
+  int v = -1;  // this rank's index among the p participants, -1 if folded away
+  if (r < 2 * extra) {
+    if (r % 2 == 0) {
+      ch.wait(ch.isend(r + 1, recv, bytes, kFoldStep));
+    } else {
+      ch.wait(ch.irecv(r - 1, tmp, bytes, kFoldStep));
+      common::reduce_into(recv, tmp, count, dtype, op);
+      v = r / 2;
+    }
+  } else {
+    v = r - extra;
+  }
+
+  if (v >= 0) {
+    std::uint32_t step = 1;
+    for (int mask = 1; mask < p; mask <<= 1, ++step) {
+      const int pv = v ^ mask;
+      const int peer = pv < extra ? 2 * pv + 1 : pv + extra;
+      const auto in = ch.irecv(peer, tmp, bytes, step);
+      const auto out = ch.isend(peer, recv, bytes, step);
+      ch.wait(in);
+      ch.wait(out);  // recv is overwritten next: the send must be done reading it
+      common::reduce_into(recv, tmp, count, dtype, op);
+    }
+    if (op == ReduceOp::avg) common::finish_avg(recv, count, dtype, n);
+  }
+
+  if (r < 2 * extra) {
+    if (r % 2 == 1)
+      ch.wait(ch.isend(r - 1, recv, bytes, kUnfoldStep));
+    else
+      ch.wait(ch.irecv(r + 1, recv, bytes, kUnfoldStep));
+  }
+}
+
+}  // namespace cohort::comm::ucx::detail

@@ -1,0 +1,187 @@
+// The ucx Communicator: checks arguments on the caller's thread (errors surface at the call, with
+// the values at fault), resolves the timeout, and hands the op to the engine's progress thread
+// (engine.cpp), returning the op's Work handle at once.
+#include "ucx/ucx_communicator.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "detail/reduce.hpp"
+#include "detail/validate.hpp"
+#include "detail/work.hpp"
+#include "ucx/engine.hpp"
+
+namespace cohort::comm::ucx {
+namespace {
+
+using detail::OpDesc;
+using detail::OpKind;
+using detail::OpState;
+namespace common = ::cohort::comm::detail;
+
+constexpr const char* kName = "ucx";
+constexpr int kMaxRanks = 1 << 16;  // the tag has 16 bits for the source rank
+constexpr int kTagLimit = 1 << 24;  // and 24 for a point-to-point tag
+
+std::size_t env_bytes(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  COHORT_CHECK_IN(kName, end != v && *end == '\0' && x > 0, name, "='", v,
+                  "' is not a positive number of bytes");
+  return static_cast<std::size_t>(x);
+}
+
+// Defaults (dispatch.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd),
+// COHORT_UCX_RING_MIN_BYTES, COHORT_UCX_CHUNK_BYTES or COHORT_UCX_CHAIN_MIN_BYTES say otherwise.
+detail::Tuning tuning_from_env() {
+  detail::Tuning t = detail::default_tuning();
+  if (const char* a = std::getenv("COHORT_UCX_ALLREDUCE"); a != nullptr && *a != '\0') {
+    const std::string s = a;
+    if (s == "ring")
+      t.allreduce = detail::Tuning::Allreduce::ring;
+    else if (s == "rd")
+      t.allreduce = detail::Tuning::Allreduce::recursive_doubling;
+    else
+      COHORT_CHECK_IN(kName, s == "auto", "COHORT_UCX_ALLREDUCE='", s,
+                      "' is not one of auto, ring, rd");
+  }
+  t.ring_min_bytes = env_bytes("COHORT_UCX_RING_MIN_BYTES", t.ring_min_bytes);
+  t.chunk_bytes = env_bytes("COHORT_UCX_CHUNK_BYTES", t.chunk_bytes);
+  t.chain_min_bytes = env_bytes("COHORT_UCX_CHAIN_MIN_BYTES", t.chain_min_bytes);
+  return t;
+}
+
+class UcxCommunicator final : public Communicator {
+ public:
+  UcxCommunicator(const ProcessGroupInfo& info, std::shared_ptr<Store> store)
+      : engine_(info, std::move(store), common::default_timeout_from_env(), tuning_from_env()) {}
+
+  std::string backend() const override { return kName; }
+  int rank() const override { return engine_.rank(); }
+  int size() const override { return engine_.size(); }
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.host_memory = true;
+    c.device_memory = false;  // Debian's UCX has no CUDA support; see docs/UCX.md
+    c.dtypes = common::reducible_dtypes();
+    return c;
+  }
+
+  WorkHandle allreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
+                       Timeout timeout) override {
+    common::check_allreduce(kName, send, recv, count, dtype);
+    OpDesc d = base(OpKind::allreduce, count, dtype, timeout);
+    d.send = send;
+    d.recv = recv;
+    d.op = op;
+    return submit(d);
+  }
+
+  WorkHandle broadcast(void* buf, std::size_t count, DType dtype, int root,
+                       Timeout timeout) override {
+    common::check_broadcast(kName, buf, count, dtype, root, size());
+    OpDesc d = base(OpKind::broadcast, count, dtype, timeout);
+    d.recv = buf;
+    d.peer = root;
+    return submit(d);
+  }
+
+  WorkHandle allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                       Timeout timeout) override {
+    common::check_allgather(kName, send, recv, count, dtype, rank(), size());
+    OpDesc d = base(OpKind::allgather, count, dtype, timeout);
+    d.send = send;
+    d.recv = recv;
+    return submit(d);
+  }
+
+  WorkHandle reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                            ReduceOp op, Timeout timeout) override {
+    common::check_reduce_scatter(kName, send, recv, count, dtype, rank(), size());
+    OpDesc d = base(OpKind::reduce_scatter, count, dtype, timeout);
+    d.send = send;
+    d.recv = recv;
+    d.op = op;
+    return submit(d);
+  }
+
+  WorkHandle barrier(Timeout timeout) override {
+    return submit(base(OpKind::barrier, 0, DType::u8, timeout));
+  }
+
+  WorkHandle send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
+                  Timeout timeout) override {
+    common::check_p2p(kName, "send", buf, count, dtype, peer, size());
+    check_tag("send", tag);
+    OpDesc d = base(OpKind::send, count, dtype, timeout);
+    d.send = buf;
+    d.peer = peer;
+    d.tag = tag;
+    return submit(d);
+  }
+
+  WorkHandle recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
+                  Timeout timeout) override {
+    common::check_p2p(kName, "recv", buf, count, dtype, peer, size());
+    check_tag("recv", tag);
+    OpDesc d = base(OpKind::recv, count, dtype, timeout);
+    d.recv = buf;
+    d.peer = peer;
+    d.tag = tag;
+    return submit(d);
+  }
+
+ private:
+  OpDesc base(OpKind kind, std::size_t count, DType dtype, Timeout timeout) const {
+    OpDesc d;
+    d.kind = kind;
+    d.count = count;
+    d.dtype = dtype;
+    d.timeout = common::resolve_timeout(timeout, engine_.default_timeout());
+    return d;
+  }
+
+  static void check_tag(const char* op, int tag) {
+    COHORT_CHECK_IN(kName, tag >= 0 && tag < kTagLimit, op, ": tag ", tag, " is outside [0, ",
+                    kTagLimit, ") (the ucx backend has 24 bits for it)");
+  }
+
+  // count == 0 ops go through the queue too, so that Work handles complete in issue order.
+  WorkHandle submit(const OpDesc& d) {
+    auto op = std::make_shared<OpState>(d);
+    engine_.submit(op);
+    return op;
+  }
+
+  detail::Engine engine_;
+};
+
+}  // namespace
+
+CommunicatorFactory factory() {
+  CommunicatorFactory f;
+  f.name = kName;
+  f.score = 10;
+  f.available = [](const ProcessGroupInfo& info, std::string* why_not) {
+    if (info.world_size < 1 || info.world_size > kMaxRanks) {
+      if (why_not)
+        *why_not = "needs between 1 and " + std::to_string(kMaxRanks) + " ranks, the group has " +
+                   std::to_string(info.world_size);
+      return false;
+    }
+    return detail::ucx_usable(why_not);
+  };
+  f.create = [](const ProcessGroupInfo& info,
+                std::shared_ptr<Store> store) -> std::unique_ptr<Communicator> {
+    COHORT_CHECK_IN(kName, info.world_size >= 1 && info.world_size <= kMaxRanks,
+                    "needs between 1 and ", kMaxRanks, " ranks, the group has ", info.world_size);
+    COHORT_CHECK_IN(kName, info.rank >= 0 && info.rank < info.world_size, "rank ", info.rank,
+                    " is not in a group of ", info.world_size);
+    return std::make_unique<UcxCommunicator>(info, std::move(store));
+  };
+  return f;
+}
+
+}  // namespace cohort::comm::ucx

@@ -1,0 +1,99 @@
+// Tensor-level layer ops: argument checks that report the values at fault, then one call into the
+// op table of the tensors' device (semantics in cohort/core/layer_args.hpp). Layers call these and
+// never the Device virtuals. All tensors are f32 (class targets i64, argmax i32), contiguous and on
+// one device. Outputs are overwritten except parameter gradients (dw, dbias, dgamma, dbeta), which
+// accumulate (+=). Optional arguments are pointers; nullptr means "none".
+//
+// Errors name the op, the argument and its shape ("conv2d_forward: weight [32, 2, 3, 3] needs
+// x with 2 * groups = 2 channels, x is [8, 3, 28, 28]"); layers check first with messages naming
+// the layer, so users normally see those.
+#pragma once
+
+#include <cstdint>
+
+#include "cohort/core/layer_args.hpp"
+#include "cohort/core/tensor.hpp"
+
+namespace cohort::ops {
+
+struct Conv2dParams {
+  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  std::int64_t groups = 1;
+};
+
+// Output shape [N, K, OH, OW] for x [N, C, H, W] and weight [K, C / groups, R, S]; throws when the
+// shapes or parameters do not fit (wrong rank, channels, groups not dividing C and K, the dilated
+// kernel larger than the padded input, non-positive stride or dilation, negative padding).
+Shape conv2d_output_shape(const Shape& x, const Shape& weight, const Conv2dParams& p);
+// y = act(conv(x, weight) + bias); bias [K] optional.
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& y,
+                    const Conv2dParams& p, Activation act = Activation::identity,
+                    float act_alpha = 0.0f);
+void conv2d_backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx,
+                          const Conv2dParams& p);
+// dweight += dW, dbias += sum dy (optional).
+void conv2d_backward_filter(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor* dbias,
+                            const Conv2dParams& p);
+
+struct Pool2dParams {
+  PoolKind kind = PoolKind::max;
+  std::int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  std::int64_t dil_h = 1, dil_w = 1;  // max pooling only
+  bool count_include_pad = true;      // avg pooling only
+};
+// Output shape [N, C, OH, OW] for x [N, C, H, W]; throws as PyTorch does for padding larger than
+// half the kernel and for windows that do not fit.
+Shape pool2d_output_shape(const Shape& x, const Pool2dParams& p);
+// argmax (i32, y's shape) is required for max pooling when backward will follow.
+void pool2d_forward(const Tensor& x, Tensor& y, Tensor* argmax, const Pool2dParams& p);
+void pool2d_backward(const Tensor& dy, const Tensor* argmax, Tensor& dx, const Pool2dParams& p);
+
+void activation_forward(Activation f, float alpha, const Tensor& x, Tensor& y);
+// Reads x for leaky_relu and gelu, y for relu, sigmoid and tanh (pass both; shapes are checked).
+void activation_backward(Activation f, float alpha, const Tensor& x, const Tensor& y,
+                         const Tensor& dy, Tensor& dx);
+
+// y = act(y + bias) with bias [C] broadcast along axis `axis` of y (1 for NCHW, -1 for the
+// features of a linear layer's [..., F] output).
+void bias_add(const Tensor& bias, Tensor& y, int axis, Activation act = Activation::identity,
+              float act_alpha = 0.0f);
+// dbias += sum of dy over every axis except `axis`.
+void bias_grad(const Tensor& dy, Tensor& dbias, int axis);
+
+// Softmax (log = false) or log-softmax along axis `dim` (negative counts from the end).
+void softmax_forward(bool log, const Tensor& x, Tensor& y, int dim);
+void softmax_backward(bool log, const Tensor& y, const Tensor& dy, Tensor& dx, int dim);
+
+// x [N, C, ...] normalised per channel (axis 1). Training uses and updates batch statistics
+// (running_mean / running_var updated when given); otherwise the running statistics are used and
+// required. save_mean / save_invstd [C] are written for backward.
+void batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* beta,
+                        Tensor* running_mean, Tensor* running_var, Tensor& y, Tensor& save_mean,
+                        Tensor& save_invstd, float eps, float momentum, bool training);
+void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma,
+                         const Tensor& save_mean, const Tensor& save_invstd, Tensor* dx,
+                         Tensor* dgamma, Tensor* dbeta, bool training);
+
+// Normalises over the last `normalized_numel` elements of x (the trailing dimensions whose product
+// it is); gamma / beta have that many elements. save_mean / save_rstd: one per normalised row.
+void layer_norm_forward(const Tensor& x, std::int64_t normalized_numel, const Tensor* gamma,
+                        const Tensor* beta, Tensor& y, Tensor& save_mean, Tensor& save_rstd,
+                        float eps);
+void layer_norm_backward(const Tensor& x, const Tensor& dy, std::int64_t normalized_numel,
+                         const Tensor* gamma, const Tensor& save_mean, const Tensor& save_rstd,
+                         Tensor* dx, Tensor* dgamma, Tensor* dbeta);
+
+// p in [0, 1]; the mask is a function of (seed, step, element index) only.
+void dropout_forward(const DropoutArgs& a, const Tensor& x, Tensor& y);
+void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx);
+
+// logp / logits [N, C] with target [N] (i64, every value in [0, C); checked on the host, which
+// synchronises with the device for device targets). loss [N] gets -logp[r, target[r]].
+void nll_forward(const Tensor& logp, const Tensor& target, Tensor& loss);
+// dx [N, C] = -scale at (r, target[r]), 0 elsewhere.
+void nll_backward(const Tensor& target, float scale, Tensor& dx);
+// dx [N, C] = scale * (exp(logp) - onehot(target)): the gradient of cross entropy w.r.t. the
+// logits, given their log-softmax.
+void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx);
+
+}  // namespace cohort::ops

@@ -1,0 +1,602 @@
+// Argument checks for the layer ops, then one call into the device's op table. Also the Device
+// defaults for the layer ops (they throw: a backend overrides the ops its supports() claims).
+#include "cohort/core/layer_ops.hpp"
+
+#include <string>
+#include <vector>
+
+#include "cohort/core/device.hpp"
+#include "cohort/core/error.hpp"
+
+namespace cohort {
+
+const char* activation_name(Activation f) {
+  switch (f) {
+    case Activation::identity: return "identity";
+    case Activation::relu: return "relu";
+    case Activation::leaky_relu: return "leaky_relu";
+    case Activation::gelu: return "gelu";
+    case Activation::sigmoid: return "sigmoid";
+    case Activation::tanh: return "tanh";
+  }
+  return "?";
+}
+
+namespace ops {
+namespace {
+
+using i64 = std::int64_t;
+
+void req_defined(const char* op, const char* arg, const Tensor& t) {
+  COHORT_CHECK(t.defined(), op, ": argument '", arg, "' is an undefined tensor");
+}
+
+void req_dtype(const char* op, const char* arg, const Tensor& t, DType dt) {
+  req_defined(op, arg, t);
+  COHORT_CHECK(t.dtype() == dt, op, ": argument '", arg, "' must be ", dtype_name(dt), ", got ",
+               dtype_name(t.dtype()), " (shape ", t.shape().str(), ")");
+}
+
+void req_f32(const char* op, const char* arg, const Tensor& t) { req_dtype(op, arg, t, DType::f32); }
+
+void req_same_device(const char* op, const Tensor& a, const char* an, const Tensor& b,
+                     const char* bn) {
+  COHORT_CHECK(&a.device() == &b.device(), op, ": '", an, "' is on ", a.device().name(),
+               " but '", bn, "' is on ", b.device().name());
+}
+
+void req_shape(const char* op, const char* arg, const Tensor& t, const Shape& want) {
+  COHORT_CHECK(t.shape() == want, op, ": '", arg, "' is ", t.shape().str(), ", expected ",
+               want.str());
+}
+
+// f32, the expected shape, and on the same device as `ref`.
+void req_like(const char* op, const char* arg, const Tensor& t, const Shape& want,
+              const Tensor& ref, const char* ref_name) {
+  req_f32(op, arg, t);
+  req_shape(op, arg, t, want);
+  req_same_device(op, ref, ref_name, t, arg);
+}
+
+void req_supported(const char* op_label, Op op, const Tensor& t) {
+  COHORT_CHECK(t.device().supports(op, t.dtype()), op_label, ": device ", t.device().name(),
+               " does not support ", op_name(op), " on dtype ", dtype_name(t.dtype()));
+}
+
+const float* cptr(const Tensor* t) { return t ? t->data<float>() : nullptr; }
+float* mptr(Tensor* t) { return t ? t->data<float>() : nullptr; }
+
+int norm_axis(const char* op, int axis, const Tensor& t) {
+  const int rank = static_cast<int>(t.rank());
+  COHORT_CHECK(axis >= -rank && axis < rank, op, ": axis ", axis, " is out of range for a ",
+               rank, "-D tensor ", t.shape().str());
+  return axis < 0 ? axis + rank : axis;
+}
+
+// The tensor as [outer, channels, inner] around `axis`.
+ChannelDims dims_around(const Shape& s, int axis) {
+  ChannelDims d;
+  for (int i = 0; i < axis; ++i) d.outer *= s[i];
+  d.channels = s[axis];
+  for (int i = axis + 1; i < static_cast<int>(s.rank()); ++i) d.inner *= s[i];
+  return d;
+}
+
+Conv2dArgs conv_args(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  const Shape y = conv2d_output_shape(x, w, p);
+  Conv2dArgs a;
+  a.n = x[0];
+  a.c = x[1];
+  a.h = x[2];
+  a.w = x[3];
+  a.k = w[0];
+  a.r = w[2];
+  a.s = w[3];
+  a.stride_h = p.stride_h;
+  a.stride_w = p.stride_w;
+  a.pad_h = p.pad_h;
+  a.pad_w = p.pad_w;
+  a.dil_h = p.dil_h;
+  a.dil_w = p.dil_w;
+  a.groups = p.groups;
+  a.oh = y[2];
+  a.ow = y[3];
+  return a;
+}
+
+Pool2dArgs pool_args(const Shape& x, const Pool2dParams& p) {
+  const Shape y = pool2d_output_shape(x, p);
+  Pool2dArgs a;
+  a.kind = p.kind;
+  a.n = x[0];
+  a.c = x[1];
+  a.h = x[2];
+  a.w = x[3];
+  a.kh = p.kh;
+  a.kw = p.kw;
+  a.stride_h = p.stride_h;
+  a.stride_w = p.stride_w;
+  a.pad_h = p.pad_h;
+  a.pad_w = p.pad_w;
+  a.dil_h = p.kind == PoolKind::max ? p.dil_h : 1;
+  a.dil_w = p.kind == PoolKind::max ? p.dil_w : 1;
+  a.count_include_pad = p.count_include_pad;
+  a.oh = y[2];
+  a.ow = y[3];
+  return a;
+}
+
+// Targets: i64 [rows], each in [0, classes). Reads them on the host (a device-to-host copy).
+void check_targets(const char* op, const Tensor& target, i64 rows, i64 classes) {
+  req_dtype(op, "target", target, DType::i64);
+  COHORT_CHECK(target.rank() == 1 && target.dim(0) == rows, op, ": target is ",
+               target.shape().str(), ", expected [", rows, "] (one class index per row)");
+  const std::vector<std::int64_t> t = target.to_vector<std::int64_t>();
+  for (std::size_t i = 0; i < t.size(); ++i)
+    COHORT_CHECK(t[i] >= 0 && t[i] < classes, op, ": target[", i, "] = ", t[i],
+                 " is not a class index in [0, ", classes, ")");
+}
+
+std::size_t count(const Tensor& t) { return static_cast<std::size_t>(t.numel()); }
+
+}  // namespace
+
+// ---- convolution ----
+
+Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  const char* op = "conv2d";
+  COHORT_CHECK(x.rank() == 4, op, ": expected 4-D input [N, C, H, W], got ", x.str());
+  COHORT_CHECK(w.rank() == 4, op, ": expected 4-D weight [K, C / groups, R, S], got ", w.str());
+  COHORT_CHECK(p.stride_h >= 1 && p.stride_w >= 1 && p.dil_h >= 1 && p.dil_w >= 1 &&
+                   p.pad_h >= 0 && p.pad_w >= 0 && p.groups >= 1,
+               op, ": stride (", p.stride_h, ", ", p.stride_w, ") and dilation (", p.dil_h, ", ",
+               p.dil_w, ") must be >= 1, padding (", p.pad_h, ", ", p.pad_w,
+               ") >= 0 and groups (", p.groups, ") >= 1");
+  COHORT_CHECK(x[1] % p.groups == 0 && w[0] % p.groups == 0, op, ": groups = ", p.groups,
+               " must divide the input channels (", x[1], ") and the output channels (", w[0],
+               ")");
+  COHORT_CHECK(w[1] * p.groups == x[1], op, ": weight ", w.str(), " expects ", w[1] * p.groups,
+               " input channels (", w[1], " per group x ", p.groups, " groups), input is ",
+               x.str());
+  COHORT_CHECK(w[2] >= 1 && w[3] >= 1, op, ": empty kernel in weight ", w.str());
+  const i64 oh = conv_out_size(x[2], w[2], p.stride_h, p.pad_h, p.dil_h);
+  const i64 ow = conv_out_size(x[3], w[3], p.stride_w, p.pad_w, p.dil_w);
+  COHORT_CHECK(oh >= 1 && ow >= 1, op, ": input ", x.str(), " with padding (", p.pad_h, ", ",
+               p.pad_w, ") is smaller than the kernel ", w[2], "x", w[3], " dilated by (",
+               p.dil_h, ", ", p.dil_w, ")");
+  return Shape{x[0], w[0], oh, ow};
+}
+
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                    const Conv2dParams& p, Activation act, float act_alpha) {
+  const char* op = "conv2d_forward";
+  req_f32(op, "x", x);
+  req_f32(op, "weight", w);
+  Conv2dArgs a = conv_args(x.shape(), w.shape(), p);
+  a.act = act;
+  a.act_alpha = act_alpha;
+  req_same_device(op, x, "x", w, "weight");
+  if (bias) req_like(op, "bias", *bias, Shape{a.k}, x, "x");
+  req_like(op, "y", y, Shape{a.n, a.k, a.oh, a.ow}, x, "x");
+  req_supported(op, Op::conv2d_forward, x);
+  if (a.n == 0 || a.k == 0) return;
+  x.device().conv2d_forward(a, x.data<float>(), w.data<float>(), cptr(bias), y.data<float>());
+}
+
+void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
+  const char* op = "conv2d_backward_data";
+  req_f32(op, "dx", dx);
+  req_f32(op, "weight", w);
+  req_f32(op, "dy", dy);
+  const Conv2dArgs a = conv_args(dx.shape(), w.shape(), p);
+  req_like(op, "dy", dy, Shape{a.n, a.k, a.oh, a.ow}, dx, "dx");
+  req_same_device(op, dx, "dx", w, "weight");
+  req_supported(op, Op::conv2d_backward_data, dx);
+  if (a.n == 0 || a.c == 0) return;
+  dx.device().conv2d_backward_data(a, dy.data<float>(), w.data<float>(), dx.data<float>());
+}
+
+void conv2d_backward_filter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
+                            const Conv2dParams& p) {
+  const char* op = "conv2d_backward_filter";
+  req_f32(op, "x", x);
+  req_f32(op, "dweight", dw);
+  const Conv2dArgs a = conv_args(x.shape(), dw.shape(), p);
+  req_like(op, "dy", dy, Shape{a.n, a.k, a.oh, a.ow}, x, "x");
+  req_same_device(op, x, "x", dw, "dweight");
+  if (dbias) req_like(op, "dbias", *dbias, Shape{a.k}, x, "x");
+  req_supported(op, Op::conv2d_backward_filter, x);
+  if (a.n == 0 || a.k == 0) return;
+  x.device().conv2d_backward_filter(a, x.data<float>(), dy.data<float>(), dw.data<float>(),
+                                    mptr(dbias));
+}
+
+// ---- pooling ----
+
+Shape pool2d_output_shape(const Shape& x, const Pool2dParams& p) {
+  const char* op = p.kind == PoolKind::max ? "max_pool2d" : "avg_pool2d";
+  COHORT_CHECK(x.rank() == 4, op, ": expected 4-D input [N, C, H, W], got ", x.str());
+  const bool is_max = p.kind == PoolKind::max;
+  const i64 dh = is_max ? p.dil_h : 1, dw = is_max ? p.dil_w : 1;
+  COHORT_CHECK(p.kh >= 1 && p.kw >= 1 && p.stride_h >= 1 && p.stride_w >= 1 && dh >= 1 &&
+                   dw >= 1 && p.pad_h >= 0 && p.pad_w >= 0,
+               op, ": kernel (", p.kh, ", ", p.kw, "), stride (", p.stride_h, ", ", p.stride_w,
+               ") and dilation (", dh, ", ", dw, ") must be >= 1 and padding (", p.pad_h, ", ",
+               p.pad_w, ") >= 0");
+  // PyTorch's rule: every window must hold at least one input element.
+  const i64 eff_h = (p.kh - 1) * dh + 1, eff_w = (p.kw - 1) * dw + 1;
+  COHORT_CHECK(p.pad_h <= (is_max ? eff_h : p.kh) / 2 && p.pad_w <= (is_max ? eff_w : p.kw) / 2,
+               op, ": padding (", p.pad_h, ", ", p.pad_w,
+               ") must be at most half the kernel size (", p.kh, ", ", p.kw, ")");
+  const i64 oh = conv_out_size(x[2], p.kh, p.stride_h, p.pad_h, dh);
+  const i64 ow = conv_out_size(x[3], p.kw, p.stride_w, p.pad_w, dw);
+  COHORT_CHECK(oh >= 1 && ow >= 1, op, ": input ", x.str(), " is smaller than the window ",
+               p.kh, "x", p.kw, " (padding ", p.pad_h, ", ", p.pad_w, ")");
+  return Shape{x[0], x[1], oh, ow};
+}
+
+void pool2d_forward(const Tensor& x, Tensor& y, Tensor* argmax, const Pool2dParams& p) {
+  const char* op = "pool2d_forward";
+  req_f32(op, "x", x);
+  const Pool2dArgs a = pool_args(x.shape(), p);
+  const Shape ys{a.n, a.c, a.oh, a.ow};
+  req_like(op, "y", y, ys, x, "x");
+  if (argmax) {
+    COHORT_CHECK(p.kind == PoolKind::max, op, ": argmax is only produced by max pooling");
+    req_dtype(op, "argmax", *argmax, DType::i32);
+    req_shape(op, "argmax", *argmax, ys);
+    req_same_device(op, x, "x", *argmax, "argmax");
+    COHORT_CHECK(a.h * a.w <= INT32_MAX, op, ": input planes of ", a.h * a.w,
+                 " elements exceed the i32 argmax");
+  }
+  req_supported(op, Op::pool2d_forward, x);
+  if (y.numel() == 0) return;
+  x.device().pool2d_forward(a, x.data<float>(), y.data<float>(),
+                            argmax ? argmax->data<std::int32_t>() : nullptr);
+}
+
+void pool2d_backward(const Tensor& dy, const Tensor* argmax, Tensor& dx, const Pool2dParams& p) {
+  const char* op = "pool2d_backward";
+  req_f32(op, "dx", dx);
+  const Pool2dArgs a = pool_args(dx.shape(), p);
+  const Shape ys{a.n, a.c, a.oh, a.ow};
+  req_like(op, "dy", dy, ys, dx, "dx");
+  if (p.kind == PoolKind::max) {
+    COHORT_CHECK(argmax != nullptr, op, ": max pooling needs the argmax of its forward");
+    req_dtype(op, "argmax", *argmax, DType::i32);
+    req_shape(op, "argmax", *argmax, ys);
+    req_same_device(op, dx, "dx", *argmax, "argmax");
+  }
+  req_supported(op, Op::pool2d_backward, dx);
+  if (dx.numel() == 0) return;
+  dx.device().pool2d_backward(a, dy.data<float>(),
+                              argmax ? argmax->data<std::int32_t>() : nullptr, dx.data<float>());
+}
+
+// ---- activations and bias ----
+
+void activation_forward(Activation f, float alpha, const Tensor& x, Tensor& y) {
+  const char* op = "activation_forward";
+  req_f32(op, "x", x);
+  req_like(op, "y", y, x.shape(), x, "x");
+  req_supported(op, Op::activation_forward, x);
+  if (count(x)) x.device().activation_forward(f, alpha, x.data<float>(), y.data<float>(), count(x));
+}
+
+void activation_backward(Activation f, float alpha, const Tensor& x, const Tensor& y,
+                         const Tensor& dy, Tensor& dx) {
+  const char* op = "activation_backward";
+  req_f32(op, "dy", dy);
+  req_like(op, "x", x, dy.shape(), dy, "dy");
+  req_like(op, "y", y, dy.shape(), dy, "dy");
+  req_like(op, "dx", dx, dy.shape(), dy, "dy");
+  req_supported(op, Op::activation_backward, dy);
+  if (count(dy))
+    dy.device().activation_backward(f, alpha, x.data<float>(), y.data<float>(), dy.data<float>(),
+                                    dx.data<float>(), count(dy));
+}
+
+void bias_add(const Tensor& bias, Tensor& y, int axis, Activation act, float act_alpha) {
+  const char* op = "bias_add";
+  req_f32(op, "y", y);
+  const ChannelDims d = dims_around(y.shape(), norm_axis(op, axis, y));
+  req_like(op, "bias", bias, Shape{d.channels}, y, "y");
+  req_supported(op, Op::bias_add, y);
+  if (count(y)) y.device().bias_add(d, bias.data<float>(), y.data<float>(), act, act_alpha);
+}
+
+void bias_grad(const Tensor& dy, Tensor& dbias, int axis) {
+  const char* op = "bias_grad";
+  req_f32(op, "dy", dy);
+  const ChannelDims d = dims_around(dy.shape(), norm_axis(op, axis, dy));
+  req_like(op, "dbias", dbias, Shape{d.channels}, dy, "dy");
+  req_supported(op, Op::bias_grad, dy);
+  if (d.channels) dy.device().bias_grad(d, dy.data<float>(), dbias.data<float>());
+}
+
+// ---- softmax ----
+
+void softmax_forward(bool log, const Tensor& x, Tensor& y, int dim) {
+  const char* op = log ? "log_softmax_forward" : "softmax_forward";
+  req_f32(op, "x", x);
+  const ChannelDims d = dims_around(x.shape(), norm_axis(op, dim, x));
+  req_like(op, "y", y, x.shape(), x, "x");
+  req_supported(op, Op::softmax_forward, x);
+  if (count(x)) x.device().softmax_forward(log, d, x.data<float>(), y.data<float>());
+}
+
+void softmax_backward(bool log, const Tensor& y, const Tensor& dy, Tensor& dx, int dim) {
+  const char* op = log ? "log_softmax_backward" : "softmax_backward";
+  req_f32(op, "y", y);
+  const ChannelDims d = dims_around(y.shape(), norm_axis(op, dim, y));
+  req_like(op, "dy", dy, y.shape(), y, "y");
+  req_like(op, "dx", dx, y.shape(), y, "y");
+  req_supported(op, Op::softmax_backward, y);
+  if (count(y))
+    y.device().softmax_backward(log, d, y.data<float>(), dy.data<float>(), dx.data<float>());
+}
+
+// ---- batch norm ----
+
+namespace {
+BatchNormArgs bn_args(const char* op, const Tensor& x, float eps, float momentum, bool training) {
+  req_f32(op, "x", x);
+  COHORT_CHECK(x.rank() >= 2, op, ": expected input [N, C, ...], got ", x.shape().str());
+  const ChannelDims d = dims_around(x.shape(), 1);
+  BatchNormArgs a;
+  a.n = d.outer;
+  a.c = d.channels;
+  a.inner = d.inner;
+  a.eps = eps;
+  a.momentum = momentum;
+  a.training = training;
+  COHORT_CHECK(!training || a.n * a.inner > 1, op,
+               ": training needs more than 1 value per channel, input is ", x.shape().str());
+  return a;
+}
+}  // namespace
+
+void batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* beta,
+                        Tensor* running_mean, Tensor* running_var, Tensor& y, Tensor& save_mean,
+                        Tensor& save_invstd, float eps, float momentum, bool training) {
+  const char* op = "batch_norm_forward";
+  const BatchNormArgs a = bn_args(op, x, eps, momentum, training);
+  const Shape cs{a.c};
+  if (gamma) req_like(op, "gamma", *gamma, cs, x, "x");
+  if (beta) req_like(op, "beta", *beta, cs, x, "x");
+  COHORT_CHECK((running_mean == nullptr) == (running_var == nullptr), op,
+               ": running_mean and running_var come together");
+  COHORT_CHECK(training || running_mean, op, ": evaluation needs running statistics");
+  if (running_mean) {
+    req_like(op, "running_mean", *running_mean, cs, x, "x");
+    req_like(op, "running_var", *running_var, cs, x, "x");
+  }
+  req_like(op, "y", y, x.shape(), x, "x");
+  req_like(op, "save_mean", save_mean, cs, x, "x");
+  req_like(op, "save_invstd", save_invstd, cs, x, "x");
+  req_supported(op, Op::batch_norm_forward, x);
+  if (a.c == 0 || (count(x) == 0 && !training)) return;
+  COHORT_CHECK(count(x) > 0, op, ": empty input ", x.shape().str());
+  x.device().batch_norm_forward(a, x.data<float>(), cptr(gamma), cptr(beta), mptr(running_mean),
+                                mptr(running_var), y.data<float>(), save_mean.data<float>(),
+                                save_invstd.data<float>());
+}
+
+void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma,
+                         const Tensor& save_mean, const Tensor& save_invstd, Tensor* dx,
+                         Tensor* dgamma, Tensor* dbeta, bool training) {
+  const char* op = "batch_norm_backward";
+  const BatchNormArgs a = bn_args(op, x, 0.0f, 0.0f, training);
+  const Shape cs{a.c};
+  req_like(op, "dy", dy, x.shape(), x, "x");
+  if (gamma) req_like(op, "gamma", *gamma, cs, x, "x");
+  req_like(op, "save_mean", save_mean, cs, x, "x");
+  req_like(op, "save_invstd", save_invstd, cs, x, "x");
+  if (dx) req_like(op, "dx", *dx, x.shape(), x, "x");
+  if (dgamma) req_like(op, "dgamma", *dgamma, cs, x, "x");
+  if (dbeta) req_like(op, "dbeta", *dbeta, cs, x, "x");
+  req_supported(op, Op::batch_norm_backward, x);
+  if (a.c == 0 || count(x) == 0) return;
+  x.device().batch_norm_backward(a, x.data<float>(), dy.data<float>(), cptr(gamma),
+                                 save_mean.data<float>(), save_invstd.data<float>(), mptr(dx),
+                                 mptr(dgamma), mptr(dbeta));
+}
+
+// ---- layer norm ----
+
+namespace {
+LayerNormArgs ln_args(const char* op, const Tensor& x, i64 normalized, float eps) {
+  req_f32(op, "x", x);
+  COHORT_CHECK(normalized >= 1 && x.numel() % normalized == 0, op, ": cannot normalise groups of ",
+               normalized, " elements of x ", x.shape().str());
+  LayerNormArgs a;
+  a.cols = normalized;
+  a.rows = x.numel() / normalized;
+  a.eps = eps;
+  return a;
+}
+}  // namespace
+
+void layer_norm_forward(const Tensor& x, i64 normalized, const Tensor* gamma, const Tensor* beta,
+                        Tensor& y, Tensor& save_mean, Tensor& save_rstd, float eps) {
+  const char* op = "layer_norm_forward";
+  const LayerNormArgs a = ln_args(op, x, normalized, eps);
+  if (gamma) req_like(op, "gamma", *gamma, Shape{a.cols}, x, "x");
+  if (beta) req_like(op, "beta", *beta, Shape{a.cols}, x, "x");
+  req_like(op, "y", y, x.shape(), x, "x");
+  req_like(op, "save_mean", save_mean, Shape{a.rows}, x, "x");
+  req_like(op, "save_rstd", save_rstd, Shape{a.rows}, x, "x");
+  req_supported(op, Op::layer_norm_forward, x);
+  if (a.rows == 0) return;
+  x.device().layer_norm_forward(a, x.data<float>(), cptr(gamma), cptr(beta), y.data<float>(),
+                                save_mean.data<float>(), save_rstd.data<float>());
+}
+
+void layer_norm_backward(const Tensor& x, const Tensor& dy, i64 normalized, const Tensor* gamma,
+                         const Tensor& save_mean, const Tensor& save_rstd, Tensor* dx,
+                         Tensor* dgamma, Tensor* dbeta) {
+  const char* op = "layer_norm_backward";
+  const LayerNormArgs a = ln_args(op, x, normalized, 0.0f);
+  req_like(op, "dy", dy, x.shape(), x, "x");
+  if (gamma) req_like(op, "gamma", *gamma, Shape{a.cols}, x, "x");
+  req_like(op, "save_mean", save_mean, Shape{a.rows}, x, "x");
+  req_like(op, "save_rstd", save_rstd, Shape{a.rows}, x, "x");
+  if (dx) req_like(op, "dx", *dx, x.shape(), x, "x");
+  if (dgamma) req_like(op, "dgamma", *dgamma, Shape{a.cols}, x, "x");
+  if (dbeta) req_like(op, "dbeta", *dbeta, Shape{a.cols}, x, "x");
+  req_supported(op, Op::layer_norm_backward, x);
+  if (a.rows == 0) return;
+  x.device().layer_norm_backward(a, x.data<float>(), dy.data<float>(), cptr(gamma),
+                                 save_mean.data<float>(), save_rstd.data<float>(), mptr(dx),
+                                 mptr(dgamma), mptr(dbeta));
+}
+
+// ---- dropout ----
+
+void dropout_forward(const DropoutArgs& a, const Tensor& x, Tensor& y) {
+  const char* op = "dropout_forward";
+  COHORT_CHECK(a.p >= 0.0f && a.p <= 1.0f, op, ": p = ", a.p, " is not a probability");
+  req_f32(op, "x", x);
+  req_like(op, "y", y, x.shape(), x, "x");
+  req_supported(op, Op::dropout_forward, x);
+  if (count(x)) x.device().dropout_forward(a, x.data<float>(), y.data<float>(), count(x));
+}
+
+void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx) {
+  const char* op = "dropout_backward";
+  COHORT_CHECK(a.p >= 0.0f && a.p <= 1.0f, op, ": p = ", a.p, " is not a probability");
+  req_f32(op, "dy", dy);
+  req_like(op, "dx", dx, dy.shape(), dy, "dy");
+  req_supported(op, Op::dropout_backward, dy);
+  if (count(dy)) dy.device().dropout_backward(a, dy.data<float>(), dx.data<float>(), count(dy));
+}
+
+// ---- class-index losses ----
+
+namespace {
+void req_rows(const char* op, const char* arg, const Tensor& t) {
+  req_f32(op, arg, t);
+  COHORT_CHECK(t.rank() == 2, op, ": expected '", arg, "' [N, C], got ", t.shape().str());
+}
+}  // namespace
+
+void nll_forward(const Tensor& logp, const Tensor& target, Tensor& loss) {
+  const char* op = "nll_forward";
+  req_rows(op, "logp", logp);
+  check_targets(op, target, logp.dim(0), logp.dim(1));
+  req_same_device(op, logp, "logp", target, "target");
+  req_like(op, "loss", loss, Shape{logp.dim(0)}, logp, "logp");
+  req_supported(op, Op::nll_forward, logp);
+  if (logp.dim(0) == 0) return;
+  logp.device().nll_forward(logp.data<float>(), target.data<std::int64_t>(),
+                            static_cast<std::size_t>(logp.dim(0)),
+                            static_cast<std::size_t>(logp.dim(1)), loss.data<float>());
+}
+
+void nll_backward(const Tensor& target, float scale, Tensor& dx) {
+  const char* op = "nll_backward";
+  req_rows(op, "dx", dx);
+  check_targets(op, target, dx.dim(0), dx.dim(1));
+  req_same_device(op, dx, "dx", target, "target");
+  req_supported(op, Op::nll_backward, dx);
+  if (dx.dim(0) == 0) return;
+  dx.device().nll_backward(target.data<std::int64_t>(), static_cast<std::size_t>(dx.dim(0)),
+                           static_cast<std::size_t>(dx.dim(1)), scale, dx.data<float>());
+}
+
+void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx) {
+  const char* op = "cross_entropy_backward";
+  req_rows(op, "logp", logp);
+  check_targets(op, target, logp.dim(0), logp.dim(1));
+  req_same_device(op, logp, "logp", target, "target");
+  req_like(op, "dx", dx, logp.shape(), logp, "logp");
+  req_supported(op, Op::cross_entropy_backward, logp);
+  if (logp.dim(0) == 0) return;
+  logp.device().cross_entropy_backward(logp.data<float>(), target.data<std::int64_t>(),
+                                       static_cast<std::size_t>(logp.dim(0)),
+                                       static_cast<std::size_t>(logp.dim(1)), scale,
+                                       dx.data<float>());
+}
+
+}  // namespace ops
+
+// ---- Device defaults for the layer ops: unsupported unless a backend overrides them ----
+
+namespace {
+[[noreturn]] void no_layer_op(const Device& d, Op op) {
+  const std::string name = d.name();
+  detail::throw_error(__FILE__, __LINE__, "", name.c_str(),
+                      detail::concat("device ", name, " does not implement the layer op ",
+                                     op_name(op)));
+}
+}  // namespace
+
+void Device::conv2d_forward(const Conv2dArgs&, const float*, const float*, const float*, float*) {
+  no_layer_op(*this, Op::conv2d_forward);
+}
+void Device::conv2d_backward_data(const Conv2dArgs&, const float*, const float*, float*) {
+  no_layer_op(*this, Op::conv2d_backward_data);
+}
+void Device::conv2d_backward_filter(const Conv2dArgs&, const float*, const float*, float*,
+                                    float*) {
+  no_layer_op(*this, Op::conv2d_backward_filter);
+}
+void Device::pool2d_forward(const Pool2dArgs&, const float*, float*, std::int32_t*) {
+  no_layer_op(*this, Op::pool2d_forward);
+}
+void Device::pool2d_backward(const Pool2dArgs&, const float*, const std::int32_t*, float*) {
+  no_layer_op(*this, Op::pool2d_backward);
+}
+void Device::activation_forward(Activation, float, const float*, float*, std::size_t) {
+  no_layer_op(*this, Op::activation_forward);
+}
+void Device::activation_backward(Activation, float, const float*, const float*, const float*,
+                                 float*, std::size_t) {
+  no_layer_op(*this, Op::activation_backward);
+}
+void Device::bias_add(const ChannelDims&, const float*, float*, Activation, float) {
+  no_layer_op(*this, Op::bias_add);
+}
+void Device::bias_grad(const ChannelDims&, const float*, float*) {
+  no_layer_op(*this, Op::bias_grad);
+}
+void Device::softmax_forward(bool, const ChannelDims&, const float*, float*) {
+  no_layer_op(*this, Op::softmax_forward);
+}
+void Device::softmax_backward(bool, const ChannelDims&, const float*, const float*, float*) {
+  no_layer_op(*this, Op::softmax_backward);
+}
+void Device::batch_norm_forward(const BatchNormArgs&, const float*, const float*, const float*,
+                                float*, float*, float*, float*, float*) {
+  no_layer_op(*this, Op::batch_norm_forward);
+}
+void Device::batch_norm_backward(const BatchNormArgs&, const float*, const float*, const float*,
+                                 const float*, const float*, float*, float*, float*) {
+  no_layer_op(*this, Op::batch_norm_backward);
+}
+void Device::layer_norm_forward(const LayerNormArgs&, const float*, const float*, const float*,
+                                float*, float*, float*) {
+  no_layer_op(*this, Op::layer_norm_forward);
+}
+void Device::layer_norm_backward(const LayerNormArgs&, const float*, const float*, const float*,
+                                 const float*, const float*, float*, float*, float*) {
+  no_layer_op(*this, Op::layer_norm_backward);
+}
+void Device::dropout_forward(const DropoutArgs&, const float*, float*, std::size_t) {
+  no_layer_op(*this, Op::dropout_forward);
+}
+void Device::dropout_backward(const DropoutArgs&, const float*, float*, std::size_t) {
+  no_layer_op(*this, Op::dropout_backward);
+}
+void Device::nll_forward(const float*, const std::int64_t*, std::size_t, std::size_t, float*) {
+  no_layer_op(*this, Op::nll_forward);
+}
+void Device::nll_backward(const std::int64_t*, std::size_t, std::size_t, float, float*) {
+  no_layer_op(*this, Op::nll_backward);
+}
+void Device::cross_entropy_backward(const float*, const std::int64_t*, std::size_t, std::size_t,
+                                    float, float*) {
+  no_layer_op(*this, Op::cross_entropy_backward);
+}
+
+}  // namespace cohort

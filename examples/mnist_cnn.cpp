@@ -1,0 +1,208 @@
+// PyTorch's MNIST example (examples/mnist/main.py) in cohort: the same network, optimizer
+// (Adadelta), schedule (StepLR) and flags, trained on Fashion-MNIST from Debian's
+// dataset-fashion-mnist package (or any MNIST-layout directory via --data).
+//
+//   build/bin/mnist_cnn --epochs 1
+//   build/bin/cohortrun --nproc-per-node 2 build/bin/mnist_cnn --comm shm --epochs 1
+//   build/bin/mnist_cnn --batch-size 64 --test-batch-size 1000 --epochs 14 --lr 1.0 --gamma 0.7
+//       --log-interval 10 --save-model mnist_cnn.safetensors --metrics run.jsonl --trace run.json
+//
+// Bad input (missing data, corrupt files, unknown flags, batch size 0) ends with one line on
+// stderr and exit status 1 (2 for command-line errors).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "cohort/collectives/registry.hpp"
+#include "cohort/core/trace.hpp"
+#include "cohort/data/dataloader.hpp"
+#include "cohort/data/idx.hpp"
+#include "cohort/devices.hpp"
+#include "cohort/optim.hpp"
+#include "cohort/parallel/ddp.hpp"
+#include "cohort/train/ascii_plot.hpp"
+#include "cohort/train/checkpoint.hpp"
+#include "cohort/train/trainer.hpp"
+#include "common/mnist_net.hpp"
+
+namespace nn = cohort::nn;
+namespace data = cohort::data;
+namespace train = cohort::train;
+
+namespace {
+struct Flags {
+  std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 14, log_interval = 10;
+  std::int64_t max_steps = -1;
+  double lr = 1.0, gamma = 0.7;
+  std::uint64_t seed = 1;
+  std::string data_dir = data::kFashionMnistDir, device, save_model, metrics, trace, resume, comm;
+};
+
+int run(const Flags& f) {
+  // Data parallel when launched with several ranks (cohortrun, mpirun, srun, torchrun's
+  // variables) or asked for a backend: each rank trains on its shard, DDP averages gradients.
+  const auto pg = cohort::comm::ProcessGroupInfo::from_env();
+  std::shared_ptr<cohort::comm::Communicator> comm;
+  if (pg.world_size > 1 || !f.comm.empty()) comm = cohort::comm::init_process_group(f.comm);
+  const int rank = comm ? comm->rank() : 0;
+  const int world = comm ? comm->size() : 1;
+  const bool lead = rank == 0;  // rank 0 alone prints, evaluates, writes metrics and checkpoints
+
+  cohort::Device& dev = cohort::device(f.device);
+  auto& host = cohort::host_device();
+  nn::manual_seed(f.seed);
+  auto model = cohort::examples::mnist_net(dev);
+  std::unique_ptr<cohort::parallel::DistributedDataParallel> ddp;
+  if (comm) ddp = std::make_unique<cohort::parallel::DistributedDataParallel>(model, comm);
+
+  auto train_set = data::load_mnist_dir(f.data_dir, data::Split::train);
+  auto test_set = data::load_mnist_dir(f.data_dir, data::Split::test);
+  // The PyTorch example's normalisation (MNIST's mean and standard deviation).
+  const std::vector<data::TransformPtr> tf = {data::normalize({0.1307f}, {0.3081f})};
+  data::DataLoaderOptions to;
+  to.batch_size = f.batch_size;
+  to.shuffle = true;
+  to.seed = f.seed;
+  to.rank = rank;
+  to.world_size = world;
+  data::DataLoader train_loader(train_set, to, tf, host, &dev);
+  data::DataLoaderOptions eo;
+  eo.batch_size = f.test_batch_size;
+  data::DataLoader test_loader(test_set, eo, tf, host, &dev);
+
+  cohort::optim::AdadeltaOptions ao;
+  ao.lr = f.lr;
+  cohort::optim::Adadelta optimizer(model->parameters(), ao);
+  cohort::optim::StepLR scheduler(optimizer, 1, f.gamma);
+  nn::NLLLoss criterion;
+
+  if (lead)
+    std::printf("cohort mnist_cnn: %s | device %s | %d rank%s (%s) x batch %lld | %lld epochs | Adadelta lr %g, StepLR gamma %g\n",
+                train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
+                comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
+                static_cast<long long>(f.epochs), f.lr, f.gamma);
+  if (!f.trace.empty()) {
+    cohort::trace::enable(true);
+    cohort::trace::set_rank(rank);
+  }
+
+  train::TrainerOptions opts;
+  opts.epochs = f.epochs;
+  opts.log_interval = f.log_interval;
+  opts.max_steps = f.max_steps;
+  opts.show_progress = lead;
+  if (lead) opts.metrics_path = f.metrics;
+  opts.world_size = world;
+  train::Trainer trainer(*model, criterion, optimizer, &scheduler, opts);
+  if (ddp) {
+    trainer.after_backward = [&] {
+      ddp->finish_gradients();
+      trainer.timer().add("comm", ddp->last_step().comm_wait_s);
+      trainer.timer().add("overlap", ddp->last_step().overlap_s);
+    };
+    trainer.accumulate_locally = [&] {
+      return std::static_pointer_cast<void>(
+          std::make_shared<cohort::parallel::DistributedDataParallel::NoSync>(ddp->no_sync()));
+    };
+    trainer.reduce_metric = [&](double v) {
+      comm->allreduce(&v, &v, 1, cohort::DType::f64, cohort::comm::ReduceOp::avg)->wait();
+      return v;
+    };
+  }
+
+  std::int64_t first_epoch = 1;
+  if (!f.resume.empty()) {
+    train::load_model(f.resume, *model);
+    const auto p = train::load_training_state(train::state_path_for(f.resume), *model, optimizer, &scheduler);
+    first_epoch = p.epoch + 1;
+    trainer.set_global_step(p.global_step);
+    std::printf("resumed from %s after epoch %lld (step %lld)\n", f.resume.c_str(),
+                static_cast<long long>(p.epoch), static_cast<long long>(p.global_step));
+  }
+  trainer.after_epoch = [&](const train::EpochResult& r) {
+    if (!lead) return;
+    std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.0f images/s\n\n",
+                static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
+                static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
+    if (!f.save_model.empty()) {
+      train::save_model(f.save_model, *model);
+      train::save_training_state(train::state_path_for(f.save_model), *model, optimizer, &scheduler,
+                                 {r.epoch, trainer.global_step()});
+    }
+  };
+  const auto results = trainer.fit(train_loader, lead ? &test_loader : nullptr, first_epoch);
+  // Every rank's trace goes to its own file: FILE for rank 0, FILE.rank<N> for the others.
+  if (!f.trace.empty())
+    cohort::trace::write_chrome_trace(rank == 0 ? f.trace : f.trace + ".rank" + std::to_string(rank));
+  if (ddp && !ddp->weights_identical_across_ranks())
+    COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ", rank, ")");
+  if (!lead) return 0;
+
+  std::printf("%s\n", train::ascii_plot(trainer.loss_history(), "training loss per step (cost history)").c_str());
+  std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
+  if (!f.trace.empty()) std::printf("trace: %s (other ranks: %s.rank<N>)\n", f.trace.c_str(), f.trace.c_str());
+  if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
+  if (!f.save_model.empty()) std::printf("model: %s (+ %s)\n", f.save_model.c_str(), train::state_path_for(f.save_model).c_str());
+  if (!results.empty())
+    std::printf("final test accuracy: %.2f%%  training throughput: %.1f images/s\n",
+                100.0 * results.back().eval.accuracy, trainer.images_per_s());
+  return 0;
+}
+}  // namespace
+
+// CLI11's own range checks print the whole double range; these say what is wrong in a few words.
+const CLI::Validator kPositive(
+    [](std::string& s) -> std::string {
+      try {
+        std::size_t used = 0;
+        if (std::stoll(s, &used) >= 1 && used == s.size()) return "";
+      } catch (const std::exception&) {
+      }
+      return "must be a positive integer, got '" + s + "'";
+    },
+    "N>=1");
+const CLI::Validator kNonNegative(
+    [](std::string& s) -> std::string {
+      try {
+        std::size_t used = 0;
+        if (std::stod(s, &used) >= 0 && used == s.size()) return "";
+      } catch (const std::exception&) {
+      }
+      return "must be a non-negative number, got '" + s + "'";
+    },
+    "X>=0");
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"cohort's port of PyTorch's MNIST example (Fashion-MNIST by default)", "mnist_cnn"};
+  app.add_option("--batch-size", f.batch_size, "input batch size for training")->check(kPositive);
+  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")->check(kPositive);
+  app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
+  app.add_option("--lr", f.lr, "learning rate")->check(kNonNegative);
+  app.add_option("--gamma", f.gamma, "learning rate step gamma")->check(kNonNegative);
+  app.add_option("--log-interval", f.log_interval, "batches between progress lines")->check(kPositive);
+  app.add_option("--save-model", f.save_model, "save the model (safetensors) and training state after each epoch");
+  app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
+  app.add_option("--data", f.data_dir, "MNIST-layout data directory");
+  app.add_option("--seed", f.seed, "random seed");
+  app.add_option("--device", f.device, "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
+  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")->check(kPositive);
+  app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
+  app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
+  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, self, auto (default: COHORT_COMM, then auto)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "mnist_cnn: %s (see --help)\n", e.what());
+    return 2;
+  }
+  try {
+    return run(f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist_cnn: %s\n", e.what());
+    return 1;
+  }
+}

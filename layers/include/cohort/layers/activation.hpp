@@ -1,0 +1,56 @@
+// Element-wise activations: ReLU, LeakyReLU, GELU (exact), Sigmoid, Tanh, as their torch.nn
+// namesakes. One class, ActivationLayer, does the work; the named classes only pick the function.
+#pragma once
+
+#include "cohort/core/layer_args.hpp"
+#include "cohort/layers/module.hpp"
+
+namespace cohort::nn {
+
+class ActivationLayer : public Module {
+ public:
+  Activation function() const { return f_; }
+  float alpha() const { return alpha_; }
+
+  // Fusion with a preceding layer (see Conv2d::fuse_activation_once): records `y`, already
+  // f(pre-activation), as this layer's forward output, as forward would have. Only for functions
+  // whose backward reads just the output (relu, sigmoid, tanh).
+  Tensor adopt_fused_output(const Tensor& y);
+  bool fusable() const;
+
+ protected:
+  ActivationLayer(std::string type, Activation f, float alpha) : Module(std::move(type)), f_(f), alpha_(alpha) {}
+  Tensor forward_impl(const Tensor& x) override;
+  Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
+  Shape output_shape_impl(const Shape& input) const override { return input; }
+
+ private:
+  Activation f_;
+  float alpha_;
+  Tensor x_, y_;  // the last forward's input (when the backward reads it) and output
+  bool adopting_ = false;  // inside adopt_fused_output: forward records its input as the output
+};
+
+class ReLU : public ActivationLayer {
+ public:
+  ReLU() : ActivationLayer("ReLU", Activation::relu, 0.0f) {}
+};
+class LeakyReLU : public ActivationLayer {
+ public:
+  explicit LeakyReLU(float negative_slope = 0.01f)
+      : ActivationLayer("LeakyReLU", Activation::leaky_relu, negative_slope) {}
+};
+class GELU : public ActivationLayer {  // approximate='none' (erf)
+ public:
+  GELU() : ActivationLayer("GELU", Activation::gelu, 0.0f) {}
+};
+class Sigmoid : public ActivationLayer {
+ public:
+  Sigmoid() : ActivationLayer("Sigmoid", Activation::sigmoid, 0.0f) {}
+};
+class Tanh : public ActivationLayer {
+ public:
+  Tanh() : ActivationLayer("Tanh", Activation::tanh, 0.0f) {}
+};
+
+}  // namespace cohort::nn

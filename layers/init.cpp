@@ -1,0 +1,59 @@
+#include "cohort/layers/init.hpp"
+
+#include <cmath>
+#include <mutex>
+
+#include "cohort/detail/kernels.hpp"
+
+namespace cohort::nn {
+namespace {
+
+struct InitStream {
+  std::mutex mu;
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;  // next stream position; kept a multiple of 4 (one Philox block)
+};
+
+InitStream& stream() {
+  static InitStream* s = new InitStream();  // never destroyed: usable from static destructors
+  return *s;
+}
+
+// Reserves n positions of the stream and returns (seed, first position).
+std::pair<std::uint64_t, std::uint64_t> reserve(std::uint64_t n) {
+  InitStream& s = stream();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const std::uint64_t at = s.offset;
+  s.offset += (n + 3) / 4 * 4;
+  return {s.seed, at};
+}
+
+}  // namespace
+
+void manual_seed(std::uint64_t seed) {
+  InitStream& s = stream();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.seed = seed;
+  s.offset = 0;
+}
+
+Tensor init_uniform(const Shape& shape, float lo, float hi, Device& device) {
+  const auto [seed, at] = reserve(static_cast<std::uint64_t>(shape.numel()));
+  return Tensor::uniform(shape, lo, hi, seed, device, at);
+}
+
+std::uint64_t next_seed() {
+  const auto [seed, at] = reserve(4);
+  const kernels::U32x4 r = kernels::philox_block(seed, at / 4);
+  return (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
+}
+
+Tensor kaiming_uniform(const Shape& shape, double a, std::int64_t fan_in, Device& device) {
+  COHORT_CHECK(fan_in > 0, "kaiming_uniform: fan_in must be positive, got ", fan_in,
+               " for shape ", shape);
+  const double gain = std::sqrt(2.0 / (1.0 + a * a));
+  const float bound = static_cast<float>(gain * std::sqrt(3.0 / static_cast<double>(fan_in)));
+  return init_uniform(shape, -bound, bound, device);
+}
+
+}  // namespace cohort::nn

@@ -1,0 +1,50 @@
+// Residual: y = block(x) + shortcut(x). Backward runs the shortcut first (it was registered last,
+// so its grad-ready hooks fire first, keeping hooks in reverse registration order), then the block,
+// and sums the two input gradients.
+#include "cohort/layers/residual.hpp"
+
+#include "cohort/core/ops.hpp"
+
+namespace cohort::nn {
+
+Residual::Residual(ModulePtr block, ModulePtr shortcut)
+    : Module("Residual"), block_(std::move(block)), shortcut_(std::move(shortcut)) {
+  register_module("block", block_);
+  if (shortcut_) register_module("shortcut", shortcut_);
+}
+
+Shape Residual::output_shape_impl(const Shape& input) const {
+  const Shape b = block_->output_shape(input);
+  const Shape s = shortcut_ ? shortcut_->output_shape(input) : input;
+  COHORT_MODULE_CHECK(b == s, "block output ", b, " and shortcut output ", s,
+                      " differ for input ", input,
+                      shortcut_ ? "" : " (the identity shortcut needs a shape-preserving block; "
+                                       "add a projection shortcut)");
+  return b;
+}
+
+Tensor Residual::forward_impl(const Tensor& x) {
+  output_shape_impl(x.shape());
+  const Tensor b = block_->forward(x);
+  const Tensor s = shortcut_ ? shortcut_->forward(x) : x;
+  Tensor y = Tensor::empty(b.shape(), DType::f32, b.device());
+  ops::add(b, s, y);
+  return y;
+}
+
+Tensor Residual::backward_impl(const Tensor& grad_output, bool need_input_grad) {
+  Tensor gs = shortcut_ ? shortcut_->backward(grad_output, need_input_grad) : grad_output;
+  Tensor gb = block_->backward(grad_output, need_input_grad);
+  if (!need_input_grad) return Tensor();
+  Tensor dx = Tensor::empty(gb.shape(), DType::f32, gb.device());
+  ops::add(gb, gs, dx);
+  return dx;
+}
+
+void Residual::summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const {
+  Module::summarize(input, depth, rows);
+  block_->summarize(input, depth + 1, rows);
+  if (shortcut_) shortcut_->summarize(input, depth + 1, rows);
+}
+
+}  // namespace cohort::nn

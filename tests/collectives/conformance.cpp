@@ -1,0 +1,403 @@
+// The conformance suite: every op and dtype on the backend under test, against references
+// computed independently on every rank from the same deterministic inputs. Integers compare
+// exactly (with the documented wrap-around), floats against a double-precision reference with a
+// bound on the rounding error; reductions must also give bit-identical results on every rank.
+// Sizes: 0, 1, odd ones on both sides of the small-message path, a multi-step odd one, and 64 MiB.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cohort/core/dtype.hpp"
+#include "cohort/core/error.hpp"
+#include "conformance.hpp"
+
+using namespace cohort;
+using namespace cohort::comm;
+using namespace std::chrono_literals;
+Communicator* cm() { return conformance::communicator; }
+
+namespace {
+
+constexpr DType kTypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8};
+constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::min, ReduceOp::max};
+constexpr std::size_t kBig = (64u << 20) / 4;  // 64 MiB of f32
+
+int me() { return cm()->rank(); }
+int world() { return cm()->size(); }
+
+bool is_float(DType dt) { return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16; }
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Element i of rank r's input for test `seed`, as the dtype stores it (floats in [-1, 1), i32 in
+// +-1e6, i64 in +-2^40, u8 anything: sums of u8 wrap).
+double gen(DType dt, int r, std::size_t i, std::uint64_t seed) {
+  const std::uint64_t h = mix(seed * 1000003u ^ mix(static_cast<std::uint64_t>(r) << 40 ^ i));
+  switch (dt) {
+    case DType::f32: return static_cast<float>(static_cast<double>(h >> 11) * 0x1p-52 - 1.0);
+    case DType::f64: return static_cast<double>(h >> 11) * 0x1p-52 - 1.0;
+    case DType::bf16:
+      return bf16_to_float(float_to_bf16(static_cast<float>(static_cast<double>(h >> 11) * 0x1p-52 - 1.0)));
+    case DType::i32: return static_cast<double>(static_cast<std::int64_t>(h % 2000001) - 1000000);
+    case DType::i64:
+      return static_cast<double>(static_cast<std::int64_t>(h % (1ull << 41)) - (1ll << 40));
+    case DType::u8: return static_cast<double>(h & 255);
+  }
+  return 0;
+}
+
+void put(void* buf, DType dt, std::size_t i, double v) {
+  switch (dt) {
+    case DType::f32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(buf)[i] = v; break;
+    case DType::bf16: static_cast<std::uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case DType::i32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
+    case DType::i64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
+    case DType::u8: static_cast<std::uint8_t*>(buf)[i] = static_cast<std::uint8_t>(v); break;
+  }
+}
+
+double get(const void* buf, DType dt, std::size_t i) {
+  switch (dt) {
+    case DType::f32: return static_cast<const float*>(buf)[i];
+    case DType::f64: return static_cast<const double*>(buf)[i];
+    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
+    case DType::i32: return static_cast<const std::int32_t*>(buf)[i];
+    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
+    case DType::u8: return static_cast<const std::uint8_t*>(buf)[i];
+  }
+  return 0;
+}
+
+std::vector<std::uint8_t> buffer(DType dt, std::size_t n) {
+  return std::vector<std::uint8_t>(n * dtype_size(dt) + 1);  // +1: never a null data() for n = 0
+}
+
+void fill(void* buf, DType dt, int r, std::size_t n, std::uint64_t seed, std::size_t first = 0) {
+  for (std::size_t i = 0; i < n; ++i) put(buf, dt, i, gen(dt, r, first + i, seed));
+}
+
+std::int64_t wrap(DType dt, std::int64_t v) {
+  switch (dt) {
+    case DType::i32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+    case DType::u8: return static_cast<std::uint8_t>(v);
+    default: return v;
+  }
+}
+
+// Is `got` the reduction over ranks of element i of the inputs (as gen() makes them)?
+bool reduction_ok(DType dt, ReduceOp op, int n, std::size_t i, std::uint64_t seed, double got) {
+  if (is_float(dt)) {
+    double acc = gen(dt, 0, i, seed), mag = std::fabs(acc);
+    for (int r = 1; r < n; ++r) {
+      const double v = gen(dt, r, i, seed);
+      mag += std::fabs(v);
+      acc = op == ReduceOp::min ? std::min(acc, v) : op == ReduceOp::max ? std::max(acc, v) : acc + v;
+    }
+    if (op == ReduceOp::min || op == ReduceOp::max) return got == acc;
+    if (op == ReduceOp::avg) acc /= n, mag /= n;
+    // Rounding: one per addition in the working precision (float for bf16), plus bf16's final
+    // rounding(s): a backend may round after each step (e.g. a ring), hence n of them.
+    const double eps = dt == DType::f64 ? 0x1p-52 : 0x1p-23;
+    double tol = (n + 1) * eps * mag;
+    if (dt == DType::bf16) tol += (n + 1) * 0x1p-8 * mag;
+    return std::fabs(got - acc) <= tol;
+  }
+  std::int64_t acc = static_cast<std::int64_t>(gen(dt, 0, i, seed));
+  for (int r = 1; r < n; ++r) {
+    const auto v = static_cast<std::int64_t>(gen(dt, r, i, seed));
+    acc = op == ReduceOp::min   ? std::min(acc, v)
+          : op == ReduceOp::max ? std::max(acc, v)
+                                : wrap(dt, static_cast<std::int64_t>(static_cast<std::uint64_t>(acc) +
+                                                                     static_cast<std::uint64_t>(v)));
+  }
+  if (op == ReduceOp::avg) acc /= n;
+  return static_cast<std::int64_t>(got) == acc;
+}
+
+// FNV-1a of a buffer, to compare results across ranks bit for bit.
+std::uint64_t digest(const void* p, std::size_t bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const std::uint8_t*>(p)[i]) * 1099511628211ull;
+  return h;
+}
+
+// True when every rank passes the same value.
+bool same_everywhere(std::uint64_t v) {
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(world()));
+  cm()->allgather(&v, all.data(), 1, DType::i64)->wait();
+  for (auto x : all)
+    if (x != v) return false;
+  return true;
+}
+
+// The element counts every op is tried with: empty, one, odd ones around the small-message
+// threshold of the backends (16 KiB), and an odd multi-step one.
+std::vector<std::size_t> sizes(DType dt) {
+  const std::size_t around = (16u << 10) / dtype_size(dt);
+  return {0, 1, 7, around - 1, around + 3, 300007};
+}
+
+std::string what(DType dt, std::size_t n, const char* extra = "") {
+  return std::string(dtype_name(dt)) + " x " + std::to_string(n) + extra;
+}
+
+void check_allreduce(DType dt, ReduceOp op, std::size_t n, bool in_place, std::uint64_t seed) {
+  CAPTURE(what(dt, n, in_place ? " in place" : " out of place"));
+  CAPTURE(reduce_op_name(op));
+  auto in = buffer(dt, n), out = buffer(dt, n);
+  fill(in.data(), dt, me(), n, seed);
+  const auto original = in;
+  void* dst = in_place ? in.data() : out.data();
+  cm()->allreduce(in.data(), dst, n, dt, op)->wait();
+  std::size_t bad = 0, first_bad = n;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!reduction_ok(dt, op, world(), i, seed, get(dst, dt, i))) {
+      if (!bad) first_bad = i;
+      ++bad;
+    }
+  CAPTURE(first_bad);
+  CHECK(bad == 0);
+  if (!in_place) CHECK(in == original);  // the input is not touched
+  CHECK(same_everywhere(digest(dst, n * dtype_size(dt))));
+}
+
+}  // namespace
+
+TEST_SUITE("conformance") {
+  TEST_CASE("capabilities") {
+    const Capabilities c = cm()->capabilities();
+    CHECK(c.host_memory);
+    CHECK(c.dtypes.size() == 6);
+    CHECK(cm()->size() == conformance::info.world_size);
+    CHECK(cm()->rank() == conformance::info.rank);
+  }
+
+  TEST_CASE("allreduce: every dtype, op and size, in place and out of place") {
+    std::uint64_t seed = 1;
+    for (DType dt : kTypes)
+      for (ReduceOp op : kOps)
+        for (std::size_t n : sizes(dt))
+          for (bool in_place : {false, true}) check_allreduce(dt, op, n, in_place, ++seed);
+  }
+
+  TEST_CASE("allreduce: 64 MiB of f32, sum and avg, in place and out of place") {
+    check_allreduce(DType::f32, ReduceOp::sum, kBig, false, 1001);
+    check_allreduce(DType::f32, ReduceOp::avg, kBig + 3, true, 1002);
+  }
+
+  TEST_CASE("broadcast: every dtype, size and root") {
+    std::uint64_t seed = 2000;
+    for (DType dt : kTypes)
+      for (std::size_t n : sizes(dt))
+        for (int root = 0; root < world(); ++root) {
+          CAPTURE(what(dt, n));
+          CAPTURE(root);
+          auto buf = buffer(dt, n);
+          fill(buf.data(), dt, me(), n, ++seed);
+          cm()->broadcast(buf.data(), n, dt, root)->wait();
+          std::size_t bad = 0;
+          for (std::size_t i = 0; i < n; ++i) bad += get(buf.data(), dt, i) != gen(dt, root, i, seed);
+          CHECK(bad == 0);
+        }
+    auto big = buffer(DType::f32, kBig);
+    fill(big.data(), DType::f32, me(), kBig, 2999);
+    cm()->broadcast(big.data(), kBig, DType::f32, world() - 1)->wait();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < kBig; ++i)
+      bad += get(big.data(), DType::f32, i) != gen(DType::f32, world() - 1, i, 2999);
+    CHECK(bad == 0);
+  }
+
+  TEST_CASE("allgather: every dtype and size, in place and out of place, and 64 MiB") {
+    std::uint64_t seed = 3000;
+    for (DType dt : kTypes) {
+      auto cases = sizes(dt);
+      if (dt == DType::f32) cases.push_back(kBig / static_cast<std::size_t>(world()));
+      for (std::size_t n : cases)
+        for (bool in_place : {false, true}) {
+          CAPTURE(what(dt, n, in_place ? " in place" : " out of place"));
+          ++seed;
+          const std::size_t esz = dtype_size(dt);
+          auto out = buffer(dt, n * static_cast<std::size_t>(world()));
+          auto in = buffer(dt, n);
+          void* send = in_place ? out.data() + static_cast<std::size_t>(me()) * n * esz : in.data();
+          fill(send, dt, me(), n, seed);
+          cm()->allgather(send, out.data(), n, dt)->wait();
+          std::size_t bad = 0;
+          for (int q = 0; q < world(); ++q)
+            for (std::size_t i = 0; i < n; ++i)
+              bad += get(out.data(), dt, static_cast<std::size_t>(q) * n + i) != gen(dt, q, i, seed);
+          CHECK(bad == 0);
+        }
+    }
+  }
+
+  TEST_CASE("reduce_scatter: every dtype, op and size, in place and out of place, and 64 MiB") {
+    std::uint64_t seed = 4000;
+    for (DType dt : kTypes)
+      for (ReduceOp op : kOps) {
+        auto cases = sizes(dt);
+        if (dt == DType::f32 && op == ReduceOp::sum) cases.push_back(kBig / static_cast<std::size_t>(world()));
+        for (std::size_t n : cases)
+          for (bool in_place : {false, true}) {
+            CAPTURE(what(dt, n, in_place ? " in place" : " out of place"));
+            CAPTURE(reduce_op_name(op));
+            ++seed;
+            const std::size_t total = n * static_cast<std::size_t>(world());
+            auto in = buffer(dt, total), out = buffer(dt, n);
+            fill(in.data(), dt, me(), total, seed);
+            const std::size_t offset = static_cast<std::size_t>(me()) * n;
+            void* recv = in_place ? in.data() + offset * dtype_size(dt) : out.data();
+            cm()->reduce_scatter(in.data(), recv, n, dt, op)->wait();
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < n; ++i)
+              bad += !reduction_ok(dt, op, world(), offset + i, seed, get(recv, dt, i));
+            CHECK(bad == 0);
+          }
+      }
+  }
+
+  TEST_CASE("barrier: nobody leaves before the last rank arrives") {
+    cm()->barrier()->wait();
+    const bool late = me() == world() - 1;
+    if (late) std::this_thread::sleep_for(300ms);
+    const auto t0 = std::chrono::steady_clock::now();
+    cm()->barrier()->wait();
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    if (!late) CHECK(waited >= 100ms);  // (margin for a loaded machine)
+  }
+
+  TEST_CASE("send/recv: a ring, every dtype, small to multi-chunk messages") {
+    std::uint64_t seed = 5000;
+    const int to = (me() + 1) % world(), from = (me() + world() - 1) % world();
+    for (DType dt : kTypes)
+      for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{250001}}) {
+        CAPTURE(what(dt, n));
+        ++seed;
+        auto out = buffer(dt, n), in = buffer(dt, n);
+        fill(out.data(), dt, me(), n, seed);
+        auto r = cm()->recv(in.data(), n, dt, from, 3);
+        auto s = cm()->send(out.data(), n, dt, to, 3);
+        r->wait();
+        s->wait();
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < n; ++i) bad += get(in.data(), dt, i) != gen(dt, from, i, seed);
+        CHECK(bad == 0);
+      }
+  }
+
+  TEST_CASE("send/recv: tags are matched whatever order the receives are posted in") {
+    const int to = (me() + 1) % world(), from = (me() + world() - 1) % world();
+    const std::size_t lens[3] = {70001, 5, 300000};
+    std::vector<std::vector<std::int64_t>> out(3), in(3);
+    std::vector<WorkHandle> sends;
+    for (int t = 0; t < 3; ++t) {
+      out[t].assign(lens[t], me() * 10 + t);
+      in[t].assign(lens[t], -1);
+      sends.push_back(cm()->send(out[t].data(), lens[t], DType::i64, to, /*tag=*/t));
+    }
+    // Receive in the order 2, 0, 1: messages 0 and 1 arrive first and must wait their turn.
+    for (int t : {2, 0, 1}) cm()->recv(in[t].data(), lens[t], DType::i64, from, t)->wait();
+    for (auto& s : sends) s->wait();
+    for (int t = 0; t < 3; ++t) CHECK(in[t] == std::vector<std::int64_t>(lens[t], from * 10 + t));
+  }
+
+  TEST_CASE("send/recv: every rank to every rank, itself included, all at once") {
+    const int n = world();
+    std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(n));
+    std::vector<WorkHandle> work;
+    for (int q = 0; q < n; ++q) {
+      const std::size_t len = 1000u * static_cast<std::size_t>(1 + q + me());
+      out[q].assign(len, me() * 100 + q);
+      in[q].assign(len, -1);
+      work.push_back(cm()->recv(in[q].data(), len, DType::i32, q, 9));
+      work.push_back(cm()->send(out[q].data(), len, DType::i32, q, 9));
+    }
+    for (auto& w : work) w->wait();
+    for (int q = 0; q < n; ++q) CHECK(in[q] == std::vector<std::int32_t>(in[q].size(), q * 100 + me()));
+  }
+
+  TEST_CASE("many back-to-back asynchronous ops, waited for in reverse order") {
+    constexpr int kOpsCount = 120;
+    const int n = world();
+    std::vector<std::vector<float>> a(kOpsCount), b(kOpsCount);
+    std::vector<WorkHandle> work;
+    for (int k = 0; k < kOpsCount; ++k) {
+      const std::size_t len = 17 + 13u * static_cast<std::size_t>(k);
+      a[k].assign(len * static_cast<std::size_t>(n), static_cast<float>(me() + k));
+      b[k].assign(len * static_cast<std::size_t>(n), -1.f);
+      switch (k % 5) {
+        case 0: work.push_back(cm()->allreduce(a[k].data(), a[k].data(), len, DType::f32, ReduceOp::sum)); break;
+        case 1: work.push_back(cm()->broadcast(a[k].data(), len, DType::f32, k % n)); break;
+        case 2: work.push_back(cm()->allgather(a[k].data(), b[k].data(), len, DType::f32)); break;
+        case 3: work.push_back(cm()->reduce_scatter(a[k].data(), b[k].data(), len, DType::f32, ReduceOp::max)); break;
+        case 4: work.push_back(cm()->barrier()); break;
+      }
+    }
+    for (int k = kOpsCount - 1; k >= 0; --k) work[static_cast<std::size_t>(k)]->wait();
+    std::size_t bad = 0;
+    for (int k = 0; k < kOpsCount; ++k) {
+      const std::size_t len = 17 + 13u * static_cast<std::size_t>(k);
+      for (std::size_t i = 0; i < len; ++i) {
+        switch (k % 5) {
+          case 0: bad += a[k][i] != static_cast<float>(n * (n - 1) / 2 + n * k); break;
+          case 1: bad += a[k][i] != static_cast<float>(k % n + k); break;
+          case 2:
+            for (int q = 0; q < n; ++q) bad += b[k][static_cast<std::size_t>(q) * len + i] != static_cast<float>(q + k);
+            break;
+          case 3: bad += b[k][i] != static_cast<float>(n - 1 + k); break;
+        }
+      }
+    }
+    CHECK(bad == 0);
+  }
+
+  TEST_CASE("Work::test() polls an op to completion") {
+    std::vector<double> x(100000, 1.0);
+    auto w = cm()->allreduce(x.data(), x.data(), x.size(), DType::f64, ReduceOp::sum);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!w->test() && std::chrono::steady_clock::now() < deadline) {
+    }
+    CHECK(w->test());
+    CHECK(x[0] == world());
+    CHECK(x.back() == world());
+  }
+
+  TEST_CASE("count 0 is a no-op that completes, on every op") {
+    std::vector<WorkHandle> w;
+    w.push_back(cm()->allreduce(nullptr, nullptr, 0, DType::f32, ReduceOp::sum));
+    w.push_back(cm()->broadcast(nullptr, 0, DType::u8, 0));
+    w.push_back(cm()->allgather(nullptr, nullptr, 0, DType::i64));
+    w.push_back(cm()->reduce_scatter(nullptr, nullptr, 0, DType::bf16, ReduceOp::avg));
+    const int to = (me() + 1) % world(), from = (me() + world() - 1) % world();
+    w.push_back(cm()->recv(nullptr, 0, DType::f32, from, 77));
+    w.push_back(cm()->send(nullptr, 0, DType::f32, to, 77));
+    for (auto& x : w) x->wait();
+  }
+
+  TEST_CASE("bad arguments are errors that name the values (and break nothing)") {
+    std::vector<float> x(8);
+    const std::string root_error = "root " + std::to_string(world()) + " is not a rank";
+    CHECK_THROWS_WITH_AS(cm()->broadcast(x.data(), 8, DType::f32, world()),
+                         doctest::Contains(root_error.c_str()), cohort::Error);
+    CHECK_THROWS_WITH_AS(cm()->send(x.data(), 8, DType::f32, -1), doctest::Contains("peer -1"),
+                         cohort::Error);
+    CHECK_THROWS_WITH_AS(cm()->allreduce(x.data(), x.data() + 2, 4, DType::f32, ReduceOp::sum),
+                         doctest::Contains("overlap"), cohort::Error);
+    // The communicator still works.
+    float one = 1;
+    cm()->allreduce(&one, &one, 1, DType::f32, ReduceOp::sum)->wait();
+    CHECK(one == static_cast<float>(world()));
+  }
+}

@@ -1,0 +1,88 @@
+// Entry point of the conformance suite: builds the job's store and the communicator under test,
+// skips (exit 77, which ctest reports as skipped) when that backend is not in this build or cannot
+// serve this group, runs the doctest suite, and ends all ranks together. Rank 0 also checks that
+// the job left nothing in /dev/shm.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <dirent.h>
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "cohort/core/error.hpp"
+#include "conformance.hpp"
+
+namespace conformance {
+cohort::comm::Communicator* communicator = nullptr;
+std::shared_ptr<cohort::comm::Store> store;
+cohort::comm::ProcessGroupInfo info;
+std::string backend;
+
+std::unique_ptr<cohort::comm::Communicator> make_communicator(const std::string& prefix) {
+  return cohort::comm::create_communicator(backend, info,
+                                           cohort::comm::make_prefix_store(store, prefix));
+}
+}  // namespace conformance
+
+using namespace cohort::comm;
+using namespace std::chrono_literals;
+
+int main(int argc, char** argv) {
+  using namespace conformance;
+  try {
+    const char* env = std::getenv("COHORT_COMM");
+    backend = env && *env ? env : "auto";
+    info = ProcessGroupInfo::from_env();
+    if (backend != "auto") {
+      const CommunicatorFactory* f = nullptr;
+      for (const auto& x : communicator_factories())
+        if (x.name == backend) f = &x;
+      std::string why = "not in this build";
+      if (!f || !f->available(info, &why)) {
+        std::printf("conformance: skipped: backend '%s' cannot serve %s: %s\n", backend.c_str(),
+                    info.str().c_str(), why.c_str());
+        return 77;
+      }
+    }
+    if (info.world_size == 1)
+      store = make_memory_store();
+    else
+      store = make_tcp_store(info.master_addr, info.master_port, info.rank == 0, 60000ms);
+    auto c = create_communicator(backend, info, make_prefix_store(store, "main"));
+    communicator = c.get();
+    if (info.rank == 0)
+      std::printf("conformance: backend %s, %s\n", c->backend().c_str(), info.str().c_str());
+
+    doctest::Context ctx(argc, argv);
+    int rc = ctx.run();
+    if (ctx.shouldExit()) return rc;
+
+    // Leave together: rank 0 serves the store, so it goes last.
+    store->add("finished", 1);
+    if (info.rank == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + 60s;
+      while (std::stoll(store->get_string("finished", 1000ms)) < info.world_size &&
+             std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(5ms);
+      // Segments are unlinked as soon as every rank has mapped them: nothing may be left.
+      const std::string prefix = "cohort-" + info.job_id + "-";
+      if (DIR* d = ::opendir("/dev/shm")) {
+        while (dirent* e = ::readdir(d)) {
+          if (!info.job_id.empty() && std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) {
+            std::printf("conformance: FAILED: /dev/shm/%s left behind\n", e->d_name);
+            rc = 1;
+          }
+        }
+        ::closedir(d);
+      }
+    }
+    c.reset();
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "conformance: %s\n", e.what());
+    return 1;
+  }
+}

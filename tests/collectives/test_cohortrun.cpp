@@ -1,0 +1,260 @@
+// cohortrun, driven from outside as a user would: the environment it gives each rank, whole
+// prefixed lines, exit status propagation, stopping the other ranks when one fails, signal
+// forwarding and argument errors. Ranks are small sh scripts.
+#include <doctest/doctest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  int status = -1;  // shell terms: exit code, or 128 + signal
+  std::string out, err;
+  double seconds = 0;
+};
+
+// Runs cohortrun with `args`. If `ready` is given, sends `sig` to cohortrun once stdout holds
+// `ready_count` occurrences of it. Kills everything after 60 s so that no test can hang.
+Result run(const std::vector<std::string>& args, const std::string& ready = "", int ready_count = 0,
+           int sig = 0) {
+  int po[2], pe[2];
+  REQUIRE(::pipe(po) == 0);
+  REQUIRE(::pipe(pe) == 0);
+  const auto t0 = Clock::now();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(po[1], 1);
+    ::dup2(pe[1], 2);
+    ::close(po[0]);
+    ::close(pe[0]);
+    std::vector<char*> argv;
+    static char self[] = COHORTRUN;
+    argv.push_back(self);
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(self, argv.data());
+    ::_exit(126);
+  }
+  ::close(po[1]);
+  ::close(pe[1]);
+  Result r;
+  bool sent = false, killed = false;
+  int open = 2;
+  pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+  while (open > 0) {
+    if (!killed && Clock::now() - t0 > std::chrono::seconds(60)) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (::poll(fds, 2, 100) <= 0) continue;
+    for (int k = 0; k < 2; ++k) {
+      if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP))) continue;
+      char buf[65536];
+      const ssize_t n = ::read(fds[k].fd, buf, sizeof(buf));
+      if (n <= 0) {
+        ::close(fds[k].fd);
+        fds[k].fd = -1;
+        --open;
+        continue;
+      }
+      (k == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+    }
+    if (!sent && !ready.empty()) {
+      int count = 0;
+      for (auto p = r.out.find(ready); p != std::string::npos; p = r.out.find(ready, p + 1)) ++count;
+      if (count >= ready_count) {
+        ::kill(pid, sig);
+        sent = true;
+      }
+    }
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream is(s);
+  for (std::string l; std::getline(is, l);) v.push_back(l);
+  return v;
+}
+
+}  // namespace
+
+TEST_SUITE("cohortrun") {
+  TEST_CASE("each rank gets the torchrun environment and a shared job id") {
+    const Result r = run({"--nproc-per-node", "3", "--master-port", "0", "sh", "-c",
+                          "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK "
+                          "$MASTER_ADDR $MASTER_PORT $COHORT_JOB_ID\""});
+    CHECK(r.status == 0);
+    const auto ls = lines(r.out);
+    REQUIRE(ls.size() == 3);
+    std::set<std::string> ports, jobs;
+    for (int rank = 0; rank < 3; ++rank) {
+      std::string line;
+      for (const auto& l : ls)
+        if (l.rfind("[rank " + std::to_string(rank) + "] ", 0) == 0) line = l;
+      CAPTURE(r.out);
+      REQUIRE(!line.empty());
+      std::istringstream is(line.substr(line.find(']') + 2));
+      int rk, ws, lr, lws, gr, port;
+      std::string addr, job;
+      is >> rk >> ws >> lr >> lws >> gr >> addr >> port >> job;
+      CHECK(rk == rank);
+      CHECK(ws == 3);
+      CHECK(lr == rank);
+      CHECK(lws == 3);
+      CHECK(gr == 0);
+      CHECK(addr == "127.0.0.1");
+      CHECK(port > 0);
+      ports.insert(std::to_string(port));
+      jobs.insert(job);
+    }
+    CHECK(ports.size() == 1);  // --master-port 0 picked one port for everybody
+    CHECK(jobs.size() == 1);
+    CHECK(!jobs.begin()->empty());
+  }
+
+  TEST_CASE("several nodes: ranks are numbered after the node's index") {
+    const Result r = run({"--nnodes=2", "--node_rank", "1", "--nproc-per-node", "2",
+                          "--master-addr", "head", "--master-port", "1234", "sh", "-c",
+                          "echo $RANK/$WORLD_SIZE/$LOCAL_RANK/$GROUP_RANK/$MASTER_ADDR:$MASTER_PORT"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("[rank 2] 2/4/0/1/head:1234\n") != std::string::npos);
+    CHECK(r.out.find("[rank 3] 3/4/1/1/head:1234\n") != std::string::npos);
+  }
+
+  TEST_CASE("every line comes out whole and prefixed, on stdout and stderr") {
+    // 3 ranks write 3000 lines of ~300 bytes each to both streams as fast as they can; pipes
+    // deliver them in arbitrary pieces, so a line may only come out whole if cohortrun buffers.
+    const Result r = run({"--nproc-per-node", "3", "sh", "-c",
+                          "l=$(printf 'R%s-%0300d' $RANK 0); "
+                          "yes $l | head -n 3000; yes $l | head -n 3000 >&2; printf 'tail'"});
+    CHECK(r.status == 0);
+    for (const std::string* s : {&r.out, &r.err}) {
+      std::map<int, int> count;
+      std::size_t bad = 0;
+      for (const auto& l : lines(*s)) {
+        int rank = -1;
+        if (std::sscanf(l.c_str(), "[rank %d] ", &rank) != 1) {
+          ++bad;
+          continue;
+        }
+        const std::string body = l.substr(l.find(']') + 2);
+        const std::string want = "R" + std::to_string(rank) + "-" + std::string(300, '0');
+        if (body == want)
+          ++count[rank];
+        else if (body != "tail")
+          ++bad;
+      }
+      CHECK(bad == 0);
+      for (int rank = 0; rank < 3; ++rank) CHECK(count[rank] == 3000);
+    }
+    // A last line without a newline still comes out, completed.
+    for (int rank = 0; rank < 3; ++rank)
+      CHECK(r.out.find("[rank " + std::to_string(rank) + "] tail\n") != std::string::npos);
+  }
+
+  TEST_CASE("the status of a failing rank is cohortrun's status") {
+    const Result r = run({"--nproc-per-node", "3", "sh", "-c", "exit $(( RANK == 1 ? 7 : 0 ))"});
+    CHECK(r.status == 7);
+    CHECK(r.err.find("cohortrun: rank 1 exited with status 7") != std::string::npos);
+    const Result ok = run({"--nproc-per-node", "2", "true"});
+    CHECK(ok.status == 0);
+    CHECK(ok.err.empty());
+  }
+
+  TEST_CASE("a rank killed by a signal gives 128 + the signal") {
+    const Result r = run({"--nproc-per-node", "2", "sh", "-c",
+                          "if [ $RANK = 1 ]; then kill -SEGV $$; fi; sleep 0.2"});
+    CHECK(r.status == 128 + SIGSEGV);
+    CHECK(r.err.find("rank 1 was killed by signal 11") != std::string::npos);
+  }
+
+  TEST_CASE("a failing rank stops the others at once") {
+    const Result r = run({"--nproc-per-node", "3", "sh", "-c",
+                          "if [ $RANK = 2 ]; then sleep 0.3; exit 3; fi; exec sleep 60"});
+    CHECK(r.status == 3);
+    CHECK(r.seconds < 5);
+  }
+
+  TEST_CASE("ranks that ignore SIGTERM are killed after the grace period") {
+    const Result r = run({"--nproc-per-node", "2", "--kill-grace", "0.5", "sh", "-c",
+                          "if [ $RANK = 1 ]; then sleep 0.3; exit 4; fi; trap '' TERM; sleep 60"});
+    CHECK(r.status == 4);
+    CHECK(r.seconds > 0.7);
+    CHECK(r.seconds < 6);
+  }
+
+  TEST_CASE("SIGTERM and SIGINT are forwarded to every rank") {
+    for (int sig : {SIGTERM, SIGINT}) {
+      CAPTURE(sig);
+      const Result r = run({"--nproc-per-node", "2", "sh", "-c",
+                            "trap 'echo got signal; exit 0' TERM INT; echo ready; "
+                            "sleep 60 & wait"},
+                           "ready", 2, sig);
+      CHECK(r.out.find("[rank 0] got signal") != std::string::npos);
+      CHECK(r.out.find("[rank 1] got signal") != std::string::npos);
+      CHECK(r.status == 128 + sig);
+      CHECK(r.seconds < 10);
+    }
+  }
+
+  TEST_CASE("argument errors are one clear line and a non-zero status") {
+    const Result bogus = run({"--bogus", "3", "true"});
+    CHECK(bogus.status == 2);
+    CHECK(bogus.err.find("unknown option '--bogus'") != std::string::npos);
+    CHECK(lines(bogus.err).size() == 1);
+    const Result none = run({"--nproc-per-node", "2"});
+    CHECK(none.status == 2);
+    CHECK(none.err.find("no program given") != std::string::npos);
+    const Result bad = run({"--nproc-per-node", "two", "true"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--nproc-per-node expects an integer") != std::string::npos);
+    const Result port0 = run({"--nnodes", "2", "--master-port", "0", "true"});
+    CHECK(port0.status == 2);
+    CHECK(port0.err.find("--master-port 0") != std::string::npos);
+    const Result node = run({"--nnodes", "2", "--node-rank", "2", "true"});
+    CHECK(node.status == 2);
+    const Result help = run({"--help"});
+    CHECK(help.status == 0);
+    CHECK(help.out.find("--nproc-per-node") != std::string::npos);
+  }
+
+  TEST_CASE("a program that cannot be started fails like a rank that exits 127") {
+    const Result r = run({"--nproc-per-node", "2", "/nonexistent/program"});
+    CHECK(r.status == 127);
+    CHECK(r.err.find("cannot run '/nonexistent/program'") != std::string::npos);
+  }
+
+  TEST_CASE("shared-memory segments a crashed rank left behind are removed") {
+    const std::string job = "cohortrun-test-" + std::to_string(::getpid());
+    ::setenv("COHORT_JOB_ID", job.c_str(), 1);
+    const Result r = run({"--nproc-per-node", "1", "sh", "-c",
+                          "touch /dev/shm/cohort-$COHORT_JOB_ID-deadbeef"});
+    ::unsetenv("COHORT_JOB_ID");
+    CHECK(r.status == 0);
+    struct stat st;
+    CHECK(::stat(("/dev/shm/cohort-" + job + "-deadbeef").c_str(), &st) != 0);
+    CHECK(r.err.find("removed /dev/shm/cohort-" + job + "-deadbeef") != std::string::npos);
+  }
+}

@@ -1,0 +1,130 @@
+// The communicator registry: the hand-written list, selection by name / COHORT_COMM / auto, and
+// the errors for unknown and unavailable backends (they list what is known and say why).
+#include <doctest/doctest.h>
+
+#include "cohort/collectives/registry.hpp"
+#include "cohort/core/error.hpp"
+#include "env_guard.hpp"
+
+using namespace cohort::comm;
+using cohort::test::EnvGuard;
+
+namespace {
+ProcessGroupInfo group(int rank, int world, int local_world) {
+  ProcessGroupInfo g;
+  g.rank = rank;
+  g.world_size = world;
+  g.local_rank = rank % local_world;
+  g.local_world_size = local_world;
+  g.source = "test";
+  return g;
+}
+std::string error_of(const std::string& name, const ProcessGroupInfo& info) {
+  try {
+    create_communicator(name, info, make_memory_store());
+  } catch (const cohort::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_SUITE("registry") {
+  TEST_CASE("the list: shm and self always, portable ones last") {
+    const auto& f = communicator_factories();
+    REQUIRE(f.size() >= 2);
+    CHECK(f[f.size() - 2].name == "shm");
+    CHECK(f.back().name == "self");
+    for (const auto& x : f) {
+      CHECK(x.available);
+      CHECK(x.create);
+    }
+  }
+
+  TEST_CASE("auto: self for one process") {
+    EnvGuard g;
+    auto c = create_communicator("", group(0, 1, 1), nullptr);
+    CHECK(c->backend() == "self");
+    CHECK(c->size() == 1);
+    auto d = create_communicator("auto", group(0, 1, 1), make_memory_store());
+    CHECK(d->backend() == "self");
+  }
+
+  TEST_CASE("by name, and COHORT_COMM when the name is empty") {
+    {
+      EnvGuard g({{"COHORT_COMM", "shm"}});
+      auto c = create_communicator("", group(0, 1, 1), nullptr);
+      CHECK(c->backend() == "shm");
+      auto d = create_communicator("self", group(0, 1, 1), nullptr);  // the argument wins
+      CHECK(d->backend() == "self");
+    }
+    EnvGuard g;
+    CHECK(create_communicator("shm", group(0, 1, 1), nullptr)->backend() == "shm");
+  }
+
+  TEST_CASE("unknown names list the known ones") {
+    EnvGuard g;
+    const std::string e = error_of("tcp", group(0, 1, 1));
+    CHECK(e.find("unknown communicator backend 'tcp' from the argument") != std::string::npos);
+    CHECK(e.find("shm") != std::string::npos);
+    CHECK(e.find("self") != std::string::npos);
+    EnvGuard g2({{"COHORT_COMM", "mpi"}});
+    CHECK(error_of("", group(0, 1, 1)).find("'mpi' from COHORT_COMM") != std::string::npos);
+  }
+
+  TEST_CASE("backends of the design that are not built say so") {
+    EnvGuard g;
+    const std::string e = error_of("nccl", group(0, 1, 1));
+    CHECK(e.find("communicator backend 'nccl' from the argument is not in this build") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("unavailable backends say why") {
+    EnvGuard g;
+    const std::string self = error_of("self", group(0, 2, 2));
+    CHECK(self.find("'self' from the argument is not available") != std::string::npos);
+    CHECK(self.find("needs world size 1 (this group has 2 ranks)") != std::string::npos);
+    const std::string shm = error_of("shm", group(0, 4, 2));
+    CHECK(shm.find("needs every rank on one host (world size 4, 2 on this host)") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("shm without a store for several ranks is an error") {
+    EnvGuard g;
+    try {
+      create_communicator("shm", group(0, 2, 2), nullptr);
+      FAIL("expected an error");
+    } catch (const cohort::Error& e) {
+      CHECK(std::string(e.what()).find("needs a store") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("init_process_group: one process needs nothing; several need the store address") {
+    {
+      EnvGuard g;
+      auto c = init_process_group();
+      CHECK(c->backend() == "self");
+    }
+    EnvGuard g({{"RANK", "1"}, {"WORLD_SIZE", "2"}});
+    try {
+      init_process_group();
+      FAIL("expected an error");
+    } catch (const cohort::Error& e) {
+      CHECK(std::string(e.what()).find("set MASTER_ADDR and MASTER_PORT") != std::string::npos);
+    }
+    EnvGuard g2({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"COHORT_STORE", "ftp://x"}});
+    try {
+      init_process_group();
+      FAIL("expected an error");
+    } catch (const cohort::Error& e) {
+      CHECK(std::string(e.what()).find("COHORT_STORE='ftp://x'") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("reduce_op_name") {
+    CHECK(std::string(reduce_op_name(ReduceOp::sum)) == "sum");
+    CHECK(std::string(reduce_op_name(ReduceOp::avg)) == "avg");
+    CHECK(std::string(reduce_op_name(ReduceOp::min)) == "min");
+    CHECK(std::string(reduce_op_name(ReduceOp::max)) == "max");
+  }
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Bad input to mnist_cnn: each case must exit with the expected status, print exactly one line on
+# stderr containing the expected text, and finish within 30 s (never hang or crash).
+set -u
+bin="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0 passes=0
+
+expect() {  # expect NAME STATUS TEXT -- ARGS...
+  local name="$1" want="$2" text="$3"; shift 4
+  timeout 30 "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$? lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$got" -ne "$want" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$text" "$tmp/err"; then
+    echo "FAIL $name: exit $got (want $want), $lines stderr line(s), want text: $text"
+    sed 's/^/  stderr: /' "$tmp/err"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(cat "$tmp/err")"
+    passes=$((passes + 1))
+  fi
+}
+
+expect "missing data directory" 1 "data directory '$tmp/none' does not exist" -- --data "$tmp/none"
+mkdir -p "$tmp/corrupt"
+# A header that promises 60000 28x28 images, followed by 100 bytes.
+printf '\x00\x00\x08\x03\x00\x00\xea\x60\x00\x00\x00\x1c\x00\x00\x00\x1c' >"$tmp/corrupt/train-images-idx3-ubyte"
+head -c 100 /dev/zero >>"$tmp/corrupt/train-images-idx3-ubyte"
+printf '\x00\x00\x08\x01\x00\x00\xea\x60' >"$tmp/corrupt/train-labels-idx1-ubyte"
+expect "truncated image file" 1 "train-images-idx3-ubyte' is truncated: expected 47040016 bytes (header 16 + 60000x28x28), found 116" -- --data "$tmp/corrupt"
+expect "unknown flag" 2 "mnist_cnn: The following argument was not expected: --bogus" -- --bogus
+expect "batch size 0" 2 "mnist_cnn: --batch-size: must be a positive integer, got '0'" -- --batch-size 0
+expect "non-numeric epochs" 2 "mnist_cnn: --epochs: must be a positive integer, got 'many'" -- --epochs many
+expect "unknown device" 1 "unknown device 'tpu'" -- --device tpu --data "$tmp/none"
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]

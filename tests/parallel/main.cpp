@@ -1,0 +1,53 @@
+// Entry point of the DDP tests: creates the job's communicator (COHORT_COMM, else auto), skips
+// with exit 77 (ctest: skipped) when that backend is not in this build or cannot serve the group,
+// runs the doctest cases on every rank, and ends all ranks together.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cohort/collectives/registry.hpp"
+#include "cohort/core/error.hpp"
+#include "ddp_test.hpp"
+
+namespace {
+std::shared_ptr<cohort::comm::Communicator> g_comm;
+}
+
+std::shared_ptr<cohort::comm::Communicator> ddp_test::shared_comm() { return g_comm; }
+
+int main(int argc, char** argv) {
+  using namespace cohort::comm;
+  try {
+    const char* env = std::getenv("COHORT_COMM");
+    const std::string backend = env && *env ? env : "auto";
+    const ProcessGroupInfo info = ProcessGroupInfo::from_env();
+    if (backend != "auto") {
+      const CommunicatorFactory* f = nullptr;
+      for (const auto& x : communicator_factories())
+        if (x.name == backend) f = &x;
+      std::string why = "not in this build";
+      if (!f || !f->available(info, &why)) {
+        std::printf("parallel tests: skipped: backend '%s' cannot serve %s: %s\n", backend.c_str(),
+                    info.str().c_str(), why.c_str());
+        return 77;
+      }
+    }
+    g_comm = init_process_group(backend == "auto" ? "" : backend);
+    if (info.rank == 0)
+      std::printf("parallel tests: backend %s, %s\n", g_comm->backend().c_str(),
+                  info.str().c_str());
+    std::fflush(stdout);
+    doctest::Context ctx(argc, argv);
+    const int rc = ctx.run();
+    // End together: no rank tears its communicator down while a peer still uses it.
+    g_comm->barrier()->wait();
+    g_comm.reset();
+    return rc;
+  } catch (const cohort::Error& e) {
+    std::fprintf(stderr, "parallel tests: %s\n", e.what());
+    return 1;
+  }
+}

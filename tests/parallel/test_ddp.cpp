@@ -1,0 +1,343 @@
+// DistributedDataParallel, run as real processes (cohortrun --nproc-per-node 2, COHORT_COMM=shm
+// or ucx). Every rank also trains the world-size-1 reference itself, on a plain model with the
+// whole batch, so the comparisons need no communication beyond what DDP does.
+//
+// Model: conv(1->4, 3x3) -> relu -> maxpool 2 -> flatten -> linear(36 -> 10) -> log-softmax, no
+// dropout, on SyntheticDataset 1x8x8; NLL loss (mean), plain SGD.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cohort/core/trace.hpp"
+#include "cohort/data/synthetic.hpp"
+#include "cohort/devices.hpp"
+#include "cohort/layers.hpp"
+#include "cohort/optim.hpp"
+#include "cohort/parallel/ddp.hpp"
+#include "ddp_test.hpp"
+
+namespace nn = cohort::nn;
+namespace optim = cohort::optim;
+namespace par = cohort::parallel;
+using cohort::Tensor;
+
+namespace {
+constexpr std::int64_t kGlobalBatch = 64;
+constexpr int kSteps = 20;
+constexpr double kLr = 0.1;
+
+nn::ModulePtr small_net(std::uint64_t seed, std::int64_t fc_out = 10) {
+  auto& dev = cohort::host_device();
+  nn::manual_seed(seed);
+  return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+      {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
+      {"relu", nn::make<nn::ReLU>()},
+      {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
+      {"flatten", nn::make<nn::Flatten>()},
+      {"fc", nn::make<nn::Linear>(36, fc_out, dev)},
+      {"logp", nn::make<nn::LogSoftmax>(1)}});
+}
+
+struct Batch {
+  Tensor x, y;
+};
+// Samples [begin, end) of the step's global batch.
+Batch batch(const cohort::data::SyntheticDataset& ds, int step, std::int64_t begin,
+            std::int64_t end) {
+  const std::int64_t n = end - begin, per = ds.sample_shape().numel();
+  std::vector<float> x(static_cast<std::size_t>(n * per));
+  std::vector<std::int64_t> y(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    y[static_cast<std::size_t>(i)] =
+        ds.get((step * kGlobalBatch + begin + i) % ds.size(), x.data() + i * per);
+  auto& dev = cohort::host_device();
+  return {Tensor::from_vector(x, cohort::Shape{n, 1, 8, 8}, dev),
+          Tensor::from_vector(y, cohort::Shape{n}, dev)};
+}
+
+const cohort::data::SyntheticDataset& dataset() {
+  static cohort::data::SyntheticDataset ds(kGlobalBatch * kSteps, cohort::Shape{1, 8, 8}, 10, 5);
+  return ds;
+}
+
+optim::SGDOptions sgd() {
+  optim::SGDOptions o;
+  o.lr = kLr;
+  return o;
+}
+
+// One forward + backward of `m` on `b` with the loss scaled by `scale`.
+void forward_backward(nn::Module& m, const Batch& b, float scale = 1.0f) {
+  nn::NLLLoss loss;
+  loss.forward(m.forward(b.x), b.y);
+  m.backward(loss.backward(scale), false);
+}
+
+// The world-size-1 reference: `steps` SGD steps with the whole global batch.
+nn::ModulePtr reference(int steps, std::uint64_t seed = 1) {
+  auto m = small_net(seed);
+  optim::SGD opt(m->parameters(), sgd());
+  for (int s = 0; s < steps; ++s) {
+    m->zero_grad();
+    forward_backward(*m, batch(dataset(), s, 0, kGlobalBatch));
+    opt.step();
+  }
+  return m;
+}
+
+// max |a - b| / max |b| over each f32 state_dict entry; the worst entry.
+double max_relative_difference(const nn::Module& a, const nn::Module& b) {
+  const auto sa = a.state_dict(), sb = b.state_dict();
+  REQUIRE(sa.size() == sb.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < sa.size(); ++i) {
+    const auto va = sa[i].tensor.to_vector<float>(), vb = sb[i].tensor.to_vector<float>();
+    double diff = 0, scale = 0;
+    for (std::size_t k = 0; k < va.size(); ++k) {
+      diff = std::max(diff, static_cast<double>(std::fabs(va[k] - vb[k])));
+      scale = std::max(scale, static_cast<double>(std::fabs(vb[k])));
+    }
+    worst = std::max(worst, diff / std::max(scale, 1e-12));
+  }
+  return worst;
+}
+
+// `steps` data-parallel steps: this rank takes its share of each global batch.
+void train_ddp(par::DistributedDataParallel& ddp, int steps) {
+  auto& c = ddp.communicator();
+  const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per;
+  optim::SGD opt(ddp.module().parameters(), sgd());
+  for (int s = 0; s < steps; ++s) {
+    ddp.module().zero_grad();
+    nn::NLLLoss loss;
+    const Batch b = batch(dataset(), s, begin, begin + per);
+    loss.forward(ddp.forward(b.x), b.y);
+    ddp.backward(loss.backward());
+    ddp.finish_gradients();
+    opt.step();
+  }
+}
+}  // namespace
+
+TEST_CASE("equivalence: N ranks x batch 64/N equal 1 rank x batch 64 after 20 steps") {
+  auto& c = ddp_test::comm();
+  REQUIRE(kGlobalBatch % c.size() == 0);
+  // A different seed per rank: the constructor's broadcast must make them start equal.
+  par::DistributedDataParallel ddp(small_net(1 + static_cast<std::uint64_t>(c.rank()) * 100),
+                                   ddp_test::shared_comm());
+  train_ddp(ddp, kSteps);
+  auto ref = reference(kSteps);
+  const double rel = max_relative_difference(ddp.module(), *ref);
+  MESSAGE("backend " << c.backend() << ", " << c.size() << " ranks: max relative difference " << rel
+                     << ", stats: comm wait " << ddp.stats().comm_wait_s * 1e3 << " ms, all-reduce "
+                     << ddp.stats().allreduce_s * 1e3 << " ms, overlap "
+                     << ddp.stats().overlap_s * 1e3 << " ms over " << ddp.stats().steps
+                     << " steps");
+  CHECK(rel <= 1e-5);
+  if (c.size() > 1) CHECK(ddp.stats().steps == kSteps);
+  // Digest all-gather: every rank holds bit-identical weights.
+  CHECK(ddp.weights_identical_across_ranks());
+}
+
+TEST_CASE("digest: identical after training, different when one rank's weights change") {
+  auto& c = ddp_test::comm();
+  par::DistributedDataParallel ddp(small_net(3), ddp_test::shared_comm());
+  train_ddp(ddp, 2);
+  CHECK(ddp.weights_identical_across_ranks());
+  CHECK(ddp.weights_digest() == par::weights_digest(ddp.module()));
+  if (c.size() > 1) {
+    if (c.rank() == c.size() - 1) {
+      auto w = ddp.module().named_parameters()[0].param->value;
+      auto v = w.to_vector<float>();
+      v[0] += 1e-6f;  // one element, one ulp-scale change
+      w.copy_from(Tensor::from_vector(v, w.shape(), cohort::host_device()));
+    }
+    CHECK_FALSE(ddp.weights_identical_across_ranks());
+  }
+}
+
+TEST_CASE("no_sync: accumulating 2 micro-batches equals one step on the combined batch") {
+  auto& c = ddp_test::comm();
+  const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per, half = per / 2;
+  par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm());
+  optim::SGD opt(ddp.module().parameters(), sgd());
+  const int steps = 5;
+  for (int s = 0; s < steps; ++s) {
+    ddp.module().zero_grad();
+    {
+      auto guard = ddp.no_sync();
+      forward_backward(ddp.module(), batch(dataset(), s, begin, begin + half), 0.5f);
+    }
+    forward_backward(ddp.module(), batch(dataset(), s, begin + half, begin + per), 0.5f);
+    ddp.finish_gradients();
+    opt.step();
+  }
+  if (c.size() > 1) CHECK(ddp.stats().steps == steps);  // one all-reduce round per step, not two
+  auto ref = reference(steps);
+  const double rel = max_relative_difference(ddp.module(), *ref);
+  MESSAGE("no_sync: max relative difference " << rel);
+  CHECK(rel <= 1e-5);
+  CHECK(ddp.weights_identical_across_ranks());
+}
+
+TEST_CASE("deterministic mode: bit-identical to a fixed-order local reference on every backend") {
+  auto& c = ddp_test::comm();
+  par::DDPOptions o;
+  o.deterministic = true;
+  par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm(), o);
+  const int steps = 5;
+  train_ddp(ddp, steps);
+  // The same arithmetic done locally: every rank's gradient on its share, summed in rank order
+  // 0..n-1 in f32, divided by n. Equal digests for shm and ucx mean the backend's reduction order
+  // played no part.
+  const std::int64_t n = c.size(), per = kGlobalBatch / n;
+  auto m = small_net(1);
+  optim::SGD opt(m->parameters(), sgd());
+  for (int s = 0; s < steps; ++s) {
+    std::vector<std::vector<float>> sum;
+    for (std::int64_t r = 0; r < n; ++r) {
+      m->zero_grad();
+      forward_backward(*m, batch(dataset(), s, r * per, (r + 1) * per));
+      auto ps = m->parameters();
+      for (std::size_t i = 0; i < ps.size(); ++i) {
+        auto g = ps[i]->grad.to_vector<float>();
+        if (r == 0) {
+          sum.push_back(g);
+        } else {
+          for (std::size_t k = 0; k < g.size(); ++k) sum[i][k] += g[k];
+        }
+      }
+    }
+    auto ps = m->parameters();
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      for (auto& v : sum[i]) v /= static_cast<float>(n);
+      ps[i]->grad.copy_from(
+          Tensor::from_vector(sum[i], ps[i]->grad.shape(), cohort::host_device()));
+    }
+    opt.step();
+  }
+  MESSAGE("deterministic digest on " << c.backend() << ": " << ddp.weights_digest());
+  CHECK(ddp.weights_digest() == par::weights_digest(*m));
+  CHECK(ddp.weights_identical_across_ranks());
+}
+
+TEST_CASE("bf16 compression stays close to fp32") {
+  auto& c = ddp_test::comm();
+  par::DDPOptions o;
+  o.bf16_compression = true;
+  par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm(), o);
+  train_ddp(ddp, kSteps);
+  auto ref = reference(kSteps);
+  const double rel = max_relative_difference(ddp.module(), *ref);
+  MESSAGE("bf16 on " << c.size() << " ranks: max relative difference " << rel);
+  CHECK(rel <= 5e-3);                // bf16 keeps 8 significant bits per gradient element
+  if (c.size() > 1) CHECK(rel > 0);  // compression really happened
+  CHECK(ddp.weights_identical_across_ranks());
+}
+
+TEST_CASE("buckets: a tiny cap gives several buckets, issued in reverse registration order") {
+  auto& c = ddp_test::comm();
+  par::DDPOptions o;
+  o.bucket_cap_mb = 200.0 / (1024 * 1024);   // 200 bytes: 50 floats
+  o.first_bucket_mb = 50.0 / (1024 * 1024);  // 50 bytes: fc.bias (10 floats) alone
+  par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm(), o);
+  const auto layout = ddp.bucket_layout();
+  // Parameters: conv.weight (36), conv.bias (4), fc.weight (360), fc.bias (10), registered in
+  // that order; buckets take them in reverse.
+  REQUIRE(layout.size() == 3);
+  CHECK(layout[0] == std::vector<std::string>{"fc.bias"});
+  CHECK(layout[1] == std::vector<std::string>{"fc.weight"});  // over the cap: alone
+  CHECK(layout[2] == std::vector<std::string>{"conv.bias", "conv.weight"});
+  train_ddp(ddp, 3);
+  if (c.size() > 1) {
+    CHECK(ddp.last_ready_order() ==
+          std::vector<std::string>{"fc.bias", "fc.weight", "conv.bias", "conv.weight"});
+    CHECK(ddp.last_step().buckets == 3);
+    CHECK(ddp.stats().allreduce_s > 0);  // summed over 3 steps: microsecond clock
+    CHECK(ddp.last_step().comm_wait_s >= 0);
+    CHECK(ddp.last_step().overlap_s >= 0);
+    CHECK(ddp.last_step().overlap_s <= ddp.last_step().allreduce_s);
+  }
+  auto ref = reference(3);
+  CHECK(max_relative_difference(ddp.module(), *ref) <= 1e-5);
+}
+
+TEST_CASE("mismatch: a rank with a different model is named with the parameter and both shapes") {
+  auto& c = ddp_test::comm();
+  if (c.size() == 1) return;  // nothing to differ from
+  const std::int64_t out = c.rank() == 1 ? 12 : 10;
+  std::string what = "<no error>";
+  try {
+    par::DistributedDataParallel ddp(small_net(1, out), ddp_test::shared_comm());
+  } catch (const cohort::Error& e) {
+    what = e.what();
+  }
+  MESSAGE(what);
+  // Every rank raises the same error (nobody is left waiting in a collective).
+  CHECK(what.find("'fc.weight' [10, 36] on rank 0, 'fc.weight' [12, 36] on rank 1") !=
+        std::string::npos);
+  CHECK(what.find("parameter #2") != std::string::npos);
+  // The communicator is still usable afterwards.
+  par::DistributedDataParallel ok(small_net(1), ddp_test::shared_comm());
+  CHECK(ok.weights_identical_across_ranks());
+}
+
+TEST_CASE("buffers: batch-norm running stats follow rank 0 (sync_buffers and forward)") {
+  auto& c = ddp_test::comm();
+  auto& dev = cohort::host_device();
+  auto make = [&] {
+    nn::manual_seed(1);
+    return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+        {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
+        {"bn", nn::make<nn::BatchNorm2d>(4, dev)},
+        {"flatten", nn::make<nn::Flatten>()}});
+  };
+  par::DistributedDataParallel ddp(make(), ddp_test::shared_comm());
+  const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per;
+  // Each rank's own data moves its running statistics away from the others'.
+  ddp.module().forward(batch(dataset(), 0, begin, begin + per).x);
+  if (c.size() > 1) CHECK_FALSE(ddp.weights_identical_across_ranks());
+  ddp.sync_buffers();
+  CHECK(ddp.weights_identical_across_ranks());
+  // Rank 0's statistics are the ones kept: equal to a local model that saw rank 0's data.
+  auto local = make();
+  local->forward(batch(dataset(), 0, 0, per).x);
+  CHECK(ddp.weights_digest() == par::weights_digest(*local));
+  // forward() syncs rank 0's buffers first (broadcast_buffers): after diverging again, one
+  // ddp.forward on the same batch everywhere leaves every rank with identical statistics.
+  ddp.module().forward(batch(dataset(), 1, begin, begin + per).x);
+  ddp.forward(batch(dataset(), 2, 0, per).x);  // same data on every rank
+  CHECK(ddp.weights_identical_across_ranks());
+}
+
+TEST_CASE("trace: bucket all-reduces and the wait appear as spans on the 'comm' track") {
+  auto& c = ddp_test::comm();
+  if (c.size() == 1) return;  // world size 1 never communicates
+  cohort::trace::clear();
+  cohort::trace::enable(true);
+  {
+    par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm());
+    train_ddp(ddp, 1);
+  }
+  cohort::trace::enable(false);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("cohort_ddp_trace_" + std::to_string(::getpid()) + ".json");
+  cohort::trace::write_chrome_trace(path.string());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(path);
+  cohort::trace::clear();
+  CHECK(text.str().find("\"comm\"") != std::string::npos);
+  CHECK(text.str().find("allreduce bucket") != std::string::npos);
+  CHECK(text.str().find("ddp wait") != std::string::npos);
+}

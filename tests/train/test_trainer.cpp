@@ -1,0 +1,221 @@
+// The Trainer and checkpoints: resuming after an epoch reproduces an uninterrupted run bit for
+// bit; gradient accumulation equals one big batch; checkpoints refuse files that do not match;
+// and a short run on real Fashion-MNIST learns.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+#include "cohort/data/idx.hpp"
+#include "cohort/data/synthetic.hpp"
+#include "cohort/devices.hpp"
+#include "cohort/layers.hpp"
+#include "cohort/optim.hpp"
+#include "cohort/train/checkpoint.hpp"
+#include "cohort/train/trainer.hpp"
+
+namespace fs = std::filesystem;
+namespace nn = cohort::nn;
+namespace data = cohort::data;
+namespace train = cohort::train;
+using cohort::Tensor;
+
+namespace {
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const cohort::Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("cohort_trainer_" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& n) const { return (path / n).string(); }
+};
+
+// A small CNN with dropout (random state that must survive a checkpoint).
+nn::ModulePtr small_net(cohort::Device& dev, std::uint64_t seed, std::int64_t classes = 10,
+                        bool dropout = true) {
+  nn::manual_seed(seed);
+  std::vector<std::pair<std::string, nn::ModulePtr>> layers = {
+      {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
+      {"relu", nn::make<nn::ReLU>()},
+      {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))}};
+  if (dropout) layers.push_back({"drop", nn::make<nn::Dropout>(0.25f)});
+  layers.push_back({"flatten", nn::make<nn::Flatten>()});
+  layers.push_back({"fc", nn::make<nn::Linear>(36, classes, dev)});
+  layers.push_back({"logp", nn::make<nn::LogSoftmax>(1)});
+  return nn::make<nn::Sequential>(layers);
+}
+
+std::vector<std::vector<float>> weights(const nn::Module& m) {
+  std::vector<std::vector<float>> w;
+  for (const auto& e : m.state_dict())
+    if (e.tensor.dtype() == cohort::DType::f32) w.push_back(e.tensor.to_vector<float>());
+  return w;
+}
+
+data::DataLoaderOptions loader_options(std::int64_t batch, bool shuffle) {
+  data::DataLoaderOptions o;
+  o.batch_size = batch;
+  o.shuffle = shuffle;
+  o.seed = 11;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("resume after epoch 1 gives the weights of an uninterrupted run") {
+  auto& dev = cohort::host_device();
+  TempDir d;
+  auto ds = std::make_shared<data::SyntheticDataset>(96, cohort::Shape{1, 8, 8}, 10, 5);
+  train::TrainerOptions to;
+  to.show_progress = false;
+
+  // Uninterrupted: 2 epochs.
+  auto a = small_net(dev, 3);
+  cohort::optim::Adam opt_a(a->parameters());
+  cohort::optim::StepLR sched_a(opt_a, 1, 0.5);
+  nn::NLLLoss loss_a;
+  data::DataLoader la(ds, loader_options(16, true), {}, dev);
+  to.epochs = 2;
+  train::Trainer ta(*a, loss_a, opt_a, &sched_a, to);
+  ta.fit(la, nullptr);
+
+  // Interrupted: 1 epoch, checkpoint, then a fresh process's objects resume for epoch 2.
+  const std::string path = d.file("m.safetensors");
+  {
+    auto b = small_net(dev, 3);
+    cohort::optim::Adam opt(b->parameters());
+    cohort::optim::StepLR sched(opt, 1, 0.5);
+    nn::NLLLoss loss;
+    data::DataLoader lb(ds, loader_options(16, true), {}, dev);
+    to.epochs = 1;
+    train::Trainer tb(*b, loss, opt, &sched, to);
+    tb.fit(lb, nullptr);
+    train::save_model(path, *b);
+    train::save_training_state(train::state_path_for(path), *b, opt, &sched, {1, tb.global_step()});
+  }
+  auto c = small_net(dev, 99);  // different initial weights and dropout seeds: all must be loaded
+  cohort::optim::Adam opt_c(c->parameters());
+  cohort::optim::StepLR sched_c(opt_c, 1, 0.5);
+  nn::NLLLoss loss_c;
+  train::load_model(path, *c);
+  const auto progress = train::load_training_state(train::state_path_for(path), *c, opt_c, &sched_c);
+  CHECK(progress.epoch == 1);
+  CHECK(progress.global_step == 6);
+  data::DataLoader lc(ds, loader_options(16, true), {}, dev);
+  to.epochs = 2;
+  train::Trainer tc(*c, loss_c, opt_c, &sched_c, to);
+  tc.set_global_step(progress.global_step);
+  tc.fit(lc, nullptr, progress.epoch + 1);
+  CHECK(tc.global_step() == ta.global_step());
+  CHECK(opt_c.lr() == opt_a.lr());
+  CHECK(weights(*c) == weights(*a));  // bit-identical
+}
+
+TEST_CASE("gradient accumulation over 2 micro-batches equals one step on the combined batch") {
+  auto& dev = cohort::host_device();
+  auto ds = std::make_shared<data::SyntheticDataset>(32, cohort::Shape{1, 8, 8}, 10, 8);
+  train::TrainerOptions to;
+  to.show_progress = false;
+  to.max_steps = 1;
+  auto run = [&](std::int64_t batch, std::int64_t accumulation) {
+    auto m = small_net(dev, 4, 10, /*dropout=*/false);
+    cohort::optim::SGDOptions so;
+    so.lr = 0.5;
+    cohort::optim::SGD opt(m->parameters(), so);
+    nn::NLLLoss loss;
+    data::DataLoader l(ds, loader_options(batch, false), {}, dev);
+    to.accumulation = accumulation;
+    train::Trainer t(*m, loss, opt, nullptr, to);
+    t.train_epoch(l, 1);
+    CHECK(t.global_step() == 1);
+    return weights(*m);
+  };
+  const auto big = run(32, 1), acc = run(16, 2);
+  REQUIRE(big.size() == acc.size());
+  for (std::size_t i = 0; i < big.size(); ++i)
+    for (std::size_t j = 0; j < big[i].size(); ++j)
+      REQUIRE(acc[i][j] == doctest::Approx(big[i][j]).epsilon(1e-5));
+}
+
+TEST_CASE("checkpoints: mismatched models and corrupt files are errors that change nothing") {
+  auto& dev = cohort::host_device();
+  TempDir d;
+  const std::string path = d.file("m.safetensors");
+  auto m = small_net(dev, 1);
+  train::save_model(path, *m);
+  // A model with another head: names match, shapes do not.
+  auto other = small_net(dev, 2, 5);
+  const auto before = weights(*other);
+  const std::string e = error_of([&] { train::load_model(path, *other); });
+  CHECK(e.find("checkpoint '" + path + "' does not match the model") != std::string::npos);
+  CHECK(e.find("fc.weight") != std::string::npos);
+  CHECK(weights(*other) == before);
+  // Truncated file.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  std::ofstream(d.file("cut.safetensors"), std::ios::binary) << bytes.substr(0, bytes.size() - 10);
+  auto same = small_net(dev, 1);
+  CHECK(error_of([&] { train::load_model(d.file("cut.safetensors"), *same); }).find("truncated") !=
+        std::string::npos);
+  // A training state for another optimizer.
+  cohort::optim::Adam adam(m->parameters());
+  train::save_training_state(d.file("s.safetensors"), *m, adam, nullptr, {1, 1});
+  cohort::optim::SGDOptions so;
+  so.lr = 0.1;
+  cohort::optim::SGD sgd(m->parameters(), so);
+  CHECK(error_of([&] { train::load_training_state(d.file("s.safetensors"), *m, sgd, nullptr); })
+            .find("does not match this run") != std::string::npos);
+  CHECK(train::state_path_for("a/b.safetensors") == "a/b.state.safetensors");
+}
+
+TEST_CASE("a short run on real Fashion-MNIST learns (6400 training images, one pass)") {
+  if (!fs::exists(std::string(data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
+    FAIL("Fashion-MNIST is not installed at ", data::kFashionMnistDir, " (run tools/setup.sh)");
+  auto& dev = cohort::host_device();
+  nn::manual_seed(1);
+  auto net = nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+      {"conv1", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 32, 3), dev)},
+      {"relu1", nn::make<nn::ReLU>()},
+      {"conv2", nn::make<nn::Conv2d>(nn::Conv2dOptions(32, 64, 3), dev)},
+      {"relu2", nn::make<nn::ReLU>()},
+      {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
+      {"dropout1", nn::make<nn::Dropout>(0.25f)},
+      {"flatten", nn::make<nn::Flatten>()},
+      {"fc1", nn::make<nn::Linear>(9216, 128, dev)},
+      {"relu3", nn::make<nn::ReLU>()},
+      {"dropout2", nn::make<nn::Dropout>(0.5f)},
+      {"fc2", nn::make<nn::Linear>(128, 10, dev)},
+      {"log_softmax", nn::make<nn::LogSoftmax>(1)}});
+  auto train_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::train), 0, 6400);
+  auto test_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::test), 0, 1000);
+  const std::vector<data::TransformPtr> tf = {data::normalize({0.1307f}, {0.3081f})};
+  data::DataLoader tl(train_set, loader_options(64, true), tf, dev);
+  data::DataLoader el(test_set, loader_options(500, false), tf, dev);
+  cohort::optim::Adadelta opt(net->parameters());
+  nn::NLLLoss loss;
+  train::TrainerOptions to;
+  to.show_progress = false;
+  train::Trainer t(*net, loss, opt, nullptr, to);
+  const auto r = t.fit(tl, &el);
+  REQUIRE(r.size() == 1);
+  MESSAGE("100 steps: train loss ", r[0].train_loss, ", test accuracy ", r[0].eval.accuracy);
+  CHECK(r[0].eval.samples == 1000);
+  // PyTorch's example reaches ~79% after the same 100 steps on the full data (measured with
+  // cohort's mnist_cnn --max-steps 100 too); a broken layer or optimizer stays near 10%.
+  CHECK(r[0].eval.accuracy > 0.72);
+  CHECK(t.loss_history().front() > 1.8);
+  CHECK(r[0].train_loss < 1.2);
+}

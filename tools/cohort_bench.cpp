@@ -1,0 +1,435 @@
+// cohort-bench: an nccl-tests style sweep of one collective over a range of sizes.
+//
+//   cohortrun --nproc-per-node 2 build/bin/cohort-bench --op allreduce -b 8 -e 256M -f 4 -n 50
+//
+// Every rank runs it; rank 0 prints one row per size: size (bytes), count (elements), type, redop,
+// time (us per op, the slowest rank's average over -n back-to-back ops issued asynchronously and
+// then waited for), algbw = size / time and busbw (GB/s, 1e9 bytes/s, as nccl-tests):
+// busbw = algbw * 2(n-1)/n for allreduce, (n-1)/n for allgather and reduce_scatter, 1 for
+// broadcast. size is the larger buffer (allgather: the gathered output; reduce_scatter: the
+// input), as nccl-tests prints it. #wrong counts wrong elements over all ranks after a separate
+// checked run on integer-valued data, so that every dtype and op has an exact expected result.
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/collectives/registry.hpp"
+#include "cohort/core/error.hpp"
+
+namespace {
+
+using namespace cohort;
+using namespace cohort::comm;
+using Clock = std::chrono::steady_clock;
+
+enum class Coll { allreduce, broadcast, allgather, reduce_scatter };
+
+struct Options {
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = 64u << 20;
+  double factor = 2;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  DType dtype = DType::f32;
+  ReduceOp redop = ReduceOp::sum;
+  Coll coll = Coll::allreduce;
+  int root = 0;
+  bool inplace = false;
+  bool json = false;
+  bool bind = false;
+  std::string comm;
+};
+
+const char* const kUsage =
+    "usage: cohort-bench [options]   (run one per rank, e.g. under cohortrun)\n"
+    "  --op NAME          allreduce | broadcast | allgather | reduce_scatter (default allreduce)\n"
+    "  -b, --minbytes S   smallest size (default 8; suffixes K, M, G)\n"
+    "  -e, --maxbytes S   largest size (default 64M)\n"
+    "  -f, --stepfactor F multiply the size by F each row (default 2)\n"
+    "  -n, --iters N      timed ops per size (default 20)\n"
+    "  -w, --warmup N     untimed ops per size first (default 5)\n"
+    "  -c, --check 0|1    verify results and count #wrong (default 1)\n"
+    "  -d, --datatype T   float double bfloat16 int32 int64 uint8 (or f32 f64 bf16 i32 i64 u8)\n"
+    "  -o, --redop OP     sum | avg | min | max (default sum)\n"
+    "  -r, --root R       broadcast root (default 0)\n"
+    "  -i, --inplace 0|1  measure in place (default 0: out of place)\n"
+    "  --comm NAME        backend (default: COHORT_COMM, else auto)\n"
+    "  --bind             pin each rank to core LOCAL_RANK (as mpirun does by default)\n"
+    "  --json             rank 0 prints one JSON document instead of the table\n";
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "cohort-bench: %s (see cohort-bench --help)\n", msg.c_str());
+  std::exit(2);
+}
+
+std::size_t parse_size(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  std::string suffix = end ? end : "";
+  double mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1024.0;
+  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) die(flag + ": cannot read size '" + v + "'");
+  if (v.empty() || !(x >= 0)) die(flag + ": cannot read size '" + v + "'");
+  return static_cast<std::size_t>(x * mult);
+}
+
+long parse_int(const std::string& flag, const std::string& v, long lo, long hi) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || x < lo || x > hi)
+    die(flag + " expects an integer in " + std::to_string(lo) + ".." + std::to_string(hi) +
+        ", got '" + v + "'");
+  return x;
+}
+
+struct TypeName {
+  DType dt;
+  const char* nccl;
+  const char* cohort;
+};
+constexpr TypeName kTypes[] = {{DType::f32, "float", "f32"},     {DType::f64, "double", "f64"},
+                               {DType::bf16, "bfloat16", "bf16"}, {DType::i32, "int32", "i32"},
+                               {DType::i64, "int64", "i64"},      {DType::u8, "uint8", "u8"}};
+const char* type_name(DType dt) {
+  for (const auto& t : kTypes)
+    if (t.dt == dt) return t.nccl;
+  return "?";
+}
+
+const char* coll_name(Coll c) {
+  switch (c) {
+    case Coll::allreduce: return "allreduce";
+    case Coll::broadcast: return "broadcast";
+    case Coll::allgather: return "allgather";
+    case Coll::reduce_scatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (a.rfind("--", 0) == 0) {
+      if (const auto eq = a.find('='); eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+        has_value = true;
+      }
+    }
+    const auto take = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--op") {
+      const std::string v = take();
+      bool ok = false;
+      for (Coll c : {Coll::allreduce, Coll::broadcast, Coll::allgather, Coll::reduce_scatter})
+        if (v == coll_name(c)) o.coll = c, ok = true;
+      if (!ok) die("--op: unknown collective '" + v + "'");
+    } else if (a == "-b" || a == "--minbytes") {
+      o.min_bytes = parse_size(a, take());
+    } else if (a == "-e" || a == "--maxbytes") {
+      o.max_bytes = parse_size(a, take());
+    } else if (a == "-f" || a == "--stepfactor") {
+      const std::string v = take();
+      o.factor = std::strtod(v.c_str(), nullptr);
+      if (!(o.factor > 1)) die(a + " expects a factor > 1, got '" + v + "'");
+    } else if (a == "-n" || a == "--iters") {
+      o.iters = static_cast<int>(parse_int(a, take(), 1, 1 << 24));
+    } else if (a == "-w" || a == "--warmup" || a == "--warmup_iters") {
+      o.warmup = static_cast<int>(parse_int(a, take(), 0, 1 << 24));
+    } else if (a == "-c" || a == "--check") {
+      o.check = parse_int(a, take(), 0, 1) != 0;
+    } else if (a == "-d" || a == "--datatype") {
+      const std::string v = take();
+      bool ok = false;
+      for (const auto& t : kTypes)
+        if (v == t.nccl || v == t.cohort) o.dtype = t.dt, ok = true;
+      if (!ok) die("-d: unknown datatype '" + v + "'");
+    } else if (a == "-o" || a == "--redop") {
+      const std::string v = take();
+      bool ok = false;
+      for (ReduceOp r : {ReduceOp::sum, ReduceOp::avg, ReduceOp::min, ReduceOp::max})
+        if (v == reduce_op_name(r)) o.redop = r, ok = true;
+      if (!ok) die("-o: unknown reduction '" + v + "'");
+    } else if (a == "-r" || a == "--root") {
+      o.root = static_cast<int>(parse_int(a, take(), 0, 1 << 20));
+    } else if (a == "-i" || a == "--inplace") {
+      o.inplace = parse_int(a, take(), 0, 1) != 0;
+    } else if (a == "--comm") {
+      o.comm = take();
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "--bind") {
+      o.bind = true;
+    } else {
+      die("unknown option '" + std::string(argv[i]) + "'");
+    }
+  }
+  if (o.max_bytes < o.min_bytes) die("-e is smaller than -b");
+  return o;
+}
+
+// Integer-valued test data: exact in every dtype (|v| <= 15; sums over ranks stay exact in bf16
+// up to 17 ranks), so every op has one right answer.
+double pattern(int rank, std::size_t i, DType dt) {
+  const long v = static_cast<long>((i * 7 + static_cast<std::size_t>(rank) * 13) % 31);
+  return dt == DType::u8 ? static_cast<double>(v) : static_cast<double>(v - 15);
+}
+
+void store_value(void* buf, std::size_t i, DType dt, double v) {
+  switch (dt) {
+    case DType::f32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(buf)[i] = v; break;
+    case DType::bf16: static_cast<std::uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case DType::i32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
+    case DType::i64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
+    case DType::u8: static_cast<std::uint8_t*>(buf)[i] = static_cast<std::uint8_t>(v); break;
+  }
+}
+
+double load_value(const void* buf, std::size_t i, DType dt) {
+  switch (dt) {
+    case DType::f32: return static_cast<const float*>(buf)[i];
+    case DType::f64: return static_cast<const double*>(buf)[i];
+    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
+    case DType::i32: return static_cast<const std::int32_t*>(buf)[i];
+    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
+    case DType::u8: return static_cast<const std::uint8_t*>(buf)[i];
+  }
+  return 0;
+}
+
+// The exact result of reducing element i over all ranks, in the dtype's arithmetic (the sum of
+// small integers is exact; avg divides once, as the backends do).
+double expected_reduction(const Options& o, int world, std::size_t i) {
+  double acc = pattern(0, i, o.dtype);
+  for (int r = 1; r < world; ++r) {
+    const double v = pattern(r, i, o.dtype);
+    switch (o.redop) {
+      case ReduceOp::sum:
+      case ReduceOp::avg: acc += v; break;
+      case ReduceOp::min: acc = std::min(acc, v); break;
+      case ReduceOp::max: acc = std::max(acc, v); break;
+    }
+  }
+  if (o.dtype == DType::u8 && o.redop != ReduceOp::min && o.redop != ReduceOp::max)
+    acc = static_cast<double>(static_cast<std::uint8_t>(static_cast<long>(acc)));
+  if (o.redop == ReduceOp::avg) {
+    switch (o.dtype) {
+      case DType::f32: return static_cast<float>(acc) / static_cast<float>(world);
+      case DType::f64: return acc / world;
+      case DType::bf16:
+        return bf16_to_float(float_to_bf16(static_cast<float>(acc) / static_cast<float>(world)));
+      default: return std::trunc(acc / world);
+    }
+  }
+  return acc;
+}
+
+struct Buffers {
+  std::size_t bytes;
+  char* send;
+  char* recv;
+};
+
+// One op of the sweep on `count` elements per rank block; returns its handle.
+WorkHandle issue(Communicator& c, const Options& o, const Buffers& b, std::size_t count) {
+  const std::size_t esz = dtype_size(o.dtype);
+  const std::size_t off = static_cast<std::size_t>(c.rank()) * count * esz;
+  switch (o.coll) {
+    case Coll::allreduce:
+      return c.allreduce(b.send, o.inplace ? b.send : b.recv, count, o.dtype, o.redop);
+    case Coll::broadcast: return c.broadcast(o.inplace ? b.send : b.recv, count, o.dtype, o.root);
+    case Coll::allgather:
+      return c.allgather(o.inplace ? b.recv + off : b.send, b.recv, count, o.dtype);
+    case Coll::reduce_scatter:
+      return c.reduce_scatter(b.send, o.inplace ? b.send + off : b.recv, count, o.dtype, o.redop);
+  }
+  return nullptr;
+}
+
+// Fills the inputs with the pattern, runs the op once and counts wrong elements on this rank.
+std::int64_t check(Communicator& c, const Options& o, const Buffers& b, std::size_t count) {
+  const int n = c.size(), me = c.rank();
+  const std::size_t esz = dtype_size(o.dtype);
+  const std::size_t off = static_cast<std::size_t>(me) * count;
+  std::int64_t wrong = 0;
+  switch (o.coll) {
+    case Coll::allreduce: {
+      for (std::size_t i = 0; i < count; ++i) store_value(b.send, i, o.dtype, pattern(me, i, o.dtype));
+      issue(c, o, b, count)->wait();
+      const char* out = o.inplace ? b.send : b.recv;
+      for (std::size_t i = 0; i < count; ++i)
+        wrong += load_value(out, i, o.dtype) != expected_reduction(o, n, i);
+      break;
+    }
+    case Coll::broadcast: {
+      char* buf = o.inplace ? b.send : b.recv;
+      for (std::size_t i = 0; i < count; ++i)
+        store_value(buf, i, o.dtype, me == o.root ? pattern(me, i, o.dtype) : -1);
+      issue(c, o, b, count)->wait();
+      for (std::size_t i = 0; i < count; ++i)
+        wrong += load_value(buf, i, o.dtype) != pattern(o.root, i, o.dtype);
+      break;
+    }
+    case Coll::allgather: {
+      char* in = o.inplace ? b.recv + off * esz : b.send;
+      for (std::size_t i = 0; i < count; ++i) store_value(in, i, o.dtype, pattern(me, i, o.dtype));
+      issue(c, o, b, count)->wait();
+      for (int q = 0; q < n; ++q)
+        for (std::size_t i = 0; i < count; ++i)
+          wrong += load_value(b.recv, static_cast<std::size_t>(q) * count + i, o.dtype) !=
+                   pattern(q, i, o.dtype);
+      break;
+    }
+    case Coll::reduce_scatter: {
+      for (std::size_t i = 0; i < count * static_cast<std::size_t>(n); ++i)
+        store_value(b.send, i, o.dtype, pattern(me, i, o.dtype));
+      issue(c, o, b, count)->wait();
+      const char* out = o.inplace ? b.send + off * esz : b.recv;
+      for (std::size_t i = 0; i < count; ++i)
+        wrong += load_value(out, i, o.dtype) != expected_reduction(o, n, off + i);
+      break;
+    }
+  }
+  return wrong;
+}
+
+struct Row {
+  std::size_t size, count;
+  double time_us, algbw, busbw;
+  std::int64_t wrong;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    auto comm = init_process_group(o.comm);
+    Communicator& c = *comm;
+    const int n = c.size();
+    if (o.bind) {
+      const char* lr = std::getenv("LOCAL_RANK");
+      cpu_set_t all, one;
+      sched_getaffinity(0, sizeof(all), &all);
+      const int ncpu = CPU_COUNT(&all);
+      int want = (lr ? std::atoi(lr) : c.rank()) % std::max(ncpu, 1), seen = 0;
+      CPU_ZERO(&one);
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &all) && seen++ == want) CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof(one), &one);
+    }
+    COHORT_CHECK(o.root < n, "--root ", o.root, " is not a rank of this group of ", n);
+    const std::size_t esz = dtype_size(o.dtype);
+    const bool reduces = o.coll == Coll::allreduce || o.coll == Coll::reduce_scatter;
+    const double bus = o.coll == Coll::allreduce   ? 2.0 * (n - 1) / n
+                       : o.coll == Coll::broadcast ? 1.0
+                                                   : static_cast<double>(n - 1) / n;
+    // Buffers for the largest size, touched once so that page faults stay out of the timing.
+    const std::size_t cap = (o.max_bytes / esz + 64) * esz;
+    auto alloc = [&](std::size_t bytes) {
+      char* p = static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
+      COHORT_CHECK(p, "cannot allocate ", bytes, " bytes");
+      std::memset(p, 0, bytes);
+      return p;
+    };
+    std::unique_ptr<char, void (*)(void*)> send(alloc(cap), std::free), recv(alloc(cap), std::free);
+    const Buffers bufs{cap, send.get(), recv.get()};
+
+    std::vector<Row> rows;
+    if (c.rank() == 0 && !o.json) {
+      std::printf("# cohort-bench: %s, backend %s, %d rank%s, %s, %s, %s, %d iters, %d warmup\n",
+                  coll_name(o.coll), c.backend().c_str(), n, n == 1 ? "" : "s",
+                  type_name(o.dtype), reduces ? reduce_op_name(o.redop) : "no reduction",
+                  o.inplace ? "in place" : "out of place", o.iters, o.warmup);
+      std::printf("#\n# %10s %12s %9s %7s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
+                  "time", "algbw", "busbw", "#wrong");
+      std::printf("# %10s %12s %9s %7s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)",
+                  "(GB/s)", "(GB/s)", "");
+      std::fflush(stdout);
+    }
+    std::vector<WorkHandle> handles(static_cast<std::size_t>(o.iters));
+    for (double sz = static_cast<double>(o.min_bytes); sz <= static_cast<double>(o.max_bytes) * 1.0000001;
+         sz *= o.factor) {
+      // Elements per rank block, and the size nccl-tests would print for it.
+      std::size_t total = static_cast<std::size_t>(sz) / esz;
+      std::size_t block = total;
+      if (o.coll == Coll::allgather || o.coll == Coll::reduce_scatter) {
+        block = total / static_cast<std::size_t>(n);
+        total = block * static_cast<std::size_t>(n);
+      }
+      for (int i = 0; i < o.warmup; ++i) issue(c, o, bufs, block)->wait();
+      c.barrier()->wait();
+      const auto t0 = Clock::now();
+      for (int i = 0; i < o.iters; ++i) handles[static_cast<std::size_t>(i)] = issue(c, o, bufs, block);
+      for (auto& h : handles) h->wait();
+      double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / o.iters;
+      c.allreduce(&us, &us, 1, DType::f64, ReduceOp::max)->wait();
+      std::int64_t wrong = o.check ? check(c, o, bufs, block) : 0;
+      c.allreduce(&wrong, &wrong, 1, DType::i64, ReduceOp::sum)->wait();
+      const double bytes = static_cast<double>(total * esz);
+      const double algbw = us > 0 ? bytes / (us * 1e3) : 0;
+      const Row row{total * esz, total, us, algbw, algbw * bus, o.check ? wrong : -1};
+      rows.push_back(row);
+      if (c.rank() == 0 && !o.json) {
+        std::printf("  %10zu %12zu %9s %7s %10.2f %8.2f %8.2f %7s\n", row.size, row.count,
+                    type_name(o.dtype), reduces ? reduce_op_name(o.redop) : "none", row.time_us,
+                    row.algbw, row.busbw, o.check ? std::to_string(row.wrong).c_str() : "N/A");
+        std::fflush(stdout);
+      }
+    }
+    std::int64_t total_wrong = 0;
+    double busbw_sum = 0;
+    for (const auto& r : rows) {
+      total_wrong += r.wrong > 0 ? r.wrong : 0;
+      busbw_sum += r.busbw;
+    }
+    if (c.rank() == 0 && o.json) {
+      std::printf("{\"tool\": \"cohort-bench\", \"op\": \"%s\", \"backend\": \"%s\", "
+                  "\"world_size\": %d, \"type\": \"%s\", \"redop\": \"%s\", \"inplace\": %s, "
+                  "\"iters\": %d, \"warmup\": %d, \"rows\": [",
+                  coll_name(o.coll), c.backend().c_str(), n, type_name(o.dtype),
+                  reduces ? reduce_op_name(o.redop) : "none", o.inplace ? "true" : "false",
+                  o.iters, o.warmup);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        std::printf("%s\n  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, "
+                    "\"busbw\": %.4f, \"wrong\": %lld}",
+                    i ? "," : "", r.size, r.count, r.time_us, r.algbw, r.busbw,
+                    static_cast<long long>(r.wrong));
+      }
+      std::printf("\n]}\n");
+    } else if (c.rank() == 0) {
+      std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong),
+                  total_wrong ? "FAILED" : "OK");
+      std::printf("# Avg bus bandwidth    : %.4f\n#\n",
+                  rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
+    }
+    std::fflush(stdout);
+    return total_wrong ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cohort-bench: %s\n", e.what());
+    return 1;
+  }
+}

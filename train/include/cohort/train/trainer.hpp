@@ -1,0 +1,104 @@
+// The training loop, kept thin: per-epoch train and evaluate over DataLoaders, gradient
+// accumulation, per-phase timing, progress, metrics and traces, and hooks where data-parallel
+// training (and users) plug in. Everything it does a user could write by hand in 30 lines; it
+// exists so every example reports the same way.
+//
+// One step: data (wait for the loader) -> forward (model + loss) -> backward -> [after_backward
+// hook: DDP waits for its all-reduces here] -> optimizer (step + zero_grad). With
+// accumulation = k, k micro-batches run forward/backward (loss scaled by 1/k) per optimizer step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/data/dataloader.hpp"
+#include "cohort/layers/loss.hpp"
+#include "cohort/layers/module.hpp"
+#include "cohort/optim/lr_scheduler.hpp"
+#include "cohort/optim/optimizer.hpp"
+#include "cohort/train/metrics.hpp"
+#include "cohort/train/phase_timer.hpp"
+
+namespace cohort::train {
+
+struct TrainerOptions {
+  std::int64_t epochs = 1;
+  std::int64_t log_interval = 10;      // steps between progress lines and metrics rows
+  std::int64_t max_steps = -1;         // optimizer steps per epoch at most (-1: all)
+  std::int64_t accumulation = 1;       // micro-batches per optimizer step
+  bool show_progress = true;           // progress on stdout (rank 0 only in multi-rank runs)
+  std::string metrics_path;            // JSON Lines, empty: none
+  std::int64_t world_size = 1;         // images/s counts the samples of every rank
+  // Every rank evaluates its shard of the test set and the results are summed with
+  // reduce_metric; false (default): evaluate() reports this rank's data only (rank 0 alone
+  // evaluates, as the PyTorch example does), so it issues no collective.
+  bool distributed_eval = false;
+};
+
+struct EvalResult {
+  double loss = 0;      // mean over samples
+  double accuracy = 0;  // fraction correct
+  std::int64_t correct = 0, samples = 0;
+};
+
+struct EpochResult {
+  std::int64_t epoch = 0;
+  double train_loss = 0;     // mean of the epoch's step losses
+  double images_per_s = 0;   // all ranks' samples / epoch wall time
+  std::int64_t steps = 0;
+  EvalResult eval;           // zero when no test loader was given
+};
+
+class Trainer {
+ public:
+  Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
+          optim::Scheduler* scheduler, TrainerOptions options);
+
+  // Runs epochs [first_epoch, options.epochs) (1-based, as the PyTorch example counts), each
+  // followed by evaluation on `test` when given and one scheduler step. Returns one result per
+  // epoch run.
+  std::vector<EpochResult> fit(data::DataLoader& train, data::DataLoader* test,
+                               std::int64_t first_epoch = 1);
+  // One epoch of training (the loader's epoch is set to epoch - 1 for shuffling).
+  EpochResult train_epoch(data::DataLoader& train, std::int64_t epoch);
+  // Loss and accuracy in eval mode (no gradients, dropout off, batch-norm running stats).
+  EvalResult evaluate(data::DataLoader& test);
+
+  // --- hooks ---
+  // After each backward of a complete optimizer step (before the optimizer): DDP averages here.
+  std::function<void()> after_backward;
+  // With accumulation > 1: called before every micro-batch but the last of a step; the object
+  // it returns is held until that micro-batch's backward is done (DDP: its no_sync() guard, so
+  // only the last micro-batch all-reduces the accumulated gradients).
+  std::function<std::shared_ptr<void>()> accumulate_locally;
+  // After every epoch (for checkpoints); gets the result, already evaluated.
+  std::function<void(const EpochResult&)> after_epoch;
+  // Combines a per-rank value into the global one (DDP: all-reduce average); identity by default.
+  std::function<double(double)> reduce_metric;
+
+  PhaseTimer& timer() { return timer_; }
+  // The loss of every optimizer step so far (the cost history).
+  const std::vector<double>& loss_history() const { return history_; }
+  std::int64_t global_step() const { return global_step_; }
+  void set_global_step(std::int64_t s) { global_step_ = s; }
+  // Images per second over all epochs run so far (training phases only).
+  double images_per_s() const;
+
+ private:
+  nn::Module& model_;
+  nn::Loss& loss_;
+  optim::Optimizer& opt_;
+  optim::Scheduler* sched_;
+  TrainerOptions o_;
+  PhaseTimer timer_;
+  MetricsWriter metrics_;
+  std::vector<double> history_;
+  std::int64_t global_step_ = 0;
+  double train_seconds_ = 0;
+  std::int64_t train_samples_ = 0;
+};
+
+}  // namespace cohort::train

@@ -1,0 +1,154 @@
+#include "cohort/train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "cohort/core/ops.hpp"
+#include "cohort/core/trace.hpp"
+#include "cohort/train/progress.hpp"
+
+namespace cohort::train {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
+                 optim::Scheduler* scheduler, TrainerOptions options)
+    : model_(model), loss_(loss), opt_(optimizer), sched_(scheduler), o_(std::move(options)) {
+  COHORT_CHECK(o_.epochs >= 1, "Trainer: epochs must be >= 1, got ", o_.epochs);
+  COHORT_CHECK(o_.log_interval >= 1, "Trainer: log interval must be >= 1, got ", o_.log_interval);
+  COHORT_CHECK(o_.accumulation >= 1, "Trainer: accumulation must be >= 1, got ", o_.accumulation);
+  COHORT_CHECK(o_.max_steps == -1 || o_.max_steps >= 1, "Trainer: max steps must be >= 1 or -1, got ",
+               o_.max_steps);
+  COHORT_CHECK(o_.world_size >= 1, "Trainer: world size must be >= 1, got ", o_.world_size);
+  if (!o_.metrics_path.empty()) metrics_ = MetricsWriter(o_.metrics_path);
+}
+
+double Trainer::images_per_s() const {
+  return train_seconds_ > 0 ? static_cast<double>(train_samples_ * o_.world_size) / train_seconds_ : 0.0;
+}
+
+EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
+  model_.train();
+  train.set_epoch(epoch - 1);
+  const std::int64_t micro = train.num_batches();
+  std::int64_t steps = micro / o_.accumulation;
+  if (steps == 0 && micro > 0) steps = 1;  // fewer batches than one accumulation: one step
+  if (o_.max_steps > 0) steps = std::min(steps, o_.max_steps);
+  ProgressBar bar(stdout, o_.log_interval, o_.show_progress ? -1 : 0);
+  if (o_.show_progress) bar.start_epoch(epoch, o_.epochs, steps);
+
+  EpochResult r;
+  r.epoch = epoch;
+  double loss_sum = 0;
+  std::int64_t samples = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  data::Batch batch;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    double step_loss = 0;
+    std::int64_t k_done = 0;
+    for (std::int64_t k = 0; k < o_.accumulation; ++k) {
+      const bool got = timer_.time("data", [&] { return train.next(batch); }, "data");
+      if (!got) break;
+      const float scale = 1.0f / static_cast<float>(o_.accumulation);
+      const bool last_micro = k + 1 == o_.accumulation;
+      std::shared_ptr<void> local = (!last_micro && accumulate_locally) ? accumulate_locally() : nullptr;
+      timer_.time("forward", [&] {
+        Tensor out = model_.forward(batch.images);
+        loss_.forward(out, batch.labels);
+      });
+      step_loss += loss_.value();
+      timer_.time("backward", [&] { model_.backward(loss_.backward(scale), false); });
+      samples += batch.images.dim(0);
+      ++k_done;
+    }
+    if (k_done == 0) break;
+    step_loss /= static_cast<double>(k_done);
+    if (after_backward) after_backward();
+    timer_.time("optimizer", [&] {
+      opt_.step();
+      opt_.zero_grad();
+    });
+    timer_.end_step();
+    ++global_step_;
+    ++r.steps;
+    loss_sum += step_loss;
+    history_.push_back(step_loss);
+    const double elapsed = seconds_since(t0);
+    const double ips = elapsed > 0 ? static_cast<double>(samples * o_.world_size) / elapsed : 0;
+    if (o_.show_progress) bar.update(step, step_loss, ips);
+    if ((step + 1) % o_.log_interval == 0 || step + 1 == steps)
+      metrics_.write("train",
+                     {{"step", static_cast<double>(global_step_)},
+                      {"epoch", static_cast<double>(epoch)},
+                      {"loss", step_loss},
+                      {"lr", opt_.lr()},
+                      {"images_per_s", ips}},
+                     {{"phase_ms", timer_.mean_ms()}});
+  }
+  if (o_.show_progress) bar.end_epoch();
+  const double elapsed = seconds_since(t0);
+  train_seconds_ += elapsed;
+  train_samples_ += samples;
+  r.train_loss = r.steps ? loss_sum / static_cast<double>(r.steps) : 0.0;
+  if (reduce_metric) r.train_loss = reduce_metric(r.train_loss);
+  r.images_per_s = elapsed > 0 ? static_cast<double>(samples * o_.world_size) / elapsed : 0.0;
+  return r;
+}
+
+EvalResult Trainer::evaluate(data::DataLoader& test) {
+  trace::Span span("evaluate", "compute");
+  model_.eval();
+  test.set_epoch(0);
+  EvalResult r;
+  double loss_sum = 0;
+  data::Batch batch;
+  while (test.next(batch)) {
+    Tensor out = model_.forward(batch.images);
+    loss_.forward(out, batch.labels);
+    // Forward without backward is fine in eval mode; discard the saved state.
+    const std::int64_t n = batch.images.dim(0);
+    loss_sum += loss_.value() * (loss_.reduction() == nn::Reduction::mean ? static_cast<double>(n) : 1.0);
+    Tensor pred = Tensor::empty({n}, DType::i64, out.device());
+    ops::argmax_last(out, pred);
+    const auto p = pred.to_vector<std::int64_t>();
+    const auto l = batch.labels.to_vector<std::int64_t>();
+    for (std::size_t i = 0; i < p.size(); ++i) r.correct += p[i] == l[i];
+    r.samples += n;
+  }
+  model_.train();
+  if (reduce_metric && o_.distributed_eval) {  // sums across ranks, via the average the hook computes
+    loss_sum = reduce_metric(loss_sum) * static_cast<double>(o_.world_size);
+    r.correct = std::llround(reduce_metric(static_cast<double>(r.correct)) * static_cast<double>(o_.world_size));
+    r.samples = std::llround(reduce_metric(static_cast<double>(r.samples)) * static_cast<double>(o_.world_size));
+  }
+  r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : 0.0;
+  r.accuracy = r.samples ? static_cast<double>(r.correct) / static_cast<double>(r.samples) : 0.0;
+  return r;
+}
+
+std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader* test,
+                                      std::int64_t first_epoch) {
+  COHORT_CHECK(first_epoch >= 1, "Trainer::fit: first epoch must be >= 1, got ", first_epoch);
+  std::vector<EpochResult> results;
+  for (std::int64_t epoch = first_epoch; epoch <= o_.epochs; ++epoch) {
+    EpochResult r = train_epoch(train, epoch);
+    if (test) {
+      r.eval = evaluate(*test);
+      metrics_.write("eval", {{"epoch", static_cast<double>(epoch)},
+                              {"step", static_cast<double>(global_step_)},
+                              {"test_loss", r.eval.loss},
+                              {"accuracy", r.eval.accuracy},
+                              {"images_per_s", r.images_per_s}});
+    }
+    if (sched_) sched_->step();
+    results.push_back(r);
+    if (after_epoch) after_epoch(r);
+  }
+  return results;
+}
+
+}  // namespace cohort::train
