@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cohort's shm all-reduce next to Open MPI's MPI_Allreduce, float32 sum, same sizes, same machine,
+# cohort's shm (or COMM=ucx) all-reduce next to Open MPI's MPI_Allreduce, float32 sum, same sizes, same machine,
 # same run. Prints one row per size with both busbw figures and their ratio (shm / MPI).
 #
 #   bench/mpi_compare.sh [BUILD_DIR]        (default: build)
@@ -8,7 +8,7 @@
 # and each size reports the median of its rounds, which tames the noise of a shared machine),
 # LAT_ITERS / BW_ITERS (timed ops per size below / from 256 KiB; defaults 2000 / 20), MAX (largest
 # size, default 256M), BIND (1: pin each rank to a core, as mpirun does by default; 0: neither
-# pins; default 1).
+# pins; default 1), COMM (cohort backend: shm, default, or ucx).
 set -euo pipefail
 
 build=${1:-build}
@@ -18,6 +18,7 @@ lat_iters=${LAT_ITERS:-2000}
 bw_iters=${BW_ITERS:-20}
 max=${MAX:-256M}
 bind=${BIND:-1}
+comm=${COMM:-shm}
 
 for bin in cohortrun cohort-bench mpi_allreduce_bench; do
   if [ ! -x "$build/bin/$bin" ]; then
@@ -40,15 +41,15 @@ for r in $(seq 1 "$rounds"); do
       | grep -v '^#' >> "$tmp/mpi.$r"
     # shellcheck disable=SC2086
     "$build/bin/cohortrun" --nproc-per-node "$np" --master-port 0 "$build/bin/cohort-bench" \
-      --comm shm --op allreduce "${shm_bind[@]}" $s | grep -v '#' | sed 's/^\[rank 0\] //' \
+      --comm "$comm" --op allreduce "${shm_bind[@]}" $s | grep -v '#' | sed 's/^\[rank 0\] //' \
       >> "$tmp/shm.$r"
   done
 done
 
 echo "# all-reduce, float32 sum, $np ranks, $(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')),"
-echo "# $(mpirun --version 2>/dev/null | head -1) vs cohort shm; median of $rounds alternating rounds; bind=$bind"
-printf '%12s | %10s %9s | %10s %9s | %7s | %s\n' "size (B)" "MPI us" "MPI busbw" "shm us" "shm busbw" \
-  "shm/MPI" "#wrong (MPI/shm)"
+echo "# $(mpirun --version 2>/dev/null | head -1) vs cohort $comm; median of $rounds alternating rounds; bind=$bind"
+printf '%12s | %10s %9s | %10s %9s | %7s | %s\n' "size (B)" "MPI us" "MPI busbw" "$comm us" "$comm busbw" \
+  "$comm/MPI" "#wrong (MPI/$comm)"
 # Columns of both programs: size count type redop time algbw busbw #wrong
 python3 - "$tmp" "$rounds" <<'EOF'
 import sys, statistics, collections

@@ -43,7 +43,10 @@ void generate(const char* label, float* x, std::size_t n, std::uint64_t offset, 
 
 }  // namespace
 
-HostDevice::HostDevice() { ensure_kokkos(); }
+HostDevice::HostDevice() {
+  ensure_kokkos();
+  configure_threads();
+}
 
 void* HostDevice::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;

@@ -100,6 +100,10 @@ DeviceFactory factory();
 // cohort initialised it (a program that initialised Kokkos itself keeps ownership).
 void ensure_kokkos();
 
+// Caps the host GEMM's OpenMP threads at cores / ranks on this host unless OMP_NUM_THREADS is
+// set; returns the thread count in effect (host_threads.cpp).
+int configure_threads();
+
 // GEMM through oneDNN (kept in its own file so the BLAS choice is one room).
 void sgemm(const GemmArgs& g);
 

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""PyTorch 1.13 peer for cohort's mnist_cnn: the classic PyTorch MNIST example network, Adadelta
+(lr 1.0), batch 64, one thread, on Fashion-MNIST loaded into memory once (so only training
+steps are timed, as cohort's images/s counts them). Prints one line: 'torch images/s: X'.
+
+    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/mnist_torch.py --steps 200
+"""
+import argparse
+import gzip
+import os
+import struct
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # torch.set_num_threads does not reach BLAS
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = F.max_pool2d(x, 2)
+        x = self.dropout1(x)
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = self.dropout2(x)
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def load(path, header, shape):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    return torch.frombuffer(bytearray(data[header:]), dtype=torch.uint8).reshape(shape)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(1)
+    images = load(os.path.join(a.data, "train-images-idx3-ubyte.gz"), 16, (60000, 1, 28, 28))
+    labels = load(os.path.join(a.data, "train-labels-idx1-ubyte.gz"), 8, (60000,)).long()
+    x_all = (images.float() / 255.0 - 0.1307) / 0.3081
+    model = Net()
+    opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    perm = torch.randperm(60000)
+    model.train()
+    b = a.batch_size
+    warm = 5
+    for step in range(a.steps + warm):
+        if step == warm:
+            t0 = time.perf_counter()
+        idx = perm[(step * b) % (60000 - b):(step * b) % (60000 - b) + b]
+        x, y = x_all[idx], labels[idx]
+        opt.zero_grad()
+        loss = F.nll_loss(model(x), y)
+        loss.backward()
+        opt.step()
+    dt = time.perf_counter() - t0
+    print(f"torch images/s: {a.steps * b / dt:.1f}  (loss {loss.item():.4f}, {a.steps} steps)")
+
+
+if __name__ == "__main__":
+    main()
