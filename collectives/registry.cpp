@@ -2,6 +2,9 @@
 // (DESIGN.md: no self-registering objects), and the selection policy over it.
 #include "cohort/collectives/registry.hpp"
 
+#include <cctype>
+#include <filesystem>
+
 #include <cstdlib>
 
 #include "cohort/core/error.hpp"
@@ -113,6 +116,18 @@ std::unique_ptr<Communicator> init_process_group(const std::string& name) {
     }
   } else if (info.world_size == 1) {
     store = make_memory_store();
+  } else if (info.master_addr.empty() && info.master_port == 0 &&
+             info.local_world_size == info.world_size && !info.job_id.empty()) {
+    // Every rank is on this host and the launcher (mpirun, srun) names the job but gives no
+    // store address: rendezvous through a job-private directory instead, so `mpirun -np 2 prog`
+    // works unchanged. Rank 0 removes it once every rank is connected (below).
+    std::string id;
+    for (char c : info.job_id) id += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '_';
+    auto comm = create_communicator(
+        name, info, make_file_store("/tmp/cohort-store-" + id));
+    comm->barrier()->wait();  // every rank has finished reading the store
+    if (comm->rank() == 0) std::filesystem::remove_all("/tmp/cohort-store-" + id);
+    return comm;
   } else {
     COHORT_CHECK(!info.master_addr.empty() && info.master_port > 0, info.str(),
                  ": a group of several ranks needs the store's address: set MASTER_ADDR and "
