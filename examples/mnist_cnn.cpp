@@ -23,6 +23,7 @@
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/train/ascii_plot.hpp"
 #include "cohort/train/checkpoint.hpp"
+#include "cohort/train/metrics.hpp"
 #include "cohort/train/trainer.hpp"
 #include "common/mnist_net.hpp"
 
@@ -132,16 +133,24 @@ int run(const Flags& f) {
     }
   };
   const auto results = trainer.fit(train_loader, lead ? &test_loader : nullptr, first_epoch);
-  // Every rank's trace goes to its own file: FILE for rank 0, FILE.rank<N> for the others.
-  if (!f.trace.empty())
-    cohort::trace::write_chrome_trace(rank == 0 ? f.trace : f.trace + ".rank" + std::to_string(rank));
+  // Each rank writes FILE.rank<N>; rank 0 then joins them into FILE (one process per rank,
+  // each with its compute, data and comm tracks).
+  if (!f.trace.empty()) {
+    cohort::trace::write_chrome_trace(f.trace + ".rank" + std::to_string(rank));
+    if (comm) comm->barrier()->wait();
+    if (lead) {
+      std::vector<std::string> parts;
+      for (int r = 0; r < world; ++r) parts.push_back(f.trace + ".rank" + std::to_string(r));
+      train::merge_chrome_traces(parts, f.trace);
+    }
+  }
   if (ddp && !ddp->weights_identical_across_ranks())
     COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ", rank, ")");
   if (!lead) return 0;
 
   std::printf("%s\n", train::ascii_plot(trainer.loss_history(), "training loss per step (cost history)").c_str());
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
-  if (!f.trace.empty()) std::printf("trace: %s (other ranks: %s.rank<N>)\n", f.trace.c_str(), f.trace.c_str());
+  if (!f.trace.empty()) std::printf("trace: %s (%d rank%s)\n", f.trace.c_str(), world, world > 1 ? "s" : "");
   if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
   if (!f.save_model.empty()) std::printf("model: %s (+ %s)\n", f.save_model.c_str(), train::state_path_for(f.save_model).c_str());
   if (!results.empty())

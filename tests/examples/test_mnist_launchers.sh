@@ -6,7 +6,18 @@
 set -u
 mnist="$1" cohortrun="$2"
 args=(--comm shm --epochs 1 --max-steps 10 --log-interval 1000 --test-batch-size 1000)
-out1=$(timeout 120 "$cohortrun" --nproc-per-node 2 "$mnist" "${args[@]}" 2>&1) || { echo "$out1"; echo "FAIL: cohortrun launch"; exit 1; }
+trace=$(mktemp -u /tmp/cohort_trace_XXXXXX.json)
+out1=$(timeout 120 "$cohortrun" --nproc-per-node 2 "$mnist" "${args[@]}" --trace "$trace" 2>&1) || { echo "$out1"; echo "FAIL: cohortrun launch"; exit 1; }
+# One trace file holding both ranks, each with compute and comm tracks.
+python3 - "$trace" <<'PY' || { echo "FAIL: merged trace"; exit 1; }
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+tracks = {(e["pid"], e["args"]["name"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+assert {(0, "compute"), (0, "comm"), (1, "compute"), (1, "comm")} <= tracks, tracks
+assert any(e["ph"] == "X" and e["pid"] == 1 for e in ev)
+print("merged trace: tracks", sorted(tracks))
+PY
+rm -f "$trace"
 d1=$(echo "$out1" | sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p')
 [ -n "$d1" ] || { echo "$out1"; echo "FAIL: no digest from the cohortrun launch"; exit 1; }
 echo "cohortrun: ranks identical, digest $d1"

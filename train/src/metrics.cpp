@@ -64,3 +64,40 @@ void MetricsWriter::write(const std::string& kind,
 }
 
 }  // namespace cohort::train
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace cohort::train {
+
+void merge_chrome_traces(const std::vector<std::string>& inputs, const std::string& output,
+                         bool remove_inputs) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& in : inputs) {
+    std::ifstream f(in);
+    COHORT_CHECK(f.good(), "merge_chrome_traces: cannot read '", in, "'");
+    nlohmann::json j;
+    try {
+      f >> j;
+    } catch (const std::exception& e) {
+      COHORT_FAIL("merge_chrome_traces: '", in, "' is not a trace: ", e.what());
+    }
+    COHORT_CHECK(j.contains("traceEvents") && j["traceEvents"].is_array(), "merge_chrome_traces: '",
+                 in, "' has no traceEvents array");
+    for (auto& e : j["traceEvents"]) all.push_back(std::move(e));
+  }
+  const std::string tmp = output + ".tmp";
+  {
+    std::ofstream out(tmp);
+    COHORT_CHECK(out.good(), "merge_chrome_traces: cannot write '", tmp, "'");
+    out << nlohmann::json{{"traceEvents", all}}.dump() << "\n";
+    COHORT_CHECK(out.good(), "merge_chrome_traces: writing '", tmp, "' failed");
+  }
+  COHORT_CHECK(std::rename(tmp.c_str(), output.c_str()) == 0, "merge_chrome_traces: cannot move '",
+               tmp, "' to '", output, "'");
+  if (remove_inputs)
+    for (const auto& in : inputs)
+      if (in != output) std::remove(in.c_str());
+}
+
+}  // namespace cohort::train

@@ -31,3 +31,11 @@ class MetricsWriter {
 };
 
 }  // namespace cohort::train
+
+namespace cohort::train {
+// Joins per-rank Chrome trace files (each from cohort::trace::write_chrome_trace, process id =
+// rank) into one file, so every rank's tracks appear side by side; writes atomically and removes
+// the inputs when remove_inputs is set. Throws naming the file that cannot be read.
+void merge_chrome_traces(const std::vector<std::string>& inputs, const std::string& output,
+                         bool remove_inputs = true);
+}  // namespace cohort::train
