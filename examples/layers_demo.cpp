@@ -11,6 +11,7 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
+#include "cohort/layers/models.hpp"
 
 namespace nn = cohort::nn;
 using cohort::Shape;
@@ -36,19 +37,7 @@ int main(int argc, char** argv) {
 
     // The network of PyTorch's examples/mnist/main.py, with its state_dict names.
     nn::manual_seed(1);
-    auto net = nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
-        {"conv1", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 32, 3), dev)},
-        {"relu1", nn::make<nn::ReLU>()},
-        {"conv2", nn::make<nn::Conv2d>(nn::Conv2dOptions(32, 64, 3), dev)},
-        {"relu2", nn::make<nn::ReLU>()},
-        {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
-        {"dropout1", nn::make<nn::Dropout>(0.25f)},
-        {"flatten", nn::make<nn::Flatten>()},
-        {"fc1", nn::make<nn::Linear>(9216, 128, dev)},
-        {"relu3", nn::make<nn::ReLU>()},
-        {"dropout2", nn::make<nn::Dropout>(0.5f)},
-        {"fc2", nn::make<nn::Linear>(128, 10, dev)},
-        {"log_softmax", nn::make<nn::LogSoftmax>(1)}});
+    auto net = nn::mnist_net(dev);
     std::printf("%s\n", net->summary(Shape{64, 1, 28, 28}).c_str());
 
     std::printf("state_dict:");

@@ -25,7 +25,7 @@
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/trainer.hpp"
-#include "common/mnist_net.hpp"
+#include "cohort/layers.hpp"
 
 namespace nn = cohort::nn;
 namespace data = cohort::data;
@@ -53,7 +53,7 @@ int run(const Flags& f) {
   cohort::Device& dev = cohort::device(f.device);
   auto& host = cohort::host_device();
   nn::manual_seed(f.seed);
-  auto model = cohort::examples::mnist_net(dev);
+  auto model = nn::mnist_net(dev);
   std::unique_ptr<cohort::parallel::DistributedDataParallel> ddp;
   if (comm) ddp = std::make_unique<cohort::parallel::DistributedDataParallel>(model, comm);
 

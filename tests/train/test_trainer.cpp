@@ -14,6 +14,7 @@
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
+#include "cohort/layers/models.hpp"
 #include "cohort/optim.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/trainer.hpp"
@@ -186,19 +187,7 @@ TEST_CASE("a short run on real Fashion-MNIST learns (6400 training images, one p
     FAIL("Fashion-MNIST is not installed at ", data::kFashionMnistDir, " (run tools/setup.sh)");
   auto& dev = cohort::host_device();
   nn::manual_seed(1);
-  auto net = nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
-      {"conv1", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 32, 3), dev)},
-      {"relu1", nn::make<nn::ReLU>()},
-      {"conv2", nn::make<nn::Conv2d>(nn::Conv2dOptions(32, 64, 3), dev)},
-      {"relu2", nn::make<nn::ReLU>()},
-      {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
-      {"dropout1", nn::make<nn::Dropout>(0.25f)},
-      {"flatten", nn::make<nn::Flatten>()},
-      {"fc1", nn::make<nn::Linear>(9216, 128, dev)},
-      {"relu3", nn::make<nn::ReLU>()},
-      {"dropout2", nn::make<nn::Dropout>(0.5f)},
-      {"fc2", nn::make<nn::Linear>(128, 10, dev)},
-      {"log_softmax", nn::make<nn::LogSoftmax>(1)}});
+  auto net = nn::mnist_net(dev);
   auto train_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::train), 0, 6400);
   auto test_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::test), 0, 1000);
   const std::vector<data::TransformPtr> tf = {data::normalize({0.1307f}, {0.3081f})};
