@@ -183,7 +183,10 @@ std::vector<NamedTensor> Module::state_dict() const {
 }
 
 void Module::load_state_dict(const std::vector<NamedTensor>& state, bool strict) {
+  // Every key, shape and dtype is checked before anything is copied, so a state that does not
+  // fit leaves the module exactly as it was.
   std::vector<NamedTensor> mine = state_dict();
+  std::vector<std::pair<Tensor*, const Tensor*>> copies;
   std::set<std::string> used;
   for (auto& entry : mine) {
     const NamedTensor* src = nullptr;
@@ -200,13 +203,14 @@ void Module::load_state_dict(const std::vector<NamedTensor>& state, bool strict)
                         src->tensor.defined() ? dtype_name(src->tensor.dtype()) : "",
                         ", this module holds ", entry.tensor.shape(), " ",
                         dtype_name(entry.tensor.dtype()));
-    entry.tensor.copy_from(src->tensor);
+    copies.emplace_back(&entry.tensor, &src->tensor);
     used.insert(entry.name);
   }
   if (strict)
     for (const auto& s : state)
       COHORT_MODULE_CHECK(used.count(s.name) == 1, "load_state_dict: unexpected key '", s.name,
                           "'");
+  for (auto& [dst, src] : copies) dst->copy_from(*src);
   notify_state_loaded();
 }
 

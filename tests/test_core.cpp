@@ -1,6 +1,10 @@
 // Tensors, shapes, dtypes and errors on the host device, checked against hand-computed values.
 #include <doctest/doctest.h>
 
+#include "common/testing.hpp"
+
+using cohort::testing::error_of;
+
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -14,14 +18,6 @@ using cohort::Shape;
 using cohort::Tensor;
 
 namespace {
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 }  // namespace
 
 TEST_CASE("shape: numel, negative indices, printing, bad extents") {

@@ -2,6 +2,10 @@
 // argument errors of the tensor front end.
 #include <doctest/doctest.h>
 
+#include "common/testing.hpp"
+
+using cohort::testing::error_of;
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -21,14 +25,6 @@ std::vector<float> random_vector(std::size_t n, unsigned seed) {
   std::vector<float> v(n);
   for (auto& x : v) x = dist(gen);
   return v;
-}
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 const std::int64_t kSizes[] = {0, 1, 7, 33, 257, 100003};
 }  // namespace

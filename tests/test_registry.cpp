@@ -1,6 +1,10 @@
 // Device selection policy, driven with fake factories, plus the real registry of this build.
 #include <doctest/doctest.h>
 
+#include "common/testing.hpp"
+
+using cohort::testing::error_of;
+
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -61,14 +65,6 @@ cohort::DeviceFactory fake(const std::string& name, int score, int count, std::s
   return f;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 struct EnvGuard {  // sets COHORT_DEVICE for one test and restores the old value
   std::string old;

@@ -1,6 +1,11 @@
 // IDX and CIFAR-10 readers on files the test writes (plain and gzip), every corruption the
 // readers promise to catch, and the real Fashion-MNIST files from Debian's package.
 #include <doctest/doctest.h>
+
+#include "../common/testing.hpp"
+
+using cohort::testing::error_of;
+using cohort::testing::TempDir;
 #include <zlib.h>
 
 #include <cstdio>
@@ -17,15 +22,6 @@ namespace fs = std::filesystem;
 using namespace cohort::data;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("cohort_data_test_" + std::to_string(::getpid()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 std::vector<std::uint8_t> idx_bytes(std::uint8_t type, const std::vector<std::uint32_t>& dims,
                                     const std::vector<std::uint8_t>& values) {
@@ -44,14 +40,6 @@ void write_gz(const std::string& p, const std::vector<std::uint8_t>& b) {
   REQUIRE(f != nullptr);
   REQUIRE(gzwrite(f, b.data(), static_cast<unsigned>(b.size())) == static_cast<int>(b.size()));
   gzclose(f);
-}
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 // 3 images of 2x2, labels 7, 0, 9.

@@ -3,6 +3,10 @@
 // propagation, and the transforms against hand-computed values.
 #include <doctest/doctest.h>
 
+#include "../common/testing.hpp"
+
+using cohort::testing::error_of;
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -15,14 +19,6 @@ using namespace cohort::data;
 using V = std::vector<std::int64_t>;
 
 namespace {
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // Sample i has every pixel equal to i and label i % 10: batches reveal exactly which samples
 // they hold.

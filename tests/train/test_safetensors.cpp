@@ -3,6 +3,11 @@
 // every corruption the reader promises to report.
 #include <doctest/doctest.h>
 
+#include "../common/testing.hpp"
+
+using cohort::testing::error_of;
+using cohort::testing::TempDir;
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,20 +23,6 @@ using cohort::DType;
 using cohort::Tensor;
 
 namespace {
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("cohort_st_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& n) const { return (path / n).string(); }
-};
 std::string read_file(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -3,6 +3,11 @@
 // and a short run on real Fashion-MNIST learns.
 #include <doctest/doctest.h>
 
+#include "../common/testing.hpp"
+
+using cohort::testing::error_of;
+using cohort::testing::TempDir;
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -26,21 +31,7 @@ namespace train = cohort::train;
 using cohort::Tensor;
 
 namespace {
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("cohort_trainer_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& n) const { return (path / n).string(); }
-};
 
 // A small CNN with dropout (random state that must survive a checkpoint).
 nn::ModulePtr small_net(cohort::Device& dev, std::uint64_t seed, std::int64_t classes = 10,
