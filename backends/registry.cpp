@@ -3,6 +3,7 @@
 // libraries, and a list you can read is a list you can grep.
 #include <sstream>
 
+#include "cohort/core/dispatch.hpp"
 #include "cohort/devices.hpp"
 #include "host/host_device.hpp"
 #if COHORT_HAVE_CUDA
@@ -18,10 +19,19 @@ const std::vector<DeviceFactory>& device_factories() {
 #endif
       host::factory(),
   };
+  // Ops a device does not support run on the host (cohort/core/dispatch.hpp). Set here, where
+  // every device lookup passes, rather than by a static object (see the file comment).
+  static const bool fallback_set = [] {
+    dispatch::set_fallback_device(all.back().get(0));
+    return true;
+  }();
+  (void)fallback_set;
   return all;
 }
 
-Device& device(const std::string& spec) { return select_device(device_factories(), spec); }
+Device& device(const std::string& spec) {
+  return select_device(device_factories(), spec, launcher_local_rank());
+}
 
 Device& host_device() { return select_device(device_factories(), "host"); }
 

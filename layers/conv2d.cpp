@@ -1,5 +1,5 @@
 // Conv2d: the work is the device's conv2d ops (im2col + GEMM per image on the host, see
-// cohort/detail/layer_impl.hpp); this file owns the parameters, the checks that name the layer,
+// backends/common/op_impl.hpp); this file owns the parameters, the checks that name the layer,
 // and the order of the backward products (bias and weight gradients first, so their grad-ready
 // hooks fire before the input gradient is computed).
 #include "cohort/layers/conv2d.hpp"

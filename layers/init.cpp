@@ -3,7 +3,7 @@
 #include <cmath>
 #include <mutex>
 
-#include "cohort/detail/kernels.hpp"
+#include "cohort/core/rng.hpp"
 
 namespace cohort::nn {
 namespace {
@@ -44,7 +44,7 @@ Tensor init_uniform(const Shape& shape, float lo, float hi, Device& device) {
 
 std::uint64_t next_seed() {
   const auto [seed, at] = reserve(4);
-  const kernels::U32x4 r = kernels::philox_block(seed, at / 4);
+  const rng::U32x4 r = rng::philox_block(seed, at / 4);
   return (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
 }
 

@@ -11,6 +11,8 @@ using cohort::testing::error_of;
 
 #include "cohort/devices.hpp"
 #include "cohort/core/error.hpp"
+#include "cohort/core/stream.hpp"
+#include "cohort/core/tensor.hpp"
 
 namespace {
 
@@ -29,26 +31,8 @@ struct FakeDevice : cohort::Device {
   void copy_to_host(void*, const void*, std::size_t) override {}
   void copy(void*, const void*, std::size_t) override {}
   void synchronize() override {}
-  bool supports(cohort::Op, cohort::DType) const override { return false; }
-  void fill(void*, cohort::DType, std::size_t, double) override {}
-  void add(const float*, const float*, float*, std::size_t) override {}
-  void sub(const float*, const float*, float*, std::size_t) override {}
-  void mul(const float*, const float*, float*, std::size_t) override {}
-  void axpy(float, const float*, float*, std::size_t) override {}
-  void scale(float, const float*, float*, std::size_t) override {}
-  void reduce(cohort::ReduceOp, const float*, std::size_t, std::size_t, float*) override {}
-  void argmax(const float*, std::size_t, std::size_t, std::int64_t*) override {}
-  void gemm(const cohort::GemmArgs&) override {}
-  void fill_uniform(float*, std::size_t, std::uint64_t, std::uint64_t, float, float) override {}
-  void fill_normal(float*, std::size_t, std::uint64_t, std::uint64_t, float, float) override {}
-  // --- optimizer ops ---
-  void sgd_step(const cohort::SgdArgs&, float*, const float*, float*, std::size_t) override {}
-  void adam_step(const cohort::AdamArgs&, float*, const float*, float*, float*, float*,
-                 std::size_t) override {}
-  void adadelta_step(const cohort::AdadeltaArgs&, float*, const float*, float*, float*,
-                     std::size_t) override {}
-  void rmsprop_step(const cohort::RmspropArgs&, float*, const float*, float*, float*, float*,
-                    std::size_t) override {}
+  bool supports(const cohort::OpCall&) const override { return false; }
+  void run(const cohort::OpCall&) override {}
 };
 
 cohort::DeviceFactory fake(const std::string& name, int score, int count, std::string why = "") {
@@ -103,6 +87,49 @@ TEST_CASE("select_device: by name, index, environment and score") {
   }
 }
 
+TEST_CASE("select_device: one device per local rank unless an index is given") {
+  EnvGuard env(nullptr);
+  const std::vector<cohort::DeviceFactory> fs = {fake("gpu", 100, 2), fake("cpu", 0, 1)};
+  CHECK(cohort::select_device(fs, "gpu", 0).name() == "gpu:0");
+  CHECK(cohort::select_device(fs, "gpu", 1).name() == "gpu:1");
+  CHECK(cohort::select_device(fs, "gpu", 3).name() == "gpu:1");   // local rank 3 % 2 GPUs
+  CHECK(cohort::select_device(fs, "", 3).name() == "gpu:1");      // the best available, too
+  CHECK(cohort::select_device(fs, "gpu:0", 3).name() == "gpu:0");  // an explicit index wins
+  CHECK(cohort::select_device(fs, "cpu", 5).name() == "cpu:0");
+  {
+    EnvGuard e2("gpu");
+    CHECK(cohort::select_device(fs, "", 1).name() == "gpu:1");
+  }
+}
+
+TEST_CASE("launcher_local_rank: torchrun, then Open MPI, then Slurm") {
+  struct Var {  // sets or clears one variable for the test case, restoring it afterwards
+    std::string name, old;
+    bool had;
+    Var(const char* n, const char* v) : name(n) {
+      const char* o = std::getenv(n);
+      had = o != nullptr;
+      if (had) old = o;
+      if (v) setenv(n, v, 1); else unsetenv(n);
+    }
+    ~Var() {
+      if (had) setenv(name.c_str(), old.c_str(), 1); else unsetenv(name.c_str());
+    }
+  };
+  Var a("LOCAL_RANK", nullptr), b("OMPI_COMM_WORLD_LOCAL_RANK", nullptr), c("SLURM_LOCALID", nullptr);
+  CHECK(cohort::launcher_local_rank() == -1);
+  {
+    Var s("SLURM_LOCALID", "2");
+    CHECK(cohort::launcher_local_rank() == 2);
+    Var o("OMPI_COMM_WORLD_LOCAL_RANK", "1");
+    CHECK(cohort::launcher_local_rank() == 1);
+    Var t("LOCAL_RANK", "3");
+    CHECK(cohort::launcher_local_rank() == 3);
+  }
+  Var bad("LOCAL_RANK", "x1");
+  CHECK(cohort::launcher_local_rank() == -1);
+}
+
 TEST_CASE("select_device: clear errors for unknown, unavailable and out-of-range devices") {
   EnvGuard env(nullptr);
   const std::vector<cohort::DeviceFactory> fs = {fake("gpu", 100, 0, "driver missing"),
@@ -139,4 +166,21 @@ TEST_CASE("the registry of this build") {
   const std::string desc = cohort::describe_devices();
   CHECK(desc.find("host: 1 device") != std::string::npos);
   MESSAGE("devices:\n" << desc);
+}
+
+TEST_CASE("streams and events on the host: trivial and exact") {
+  cohort::Device& h = cohort::host_device();
+  cohort::Stream s(h);
+  cohort::Event e(h);
+  CHECK(e.query());  // never recorded: complete
+  cohort::Tensor t = cohort::Tensor::full({4}, 2.0, cohort::DType::f32, h);
+  e.record();        // after the fill on the compute stream
+  s.wait(e);
+  CHECK(e.query());  // the host finished the fill when its call returned
+  e.synchronize();
+  s.synchronize();
+  cohort::Stream::compute(h).wait(e);
+  CHECK(t.to_vector<float>() == std::vector<float>{2, 2, 2, 2});
+  cohort::Stream moved(std::move(s));
+  moved.synchronize();
 }

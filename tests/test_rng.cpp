@@ -5,11 +5,11 @@
 #include <cmath>
 
 #include "cohort/core/tensor.hpp"
-#include "cohort/detail/kernels.hpp"
+#include "cohort/core/rng.hpp"
 #include "cohort/devices.hpp"
 
 using cohort::Tensor;
-namespace k = cohort::kernels;
+namespace k = cohort::rng;
 
 TEST_CASE("philox4x32-10 known-answer vectors (Random123 kat_vectors)") {
   struct Kat {

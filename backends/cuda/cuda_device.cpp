@@ -1,6 +1,6 @@
-// CUDA op table: memory and copies through the CUDA runtime on the device's own stream, GEMM
-// through cuBLAS, everything else through the launchers of cuda_kernels.cu. Plain C++ (the host
-// compiler builds it); only the .cu file needs nvcc.
+// The CUDA device's memory, copies, streams and events through the CUDA runtime, its GEMM through
+// cuBLAS, and the registry's entry. Plain C++ (the host compiler builds it); the op table's kernels
+// are cuda_ops.cu, the only file that needs nvcc.
 #include "cuda_device.hpp"
 
 #include <cublas_v2.h>
@@ -12,21 +12,12 @@
 
 #include "cohort/core/error.hpp"
 #include "cuda_check.hpp"
-#include "cuda_kernels.hpp"
 
 namespace cohort::cuda {
 namespace {
 
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 cublasHandle_t as_blas(void* h) { return static_cast<cublasHandle_t>(h); }
-
-template <class T>
-std::uint64_t bits_of(T v) {
-  static_assert(sizeof(T) <= sizeof(std::uint64_t), "element wider than 8 bytes");
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &v, sizeof(T));
-  return bits;
-}
 
 // What cudaGetDeviceCount said, asked once per process: the set of visible devices is fixed when
 // the runtime initialises (CUDA_VISIBLE_DEVICES is read then), and one answer keeps count(), get()
@@ -73,6 +64,11 @@ void* CudaDevice::stream() {
   // the legacy default stream that other libraries in the process may use.
   cudaStream_t s = nullptr;
   COHORT_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // Keep freed pool memory cached instead of returning it to the driver at every synchronisation.
+  cudaMemPool_t pool = nullptr;
+  COHORT_CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, index_));
+  std::uint64_t keep = UINT64_MAX;
+  COHORT_CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   stream_.store(s, std::memory_order_release);
   return s;
 }
@@ -98,25 +94,37 @@ void* CudaDevice::blas() {
 
 void* CudaDevice::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
-  activate();
+  void* s = stream();
   void* p = nullptr;
-  // cudaMalloc returns 256-byte aligned memory, above the 64 bytes the contract asks for.
-  const cudaError_t e = cudaMalloc(&p, bytes);
+  // From the device's default memory pool, ordered on the compute stream. The pool keeps freed
+  // memory (release threshold raised below) so a training step after the first allocates nothing
+  // from the driver. Pool memory is 256-byte aligned, above the 64 bytes the contract asks for.
+  const cudaError_t e = cudaMallocAsync(&p, bytes, as_stream(s));
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    ::cohort::detail::throw_error(__FILE__, __LINE__, "cudaMalloc(&p, bytes)", "cuda",
-                                  ::cohort::detail::concat("cannot allocate ", bytes, " bytes on ",
-                                                           name(), ": ", detail::describe(e)));
+    std::size_t free_bytes = 0, total = 0;
+    (void)cudaMemGetInfo(&free_bytes, &total);
+    (void)cudaGetLastError();
+    ::cohort::detail::throw_error(
+        __FILE__, __LINE__, "cudaMallocAsync(&p, bytes, stream)", "cuda",
+        ::cohort::detail::concat("cannot allocate ", bytes, " bytes on ", name(), " (",
+                                 free_bytes, " of ", total, " bytes free): ",
+                                 detail::describe(e)));
   }
   return p;
 }
 
 void CudaDevice::deallocate(void* p, std::size_t) noexcept {
   if (p == nullptr) return;
-  // cudaFree waits for the whole device, so memory still read by queued ops is not reused early.
-  // Errors are ignored: at exit the runtime may already be unloading (cudaErrorCudartUnloading)
-  // while tensors held in statics are still being released.
-  if (cudaSetDevice(index_) == cudaSuccess) (void)cudaFree(p);
+  // Stream-ordered: the memory returns to the pool once the compute stream's queued work (which
+  // may still read it) has run; no device-wide wait. Errors are ignored: at exit the runtime may
+  // already be unloading while tensors held in statics are still being released.
+  if (cudaSetDevice(index_) == cudaSuccess) {
+    if (void* s = stream_.load(std::memory_order_acquire))
+      (void)cudaFreeAsync(p, as_stream(s));
+    else
+      (void)cudaFree(p);
+  }
   (void)cudaGetLastError();
 }
 
@@ -142,67 +150,60 @@ void CudaDevice::copy(void* dst, const void* src, std::size_t bytes) {
 
 void CudaDevice::synchronize() { COHORT_CHECK_CUDA(cudaStreamSynchronize(as_stream(stream()))); }
 
-// ---- op table ----
+// ---- streams and events ----
 
-bool CudaDevice::supports(Op op, DType dtype) const {
-  if (op == Op::fill) return true;
-  return dtype == DType::f32 && op != Op::count_;
+void* CudaDevice::create_stream() {
+  activate();
+  cudaStream_t s = nullptr;
+  COHORT_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
 }
-
-void CudaDevice::fill(void* x, DType dtype, std::size_t n, double v) {
-  if (n == 0) return;
-  // The value is converted on the host exactly as the host backend converts it (bf16 rounding
-  // included), and the kernel only replicates the resulting bytes.
-  std::uint64_t bits = 0;
-  switch (dtype) {
-    case DType::f32: bits = bits_of(static_cast<float>(v)); break;
-    case DType::f64: bits = bits_of(v); break;
-    case DType::bf16: bits = bits_of(float_to_bf16(static_cast<float>(v))); break;
-    case DType::i32: bits = bits_of(static_cast<std::int32_t>(v)); break;
-    case DType::i64: bits = bits_of(static_cast<std::int64_t>(v)); break;
-    case DType::u8: bits = bits_of(static_cast<std::uint8_t>(v)); break;
+void CudaDevice::destroy_stream(void* s) noexcept {
+  if (s != nullptr && cudaSetDevice(index_) == cudaSuccess) (void)cudaStreamDestroy(as_stream(s));
+  (void)cudaGetLastError();
+}
+void* CudaDevice::create_event() {
+  activate();
+  cudaEvent_t e = nullptr;
+  COHORT_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+void CudaDevice::destroy_event(void* e) noexcept {
+  if (e != nullptr && cudaSetDevice(index_) == cudaSuccess)
+    (void)cudaEventDestroy(static_cast<cudaEvent_t>(e));
+  (void)cudaGetLastError();
+}
+void CudaDevice::record_event(void* e, void* s) {
+  void* compute = stream();
+  COHORT_CHECK_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(e), as_stream(s ? s : compute)));
+}
+void CudaDevice::stream_wait_event(void* s, void* e) {
+  void* compute = stream();
+  COHORT_CHECK_CUDA(
+      cudaStreamWaitEvent(as_stream(s ? s : compute), static_cast<cudaEvent_t>(e), 0));
+}
+bool CudaDevice::query_event(void* e) {
+  activate();
+  const cudaError_t st = cudaEventQuery(static_cast<cudaEvent_t>(e));
+  if (st == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
   }
-  launch::fill(x, n, dtype_size(dtype), bits, stream());
+  COHORT_CHECK_CUDA(st);
+  return true;
+}
+void CudaDevice::synchronize_event(void* e) {
+  activate();
+  COHORT_CHECK_CUDA(cudaEventSynchronize(static_cast<cudaEvent_t>(e)));
+}
+void CudaDevice::synchronize_stream(void* s) {
+  void* compute = stream();
+  COHORT_CHECK_CUDA(cudaStreamSynchronize(as_stream(s ? s : compute)));
 }
 
-void CudaDevice::add(const float* a, const float* b, float* out, std::size_t n) {
-  launch::add(a, b, out, n, stream());
-}
-void CudaDevice::sub(const float* a, const float* b, float* out, std::size_t n) {
-  launch::sub(a, b, out, n, stream());
-}
-void CudaDevice::mul(const float* a, const float* b, float* out, std::size_t n) {
-  launch::mul(a, b, out, n, stream());
-}
-void CudaDevice::axpy(float alpha, const float* x, float* y, std::size_t n) {
-  launch::axpy(alpha, x, y, n, stream());
-}
-void CudaDevice::scale(float alpha, const float* x, float* out, std::size_t n) {
-  launch::scale(alpha, x, out, n, stream());
-}
-
-void CudaDevice::reduce(ReduceOp op, const float* x, std::size_t rows, std::size_t cols,
-                        float* out) {
-  COHORT_CHECK_IN("cuda", cols >= 1 || rows == 0, "reduce on ", name(), ": ", rows,
-                  " rows of 0 columns");
-  if (op == ReduceOp::sum)
-    launch::reduce_sum(x, rows, cols, out, stream());
-  else
-    launch::reduce_max(x, rows, cols, out, stream());
-}
-
-void CudaDevice::argmax(const float* x, std::size_t rows, std::size_t cols, std::int64_t* out) {
-  COHORT_CHECK_IN("cuda", cols >= 1 || rows == 0, "argmax on ", name(), ": ", rows,
-                  " rows of 0 columns");
-  launch::argmax(x, rows, cols, out, stream());
-}
+// ---- GEMM ----
 
 void CudaDevice::gemm(const GemmArgs& g) {
-  if (g.m == 0 || g.n == 0) return;
-  if (g.k == 0) {  // op(A) op(B) is all zeros: C = beta C, with beta == 0 overwriting NaN
-    launch::scale_matrix(g.c, g.m, g.n, g.ldc, g.beta, stream());
-    return;
-  }
   // cuBLAS is column-major, and a row-major matrix read column-major is its transpose. So the
   // row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: swap the
   // operands and the m/n extents, keep each operand's own transpose flag and leading dimension.
@@ -218,15 +219,6 @@ void CudaDevice::gemm(const GemmArgs& g) {
                                  ") for m=", g.m, " n=", g.n, " k=", g.k, " lda=", g.lda,
                                  " ldb=", g.ldb, " ldc=", g.ldc, g.trans_a ? " trans_a" : "",
                                  g.trans_b ? " trans_b" : ""));
-}
-
-void CudaDevice::fill_uniform(float* x, std::size_t n, std::uint64_t seed, std::uint64_t offset,
-                              float lo, float hi) {
-  launch::fill_uniform(x, n, seed, offset, lo, hi, stream());
-}
-void CudaDevice::fill_normal(float* x, std::size_t n, std::uint64_t seed, std::uint64_t offset,
-                             float mean, float stddev) {
-  launch::fill_normal(x, n, seed, offset, mean, stddev, stream());
 }
 
 // ---- registry entry ----

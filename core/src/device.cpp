@@ -11,48 +11,24 @@ namespace cohort {
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::fill: return "fill";
-    case Op::add: return "add";
-    case Op::sub: return "sub";
-    case Op::mul: return "mul";
-    case Op::axpy: return "axpy";
-    case Op::scale: return "scale";
-    case Op::reduce_sum: return "reduce_sum";
-    case Op::reduce_max: return "reduce_max";
-    case Op::argmax: return "argmax";
-    case Op::gemm: return "gemm";
-    case Op::fill_uniform: return "fill_uniform";
-    case Op::fill_normal: return "fill_normal";
-    // --- layer ops ---
-    case Op::conv2d_forward: return "conv2d_forward";
-    case Op::conv2d_backward_data: return "conv2d_backward_data";
-    case Op::conv2d_backward_filter: return "conv2d_backward_filter";
-    case Op::pool2d_forward: return "pool2d_forward";
-    case Op::pool2d_backward: return "pool2d_backward";
-    case Op::activation_forward: return "activation_forward";
-    case Op::activation_backward: return "activation_backward";
-    case Op::bias_add: return "bias_add";
-    case Op::bias_grad: return "bias_grad";
-    case Op::softmax_forward: return "softmax_forward";
-    case Op::softmax_backward: return "softmax_backward";
-    case Op::batch_norm_forward: return "batch_norm_forward";
-    case Op::batch_norm_backward: return "batch_norm_backward";
-    case Op::layer_norm_forward: return "layer_norm_forward";
-    case Op::layer_norm_backward: return "layer_norm_backward";
-    case Op::dropout_forward: return "dropout_forward";
-    case Op::dropout_backward: return "dropout_backward";
-    case Op::nll_forward: return "nll_forward";
-    case Op::nll_backward: return "nll_backward";
-    case Op::cross_entropy_backward: return "cross_entropy_backward";
-    // --- end of layer ops ---
-    // --- optimizer ops ---
-    case Op::sgd_step: return "sgd_step";
-    case Op::adam_step: return "adam_step";
-    case Op::adadelta_step: return "adadelta_step";
-    case Op::rmsprop_step: return "rmsprop_step";
+#define COHORT_OP_NAME(name, Call) \
+  case Op::name: return #name;
+    COHORT_OP_LIST(COHORT_OP_NAME)
+#undef COHORT_OP_NAME
     case Op::count_: break;
   }
   return "?";
+}
+
+int launcher_local_rank() {
+  for (const char* var : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(var);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long r = std::strtol(v, &end, 10);
+    return (*end == '\0' && r >= 0 && r < (1 << 20)) ? static_cast<int>(r) : -1;
+  }
+  return -1;
 }
 
 namespace {
@@ -63,9 +39,9 @@ std::string known_names(const std::vector<DeviceFactory>& factories) {
 }
 
 Device& select_named(const std::vector<DeviceFactory>& factories, const std::string& spec,
-                     const std::string& origin) {
+                     const std::string& origin, int local_rank) {
   std::string name = spec;
-  int index = 0;
+  int index = -1;  // no index given: one device per local rank
   const auto colon = spec.find(':');
   if (colon != std::string::npos) {
     name = spec.substr(0, colon);
@@ -82,6 +58,7 @@ Device& select_named(const std::vector<DeviceFactory>& factories, const std::str
     const int n = f.count(&why);
     COHORT_CHECK(n > 0, "device '", spec, "' from ", origin, " is not available: ",
                  why.empty() ? "no devices" : why);
+    if (index < 0) index = local_rank >= 0 ? local_rank % n : 0;
     COHORT_CHECK(index < n, "device '", spec, "' from ", origin, ": index ", index,
                  " out of range, ", n, " ", name, " device", n == 1 ? "" : "s", " present (",
                  name, ":0", n > 1 ? (" .. " + name + ":" + std::to_string(n - 1)) : "", ")");
@@ -92,11 +69,13 @@ Device& select_named(const std::vector<DeviceFactory>& factories, const std::str
 }
 }  // namespace
 
-Device& select_device(const std::vector<DeviceFactory>& factories, const std::string& spec) {
-  if (!spec.empty() && spec != "auto") return select_named(factories, spec, "the argument");
+Device& select_device(const std::vector<DeviceFactory>& factories, const std::string& spec,
+                      int local_rank) {
+  if (!spec.empty() && spec != "auto")
+    return select_named(factories, spec, "the argument", local_rank);
   const char* env = std::getenv("COHORT_DEVICE");
   if (spec.empty() && env && *env && std::string(env) != "auto")
-    return select_named(factories, env, "COHORT_DEVICE");
+    return select_named(factories, env, "COHORT_DEVICE", local_rank);
   const DeviceFactory* best = nullptr;
   std::string reasons;
   for (const auto& f : factories) {
@@ -108,7 +87,7 @@ Device& select_device(const std::vector<DeviceFactory>& factories, const std::st
     }
   }
   COHORT_CHECK(best != nullptr, "no device is available (", reasons, ")");
-  return best->get(0);
+  return best->get(local_rank >= 0 ? local_rank % best->count(nullptr) : 0);
 }
 
 }  // namespace cohort

@@ -1,11 +1,12 @@
-// Argument checks for the layer ops, then one call into the device's op table. Also the Device
-// defaults for the layer ops (they throw: a backend overrides the ops its supports() claims).
+// Argument checks for the layer ops, then one call of the op table through dispatch::run (the
+// tensors' device, or the host when that device does not support the case).
 #include "cohort/core/layer_ops.hpp"
 
 #include <string>
 #include <vector>
 
 #include "cohort/core/device.hpp"
+#include "cohort/core/dispatch.hpp"
 #include "cohort/core/error.hpp"
 
 namespace cohort {
@@ -57,14 +58,6 @@ void req_like(const char* op, const char* arg, const Tensor& t, const Shape& wan
   req_shape(op, arg, t, want);
   req_same_device(op, ref, ref_name, t, arg);
 }
-
-void req_supported(const char* op_label, Op op, const Tensor& t) {
-  COHORT_CHECK(t.device().supports(op, t.dtype()), op_label, ": device ", t.device().name(),
-               " does not support ", op_name(op), " on dtype ", dtype_name(t.dtype()));
-}
-
-const float* cptr(const Tensor* t) { return t ? t->data<float>() : nullptr; }
-float* mptr(Tensor* t) { return t ? t->data<float>() : nullptr; }
 
 int norm_axis(const char* op, int axis, const Tensor& t) {
   const int rank = static_cast<int>(t.rank());
@@ -178,9 +171,11 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor
   req_same_device(op, x, "x", w, "weight");
   if (bias) req_like(op, "bias", *bias, Shape{a.k}, x, "x");
   req_like(op, "y", y, Shape{a.n, a.k, a.oh, a.ow}, x, "x");
-  req_supported(op, Op::conv2d_forward, x);
   if (a.n == 0 || a.k == 0) return;
-  x.device().conv2d_forward(a, x.data<float>(), w.data<float>(), cptr(bias), y.data<float>());
+  dispatch::run(x.device(), {&x, &w, bias}, {&y}, [&](const dispatch::Operands& o) {
+    return calls::Conv2dForward{a, o.in<float>(x), o.in<float>(w), o.in<float>(bias),
+                                o.out<float>(y)};
+  });
 }
 
 void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const Conv2dParams& p) {
@@ -191,9 +186,10 @@ void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const C
   const Conv2dArgs a = conv_args(dx.shape(), w.shape(), p);
   req_like(op, "dy", dy, Shape{a.n, a.k, a.oh, a.ow}, dx, "dx");
   req_same_device(op, dx, "dx", w, "weight");
-  req_supported(op, Op::conv2d_backward_data, dx);
   if (a.n == 0 || a.c == 0) return;
-  dx.device().conv2d_backward_data(a, dy.data<float>(), w.data<float>(), dx.data<float>());
+  dispatch::run(dx.device(), {&dy, &w}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::Conv2dBackwardData{a, o.in<float>(dy), o.in<float>(w), o.out<float>(dx)};
+  });
 }
 
 void conv2d_backward_filter(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
@@ -205,10 +201,11 @@ void conv2d_backward_filter(const Tensor& x, const Tensor& dy, Tensor& dw, Tenso
   req_like(op, "dy", dy, Shape{a.n, a.k, a.oh, a.ow}, x, "x");
   req_same_device(op, x, "x", dw, "dweight");
   if (dbias) req_like(op, "dbias", *dbias, Shape{a.k}, x, "x");
-  req_supported(op, Op::conv2d_backward_filter, x);
   if (a.n == 0 || a.k == 0) return;
-  x.device().conv2d_backward_filter(a, x.data<float>(), dy.data<float>(), dw.data<float>(),
-                                    mptr(dbias));
+  dispatch::run(x.device(), {&x, &dy}, {&dw, dbias}, [&](const dispatch::Operands& o) {
+    return calls::Conv2dBackwardFilter{a, o.in<float>(x), o.in<float>(dy), o.out<float>(dw),
+                                       o.out<float>(dbias)};
+  });
 }
 
 // ---- pooling ----
@@ -249,10 +246,10 @@ void pool2d_forward(const Tensor& x, Tensor& y, Tensor* argmax, const Pool2dPara
     COHORT_CHECK(a.h * a.w <= INT32_MAX, op, ": input planes of ", a.h * a.w,
                  " elements exceed the i32 argmax");
   }
-  req_supported(op, Op::pool2d_forward, x);
   if (y.numel() == 0) return;
-  x.device().pool2d_forward(a, x.data<float>(), y.data<float>(),
-                            argmax ? argmax->data<std::int32_t>() : nullptr);
+  dispatch::run(x.device(), {&x}, {&y, argmax}, [&](const dispatch::Operands& o) {
+    return calls::Pool2dForward{a, o.in<float>(x), o.out<float>(y), o.out<std::int32_t>(argmax)};
+  });
 }
 
 void pool2d_backward(const Tensor& dy, const Tensor* argmax, Tensor& dx, const Pool2dParams& p) {
@@ -267,10 +264,11 @@ void pool2d_backward(const Tensor& dy, const Tensor* argmax, Tensor& dx, const P
     req_shape(op, "argmax", *argmax, ys);
     req_same_device(op, dx, "dx", *argmax, "argmax");
   }
-  req_supported(op, Op::pool2d_backward, dx);
   if (dx.numel() == 0) return;
-  dx.device().pool2d_backward(a, dy.data<float>(),
-                              argmax ? argmax->data<std::int32_t>() : nullptr, dx.data<float>());
+  dispatch::run(dx.device(), {&dy, argmax}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::Pool2dBackward{a, o.in<float>(dy), o.in<std::int32_t>(argmax),
+                                 o.out<float>(dx)};
+  });
 }
 
 // ---- activations and bias ----
@@ -279,8 +277,10 @@ void activation_forward(Activation f, float alpha, const Tensor& x, Tensor& y) {
   const char* op = "activation_forward";
   req_f32(op, "x", x);
   req_like(op, "y", y, x.shape(), x, "x");
-  req_supported(op, Op::activation_forward, x);
-  if (count(x)) x.device().activation_forward(f, alpha, x.data<float>(), y.data<float>(), count(x));
+  if (count(x) == 0) return;
+  dispatch::run(x.device(), {&x}, {&y}, [&](const dispatch::Operands& o) {
+    return calls::ActivationForward{f, alpha, o.in<float>(x), o.out<float>(y), count(x)};
+  });
 }
 
 void activation_backward(Activation f, float alpha, const Tensor& x, const Tensor& y,
@@ -290,10 +290,11 @@ void activation_backward(Activation f, float alpha, const Tensor& x, const Tenso
   req_like(op, "x", x, dy.shape(), dy, "dy");
   req_like(op, "y", y, dy.shape(), dy, "dy");
   req_like(op, "dx", dx, dy.shape(), dy, "dy");
-  req_supported(op, Op::activation_backward, dy);
-  if (count(dy))
-    dy.device().activation_backward(f, alpha, x.data<float>(), y.data<float>(), dy.data<float>(),
-                                    dx.data<float>(), count(dy));
+  if (count(dy) == 0) return;
+  dispatch::run(dy.device(), {&x, &y, &dy}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::ActivationBackward{f,          alpha,           o.in<float>(x), o.in<float>(y),
+                                     o.in<float>(dy), o.out<float>(dx), count(dy)};
+  });
 }
 
 void bias_add(const Tensor& bias, Tensor& y, int axis, Activation act, float act_alpha) {
@@ -301,8 +302,10 @@ void bias_add(const Tensor& bias, Tensor& y, int axis, Activation act, float act
   req_f32(op, "y", y);
   const ChannelDims d = dims_around(y.shape(), norm_axis(op, axis, y));
   req_like(op, "bias", bias, Shape{d.channels}, y, "y");
-  req_supported(op, Op::bias_add, y);
-  if (count(y)) y.device().bias_add(d, bias.data<float>(), y.data<float>(), act, act_alpha);
+  if (count(y) == 0) return;
+  dispatch::run(y.device(), {&bias}, {&y}, [&](const dispatch::Operands& o) {
+    return calls::BiasAdd{d, o.in<float>(bias), o.out<float>(y), act, act_alpha};
+  });
 }
 
 void bias_grad(const Tensor& dy, Tensor& dbias, int axis) {
@@ -310,8 +313,10 @@ void bias_grad(const Tensor& dy, Tensor& dbias, int axis) {
   req_f32(op, "dy", dy);
   const ChannelDims d = dims_around(dy.shape(), norm_axis(op, axis, dy));
   req_like(op, "dbias", dbias, Shape{d.channels}, dy, "dy");
-  req_supported(op, Op::bias_grad, dy);
-  if (d.channels) dy.device().bias_grad(d, dy.data<float>(), dbias.data<float>());
+  if (d.channels == 0) return;
+  dispatch::run(dy.device(), {&dy}, {&dbias}, [&](const dispatch::Operands& o) {
+    return calls::BiasGrad{d, o.in<float>(dy), o.out<float>(dbias)};
+  });
 }
 
 // ---- softmax ----
@@ -321,8 +326,10 @@ void softmax_forward(bool log, const Tensor& x, Tensor& y, int dim) {
   req_f32(op, "x", x);
   const ChannelDims d = dims_around(x.shape(), norm_axis(op, dim, x));
   req_like(op, "y", y, x.shape(), x, "x");
-  req_supported(op, Op::softmax_forward, x);
-  if (count(x)) x.device().softmax_forward(log, d, x.data<float>(), y.data<float>());
+  if (count(x) == 0) return;
+  dispatch::run(x.device(), {&x}, {&y}, [&](const dispatch::Operands& o) {
+    return calls::SoftmaxForward{log, d, o.in<float>(x), o.out<float>(y)};
+  });
 }
 
 void softmax_backward(bool log, const Tensor& y, const Tensor& dy, Tensor& dx, int dim) {
@@ -331,9 +338,10 @@ void softmax_backward(bool log, const Tensor& y, const Tensor& dy, Tensor& dx, i
   const ChannelDims d = dims_around(y.shape(), norm_axis(op, dim, y));
   req_like(op, "dy", dy, y.shape(), y, "y");
   req_like(op, "dx", dx, y.shape(), y, "y");
-  req_supported(op, Op::softmax_backward, y);
-  if (count(y))
-    y.device().softmax_backward(log, d, y.data<float>(), dy.data<float>(), dx.data<float>());
+  if (count(y) == 0) return;
+  dispatch::run(y.device(), {&y, &dy}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::SoftmaxBackward{log, d, o.in<float>(y), o.in<float>(dy), o.out<float>(dx)};
+  });
 }
 
 // ---- batch norm ----
@@ -374,12 +382,16 @@ void batch_norm_forward(const Tensor& x, const Tensor* gamma, const Tensor* beta
   req_like(op, "y", y, x.shape(), x, "x");
   req_like(op, "save_mean", save_mean, cs, x, "x");
   req_like(op, "save_invstd", save_invstd, cs, x, "x");
-  req_supported(op, Op::batch_norm_forward, x);
   if (a.c == 0 || (count(x) == 0 && !training)) return;
   COHORT_CHECK(count(x) > 0, op, ": empty input ", x.shape().str());
-  x.device().batch_norm_forward(a, x.data<float>(), cptr(gamma), cptr(beta), mptr(running_mean),
-                                mptr(running_var), y.data<float>(), save_mean.data<float>(),
-                                save_invstd.data<float>());
+  dispatch::run(x.device(), {&x, gamma, beta}, {running_mean, running_var, &y, &save_mean,
+                                                &save_invstd},
+                [&](const dispatch::Operands& o) {
+                  return calls::BatchNormForward{
+                      a, o.in<float>(x), o.in<float>(gamma), o.in<float>(beta),
+                      o.out<float>(running_mean), o.out<float>(running_var), o.out<float>(y),
+                      o.out<float>(save_mean), o.out<float>(save_invstd)};
+                });
 }
 
 void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma,
@@ -395,11 +407,14 @@ void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma,
   if (dx) req_like(op, "dx", *dx, x.shape(), x, "x");
   if (dgamma) req_like(op, "dgamma", *dgamma, cs, x, "x");
   if (dbeta) req_like(op, "dbeta", *dbeta, cs, x, "x");
-  req_supported(op, Op::batch_norm_backward, x);
   if (a.c == 0 || count(x) == 0) return;
-  x.device().batch_norm_backward(a, x.data<float>(), dy.data<float>(), cptr(gamma),
-                                 save_mean.data<float>(), save_invstd.data<float>(), mptr(dx),
-                                 mptr(dgamma), mptr(dbeta));
+  dispatch::run(x.device(), {&x, &dy, gamma, &save_mean, &save_invstd}, {dx, dgamma, dbeta},
+                [&](const dispatch::Operands& o) {
+                  return calls::BatchNormBackward{
+                      a, o.in<float>(x), o.in<float>(dy), o.in<float>(gamma),
+                      o.in<float>(save_mean), o.in<float>(save_invstd), o.out<float>(dx),
+                      o.out<float>(dgamma), o.out<float>(dbeta)};
+                });
 }
 
 // ---- layer norm ----
@@ -426,10 +441,17 @@ void layer_norm_forward(const Tensor& x, i64 normalized, const Tensor* gamma, co
   req_like(op, "y", y, x.shape(), x, "x");
   req_like(op, "save_mean", save_mean, Shape{a.rows}, x, "x");
   req_like(op, "save_rstd", save_rstd, Shape{a.rows}, x, "x");
-  req_supported(op, Op::layer_norm_forward, x);
   if (a.rows == 0) return;
-  x.device().layer_norm_forward(a, x.data<float>(), cptr(gamma), cptr(beta), y.data<float>(),
-                                save_mean.data<float>(), save_rstd.data<float>());
+  dispatch::run(x.device(), {&x, gamma, beta}, {&y, &save_mean, &save_rstd},
+                [&](const dispatch::Operands& o) {
+                  return calls::LayerNormForward{a,
+                                                 o.in<float>(x),
+                                                 o.in<float>(gamma),
+                                                 o.in<float>(beta),
+                                                 o.out<float>(y),
+                                                 o.out<float>(save_mean),
+                                                 o.out<float>(save_rstd)};
+                });
 }
 
 void layer_norm_backward(const Tensor& x, const Tensor& dy, i64 normalized, const Tensor* gamma,
@@ -444,11 +466,14 @@ void layer_norm_backward(const Tensor& x, const Tensor& dy, i64 normalized, cons
   if (dx) req_like(op, "dx", *dx, x.shape(), x, "x");
   if (dgamma) req_like(op, "dgamma", *dgamma, Shape{a.cols}, x, "x");
   if (dbeta) req_like(op, "dbeta", *dbeta, Shape{a.cols}, x, "x");
-  req_supported(op, Op::layer_norm_backward, x);
   if (a.rows == 0) return;
-  x.device().layer_norm_backward(a, x.data<float>(), dy.data<float>(), cptr(gamma),
-                                 save_mean.data<float>(), save_rstd.data<float>(), mptr(dx),
-                                 mptr(dgamma), mptr(dbeta));
+  dispatch::run(x.device(), {&x, &dy, gamma, &save_mean, &save_rstd}, {dx, dgamma, dbeta},
+                [&](const dispatch::Operands& o) {
+                  return calls::LayerNormBackward{
+                      a, o.in<float>(x), o.in<float>(dy), o.in<float>(gamma),
+                      o.in<float>(save_mean), o.in<float>(save_rstd), o.out<float>(dx),
+                      o.out<float>(dgamma), o.out<float>(dbeta)};
+                });
 }
 
 // ---- dropout ----
@@ -458,8 +483,10 @@ void dropout_forward(const DropoutArgs& a, const Tensor& x, Tensor& y) {
   COHORT_CHECK(a.p >= 0.0f && a.p <= 1.0f, op, ": p = ", a.p, " is not a probability");
   req_f32(op, "x", x);
   req_like(op, "y", y, x.shape(), x, "x");
-  req_supported(op, Op::dropout_forward, x);
-  if (count(x)) x.device().dropout_forward(a, x.data<float>(), y.data<float>(), count(x));
+  if (count(x) == 0) return;
+  dispatch::run(x.device(), {&x}, {&y}, [&](const dispatch::Operands& o) {
+    return calls::DropoutForward{a, o.in<float>(x), o.out<float>(y), count(x)};
+  });
 }
 
 void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx) {
@@ -467,8 +494,10 @@ void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx) {
   COHORT_CHECK(a.p >= 0.0f && a.p <= 1.0f, op, ": p = ", a.p, " is not a probability");
   req_f32(op, "dy", dy);
   req_like(op, "dx", dx, dy.shape(), dy, "dy");
-  req_supported(op, Op::dropout_backward, dy);
-  if (count(dy)) dy.device().dropout_backward(a, dy.data<float>(), dx.data<float>(), count(dy));
+  if (count(dy) == 0) return;
+  dispatch::run(dy.device(), {&dy}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::DropoutBackward{a, o.in<float>(dy), o.out<float>(dx), count(dy)};
+  });
 }
 
 // ---- class-index losses ----
@@ -486,11 +515,12 @@ void nll_forward(const Tensor& logp, const Tensor& target, Tensor& loss) {
   check_targets(op, target, logp.dim(0), logp.dim(1));
   req_same_device(op, logp, "logp", target, "target");
   req_like(op, "loss", loss, Shape{logp.dim(0)}, logp, "logp");
-  req_supported(op, Op::nll_forward, logp);
   if (logp.dim(0) == 0) return;
-  logp.device().nll_forward(logp.data<float>(), target.data<std::int64_t>(),
-                            static_cast<std::size_t>(logp.dim(0)),
-                            static_cast<std::size_t>(logp.dim(1)), loss.data<float>());
+  dispatch::run(logp.device(), {&logp, &target}, {&loss}, [&](const dispatch::Operands& o) {
+    return calls::NllForward{o.in<float>(logp), o.in<std::int64_t>(target),
+                             static_cast<std::size_t>(logp.dim(0)),
+                             static_cast<std::size_t>(logp.dim(1)), o.out<float>(loss)};
+  });
 }
 
 void nll_backward(const Tensor& target, float scale, Tensor& dx) {
@@ -498,10 +528,11 @@ void nll_backward(const Tensor& target, float scale, Tensor& dx) {
   req_rows(op, "dx", dx);
   check_targets(op, target, dx.dim(0), dx.dim(1));
   req_same_device(op, dx, "dx", target, "target");
-  req_supported(op, Op::nll_backward, dx);
   if (dx.dim(0) == 0) return;
-  dx.device().nll_backward(target.data<std::int64_t>(), static_cast<std::size_t>(dx.dim(0)),
-                           static_cast<std::size_t>(dx.dim(1)), scale, dx.data<float>());
+  dispatch::run(dx.device(), {&target}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::NllBackward{o.in<std::int64_t>(target), static_cast<std::size_t>(dx.dim(0)),
+                              static_cast<std::size_t>(dx.dim(1)), scale, o.out<float>(dx)};
+  });
 }
 
 void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx) {
@@ -510,93 +541,14 @@ void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scal
   check_targets(op, target, logp.dim(0), logp.dim(1));
   req_same_device(op, logp, "logp", target, "target");
   req_like(op, "dx", dx, logp.shape(), logp, "logp");
-  req_supported(op, Op::cross_entropy_backward, logp);
   if (logp.dim(0) == 0) return;
-  logp.device().cross_entropy_backward(logp.data<float>(), target.data<std::int64_t>(),
+  dispatch::run(logp.device(), {&logp, &target}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::CrossEntropyBackward{o.in<float>(logp), o.in<std::int64_t>(target),
                                        static_cast<std::size_t>(logp.dim(0)),
                                        static_cast<std::size_t>(logp.dim(1)), scale,
-                                       dx.data<float>());
+                                       o.out<float>(dx)};
+  });
 }
 
 }  // namespace ops
-
-// ---- Device defaults for the layer ops: unsupported unless a backend overrides them ----
-
-namespace {
-[[noreturn]] void no_layer_op(const Device& d, Op op) {
-  const std::string name = d.name();
-  detail::throw_error(__FILE__, __LINE__, "", name.c_str(),
-                      detail::concat("device ", name, " does not implement the layer op ",
-                                     op_name(op)));
-}
-}  // namespace
-
-void Device::conv2d_forward(const Conv2dArgs&, const float*, const float*, const float*, float*) {
-  no_layer_op(*this, Op::conv2d_forward);
-}
-void Device::conv2d_backward_data(const Conv2dArgs&, const float*, const float*, float*) {
-  no_layer_op(*this, Op::conv2d_backward_data);
-}
-void Device::conv2d_backward_filter(const Conv2dArgs&, const float*, const float*, float*,
-                                    float*) {
-  no_layer_op(*this, Op::conv2d_backward_filter);
-}
-void Device::pool2d_forward(const Pool2dArgs&, const float*, float*, std::int32_t*) {
-  no_layer_op(*this, Op::pool2d_forward);
-}
-void Device::pool2d_backward(const Pool2dArgs&, const float*, const std::int32_t*, float*) {
-  no_layer_op(*this, Op::pool2d_backward);
-}
-void Device::activation_forward(Activation, float, const float*, float*, std::size_t) {
-  no_layer_op(*this, Op::activation_forward);
-}
-void Device::activation_backward(Activation, float, const float*, const float*, const float*,
-                                 float*, std::size_t) {
-  no_layer_op(*this, Op::activation_backward);
-}
-void Device::bias_add(const ChannelDims&, const float*, float*, Activation, float) {
-  no_layer_op(*this, Op::bias_add);
-}
-void Device::bias_grad(const ChannelDims&, const float*, float*) {
-  no_layer_op(*this, Op::bias_grad);
-}
-void Device::softmax_forward(bool, const ChannelDims&, const float*, float*) {
-  no_layer_op(*this, Op::softmax_forward);
-}
-void Device::softmax_backward(bool, const ChannelDims&, const float*, const float*, float*) {
-  no_layer_op(*this, Op::softmax_backward);
-}
-void Device::batch_norm_forward(const BatchNormArgs&, const float*, const float*, const float*,
-                                float*, float*, float*, float*, float*) {
-  no_layer_op(*this, Op::batch_norm_forward);
-}
-void Device::batch_norm_backward(const BatchNormArgs&, const float*, const float*, const float*,
-                                 const float*, const float*, float*, float*, float*) {
-  no_layer_op(*this, Op::batch_norm_backward);
-}
-void Device::layer_norm_forward(const LayerNormArgs&, const float*, const float*, const float*,
-                                float*, float*, float*) {
-  no_layer_op(*this, Op::layer_norm_forward);
-}
-void Device::layer_norm_backward(const LayerNormArgs&, const float*, const float*, const float*,
-                                 const float*, const float*, float*, float*, float*) {
-  no_layer_op(*this, Op::layer_norm_backward);
-}
-void Device::dropout_forward(const DropoutArgs&, const float*, float*, std::size_t) {
-  no_layer_op(*this, Op::dropout_forward);
-}
-void Device::dropout_backward(const DropoutArgs&, const float*, float*, std::size_t) {
-  no_layer_op(*this, Op::dropout_backward);
-}
-void Device::nll_forward(const float*, const std::int64_t*, std::size_t, std::size_t, float*) {
-  no_layer_op(*this, Op::nll_forward);
-}
-void Device::nll_backward(const std::int64_t*, std::size_t, std::size_t, float, float*) {
-  no_layer_op(*this, Op::nll_backward);
-}
-void Device::cross_entropy_backward(const float*, const std::int64_t*, std::size_t, std::size_t,
-                                    float, float*) {
-  no_layer_op(*this, Op::cross_entropy_backward);
-}
-
 }  // namespace cohort

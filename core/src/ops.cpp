@@ -1,6 +1,10 @@
 // Argument checks for tensor ops, then one call into the device's op table.
 #include "cohort/core/ops.hpp"
 
+#include <type_traits>
+
+#include "cohort/core/dispatch.hpp"
+
 namespace cohort::ops {
 namespace {
 
@@ -8,11 +12,6 @@ std::size_t count(const Tensor& t) { return static_cast<std::size_t>(t.numel());
 
 void require_defined(const char* op, const char* arg, const Tensor& t) {
   COHORT_CHECK(t.defined(), op, ": argument '", arg, "' is an undefined tensor");
-}
-
-void require_supported(const char* op_label, Op op, const Tensor& t) {
-  COHORT_CHECK(t.device().supports(op, t.dtype()), op_label, ": device ", t.device().name(),
-               " does not support ", op_name(op), " on dtype ", dtype_name(t.dtype()));
 }
 
 void require_same_device(const char* op, const Tensor& a, const char* an, const Tensor& b,
@@ -32,8 +31,8 @@ void require_same_shape(const char* op, const Tensor& a, const char* an, const T
                ", '", bn, "' is ", b.shape().str());
 }
 
-template <class Fn>
-void binary(const char* name, Op op, const Tensor& a, const Tensor& b, Tensor& out, Fn fn) {
+template <class Call>
+void binary(const char* name, const Tensor& a, const Tensor& b, Tensor& out) {
   require_defined(name, "a", a);
   require_defined(name, "b", b);
   require_defined(name, "out", out);
@@ -44,11 +43,19 @@ void binary(const char* name, Op op, const Tensor& a, const Tensor& b, Tensor& o
   require_same_shape(name, a, "a", out, "out");
   require_same_device(name, a, "a", b, "b");
   require_same_device(name, a, "a", out, "out");
-  require_supported(name, op, a);
-  if (count(a)) fn(a.device(), a.data<float>(), b.data<float>(), out.data<float>(), count(a));
+  if (count(a) == 0) return;
+  dispatch::run(a.device(), {&a, &b}, {&out}, [&](const dispatch::Operands& o) {
+    Call c;
+    c.a = o.in<float>(a);
+    c.b = o.in<float>(b);
+    c.out = o.out<float>(out);
+    c.n = count(a);
+    return c;
+  });
 }
 
-void reduce_last(const char* name, Op op, const Tensor& x, Tensor& out) {
+template <class Call>
+void reduce_last(const char* name, const Tensor& x, Tensor& out) {
   require_defined(name, "x", x);
   require_defined(name, "out", out);
   require_f32(name, "x", x);
@@ -59,40 +66,42 @@ void reduce_last(const char* name, Op op, const Tensor& x, Tensor& out) {
   COHORT_CHECK(out.numel() == rows, name, ": out has ", out.numel(), " elements (shape ",
                out.shape().str(), "), expected ", rows, " for x of shape ", x.shape().str());
   require_same_device(name, x, "x", out, "out");
-  require_supported(name, op, x);
-  if (rows == 0) return;
-  Device& d = x.device();
-  if (op == Op::argmax) {
+  if constexpr (std::is_same_v<Call, calls::Argmax>) {
     COHORT_CHECK(out.dtype() == DType::i64, name, ": out must be i64, got ",
                  dtype_name(out.dtype()));
-    d.argmax(x.data<float>(), static_cast<std::size_t>(rows), static_cast<std::size_t>(cols),
-             out.data<std::int64_t>());
   } else {
     require_f32(name, "out", out);
-    d.reduce(op == Op::reduce_sum ? ReduceOp::sum : ReduceOp::max, x.data<float>(),
-             static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), out.data<float>());
   }
+  if (rows == 0) return;
+  using Out = std::remove_pointer_t<decltype(Call::out)>;
+  dispatch::run(x.device(), {&x}, {&out}, [&](const dispatch::Operands& o) {
+    Call c;
+    c.x = o.in<float>(x);
+    c.rows = static_cast<std::size_t>(rows);
+    c.cols = static_cast<std::size_t>(cols);
+    c.out = o.out<Out>(out);
+    return c;
+  });
 }
 
 }  // namespace
 
 void fill(Tensor& x, double value) {
   require_defined("fill", "x", x);
-  require_supported("fill", Op::fill, x);
-  if (count(x)) x.device().fill(x.raw(), x.dtype(), count(x), value);
+  if (count(x) == 0) return;
+  dispatch::run(x.device(), {}, {&x}, [&](const dispatch::Operands& o) {
+    return calls::Fill{o.out_raw(x), x.dtype(), count(x), value};
+  });
 }
 
 void add(const Tensor& a, const Tensor& b, Tensor& out) {
-  binary("add", Op::add, a, b, out, [](Device& d, const float* x, const float* y, float* o,
-                                       std::size_t n) { d.add(x, y, o, n); });
+  binary<calls::Add>("add", a, b, out);
 }
 void sub(const Tensor& a, const Tensor& b, Tensor& out) {
-  binary("sub", Op::sub, a, b, out, [](Device& d, const float* x, const float* y, float* o,
-                                       std::size_t n) { d.sub(x, y, o, n); });
+  binary<calls::Sub>("sub", a, b, out);
 }
 void mul(const Tensor& a, const Tensor& b, Tensor& out) {
-  binary("mul", Op::mul, a, b, out, [](Device& d, const float* x, const float* y, float* o,
-                                       std::size_t n) { d.mul(x, y, o, n); });
+  binary<calls::Mul>("mul", a, b, out);
 }
 
 void axpy(float alpha, const Tensor& x, Tensor& y) {
@@ -102,8 +111,10 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
   require_f32("axpy", "y", y);
   require_same_shape("axpy", x, "x", y, "y");
   require_same_device("axpy", x, "x", y, "y");
-  require_supported("axpy", Op::axpy, x);
-  if (count(x)) x.device().axpy(alpha, x.data<float>(), y.data<float>(), count(x));
+  if (count(x) == 0) return;
+  dispatch::run(x.device(), {&x}, {&y}, [&](const dispatch::Operands& o) {
+    return calls::Axpy{alpha, o.in<float>(x), o.out<float>(y), count(x)};
+  });
 }
 
 void scale(float alpha, const Tensor& x, Tensor& out) {
@@ -113,13 +124,15 @@ void scale(float alpha, const Tensor& x, Tensor& out) {
   require_f32("scale", "out", out);
   require_same_shape("scale", x, "x", out, "out");
   require_same_device("scale", x, "x", out, "out");
-  require_supported("scale", Op::scale, x);
-  if (count(x)) x.device().scale(alpha, x.data<float>(), out.data<float>(), count(x));
+  if (count(x) == 0) return;
+  dispatch::run(x.device(), {&x}, {&out}, [&](const dispatch::Operands& o) {
+    return calls::Scale{alpha, o.in<float>(x), o.out<float>(out), count(x)};
+  });
 }
 
-void sum_last(const Tensor& x, Tensor& out) { reduce_last("sum_last", Op::reduce_sum, x, out); }
-void max_last(const Tensor& x, Tensor& out) { reduce_last("max_last", Op::reduce_max, x, out); }
-void argmax_last(const Tensor& x, Tensor& out) { reduce_last("argmax_last", Op::argmax, x, out); }
+void sum_last(const Tensor& x, Tensor& out) { reduce_last<calls::ReduceSum>("sum_last", x, out); }
+void max_last(const Tensor& x, Tensor& out) { reduce_last<calls::ReduceMax>("max_last", x, out); }
+void argmax_last(const Tensor& x, Tensor& out) { reduce_last<calls::Argmax>("argmax_last", x, out); }
 
 float sum(const Tensor& x) {
   require_defined("sum", "x", x);
@@ -159,23 +172,25 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& 
                ", ", n, "]");
   require_same_device("gemm", a, "a", b, "b");
   require_same_device("gemm", a, "a", c, "c");
-  require_supported("gemm", Op::gemm, a);
   if (m == 0 || n == 0) return;
-  GemmArgs g;
+  calls::Gemm g;
   g.trans_a = trans_a;
   g.trans_b = trans_b;
   g.m = m;
   g.n = n;
   g.k = k;
   g.alpha = alpha;
-  g.a = a.data<float>();
   g.lda = a.dim(1) > 0 ? a.dim(1) : 1;
-  g.b = b.data<float>();
   g.ldb = b.dim(1) > 0 ? b.dim(1) : 1;
   g.beta = beta;
-  g.c = c.data<float>();
   g.ldc = n;
-  a.device().gemm(g);
+  dispatch::run(a.device(), {&a, &b}, {&c}, [&](const dispatch::Operands& o) {
+    calls::Gemm call = g;
+    call.a = o.in<float>(a);
+    call.b = o.in<float>(b);
+    call.c = o.out<float>(c);
+    return call;
+  });
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {

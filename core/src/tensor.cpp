@@ -5,6 +5,9 @@
 #include <ostream>
 #include <sstream>
 
+#include "cohort/core/dispatch.hpp"
+#include "cohort/core/ops.hpp"
+
 namespace cohort {
 
 Storage::Storage(Device& device, std::size_t bytes)
@@ -26,7 +29,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device& device) {
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device& device) {
   Tensor t = empty(shape, dtype, device);
-  if (t.numel() > 0) device.fill(t.raw(), dtype, static_cast<std::size_t>(t.numel()), value);
+  ops::fill(t, value);
   return t;
 }
 
@@ -35,7 +38,10 @@ Tensor Tensor::uniform(const Shape& shape, float lo, float hi, std::uint64_t see
   COHORT_CHECK(lo <= hi, "uniform: lo ", lo, " > hi ", hi);
   Tensor t = empty(shape, DType::f32, device);
   if (t.numel() > 0)
-    device.fill_uniform(t.data<float>(), static_cast<std::size_t>(t.numel()), seed, offset, lo, hi);
+    dispatch::run(device, {}, {&t}, [&](const dispatch::Operands& o) {
+      return calls::FillUniform{o.out<float>(t), static_cast<std::size_t>(t.numel()), seed, offset,
+                                lo, hi};
+    });
   return t;
 }
 
@@ -44,8 +50,10 @@ Tensor Tensor::normal(const Shape& shape, float mean, float stddev, std::uint64_
   COHORT_CHECK(stddev >= 0.0f, "normal: stddev ", stddev, " is negative");
   Tensor t = empty(shape, DType::f32, device);
   if (t.numel() > 0)
-    device.fill_normal(t.data<float>(), static_cast<std::size_t>(t.numel()), seed, offset, mean,
-                       stddev);
+    dispatch::run(device, {}, {&t}, [&](const dispatch::Operands& o) {
+      return calls::FillNormal{o.out<float>(t), static_cast<std::size_t>(t.numel()), seed, offset,
+                               mean, stddev};
+    });
   return t;
 }
 

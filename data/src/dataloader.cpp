@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cohort/core/error.hpp"
-#include "cohort/detail/kernels.hpp"
+#include "cohort/core/rng.hpp"
 
 namespace cohort::data {
 namespace {
@@ -85,7 +85,7 @@ struct DataLoader::Impl {
       float* nxt = bufb.data();
       for (std::size_t t = 0; t < transforms.size(); ++t) {
         // The key depends only on (seed, epoch, sample, transform position).
-        const kernels::U32x4 r = kernels::philox_block(
+        const rng::U32x4 r = rng::philox_block(
             opt.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(epoch + 1)),
             static_cast<std::uint64_t>(sample) * 16 + t);
         const std::uint64_t key = (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];

@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "cohort/core/error.hpp"
-#include "cohort/detail/kernels.hpp"
+#include "cohort/core/rng.hpp"
 
 namespace cohort::data {
 
@@ -13,7 +13,7 @@ std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed) {
   // Fisher-Yates; draw i uses stream block i, 64 bits mapped to [0, i] by multiply-shift
   // (bias below 2^-32 for any n this code will see).
   for (std::int64_t i = n - 1; i > 0; --i) {
-    const kernels::U32x4 r = kernels::philox_block(seed, static_cast<std::uint64_t>(i));
+    const rng::U32x4 r = rng::philox_block(seed, static_cast<std::uint64_t>(i));
     const unsigned __int128 x = (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
     const auto j = static_cast<std::int64_t>((x * static_cast<unsigned __int128>(i + 1)) >> 64);
     std::swap(p[static_cast<std::size_t>(i)], p[static_cast<std::size_t>(j)]);

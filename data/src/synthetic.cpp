@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "cohort/core/error.hpp"
-#include "cohort/detail/kernels.hpp"
+#include "cohort/core/rng.hpp"
 
 namespace cohort::data {
 
@@ -22,12 +22,14 @@ std::int64_t SyntheticDataset::get(std::int64_t index, float* out) const {
   const auto numel = static_cast<std::uint64_t>(shape_.numel());
   // Stream layout under seed_: position `index` picks the label; each class template and each
   // sample's noise use their own keys derived from the seed, so samples are independent.
-  const kernels::U32x4 r = kernels::philox_block(seed_, static_cast<std::uint64_t>(index));
+  const rng::U32x4 r = rng::philox_block(seed_, static_cast<std::uint64_t>(index));
   const std::int64_t label = static_cast<std::int64_t>(r.v[0] % static_cast<std::uint32_t>(classes_));
-  const kernels::UniformAt tmpl{seed_ ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(label + 1)), 0.0f, 1.0f};
-  const kernels::UniformAt noise{~seed_, 0.0f, 1.0f};
+  const std::uint64_t tmpl_seed =
+      seed_ ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(label + 1));
+  const std::uint64_t noise_at = static_cast<std::uint64_t>(index) * numel;
   for (std::uint64_t i = 0; i < numel; ++i)
-    out[i] = 0.5f * tmpl(i) + 0.5f * noise(static_cast<std::uint64_t>(index) * numel + i);
+    out[i] = 0.5f * rng::uniform_at(tmpl_seed, i, 0.0f, 1.0f) +
+             0.5f * rng::uniform_at(~seed_, noise_at + i, 0.0f, 1.0f);
   return label;
 }
 

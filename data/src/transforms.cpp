@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "cohort/core/error.hpp"
-#include "cohort/detail/kernels.hpp"
+#include "cohort/core/rng.hpp"
 
 namespace cohort::data {
 namespace {
@@ -55,7 +55,7 @@ class RandomCrop final : public Transform {
   }
   void apply(const float* in, const Shape& s, float* out, std::uint64_t key) const override {
     const std::int64_t H = s[1], W = s[2];
-    const kernels::U32x4 r = kernels::philox_block(key, 0x43524f50ull);  // "CROP"
+    const rng::U32x4 r = rng::philox_block(key, 0x43524f50ull);  // "CROP"
     const std::int64_t top = static_cast<std::int64_t>(r.v[0] % static_cast<std::uint32_t>(H + 2 * pad_ - size_ + 1));
     const std::int64_t left = static_cast<std::int64_t>(r.v[1] % static_cast<std::uint32_t>(W + 2 * pad_ - size_ + 1));
     for (std::int64_t c = 0; c < s[0]; ++c)
@@ -83,8 +83,8 @@ class RandomHorizontalFlip final : public Transform {
     return in;
   }
   void apply(const float* in, const Shape& s, float* out, std::uint64_t key) const override {
-    const kernels::U32x4 r = kernels::philox_block(key, 0x464c4950ull);  // "FLIP"
-    const bool flip = kernels::u32_to_unit(r.v[0]) < p_;
+    const rng::U32x4 r = rng::philox_block(key, 0x464c4950ull);  // "FLIP"
+    const bool flip = rng::u32_to_unit(r.v[0]) < p_;
     const std::int64_t W = s[2], rows = s[0] * s[1];
     for (std::int64_t row = 0; row < rows; ++row)
       for (std::int64_t x = 0; x < W; ++x)

@@ -1,6 +1,6 @@
 // The arguments of the layer ops of the device table (Device::conv2d_forward, pool2d_forward,
-// batch_norm_forward, ...): plain structs shared by the op table (cohort/core/device.hpp), the
-// kernels written once (cohort/detail/layer_kernels.hpp, compiled by the host compiler and by nvcc)
+// batch_norm_forward, ...): plain structs shared by the op table (cohort/core/op_calls.hpp), the
+// kernels written once (backends/common/layer_kernels.hpp, compiled by the host compiler and by nvcc)
 // and the checked front end (cohort/core/layer_ops.hpp). Extents are int64 so no product of them
 // overflows; layouts are PyTorch's (NCHW activations, OIHW convolution weights).
 //
@@ -12,7 +12,7 @@
 
 namespace cohort {
 
-// Element-wise activation functions (the math is in cohort/detail/layer_kernels.hpp).
+// Element-wise activation functions (the math is in backends/common/layer_kernels.hpp).
 //   relu(x) = max(x, 0)                  leaky_relu(x) = x > 0 ? x : alpha x
 //   gelu(x) = x Phi(x) (exact, erf)      sigmoid(x) = 1 / (1 + e^-x)       tanh(x)
 enum class Activation : int { identity, relu, leaky_relu, gelu, sigmoid, tanh };

@@ -1,7 +1,7 @@
 // The fused optimizer updates, written once. Each functor updates element i of one parameter tensor
 // and its optimizer state in place; the host backend applies it from a Kokkos parallel_for
-// (backends/host/host_optim.cpp), the CUDA backend from a grid-stride kernel
-// (backends/cuda/cuda_optim.cu), so CPU-only CI runs exactly the arithmetic the GPU runs.
+// (backends/host/host_ops.cpp), the CUDA backend from a grid-stride kernel
+// (backends/cuda/cuda_ops.cu), so CPU-only CI runs exactly the arithmetic the GPU runs.
 //
 // The order of operations is PyTorch 1.13's single-tensor loop (torch/optim/*.py), one rounding to
 // float per tensor op there, one per expression here; the scalar coefficients arrive precomputed
@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "cohort/core/optim_args.hpp"
-#include "cohort/detail/kernels.hpp"  // COHORT_HD, <cmath>
+#include "common/kernels.hpp"  // COHORT_HD, <cmath>
 
 namespace cohort::kernels {
 

@@ -1,6 +1,6 @@
 // The layer ops' arithmetic and index math, written once. Every functor here is one "work item"
 // function `operator()(i64 item)`: the host backend runs items 0..count-1 in a Kokkos
-// parallel_for, the CUDA backend runs them one per GPU thread (cohort/detail/layer_impl.hpp says
+// parallel_for, the CUDA backend runs them one per GPU thread (backends/common/op_impl.hpp says
 // which functor runs over how many items). CPU-only CI therefore tests the very code a GPU runs.
 //
 // Why items are rows or planes rather than single elements: the host runs on one core, where a
@@ -20,11 +20,11 @@
 #include <cstdint>
 
 #include "cohort/core/layer_args.hpp"
-#include "cohort/detail/kernels.hpp"
+#include "common/kernels.hpp"
 
 namespace cohort::kernels {
 
-using i64 = std::int64_t;
+
 
 // ---------------------------------------------------------------------------------------------
 // Activations: Act<F>::f (forward) and Act<F>::df (backward from x, y = f(x) and dy), as ATen's

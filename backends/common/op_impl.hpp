@@ -1,0 +1,356 @@
+// Every op of the table (cohort/core/op_list.hpp) implemented once over an executor. A backend
+// supplies an Exec with three members and hands each call to run_call():
+//
+//   template <class F> void for_each(const char* label, i64 count, const F& f);
+//       runs f(item) for item in [0, count) (host: Kokkos parallel_for; CUDA: one thread per item),
+//       ordered after everything enqueued before it;
+//   void gemm(const GemmArgs& g);            the device's own GEMM (oneDNN on the host, cuBLAS),
+//                                            called with m, n, k >= 1;
+//   float* scratch(std::size_t floats);      device memory for at least `floats` floats, valid
+//                                            until the op returns (ops ask once per call).
+//
+// So the backends differ only in how they launch work; the loop structure (which functor over how
+// many items, where the GEMMs go) and the math (kernels.hpp, layer_kernels.hpp, optim_kernels.hpp)
+// are shared. A backend that runs an op through a vendor library instead (cuDNN, say) overloads
+// run() for that call type in its own file and leaves the rest here.
+//
+// Convolution is im2col + GEMM per image, the layout PyTorch's own CPU fallback (slow_conv2d) uses:
+// the column matrix of one image stays in cache (conv2 of the MNIST CNN: 288 x 576 floats, 660
+// KB), the GEMMs write NCHW directly (no transposes), and bias + activation run on each image's
+// output right after its GEMM, while it is still in cache. 1x1 convolutions with stride 1 and no
+// padding skip im2col (the image already is its column matrix).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <variant>
+
+#include "cohort/core/dtype.hpp"
+#include "cohort/core/op_list.hpp"
+#include "common/kernels.hpp"
+#include "common/layer_kernels.hpp"
+#include "common/optim_kernels.hpp"
+
+namespace cohort::kernels {
+
+
+inline bool pointwise(const Conv2dArgs& a) {
+    return a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 &&
+           a.pad_w == 0;
+}
+
+template <class Exec>
+void run(Exec& e, const calls::Conv2dForward& c) {
+    const Conv2dArgs& a = c.a;
+    const float *x = c.x, *w = c.w, *bias = c.bias;
+    float* y = c.y;
+    const i64 kg = a.k / a.groups, crs = (a.c / a.groups) * a.r * a.s, ohw = a.oh * a.ow;
+    const bool direct = pointwise(a);
+    float* col = direct ? nullptr : e.scratch(static_cast<std::size_t>(a.c * a.r * a.s * ohw));
+    for (i64 b = 0; b < a.n; ++b) {
+      const float* xb = x + b * a.c * a.h * a.w;
+      float* yb = y + b * a.k * ohw;
+      if (!direct) e.for_each("cohort::im2col", a.c * a.r * a.s, Im2colRow{a, xb, col});
+      const float* cb = direct ? xb : col;
+      for (i64 g = 0; g < a.groups; ++g) {
+        GemmArgs ga;  // y_g [kg, ohw] = W_g [kg, crs] col_g [crs, ohw]
+        ga.m = kg;
+        ga.n = ohw;
+        ga.k = crs;
+        ga.a = w + g * kg * crs;
+        ga.lda = crs;
+        ga.b = cb + g * crs * ohw;
+        ga.ldb = ohw;
+        ga.beta = 0.0f;
+        ga.c = yb + g * kg * ohw;
+        ga.ldc = ohw;
+        e.gemm(ga);
+      }
+      if (bias || a.act != Activation::identity)
+        dispatch_activation(a.act, [&](auto tag) {
+          e.for_each("cohort::conv2d_bias_act", a.k,
+                     BiasActPlane<decltype(tag)::value>{ChannelDims{1, a.k, ohw}, bias, yb,
+                                                        a.act_alpha});
+        });
+    }
+  }
+
+template <class Exec>
+void run(Exec& e, const calls::Conv2dBackwardData& c) {
+    const Conv2dArgs& a = c.a;
+    const float *dy = c.dy, *w = c.w;
+    float* dx = c.dx;
+    const i64 kg = a.k / a.groups, cg = a.c / a.groups, crs = cg * a.r * a.s, ohw = a.oh * a.ow;
+    const bool direct = pointwise(a);
+    float* col = direct ? nullptr : e.scratch(static_cast<std::size_t>(a.c * a.r * a.s * ohw));
+    for (i64 b = 0; b < a.n; ++b) {
+      const float* dyb = dy + b * a.k * ohw;
+      float* dxb = dx + b * a.c * a.h * a.w;
+      for (i64 g = 0; g < a.groups; ++g) {
+        GemmArgs ga;  // col_g [crs, ohw] = W_g^T [crs, kg] dy_g [kg, ohw]
+        ga.trans_a = true;
+        ga.m = crs;
+        ga.n = ohw;
+        ga.k = kg;
+        ga.a = w + g * kg * crs;
+        ga.lda = crs;
+        ga.b = dyb + g * kg * ohw;
+        ga.ldb = ohw;
+        ga.beta = 0.0f;
+        ga.c = direct ? dxb + g * cg * a.h * a.w : col + g * crs * ohw;
+        ga.ldc = ohw;
+        e.gemm(ga);
+      }
+      if (!direct) e.for_each("cohort::col2im", a.c * a.h, Col2imRow{a, col, dxb});
+    }
+  }
+
+template <class Exec>
+void run(Exec& e, const calls::Conv2dBackwardFilter& c) {
+    const Conv2dArgs& a = c.a;
+    const float *x = c.x, *dy = c.dy;
+    float *dw = c.dw, *dbias = c.dbias;
+    const i64 kg = a.k / a.groups, crs = (a.c / a.groups) * a.r * a.s, ohw = a.oh * a.ow;
+    const bool direct = pointwise(a);
+    float* col = direct ? nullptr : e.scratch(static_cast<std::size_t>(a.c * a.r * a.s * ohw));
+    for (i64 b = 0; b < a.n; ++b) {
+      const float* xb = x + b * a.c * a.h * a.w;
+      const float* dyb = dy + b * a.k * ohw;
+      if (!direct) e.for_each("cohort::im2col", a.c * a.r * a.s, Im2colRow{a, xb, col});
+      const float* cb = direct ? xb : col;
+      for (i64 g = 0; g < a.groups; ++g) {
+        GemmArgs ga;  // dW_g [kg, crs] += dy_g [kg, ohw] col_g^T [ohw, crs]
+        ga.trans_b = true;
+        ga.m = kg;
+        ga.n = crs;
+        ga.k = ohw;
+        ga.a = dyb + g * kg * ohw;
+        ga.lda = ohw;
+        ga.b = cb + g * crs * ohw;
+        ga.ldb = ohw;
+        ga.beta = 1.0f;
+        ga.c = dw + g * kg * crs;
+        ga.ldc = crs;
+        e.gemm(ga);
+      }
+    }
+    if (dbias)
+      e.for_each("cohort::bias_grad", a.k, BiasGradChannel{ChannelDims{a.n, a.k, ohw}, dy, dbias});
+  }
+
+
+template <class Exec>
+void run(Exec& e, const calls::Pool2dForward& c) {
+  e.for_each("cohort::pool2d_forward", c.a.n * c.a.c * c.a.oh, PoolForwardRow{c.a, c.x, c.y, c.argmax});
+}
+template <class Exec>
+void run(Exec& e, const calls::Pool2dBackward& c) {
+  e.for_each("cohort::pool2d_backward", c.a.n * c.a.c, PoolBackwardPlane{c.a, c.dy, c.argmax, c.dx});
+}
+
+template <class Exec>
+void run(Exec& e, const calls::ActivationForward& c) {
+  dispatch_activation(c.f, [&](auto tag) {
+    e.for_each("cohort::activation_forward", static_cast<i64>(c.n),
+               ActForward<decltype(tag)::value>{c.alpha, c.x, c.y});
+  });
+}
+template <class Exec>
+void run(Exec& e, const calls::ActivationBackward& c) {
+  dispatch_activation(c.f, [&](auto tag) {
+    e.for_each("cohort::activation_backward", static_cast<i64>(c.n),
+               ActBackward<decltype(tag)::value>{c.alpha, c.x, c.y, c.dy, c.dx});
+  });
+}
+
+template <class Exec>
+void run(Exec& e, const calls::BiasAdd& c) {
+  dispatch_activation(c.f, [&](auto tag) {
+    e.for_each("cohort::bias_add", c.d.outer * c.d.channels,
+               BiasActPlane<decltype(tag)::value>{c.d, c.bias, c.y, c.alpha});
+  });
+}
+template <class Exec>
+void run(Exec& e, const calls::BiasGrad& c) {
+  e.for_each("cohort::bias_grad", c.d.channels, BiasGradChannel{c.d, c.dy, c.dbias});
+}
+
+template <class Exec>
+void run(Exec& e, const calls::SoftmaxForward& c) {
+  e.for_each("cohort::softmax_forward", c.d.outer * c.d.inner, SoftmaxForward{c.d, c.log, c.x, c.y});
+}
+template <class Exec>
+void run(Exec& e, const calls::SoftmaxBackward& c) {
+  e.for_each("cohort::softmax_backward", c.d.outer * c.d.inner,
+             SoftmaxBackward{c.d, c.log, c.y, c.dy, c.dx});
+}
+
+template <class Exec>
+void run(Exec& e, const calls::BatchNormForward& c) {
+  e.for_each("cohort::batch_norm_stats", c.a.c,
+             BatchNormStats{c.a, c.x, c.running_mean, c.running_var, c.save_mean, c.save_invstd});
+  e.for_each("cohort::batch_norm_apply", c.a.n * c.a.c,
+             BatchNormApply{c.a, c.x, c.gamma, c.beta, c.save_mean, c.save_invstd, c.y});
+}
+template <class Exec>
+void run(Exec& e, const calls::BatchNormBackward& c) {
+  e.for_each("cohort::batch_norm_backward", c.a.c,
+             BatchNormBackward{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_invstd, c.dx, c.dgamma,
+                               c.dbeta});
+}
+
+template <class Exec>
+void run(Exec& e, const calls::LayerNormForward& c) {
+  e.for_each("cohort::layer_norm_forward", c.a.rows,
+             LayerNormForwardRow{c.a, c.x, c.gamma, c.beta, c.y, c.save_mean, c.save_rstd});
+}
+template <class Exec>
+void run(Exec& e, const calls::LayerNormBackward& c) {
+  if (c.dx)
+    e.for_each("cohort::layer_norm_backward", c.a.rows,
+               LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx});
+  if (c.dgamma || c.dbeta)
+    e.for_each("cohort::layer_norm_param_grad", c.a.cols,
+               LayerNormParamGradCol{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma, c.dbeta});
+}
+
+template <class Exec>
+void dropout(Exec& e, const DropoutArgs& a, const float* in, float* out, std::size_t n) {
+  const i64 count = static_cast<i64>(n);
+  constexpr i64 per_item = DropoutBlocks::kBlocks * 4;
+  e.for_each("cohort::dropout", (count + per_item - 1) / per_item, DropoutBlocks{a, count, in, out});
+}
+template <class Exec>
+void run(Exec& e, const calls::DropoutForward& c) {
+  dropout(e, c.a, c.x, c.y, c.n);
+}
+template <class Exec>
+void run(Exec& e, const calls::DropoutBackward& c) {
+  dropout(e, c.a, c.dy, c.dx, c.n);
+}
+
+template <class Exec>
+void run(Exec& e, const calls::NllForward& c) {
+  e.for_each("cohort::nll_forward", static_cast<i64>(c.rows),
+             NllForwardRow{c.logp, c.target, static_cast<i64>(c.classes), c.loss});
+}
+template <class Exec>
+void run(Exec& e, const calls::NllBackward& c) {
+  e.for_each("cohort::nll_backward", static_cast<i64>(c.rows),
+             NllBackwardRow{c.target, static_cast<i64>(c.classes), c.scale, c.dx});
+}
+template <class Exec>
+void run(Exec& e, const calls::CrossEntropyBackward& c) {
+  e.for_each("cohort::cross_entropy_backward", static_cast<i64>(c.rows),
+             CrossEntropyBackwardRow{c.logp, c.target, static_cast<i64>(c.classes), c.scale, c.dx});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor ops.
+
+template <class Exec, class T>
+void fill_as(Exec& e, void* x, std::size_t n, T v) {
+  e.for_each("cohort::fill", static_cast<i64>(n), FillItem<T>{static_cast<T*>(x), v});
+}
+template <class Exec>
+void run(Exec& e, const calls::Fill& c) {
+  switch (c.dtype) {  // converted here, on the host, exactly once for every backend
+    case DType::f32: return fill_as(e, c.x, c.n, static_cast<float>(c.value));
+    case DType::f64: return fill_as(e, c.x, c.n, c.value);
+    case DType::bf16: return fill_as(e, c.x, c.n, float_to_bf16(static_cast<float>(c.value)));
+    case DType::i32: return fill_as(e, c.x, c.n, static_cast<std::int32_t>(c.value));
+    case DType::i64: return fill_as(e, c.x, c.n, static_cast<std::int64_t>(c.value));
+    case DType::u8: return fill_as(e, c.x, c.n, static_cast<std::uint8_t>(c.value));
+  }
+}
+template <class Exec>
+void run(Exec& e, const calls::Add& c) {
+  e.for_each("cohort::add", static_cast<i64>(c.n), Map2Item<Add>{Add{}, c.a, c.b, c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::Sub& c) {
+  e.for_each("cohort::sub", static_cast<i64>(c.n), Map2Item<Sub>{Sub{}, c.a, c.b, c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::Mul& c) {
+  e.for_each("cohort::mul", static_cast<i64>(c.n), Map2Item<Mul>{Mul{}, c.a, c.b, c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::Axpy& c) {
+  e.for_each("cohort::axpy", static_cast<i64>(c.n), Map2Item<Axpy>{Axpy{c.alpha}, c.x, c.y, c.y});
+}
+template <class Exec>
+void run(Exec& e, const calls::Scale& c) {
+  e.for_each("cohort::scale", static_cast<i64>(c.n), Map1Item<Scale>{Scale{c.alpha}, c.x, c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::ReduceSum& c) {
+  e.for_each("cohort::reduce_sum", static_cast<i64>(c.rows),
+             RowSumItem{c.x, static_cast<i64>(c.cols), c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::ReduceMax& c) {
+  e.for_each("cohort::reduce_max", static_cast<i64>(c.rows),
+             RowMaxItem{c.x, static_cast<i64>(c.cols), c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::Argmax& c) {
+  e.for_each("cohort::argmax", static_cast<i64>(c.rows),
+             RowArgmaxItem{c.x, static_cast<i64>(c.cols), c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::Gemm& c) {
+  if (c.m == 0 || c.n == 0) return;
+  if (c.k == 0) {  // op(A) op(B) is all zeros: C = beta C, with beta == 0 overwriting NaN
+    e.for_each("cohort::gemm_k0", c.m, ScaleRowItem{c.c, c.n, c.ldc, c.beta});
+    return;
+  }
+  e.gemm(c);
+}
+template <class Exec>
+void run(Exec& e, const calls::FillUniform& c) {
+  e.for_each("cohort::fill_uniform", static_cast<i64>(c.n),
+             GenerateItem<UniformAt>{UniformAt{c.seed, c.lo, c.hi}, c.x, c.offset});
+}
+template <class Exec>
+void run(Exec& e, const calls::FillNormal& c) {
+  e.for_each("cohort::fill_normal", static_cast<i64>(c.n),
+             GenerateItem<NormalAt>{NormalAt{c.seed, c.mean, c.stddev}, c.x, c.offset});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Optimizer ops: one fused update per element.
+
+template <class Exec>
+void run(Exec& e, const calls::SgdStep& c) {
+  e.for_each("cohort::sgd_step", static_cast<i64>(c.n),
+             SgdUpdate{c.a, c.param, c.grad, c.momentum_buffer});
+}
+template <class Exec>
+void run(Exec& e, const calls::AdamStep& c) {
+  e.for_each("cohort::adam_step", static_cast<i64>(c.n),
+             AdamUpdate{c.a, c.param, c.grad, c.exp_avg, c.exp_avg_sq, c.max_exp_avg_sq});
+}
+template <class Exec>
+void run(Exec& e, const calls::AdadeltaStep& c) {
+  e.for_each("cohort::adadelta_step", static_cast<i64>(c.n),
+             AdadeltaUpdate{c.a, c.param, c.grad, c.square_avg, c.acc_delta});
+}
+template <class Exec>
+void run(Exec& e, const calls::RmspropStep& c) {
+  e.for_each("cohort::rmsprop_step", static_cast<i64>(c.n),
+             RmspropUpdate{c.a, c.param, c.grad, c.square_avg, c.grad_avg, c.momentum_buffer});
+}
+
+// Every call through the shared implementation: what a backend's Device::run does unless it
+// overloads run() for a call type of its own before including nothing else.
+template <class Exec>
+void run_call(Exec& e, const OpCall& call) {
+  std::visit([&](const auto& c) { run(e, c); }, call);
+}
+
+// The cases the shared implementation covers: all of them (its operands are f32 by construction,
+// Fill takes every dtype). A backend with gaps says so in its own supports().
+inline bool shared_supports(const OpCall&) { return true; }
+
+}  // namespace cohort::kernels

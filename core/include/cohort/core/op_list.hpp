@@ -1,0 +1,82 @@
+// The op table of the device layer, listed once. Every other list follows from this one: the
+// `Op` enum and op_name(), the `OpCall` variant that Device::supports() and Device::run() take,
+// and through it every backend's dispatch (a std::visit over the variant, see
+// backends/common/op_impl.hpp). A backend names an op only where its code is its own (a vendor
+// library call); everything else runs the shared implementation.
+//
+// X(name, Call): `name` is the op's enum value and printed name, `Call` its argument struct in
+// cohort/core/op_calls.hpp. Order is the enum order; append or insert freely.
+#pragma once
+
+#include <variant>
+
+#include "cohort/core/op_calls.hpp"
+
+#define COHORT_OP_LIST(X)                          \
+  /* tensor ops (cohort/core/ops.hpp) */           \
+  X(fill, Fill)                                    \
+  X(add, Add)                                      \
+  X(sub, Sub)                                      \
+  X(mul, Mul)                                      \
+  X(axpy, Axpy)                                    \
+  X(scale, Scale)                                  \
+  X(reduce_sum, ReduceSum)                         \
+  X(reduce_max, ReduceMax)                         \
+  X(argmax, Argmax)                                \
+  X(gemm, Gemm)                                    \
+  X(fill_uniform, FillUniform)                     \
+  X(fill_normal, FillNormal)                       \
+  /* layer ops (cohort/core/layer_ops.hpp) */      \
+  X(conv2d_forward, Conv2dForward)                 \
+  X(conv2d_backward_data, Conv2dBackwardData)      \
+  X(conv2d_backward_filter, Conv2dBackwardFilter)  \
+  X(pool2d_forward, Pool2dForward)                 \
+  X(pool2d_backward, Pool2dBackward)               \
+  X(activation_forward, ActivationForward)         \
+  X(activation_backward, ActivationBackward)       \
+  X(bias_add, BiasAdd)                             \
+  X(bias_grad, BiasGrad)                           \
+  X(softmax_forward, SoftmaxForward)               \
+  X(softmax_backward, SoftmaxBackward)             \
+  X(batch_norm_forward, BatchNormForward)          \
+  X(batch_norm_backward, BatchNormBackward)        \
+  X(layer_norm_forward, LayerNormForward)          \
+  X(layer_norm_backward, LayerNormBackward)        \
+  X(dropout_forward, DropoutForward)               \
+  X(dropout_backward, DropoutBackward)             \
+  X(nll_forward, NllForward)                       \
+  X(nll_backward, NllBackward)                     \
+  X(cross_entropy_backward, CrossEntropyBackward)  \
+  /* optimizer ops (cohort/core/optim_ops.hpp) */  \
+  X(sgd_step, SgdStep)                             \
+  X(adam_step, AdamStep)                           \
+  X(adadelta_step, AdadeltaStep)                   \
+  X(rmsprop_step, RmspropStep)
+
+namespace cohort {
+
+enum class Op : int {
+#define COHORT_OP_ENUM(name, Call) name,
+  COHORT_OP_LIST(COHORT_OP_ENUM)
+#undef COHORT_OP_ENUM
+      count_
+};
+const char* op_name(Op op);
+
+namespace detail {
+template <class First, class... Calls>
+struct VariantOfRest {
+  using type = std::variant<Calls...>;
+};
+}  // namespace detail
+
+// One op call: which op (the alternative's index is its Op) and its arguments.
+#define COHORT_OP_TYPE(name, Call) , calls::Call
+using OpCall = detail::VariantOfRest<void COHORT_OP_LIST(COHORT_OP_TYPE)>::type;
+#undef COHORT_OP_TYPE
+static_assert(std::variant_size_v<OpCall> == static_cast<std::size_t>(Op::count_),
+              "OpCall and Op come from the same list");
+
+inline Op op_of(const OpCall& call) { return static_cast<Op>(call.index()); }
+
+}  // namespace cohort

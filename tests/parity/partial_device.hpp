@@ -1,0 +1,64 @@
+// A device that supports only part of the op table, for the fallback tests: its memory is host
+// memory of its own (so it is a distinct device and the fallback copies operands), and the ops it
+// claims run on the host device's implementation. It denies whole ops (convolutions, pooling
+// backward, Adadelta) and single cases of others (gemm with a transposed A, log-softmax), so both
+// kinds of "no" from supports() are exercised.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <variant>
+
+#include "cohort/core/device.hpp"
+#include "cohort/devices.hpp"
+
+namespace cohort::testing {
+
+class PartialDevice final : public Device {
+ public:
+  std::string name() const override { return "partial"; }
+  DeviceType type() const override { return DeviceType::host; }
+  bool host_accessible() const override { return true; }
+  void* allocate(std::size_t bytes) override {
+    return bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
+  }
+  void deallocate(void* p, std::size_t) noexcept override { std::free(p); }
+  void copy_from_host(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
+  void copy_to_host(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
+  void copy(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
+  void synchronize() override {}
+
+  bool supports(const OpCall& call) const override {
+    return std::visit(
+        [](const auto& c) {
+          using C = std::decay_t<decltype(c)>;
+          if constexpr (std::is_same_v<C, calls::Conv2dForward> ||
+                        std::is_same_v<C, calls::Conv2dBackwardData> ||
+                        std::is_same_v<C, calls::Conv2dBackwardFilter> ||
+                        std::is_same_v<C, calls::Pool2dBackward> ||
+                        std::is_same_v<C, calls::AdadeltaStep>)
+            return false;
+          else if constexpr (std::is_same_v<C, calls::Gemm>)
+            return !c.trans_a;
+          else if constexpr (std::is_same_v<C, calls::SoftmaxForward> ||
+                             std::is_same_v<C, calls::SoftmaxBackward>)
+            return !c.log;
+          else
+            return true;
+        },
+        call);
+  }
+  void run(const OpCall& call) override {
+    COHORT_CHECK(supports(call), "partial device asked to run ", op_name(op_of(call)),
+                 " which it does not support");
+    host_device().run(call);  // its pointers are host memory
+  }
+};
+
+inline Device& partial_device() {
+  static PartialDevice* d = new PartialDevice();
+  return *d;
+}
+
+}  // namespace cohort::testing
