@@ -73,7 +73,7 @@ Row run(const std::string& backend, const comm::ProcessGroupInfo& info,
   parallel::DDPOptions o;
   o.deterministic = true;  // fixed reduction order: every backend must agree bit for bit
   o.first_bucket_mb = 0.05;
-  parallel::DistributedDataParallel ddp(net, c, o);
+  parallel::DistributedDataParallel ddp(net, c, o);  // trained in place of net
   auto ds = std::make_shared<data::SyntheticDataset>(8192, Shape{1, 28, 28}, 10, 3);
   data::DataLoaderOptions lo;
   lo.batch_size = batch;
@@ -85,7 +85,7 @@ Row run(const std::string& backend, const comm::ProcessGroupInfo& info,
   optim::SGDOptions so;
   so.lr = 0.05;
   so.momentum = 0.9;
-  optim::SGD sgd(net->parameters(), so);
+  optim::SGD sgd(ddp.parameters(), so);
   nn::CrossEntropyLoss loss;
   data::Batch b;
   c->barrier()->wait();
@@ -96,9 +96,8 @@ Row run(const std::string& backend, const comm::ProcessGroupInfo& info,
       loader.set_epoch(s);
       loader.next(b);
     }
-    loss.forward(net->forward(b.images), b.labels);
-    net->backward(loss.backward(), false);
-    ddp.finish_gradients();
+    loss.forward(ddp.forward(b.images), b.labels);
+    ddp.backward(loss.backward(), false);  // returns with averaged gradients
     sgd.step();
     sgd.zero_grad();
     last = loss.value();

@@ -54,8 +54,11 @@ int run(const Flags& f) {
   auto& host = cohort::host_device();
   nn::manual_seed(f.seed);
   auto model = nn::mnist_net(dev);
-  std::unique_ptr<cohort::parallel::DistributedDataParallel> ddp;
-  if (comm) ddp = std::make_unique<cohort::parallel::DistributedDataParallel>(model, comm);
+  // With a communicator the DDP module wraps the model and is what the Trainer trains: its
+  // forward syncs buffers, its backward averages gradients. Checkpoints save the plain model.
+  std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
+  if (comm) ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm);
+  nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
 
   auto train_set = data::load_mnist_dir(f.data_dir, data::Split::train);
   auto test_set = data::load_mnist_dir(f.data_dir, data::Split::test);
@@ -74,7 +77,7 @@ int run(const Flags& f) {
 
   cohort::optim::AdadeltaOptions ao;
   ao.lr = f.lr;
-  cohort::optim::Adadelta optimizer(model->parameters(), ao);
+  cohort::optim::Adadelta optimizer(trained.parameters(), ao);
   cohort::optim::StepLR scheduler(optimizer, 1, f.gamma);
   nn::NLLLoss criterion;
 
@@ -95,16 +98,13 @@ int run(const Flags& f) {
   opts.show_progress = lead;
   if (lead) opts.metrics_path = f.metrics;
   opts.world_size = world;
-  train::Trainer trainer(*model, criterion, optimizer, &scheduler, opts);
+  train::Trainer trainer(trained, criterion, optimizer, &scheduler, opts);
   if (ddp) {
+    // Reporting only: DDP's wait for its all-reduces and the all-reduce time hidden under
+    // backward (both already inside backward) as extra rows of the phase table.
     trainer.after_backward = [&] {
-      ddp->finish_gradients();
       trainer.timer().add("comm", ddp->last_step().comm_wait_s);
       trainer.timer().add("overlap", ddp->last_step().overlap_s);
-    };
-    trainer.accumulate_locally = [&] {
-      return std::static_pointer_cast<void>(
-          std::make_shared<cohort::parallel::DistributedDataParallel::NoSync>(ddp->no_sync()));
     };
     trainer.reduce_metric = [&](double v) {
       comm->allreduce(&v, &v, 1, cohort::DType::f64, cohort::comm::ReduceOp::avg)->wait();

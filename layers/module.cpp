@@ -22,6 +22,18 @@ void throw_layer_error(const char* file, int line, const char* expr, const std::
 }
 }  // namespace detail
 
+namespace {
+// The prefix of a child's names: "features." under "" for child "features"; a wrapped module
+// (registered with an empty name) shares its wrapper's prefix.
+std::string child_prefix(const std::string& prefix, const std::string& name) {
+  return name.empty() ? prefix : prefix + name + ".";
+}
+std::string child_path(const std::string& path, const std::string& name) {
+  if (name.empty()) return path;
+  return path.empty() ? name : path + "." + name;
+}
+}  // namespace
+
 std::string Module::label() const { return path_.empty() ? type_ : type_ + "(" + path_ + ")"; }
 
 void Module::rethrow_labeled(const Error& e) const {
@@ -98,15 +110,25 @@ void Module::register_module(const std::string& name, ModulePtr child) {
     COHORT_MODULE_CHECK(c != child, "the same ", child->type_name(), " instance is registered as '",
                         n, "' and as '", name, "'; use separate instances");
   }
-  child->set_path(path_.empty() ? name : path_ + "." + name);
+  child->set_path(child_path(path_, name));
   child->train(training_);
   for (const auto& b : hooks_) child->add_hook_binding(b.hook, b.prefix + name + ".");
   children_.emplace_back(name, std::move(child));
 }
 
+void Module::register_wrapped_module(ModulePtr inner) {
+  COHORT_MODULE_CHECK(inner != nullptr, "the wrapped module is null");
+  COHORT_MODULE_CHECK(children_.empty() && params_.empty() && buffers_.empty(),
+                      "a wrapper holds exactly one module and nothing else");
+  inner->set_path(path_);
+  inner->train(training_);
+  for (const auto& b : hooks_) inner->add_hook_binding(b.hook, b.prefix);
+  children_.emplace_back("", std::move(inner));
+}
+
 void Module::set_path(const std::string& path) {
   path_ = path;
-  for (auto& [name, c] : children_) c->set_path(path_.empty() ? name : path_ + "." + name);
+  for (auto& [name, c] : children_) c->set_path(child_path(path_, name));
 }
 
 // ---- hooks ----
@@ -119,7 +141,7 @@ void Module::register_grad_ready_hook(GradReadyHook hook) {
 void Module::add_hook_binding(const std::shared_ptr<GradReadyHook>& hook,
                               const std::string& prefix) {
   hooks_.push_back({hook, prefix});
-  for (auto& [name, c] : children_) c->add_hook_binding(hook, prefix + name + ".");
+  for (auto& [name, c] : children_) c->add_hook_binding(hook, child_prefix(prefix, name));
 }
 
 void Module::clear_grad_ready_hooks() {
@@ -141,18 +163,18 @@ void Module::grad_ready(const ParameterPtr& p) {
 
 void Module::collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) const {
   for (const auto& [n, p] : params_) out.push_back({prefix + n, p});
-  for (const auto& [n, c] : children_) c->collect_parameters(prefix + n + ".", out);
+  for (const auto& [n, c] : children_) c->collect_parameters(child_prefix(prefix, n), out);
 }
 
 void Module::collect_buffers(const std::string& prefix, std::vector<NamedTensor>& out) const {
   for (const auto& [n, b] : buffers_) out.push_back({prefix + n, b});
-  for (const auto& [n, c] : children_) c->collect_buffers(prefix + n + ".", out);
+  for (const auto& [n, c] : children_) c->collect_buffers(child_prefix(prefix, n), out);
 }
 
 void Module::collect_state(const std::string& prefix, std::vector<NamedTensor>& out) const {
   for (const auto& [n, p] : params_) out.push_back({prefix + n, p->value});
   for (const auto& [n, b] : buffers_) out.push_back({prefix + n, b});
-  for (const auto& [n, c] : children_) c->collect_state(prefix + n + ".", out);
+  for (const auto& [n, c] : children_) c->collect_state(child_prefix(prefix, n), out);
 }
 
 std::vector<NamedParameter> Module::named_parameters() const {
@@ -249,6 +271,10 @@ void Module::to(Device& device) {
 // ---- summary ----
 
 void Module::summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const {
+  if (children_.size() == 1 && children_[0].first.empty()) {  // a wrapper: the wrapped rows
+    children_[0].second->summarize(input, depth, rows);
+    return;
+  }
   SummaryRow r;
   r.name = path_;
   r.type = type_;
@@ -267,6 +293,8 @@ std::string thousands(std::int64_t v) {
 }  // namespace
 
 std::string Module::summary(const Shape& input) const {
+  if (children_.size() == 1 && children_[0].first.empty())  // a wrapper: the wrapped table
+    return children_[0].second->summary(input);
   std::vector<SummaryRow> rows;
   if (children_.empty()) {
     summarize(input, 0, rows);

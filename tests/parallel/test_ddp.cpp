@@ -22,7 +22,9 @@
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
 #include "cohort/optim.hpp"
+#include "cohort/data/dataloader.hpp"
 #include "cohort/parallel/ddp.hpp"
+#include "cohort/train/trainer.hpp"
 #include "ddp_test.hpp"
 
 namespace nn = cohort::nn;
@@ -111,18 +113,15 @@ double max_relative_difference(const nn::Module& a, const nn::Module& b) {
   return worst;
 }
 
-// `steps` data-parallel steps: this rank takes its share of each global batch.
+// `steps` data-parallel steps: this rank takes its share of each global batch. The DDP module is
+// used exactly like a model: its backward returns with averaged gradients.
 void train_ddp(par::DistributedDataParallel& ddp, int steps) {
   auto& c = ddp.communicator();
   const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per;
-  optim::SGD opt(ddp.module().parameters(), sgd());
+  optim::SGD opt(ddp.parameters(), sgd());
   for (int s = 0; s < steps; ++s) {
-    ddp.module().zero_grad();
-    nn::NLLLoss loss;
-    const Batch b = batch(dataset(), s, begin, begin + per);
-    loss.forward(ddp.forward(b.x), b.y);
-    ddp.backward(loss.backward());
-    ddp.finish_gradients();
+    ddp.zero_grad();
+    forward_backward(ddp, batch(dataset(), s, begin, begin + per));
     opt.step();
   }
 }
@@ -169,16 +168,15 @@ TEST_CASE("no_sync: accumulating 2 micro-batches equals one step on the combined
   auto& c = ddp_test::comm();
   const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per, half = per / 2;
   par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm());
-  optim::SGD opt(ddp.module().parameters(), sgd());
+  optim::SGD opt(ddp.parameters(), sgd());
   const int steps = 5;
   for (int s = 0; s < steps; ++s) {
-    ddp.module().zero_grad();
+    ddp.zero_grad();
     {
       auto guard = ddp.no_sync();
-      forward_backward(ddp.module(), batch(dataset(), s, begin, begin + half), 0.5f);
+      forward_backward(ddp, batch(dataset(), s, begin, begin + half), 0.5f);
     }
-    forward_backward(ddp.module(), batch(dataset(), s, begin + half, begin + per), 0.5f);
-    ddp.finish_gradients();
+    forward_backward(ddp, batch(dataset(), s, begin + half, begin + per), 0.5f);
     opt.step();
   }
   if (c.size() > 1) CHECK(ddp.stats().steps == steps);  // one all-reduce round per step, not two
@@ -340,4 +338,157 @@ TEST_CASE("trace: bucket all-reduces and the wait appear as spans on the 'comm' 
   CHECK(text.str().find("\"comm\"") != std::string::npos);
   CHECK(text.str().find("allreduce bucket") != std::string::npos);
   CHECK(text.str().find("ddp wait") != std::string::npos);
+}
+
+namespace {
+// Forwards to the job's communicator and counts the collectives issued through it.
+class CountingComm final : public cohort::comm::Communicator {
+ public:
+  explicit CountingComm(std::shared_ptr<cohort::comm::Communicator> inner)
+      : inner_(std::move(inner)) {}
+  int broadcasts = 0, allreduces = 0, allgathers = 0;
+  std::string backend() const override { return inner_->backend(); }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  cohort::comm::Capabilities capabilities() const override { return inner_->capabilities(); }
+  cohort::comm::WorkHandle allreduce(const void* s, void* r, std::size_t n, cohort::DType d,
+                                     cohort::comm::ReduceOp op, cohort::comm::Timeout t) override {
+    ++allreduces;
+    return inner_->allreduce(s, r, n, d, op, t);
+  }
+  cohort::comm::WorkHandle broadcast(void* b, std::size_t n, cohort::DType d, int root,
+                                     cohort::comm::Timeout t) override {
+    ++broadcasts;
+    return inner_->broadcast(b, n, d, root, t);
+  }
+  cohort::comm::WorkHandle allgather(const void* s, void* r, std::size_t n, cohort::DType d,
+                                     cohort::comm::Timeout t) override {
+    ++allgathers;
+    return inner_->allgather(s, r, n, d, t);
+  }
+  cohort::comm::WorkHandle reduce_scatter(const void* s, void* r, std::size_t n, cohort::DType d,
+                                          cohort::comm::ReduceOp op,
+                                          cohort::comm::Timeout t) override {
+    return inner_->reduce_scatter(s, r, n, d, op, t);
+  }
+  cohort::comm::WorkHandle barrier(cohort::comm::Timeout t) override { return inner_->barrier(t); }
+  cohort::comm::WorkHandle send(const void* b, std::size_t n, cohort::DType d, int peer, int tag,
+                                cohort::comm::Timeout t) override {
+    return inner_->send(b, n, d, peer, tag, t);
+  }
+  cohort::comm::WorkHandle recv(void* b, std::size_t n, cohort::DType d, int peer, int tag,
+                                cohort::comm::Timeout t) override {
+    return inner_->recv(b, n, d, peer, tag, t);
+  }
+
+ private:
+  std::shared_ptr<cohort::comm::Communicator> inner_;
+};
+
+// conv -> bn1 -> relu -> conv -> bn2 -> flatten: two batch norms, six buffers.
+nn::ModulePtr two_bn_net() {
+  auto& dev = cohort::host_device();
+  nn::manual_seed(1);
+  return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+      {"conv1", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
+      {"bn1", nn::make<nn::BatchNorm2d>(4, dev)},
+      {"relu", nn::make<nn::ReLU>()},
+      {"conv2", nn::make<nn::Conv2d>(nn::Conv2dOptions(4, 4, 3), dev)},
+      {"bn2", nn::make<nn::BatchNorm2d>(4, dev)},
+      {"flatten", nn::make<nn::Flatten>()}});
+}
+}  // namespace
+
+TEST_CASE("module: DDP is an nn::Module with exactly the wrapped model's names") {
+  auto model = small_net(1);
+  auto ddp = nn::make<par::DistributedDataParallel>(model, ddp_test::shared_comm());
+  nn::ModulePtr as_module = ddp;  // goes wherever a model goes
+  const auto a = as_module->state_dict(), b = model->state_dict();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].name == b[i].name);
+  CHECK(as_module->named_parameters().front().name == "conv.weight");
+  CHECK(as_module->parameters().front() == model->parameters().front());  // the same Parameter
+  CHECK(as_module->summary({2, 1, 8, 8}) == model->summary({2, 1, 8, 8}));
+  CHECK(as_module->output_shape({2, 1, 8, 8}) == cohort::Shape{2, 10});
+  // Its state_dict loads into the plain model (a checkpoint of either serves both).
+  auto plain = small_net(7);
+  plain->load_state_dict(as_module->state_dict());
+  CHECK(par::weights_digest(*plain) == ddp->weights_digest());
+  // train()/eval() reach the wrapped model.
+  as_module->eval();
+  CHECK_FALSE(model->is_training());
+  as_module->train();
+  CHECK(model->is_training());
+}
+
+TEST_CASE("reducers: one per bucket, picked from the options and the communicator") {
+  auto reducers = [](par::DDPOptions o) {
+    par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm(), o);
+    return ddp.bucket_reducers();
+  };
+  par::DDPOptions o;
+  CHECK(reducers(o) == std::vector<std::string>{"plain"});  // host memory: every backend takes it
+  o.deterministic = true;
+  CHECK(reducers(o) == std::vector<std::string>{"deterministic"});
+  o.deterministic = false;
+  o.bf16_compression = true;
+  CHECK(reducers(o) == std::vector<std::string>{"bf16"});
+}
+
+TEST_CASE("buffers: one broadcast per training forward with buffers, none without") {
+  auto& c = ddp_test::comm();
+  if (c.size() == 1) return;  // world size 1 never communicates
+  const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per;
+  const Batch b = batch(dataset(), 0, begin, begin + per);
+  {
+    auto counting = std::make_shared<CountingComm>(ddp_test::shared_comm());
+    par::DistributedDataParallel ddp(two_bn_net(), counting);
+    CHECK(counting->broadcasts == 2);  // construction: all parameters, then all buffers
+    counting->broadcasts = 0;
+    ddp.forward(b.x);
+    CHECK(counting->broadcasts == 1);  // six buffers of two batch norms, one collective
+    ddp.eval();
+    ddp.forward(b.x);  // eval: no communication (rank 0 may evaluate alone)
+    ddp.train();
+    {
+      auto guard = ddp.no_sync();
+      ddp.forward(b.x);  // no_sync: no communication
+    }
+    CHECK(counting->broadcasts == 1);
+    CHECK(counting->allreduces == 0);
+  }
+  {
+    auto counting = std::make_shared<CountingComm>(ddp_test::shared_comm());
+    par::DistributedDataParallel ddp(small_net(1), counting);
+    CHECK(counting->broadcasts == 1);  // parameters only: the model has no buffers
+    counting->broadcasts = 0;
+    forward_backward(ddp, b);
+    CHECK(counting->broadcasts == 0);
+    CHECK(counting->allreduces == 1);  // one bucket
+  }
+}
+
+TEST_CASE("trainer: the DDP module goes to the Trainer like a model, accumulation uses no_sync") {
+  auto& c = ddp_test::comm();
+  auto& dev = cohort::host_device();
+  auto model = nn::make<par::DistributedDataParallel>(
+      small_net(1 + static_cast<std::uint64_t>(c.rank())), ddp_test::shared_comm());
+  auto ds = std::make_shared<cohort::data::SyntheticDataset>(512, cohort::Shape{1, 8, 8}, 10, 5);
+  cohort::data::DataLoaderOptions lo;
+  lo.batch_size = 16;
+  lo.rank = c.rank();
+  lo.world_size = c.size();
+  cohort::data::DataLoader loader(ds, lo, {}, dev);
+  optim::SGD opt(model->parameters(), sgd());
+  nn::NLLLoss loss;
+  cohort::train::TrainerOptions to;
+  to.accumulation = 2;
+  to.show_progress = false;
+  to.world_size = c.size();
+  cohort::train::Trainer trainer(*model, loss, opt, nullptr, to);
+  const auto results = trainer.fit(loader, nullptr);
+  REQUIRE(results.size() == 1);
+  // One communication round per optimizer step, not one per micro-batch.
+  if (c.size() > 1) CHECK(model->stats().steps == results[0].steps);
+  CHECK(model->weights_identical_across_ranks());
 }

@@ -139,6 +139,54 @@ TEST_CASE("gradient accumulation over 2 micro-batches equals one step on the com
       REQUIRE(acc[i][j] == doctest::Approx(big[i][j]).epsilon(1e-5));
 }
 
+namespace {
+// A wrapper (Module::register_wrapped_module) that records the Trainer's set_grad_sync calls.
+class SyncSpy final : public nn::Module {
+ public:
+  explicit SyncSpy(nn::ModulePtr inner) : nn::Module("SyncSpy"), inner_(std::move(inner)) {
+    register_wrapped_module(inner_);
+  }
+  void set_grad_sync(bool on) override { calls.push_back(on); }
+  std::vector<bool> calls;
+
+ protected:
+  Tensor forward_impl(const Tensor& x) override { return inner_->forward(x); }
+  Tensor backward_impl(const Tensor& g, bool need) override { return inner_->backward(g, need); }
+  cohort::Shape output_shape_impl(const cohort::Shape& s) const override {
+    return inner_->output_shape(s);
+  }
+
+ private:
+  nn::ModulePtr inner_;
+};
+}  // namespace
+
+TEST_CASE("accumulation: gradient sync off for all but each step's last micro-batch") {
+  auto& dev = cohort::host_device();
+  auto run = [&](std::int64_t samples, std::int64_t accumulation) {
+    auto ds = std::make_shared<data::SyntheticDataset>(samples, cohort::Shape{1, 8, 8}, 10, 8);
+    SyncSpy spy(small_net(dev, 4, 10, /*dropout=*/false));
+    CHECK(spy.state_dict().front().name == "conv.weight");  // a wrapper adds no prefix
+    cohort::optim::SGDOptions so;
+    so.lr = 0.1;
+    cohort::optim::SGD opt(spy.parameters(), so);
+    nn::NLLLoss loss;
+    data::DataLoader l(ds, loader_options(16, false), {}, dev);
+    train::TrainerOptions to;
+    to.show_progress = false;
+    to.accumulation = accumulation;
+    train::Trainer t(spy, loss, opt, nullptr, to);
+    t.train_epoch(l, 1);
+    return spy.calls;
+  };
+  // 5 batches, 2 per step: 2 steps (the fifth batch is dropped); each ends with sync back on.
+  CHECK(run(80, 2) == std::vector<bool>{false, true, true, false, true, true});
+  // 1 batch, accumulation 2: the one short step still synchronises.
+  CHECK(run(16, 2) == std::vector<bool>{true, true});
+  // No accumulation: every micro-batch synchronises.
+  CHECK(run(32, 1) == std::vector<bool>{true, true, true, true});
+}
+
 TEST_CASE("checkpoints: mismatched models and corrupt files are errors that change nothing") {
   auto& dev = cohort::host_device();
   TempDir d;

@@ -1,5 +1,6 @@
 #include "cohort/train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -50,12 +51,16 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   for (std::int64_t step = 0; step < steps; ++step) {
     double step_loss = 0;
     std::int64_t k_done = 0;
-    for (std::int64_t k = 0; k < o_.accumulation; ++k) {
+    // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
+    const std::int64_t k_this =
+        std::max<std::int64_t>(1, std::min(o_.accumulation, micro - step * o_.accumulation));
+    for (std::int64_t k = 0; k < k_this; ++k) {
       const bool got = timer_.time("data", [&] { return train.next(batch); }, "data");
       if (!got) break;
       const float scale = 1.0f / static_cast<float>(o_.accumulation);
-      const bool last_micro = k + 1 == o_.accumulation;
-      std::shared_ptr<void> local = (!last_micro && accumulate_locally) ? accumulate_locally() : nullptr;
+      // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
+      // plain model).
+      model_.set_grad_sync(k + 1 >= k_this);
       timer_.time("forward", [&] {
         Tensor out = model_.forward(batch.images);
         loss_.forward(out, batch.labels);
@@ -65,6 +70,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       samples += batch.images.dim(0);
       ++k_done;
     }
+    model_.set_grad_sync(true);
     if (k_done == 0) break;
     step_loss /= static_cast<double>(k_done);
     if (after_backward) after_backward();

@@ -120,6 +120,18 @@ class Module {
   void register_grad_ready_hook(GradReadyHook hook);
   void clear_grad_ready_hooks();
 
+  // Gradient synchronisation between replicas, for modules that have any (a data-parallel
+  // wrapper such as parallel::DistributedDataParallel). While off, backward only accumulates
+  // gradients locally; the first backward after it is turned back on synchronises the
+  // accumulated sum. The Trainer turns it off for all but the last micro-batch of a step. A plain
+  // module has nothing to synchronise: the default does nothing.
+  virtual void set_grad_sync(bool on) { (void)on; }
+
+  // Tells every module of the tree that parameter values or buffers were written in place (not
+  // through load_state_dict), so modules that keep host copies of buffers (batch norm's batch
+  // counter) refresh them. load_state_dict calls it itself.
+  void notify_state_loaded();
+
  protected:
   explicit Module(std::string type_name) : type_(std::move(type_name)) {}
 
@@ -132,6 +144,11 @@ class Module {
   Tensor& register_buffer(const std::string& name, Tensor value);
   Tensor& buffer(const std::string& name);
   void register_module(const std::string& name, ModulePtr child);
+  // Makes this module a wrapper of `inner` (its only child): parameters, buffers, state_dict
+  // keys, hook names, paths and summary() are inner's own, without a prefix, so a wrapper's
+  // state_dict loads into the plain model and back. Call once, in the constructor, before
+  // anything else is registered.
+  void register_wrapped_module(ModulePtr inner);
 
   // Called on every module of the tree after load_state_dict copied values in (modules that keep
   // host copies of buffers refresh them).
@@ -159,7 +176,6 @@ class Module {
   };
   void set_path(const std::string& path);
   [[noreturn]] void rethrow_labeled(const Error& e) const;
-  void notify_state_loaded();
   void add_hook_binding(const std::shared_ptr<GradReadyHook>& hook, const std::string& prefix);
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) const;
   void collect_buffers(const std::string& prefix, std::vector<NamedTensor>& out) const;

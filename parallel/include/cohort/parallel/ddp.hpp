@@ -1,25 +1,35 @@
 // DistributedDataParallel: data-parallel training of one nn::Module over a comm::Communicator,
-// shaped like torch.nn.parallel.DistributedDataParallel but with explicit backward.
+// shaped like torch.nn.parallel.DistributedDataParallel: it IS a Module that wraps the model, and
+// goes wherever a model goes (Trainer, a hand-written loop, a Sequential).
+//
+//   parallel::DistributedDataParallel ddp(model, comm);   // or nn::make<...>(model, comm)
+//   loss.forward(ddp.forward(x), y);                      // rank 0's buffers first (one broadcast)
+//   ddp.backward(loss.backward(), false);                 // gradients averaged when it returns
+//   optimizer.step();
 //
 // Why it is shaped this way: Module::backward fires a grad-ready hook as each parameter's
 // gradient becomes final, in reverse registration order. DDP groups parameters into buckets in
 // that order (the first bucket small, so communication starts early) and, from inside the hook,
-// starts a bucket's asynchronous all-reduce as soon as its last gradient is final, then polls
+// starts a bucket's asynchronous collective as soon as its last gradient is final, then polls
 // (Work::test()) the outstanding ones on every later hook: backends without a progress thread
 // (shm) only advance on the calling thread, so polling is what lets communication overlap the
-// rest of backward. finish_gradients() waits for the rest, averages, and writes the averaged
-// gradients back into every Parameter::grad before the optimizer step.
+// rest of backward. When the wrapped model's backward returns, DDP's backward waits for the rest
+// and writes the averaged gradients back into every Parameter::grad: nothing to wire by hand.
+// How a bucket is reduced (plain, host-staged, bf16, deterministic) is a Reducer, one per file
+// under parallel/reducers/.
+//
+// Names: the wrapper adds no prefix (unlike PyTorch's "module."): ddp.named_parameters() and
+// ddp.state_dict() are exactly the wrapped model's, so a checkpoint saved from either loads into
+// the plain model (and into PyTorch's plain model). A PyTorch DDP checkpoint with "module." keys
+// must have the prefix stripped first, as in PyTorch.
 //
 // Contracts:
 //  - Every rank must build the same model (names and shapes, checked at construction) and run the
-//    same number of backward passes between finish_gradients() calls; buckets are issued in a
-//    fixed order (bucket 0 first) on every rank, whatever order their gradients finish in.
+//    same sequence of synchronised backward passes; buckets are issued in a fixed order (bucket 0
+//    first) on every rank, whatever order their gradients finish in.
 //  - Parameters with requires_grad must be f32; gradients are averaged (sum / world size).
-//  - Host and device tensors: when the communicator can take the parameters' memory
-//    (capabilities().device_memory for a GPU, host_memory for host-accessible memory) the bucket
-//    lives on that device; otherwise (and always in deterministic and bf16 modes) gradients are
-//    staged through host buffers.
-//  - Single-threaded: the DDP object, its hooks and finish_gradients() run on the thread that calls
+//  - Move the model to its device before wrapping it (buckets live on the parameters' device).
+//  - Single-threaded: the DDP object, its hooks and its backward run on the thread that calls
 //    backward.
 #pragma once
 
@@ -34,12 +44,18 @@
 
 namespace cohort::parallel {
 
+namespace detail {
+class Reducer;
+}
+
 struct DDPOptions {
   // MiB of gradient per bucket (a larger parameter gets a bucket of its own).
   double bucket_cap_mb = 25;
   // Cap of bucket 0 (the last layers' gradients): small, so communication starts early.
   double first_bucket_mb = 1;
-  // forward() first copies rank 0's buffers (batch-norm running statistics) to every rank.
+  // In training mode and outside no_sync(), forward() first copies rank 0's buffers (batch-norm
+  // running statistics) to every rank: one broadcast of all buffers packed together, none for a
+  // model without buffers.
   bool broadcast_buffers = true;
   // All-reduce gradients as bf16 (half the bytes, about 3 significant digits), then average.
   bool bf16_compression = false;
@@ -53,34 +69,30 @@ struct DDPOptions {
 // Equal digests mean bit-identical weights and buffers.
 std::string weights_digest(const nn::Module& model);
 
-class DistributedDataParallel {
+class DistributedDataParallel : public nn::Module {
  public:
   // Checks that every rank has the same parameter names and shapes (throws cohort::Error naming
-  // the first differing parameter, both shapes and the rank, on every rank), broadcasts parameter
-  // values and buffers from rank 0, builds the buckets and registers the grad-ready hook on
-  // `model`. Collective: every rank must construct its DDP at the same point. Blocks.
+  // the first differing parameter, both shapes and the rank, on every rank), copies rank 0's
+  // parameters and buffers to every rank (one broadcast each), builds the buckets and registers
+  // the grad-ready hook on `model`. Collective: every rank must construct its DDP at the same
+  // point. Blocks.
   DistributedDataParallel(nn::ModulePtr model, std::shared_ptr<comm::Communicator> comm,
                           DDPOptions options = {});
-  // Removes the grad-ready hooks this object registered (and any others on the model).
-  ~DistributedDataParallel();
-  DistributedDataParallel(const DistributedDataParallel&) = delete;
-  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+  // Removes the grad-ready hooks on the wrapped model (this object's and any others).
+  ~DistributedDataParallel() override;
 
-  // model->forward(x), after sync_buffers() when options.broadcast_buffers (collective then).
-  Tensor forward(const Tensor& x);
-  // model->backward(grad, need_input_grad). Buckets start all-reducing as their gradients become
-  // final (unless inside no_sync()); call finish_gradients() before the optimizer step.
-  Tensor backward(const Tensor& grad, bool need_input_grad = false);
+  // Inherited from nn::Module, with these meanings:
+  //   forward(x)   in training mode, outside no_sync() and with broadcast_buffers: sync_buffers()
+  //                (collective; nothing when the model has no buffers), then model.forward(x).
+  //                In eval mode no communication: rank 0 may evaluate alone.
+  //   backward(g, need_input_grad)   model.backward(g, ...); buckets start as their gradients
+  //                become final; before it returns, every bucket is complete and each
+  //                Parameter::grad holds the average over ranks (collective; blocks). Inside
+  //                no_sync() it only accumulates locally.
+  //   set_grad_sync(on)   what no_sync() sets; the Trainer uses it for gradient accumulation.
 
-  // Waits for every bucket of the last synchronised backward, averages over ranks and writes the
-  // averaged gradients into each parameter's grad. Buckets whose gradients never became final
-  // (a parameter unused in this backward) are issued here with the gradient as it stands, so
-  // ranks stay in step. No-op when no synchronised backward ran since the last call (inside
-  // no_sync(), or twice in a row). Meant for Trainer::after_backward. Blocks; collective.
-  void finish_gradients();
-
-  // RAII guard: while alive, backward only accumulates gradients locally (no communication).
-  // The first backward after it ends all-reduces the accumulated sum, as in PyTorch.
+  // RAII guard: while alive, forward and backward communicate nothing: gradients accumulate
+  // locally (+=). The first backward after it ends all-reduces the accumulated sum, as in PyTorch.
   class NoSync {
    public:
     explicit NoSync(DistributedDataParallel& ddp);
@@ -95,9 +107,18 @@ class DistributedDataParallel {
     bool previous_;
   };
   NoSync no_sync() { return NoSync(*this); }
+  void set_grad_sync(bool on) override { syncing_ = on; }
 
-  // Copies every buffer (batch-norm running statistics, counters) from rank 0. Collective; blocks.
+  // Copies every buffer (batch-norm running statistics, counters) from rank 0 with one broadcast
+  // of all of them packed together; nothing when the model has none. Collective; blocks.
   void sync_buffers();
+
+  // Completes the buckets of the last synchronised backward: waits, averages over ranks and
+  // writes the averages into each parameter's grad. Buckets whose gradients never became final
+  // (a parameter unused in this backward) are issued here with the gradient as it stands, so
+  // ranks stay in step. DDP's backward calls it; call it yourself only after calling the WRAPPED
+  // model's backward directly. No-op when nothing is pending. Blocks; collective.
+  void finish_gradients();
 
   // 16 hex digits: FNV-1a over this rank's state_dict (names, shapes and values, read to host).
   std::string weights_digest() const;
@@ -105,11 +126,11 @@ class DistributedDataParallel {
   bool weights_identical_across_ranks();
 
   struct Stats {
-    double comm_wait_s = 0;  // time finish_gradients() waited for all-reduces after backward
+    double comm_wait_s = 0;  // time spent waiting for collectives after the model's backward
     double allreduce_s = 0;  // wall time with at least one bucket in flight (issue -> completion)
-    double overlap_s = 0;    // the part of allreduce_s before backward ended (hidden by backward)
+    double overlap_s = 0;    // the part of allreduce_s before the model's backward ended
     int buckets = 0;         // buckets per synchronised step
-    std::int64_t steps = 0;  // synchronised steps (finish_gradients() calls that communicated)
+    std::int64_t steps = 0;  // synchronised backward passes (that communicated)
   };
   // Totals over all steps so far (last_step(): the most recent step only).
   Stats stats() const { return total_; }
@@ -118,12 +139,21 @@ class DistributedDataParallel {
   // --- introspection (tests, docs) ---
   // Parameter names per bucket, bucket 0 first (issued first).
   std::vector<std::vector<std::string>> bucket_layout() const;
+  // The reducer of each bucket: "plain", "host_staged", "bf16" or "deterministic".
+  std::vector<std::string> bucket_reducers() const;
   // Parameter names in the order the grad-ready hook saw them in the last synchronised backward.
   const std::vector<std::string>& last_ready_order() const { return ready_order_; }
 
+  // The wrapped model (to save a checkpoint of it, or to reach its layers).
   nn::Module& module() { return *model_; }
+  const nn::Module& module() const { return *model_; }
   comm::Communicator& communicator() { return *comm_; }
   const DDPOptions& options() const { return opt_; }
+
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+  Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
+  Shape output_shape_impl(const Shape& input) const override;
 
  private:
   struct Bucket;
@@ -131,20 +161,19 @@ class DistributedDataParallel {
   void launch_ready_buckets();
   void launch(Bucket& b);
   void poll();
-  void complete(Bucket& b);
-  void check_consistency();
-  void broadcast_tensor(Tensor& t);
+  std::vector<Tensor> gradients_of(const Bucket& b) const;
 
   nn::ModulePtr model_;
   std::shared_ptr<comm::Communicator> comm_;
   DDPOptions opt_;
   std::vector<NamedParameter> params_;  // requires_grad ones, registration order
   std::vector<int> bucket_of_;          // per parameter
+  std::vector<int> slot_of_;            // per parameter: its position in its bucket
   std::vector<std::unique_ptr<Bucket>> buckets_;
+  bool has_buffers_ = false;
   bool syncing_ = true;          // false inside no_sync()
   bool in_step_ = false;         // a synchronised backward started, not yet finished
   std::size_t next_launch_ = 0;  // buckets issue in index order
-  double backward_start_ = 0;
   std::vector<std::string> ready_order_;
   Stats total_, last_;
 };

@@ -1,11 +1,15 @@
 // The training loop, kept thin: per-epoch train and evaluate over DataLoaders, gradient
-// accumulation, per-phase timing, progress, metrics and traces, and hooks where data-parallel
-// training (and users) plug in. Everything it does a user could write by hand in 30 lines; it
-// exists so every example reports the same way.
+// accumulation, per-phase timing, progress, metrics and traces, and a few generic hooks. Everything
+// it does a user could write by hand in 30 lines; it exists so every example reports the same way.
+//
+// It takes any nn::Module, data-parallel ones included: pass a parallel::DistributedDataParallel
+// as the model and its forward syncs buffers and its backward returns averaged gradients, so the
+// loop has nothing DDP-specific to do.
 //
 // One step: data (wait for the loader) -> forward (model + loss) -> backward -> [after_backward
-// hook: DDP waits for its all-reduces here] -> optimizer (step + zero_grad). With
-// accumulation = k, k micro-batches run forward/backward (loss scaled by 1/k) per optimizer step.
+// hook] -> optimizer (step + zero_grad). With accumulation = k, k micro-batches run
+// forward/backward (loss scaled by 1/k) per optimizer step, and all but the last run with
+// model.set_grad_sync(false) (DDP: no_sync, so only the last micro-batch communicates).
 #pragma once
 
 #include <cstdint>
@@ -68,15 +72,13 @@ class Trainer {
   EvalResult evaluate(data::DataLoader& test);
 
   // --- hooks ---
-  // After each backward of a complete optimizer step (before the optimizer): DDP averages here.
+  // After the last backward of each optimizer step, before the optimizer (gradient clipping,
+  // gradient statistics, extra timer rows). Gradients are final here.
   std::function<void()> after_backward;
-  // With accumulation > 1: called before every micro-batch but the last of a step; the object
-  // it returns is held until that micro-batch's backward is done (DDP: its no_sync() guard, so
-  // only the last micro-batch all-reduces the accumulated gradients).
-  std::function<std::shared_ptr<void>()> accumulate_locally;
   // After every epoch (for checkpoints); gets the result, already evaluated.
   std::function<void(const EpochResult&)> after_epoch;
-  // Combines a per-rank value into the global one (DDP: all-reduce average); identity by default.
+  // Combines a per-rank value into the global one (data parallel: an all-reduce average over the
+  // ranks); identity by default.
   std::function<double(double)> reduce_metric;
 
   PhaseTimer& timer() { return timer_; }

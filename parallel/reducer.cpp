@@ -1,0 +1,20 @@
+// make_reducer: the one place that decides how a bucket is reduced (see reducer.hpp).
+#include "reducer.hpp"
+
+namespace cohort::parallel::detail {
+
+bool comm_can_use(const comm::Communicator& comm, const Device& dev) {
+  const comm::Capabilities c = comm.capabilities();
+  return dev.host_accessible() ? c.host_memory : c.device_memory;
+}
+
+std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communicator& comm,
+                                      Device& dev, std::int64_t numel) {
+  // Deterministic and bf16 do their arithmetic on the host, whatever the device.
+  if (options.deterministic) return make_deterministic_reducer(comm, numel);
+  if (options.bf16_compression) return make_bf16_reducer(comm, numel);
+  if (comm_can_use(comm, dev)) return make_plain_reducer(comm, dev, numel);
+  return make_host_staged_reducer(comm, numel);
+}
+
+}  // namespace cohort::parallel::detail
