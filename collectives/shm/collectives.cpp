@@ -28,20 +28,12 @@ void copy_out(void* dst, const void* src, std::size_t bytes, bool stream) {
     std::memcpy(dst, src, bytes);
 }
 
-std::string coll_text(const char* name, uint64_t seq, std::size_t count, DType dtype,
-                      const char* extra) {
-  std::string s = std::string("shm ") + name + " #" + std::to_string(seq) + " (" +
-                  std::to_string(count) + " x " + dtype_name(dtype);
-  if (extra) s += std::string(", ") + extra;
-  return s + ")";
-}
-
 // -------------------------------------------------------------------------------------------
 class Allreduce final : public CollOp {
  public:
   Allreduce(std::shared_ptr<Engine> e, const void* send, void* recv, std::size_t count,
             DType dtype, ReduceOp op, Timeout t, bool direct, uint64_t nsteps, uint64_t slice)
-      : CollOp(std::move(e), Kind::allreduce, t, nsteps),
+      : CollOp(std::move(e), detail::op_desc(OpKind::allreduce, count, dtype, op), t, nsteps),
         in_(static_cast<const char*>(send)),
         out_(static_cast<char*>(recv)),
         count_(count),
@@ -79,10 +71,6 @@ class Allreduce final : public CollOp {
       return true;
     }
     return direct_ ? advance_direct() : advance_pipelined();
-  }
-
-  std::string describe() const override {
-    return coll_text("allreduce", seq, count_, dtype_, reduce_op_name(op_));
   }
 
  private:
@@ -214,7 +202,8 @@ class Broadcast final : public CollOp {
  public:
   Broadcast(std::shared_ptr<Engine> e, void* buf, std::size_t count, DType dtype, int root,
             Timeout t, uint64_t nsteps, uint64_t chunk)
-      : CollOp(std::move(e), Kind::broadcast, t, nsteps),
+      : CollOp(std::move(e), detail::op_desc(OpKind::broadcast, count, dtype, ReduceOp::sum, root),
+               t, nsteps),
         buf_(static_cast<char*>(buf)),
         count_(count),
         dtype_(dtype),
@@ -242,11 +231,6 @@ class Broadcast final : public CollOp {
     return true;
   }
 
-  std::string describe() const override {
-    const std::string root = "root " + std::to_string(root_);
-    return coll_text("broadcast", seq, count_, dtype_, root.c_str());
-  }
-
  private:
   char* buf_;
   std::size_t count_;
@@ -263,16 +247,16 @@ class Broadcast final : public CollOp {
 // block of `count`; phase A publishes my contribution in my slot, phase B consumes the others'.
 class Blockwise : public CollOp {
  public:
-  Blockwise(std::shared_ptr<Engine> e, Kind kind, const void* send, void* recv, std::size_t count,
-            DType dtype, Timeout t, uint64_t nsteps, uint64_t chunk)
-      : CollOp(std::move(e), kind, t, nsteps),
+  Blockwise(std::shared_ptr<Engine> e, const OpDesc& desc, const void* send, void* recv,
+            Timeout t, uint64_t nsteps, uint64_t chunk)
+      : CollOp(std::move(e), desc, t, nsteps),
         send_(static_cast<const char*>(send)),
         recv_(static_cast<char*>(recv)),
-        count_(count),
-        dtype_(dtype),
-        esz_(dtype_size(dtype)),
+        count_(desc.count),
+        dtype_(desc.dtype),
+        esz_(dtype_size(desc.dtype)),
         chunk_(chunk),
-        stream_(count * esz_ * static_cast<uint64_t>(eng.world) >= eng.params.stream_bytes) {}
+        stream_(count_ * esz_ * static_cast<uint64_t>(eng.world) >= eng.params.stream_bytes) {}
 
   bool advance() override {
     for (bool moved = true; moved;) {
@@ -321,9 +305,6 @@ class Blockwise : public CollOp {
 class Allgather final : public Blockwise {
  public:
   using Blockwise::Blockwise;
-  std::string describe() const override {
-    return coll_text("allgather", seq, count_, dtype_, nullptr);
-  }
 
  private:
   void phase_a(uint64_t k) override {
@@ -346,11 +327,9 @@ class ReduceScatter final : public Blockwise {
  public:
   ReduceScatter(std::shared_ptr<Engine> e, const void* send, void* recv, std::size_t count,
                 DType dtype, ReduceOp op, Timeout t, uint64_t nsteps, uint64_t chunk)
-      : Blockwise(std::move(e), Kind::reduce_scatter, send, recv, count, dtype, t, nsteps, chunk),
+      : Blockwise(std::move(e), detail::op_desc(OpKind::reduce_scatter, count, dtype, op), send,
+                  recv, t, nsteps, chunk),
         op_(op) {}
-  std::string describe() const override {
-    return coll_text("reduce_scatter", seq, count_, dtype_, reduce_op_name(op_));
-  }
 
  private:
   // My slot holds, at slice q, my part of rank q's block for this step.
@@ -378,7 +357,8 @@ class ReduceScatter final : public Blockwise {
 // -------------------------------------------------------------------------------------------
 class Barrier final : public CollOp {
  public:
-  Barrier(std::shared_ptr<Engine> e, Timeout t) : CollOp(std::move(e), Kind::barrier, t, 1) {}
+  Barrier(std::shared_ptr<Engine> e, Timeout t)
+      : CollOp(std::move(e), detail::op_desc(OpKind::barrier, 0, DType::u8), t, 1) {}
   bool advance() override {
     clear_stall();
     if (!posted_) {
@@ -389,10 +369,6 @@ class Barrier final : public CollOp {
     eng.publish(Flag::consumed, t0);
     return true;
   }
-  std::string describe() const override {
-    return "shm barrier #" + std::to_string(seq);
-  }
-
  private:
   bool posted_ = false;
 };
@@ -415,8 +391,8 @@ std::shared_ptr<CollOp> make_allgather(std::shared_ptr<Engine> e, const void* se
                                        std::size_t count, DType dtype, Timeout t) {
   const uint64_t chunk = e->params.slot_bytes / dtype_size(dtype);
   const uint64_t steps = ceil_div(count, chunk);
-  return std::make_shared<Allgather>(std::move(e), Kind::allgather, send, recv, count, dtype, t,
-                                     steps, chunk);
+  return std::make_shared<Allgather>(std::move(e), detail::op_desc(OpKind::allgather, count, dtype),
+                                     send, recv, t, steps, chunk);
 }
 
 std::shared_ptr<CollOp> make_reduce_scatter(std::shared_ptr<Engine> e, const void* send,

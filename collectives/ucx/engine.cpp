@@ -228,7 +228,7 @@ struct Engine::Impl {
   std::vector<std::string> live_peers_closed_keys();
 
   void start(std::shared_ptr<OpState> op);
-  void run_collective(CollChannel& ch, const OpDesc& d);
+  void run_collective(CollChannel& ch, const OpArgs& d);
   void post_p2p(std::shared_ptr<OpState> op);
   unsigned poll_inflight();
   // Fails `culprit` (may be null) with `error` and every other unfinished or queued op as
@@ -245,7 +245,7 @@ struct Engine::Impl {
   void send_control(int peer, const ControlMsg& m);
   std::vector<std::optional<ControlMsg>> query(const std::vector<int>& peers,
                                                Clock::duration budget);
-  std::string collective_timeout(const CollChannel& ch, const OpDesc& d, std::uint64_t seq);
+  std::string collective_timeout(const CollChannel& ch, const OpArgs& d);
   std::string p2p_timeout(const Inflight& f);
   std::string describe_peer(int peer, const ControlMsg& m) const;
 
@@ -263,8 +263,9 @@ class CollChannel final : public Channel {
     std::size_t bytes = 0;
   };
 
-  CollChannel(Engine::Impl& e, const OpDesc& d, std::uint64_t seq, Clock::time_point deadline)
-      : e_(e), desc_(d), seq_(seq), deadline_(deadline) {}
+  // d.seq is the op's sequence number (set by Impl::start).
+  CollChannel(Engine::Impl& e, const OpArgs& d, Clock::time_point deadline)
+      : e_(e), desc_(d), deadline_(deadline) {}
   ~CollChannel() override { abandon(); }
 
   int rank() const override { return e_.rank; }
@@ -273,7 +274,7 @@ class CollChannel final : public Channel {
   Handle isend(int peer, const void* buf, std::size_t bytes, std::uint32_t step) override {
     ucp_request_param_t prm = host_param();
     void* r = ucp_tag_send_nbx(e_.eps[static_cast<std::size_t>(peer)], buf, bytes,
-                               collective_tag(seq_, desc_.kind, e_.rank, step), &prm);
+                               collective_tag(desc_.seq, desc_.kind, e_.rank, step), &prm);
     if (UCS_PTR_IS_ERR(r)) transport_failure(peer, false, UCS_PTR_STATUS(r));
     pending_.push_back(Pending{r, peer, false, r == nullptr, bytes});
     return pending_.size() - 1;
@@ -281,7 +282,7 @@ class CollChannel final : public Channel {
 
   Handle irecv(int peer, void* buf, std::size_t bytes, std::uint32_t step) override {
     ucp_request_param_t prm = recv_param();
-    void* r = ucp_tag_recv_nbx(e_.worker, buf, bytes, collective_tag(seq_, desc_.kind, peer, step),
+    void* r = ucp_tag_recv_nbx(e_.worker, buf, bytes, collective_tag(desc_.seq, desc_.kind, peer, step),
                                kExact, &prm);
     if (UCS_PTR_IS_ERR(r)) transport_failure(peer, true, UCS_PTR_STATUS(r));
     pending_.push_back(Pending{r, peer, true, false, bytes});
@@ -348,23 +349,22 @@ class CollChannel final : public Channel {
 
   void check_length(int peer, std::size_t got, std::size_t want) const {
     if (got != want)
-      COHORT_UCX_FAIL(e_.rank, describe(desc_, seq_), ": rank ", peer, " sent a ", got,
+      COHORT_UCX_FAIL(e_.rank, desc_.str(), ": rank ", peer, " sent a ", got,
                       "-byte message where ", want,
                       " bytes were expected (do all ranks pass the same count and dtype?)");
   }
 
   [[noreturn]] void transport_failure(int peer, bool recv, ucs_status_t st) const {
     if (st == UCS_ERR_MESSAGE_TRUNCATED)
-      COHORT_UCX_FAIL(e_.rank, describe(desc_, seq_), ": rank ", peer,
+      COHORT_UCX_FAIL(e_.rank, desc_.str(), ": rank ", peer,
                       " sent a message longer than the expected bytes (do all ranks pass the same "
                       "count and dtype?)");
-    COHORT_UCX_FAIL(e_.rank, describe(desc_, seq_), ": ", recv ? "receiving from" : "sending to",
+    COHORT_UCX_FAIL(e_.rank, desc_.str(), ": ", recv ? "receiving from" : "sending to",
                     " rank ", peer, " failed: ", ucs_status_string(st));
   }
 
   Engine::Impl& e_;
-  const OpDesc& desc_;
-  const std::uint64_t seq_;
+  const OpArgs& desc_;
   const Clock::time_point deadline_;
   std::vector<Pending> pending_;
 };
@@ -585,33 +585,33 @@ std::vector<std::string> Engine::Impl::live_peers_closed_keys() {
 
 void Engine::Impl::start(std::shared_ptr<OpState> op) {
   if (failed) {  // only this thread writes `failed`
-    op->complete(aborted(op->desc));
+    op->complete(aborted(op->args));
     return;
   }
-  const OpDesc& d = op->desc;
-  if (!d.collective()) {
+  if (!op->args.collective()) {
     post_p2p(std::move(op));
     return;
   }
-  const std::uint64_t seq = ++started;
+  OpArgs d = op->args;
+  d.seq = ++started;
   last = d;
   busy = true;
 
-  CollChannel ch(*this, d, seq, Clock::now() + d.timeout);
+  CollChannel ch(*this, d, Clock::now() + d.timeout);
   std::string why;
   std::exception_ptr error;
   try {
     run_collective(ch, d);
   } catch (const DeadlinePassed&) {
-    why = collective_timeout(ch, d, seq);
+    why = collective_timeout(ch, d);
   } catch (const PeerFailed&) {
     why =
-        describe(d, seq) + " aborted on rank " + std::to_string(rank) + ": " + peer_failure_text();
+        d.str() + " aborted on rank " + std::to_string(rank) + ": " + peer_failure_text();
   } catch (const cohort::Error& e) {
     why = e.why();
     error = std::current_exception();
   } catch (const std::exception& e) {
-    why = describe(d, seq) + ": " + e.what();
+    why = d.str() + ": " + e.what();
   }
   busy = false;
   if (why.empty()) {
@@ -622,7 +622,7 @@ void Engine::Impl::start(std::shared_ptr<OpState> op) {
   fail(op, error ? error : UCX_ERROR_PTR(rank, why), why);
 }
 
-void Engine::Impl::run_collective(CollChannel& ch, const OpDesc& d) {
+void Engine::Impl::run_collective(CollChannel& ch, const OpArgs& d) {
   if (d.kind != OpKind::barrier && d.count == 0) return;  // a no-op on every rank alike
   switch (d.kind) {
     case OpKind::allreduce:
@@ -648,7 +648,7 @@ void Engine::Impl::run_collective(CollChannel& ch, const OpDesc& d) {
 }
 
 void Engine::Impl::post_p2p(std::shared_ptr<OpState> op) {
-  const OpDesc& d = op->desc;
+  const OpArgs& d = op->args;
   Inflight f;
   f.op = op;
   f.bytes = d.count * dtype_size(d.dtype);
@@ -672,7 +672,7 @@ void Engine::Impl::post_p2p(std::shared_ptr<OpState> op) {
   }
   if (UCS_PTR_IS_ERR(r)) {
     const std::string why =
-        describe(d) + ": UCX refused it: " + ucs_status_string(UCS_PTR_STATUS(r));
+        d.str() + ": UCX refused it: " + ucs_status_string(UCS_PTR_STATUS(r));
     fail(op, UCX_ERROR_PTR(rank, why), why);
   } else if (r == nullptr) {
     op->complete(nullptr);  // a send done at once (receives always return a request)
@@ -687,7 +687,7 @@ unsigned Engine::Impl::poll_inflight() {
   std::optional<Clock::time_point> now;
   for (std::size_t i = 0; i < inflight.size();) {
     Inflight& f = inflight[i];
-    const bool recv = f.op->desc.kind == OpKind::recv;
+    const bool recv = f.op->args.kind == OpKind::recv;
     ucp_tag_recv_info_t info{};
     const ucs_status_t st =
         recv ? ucp_tag_recv_request_test(f.req, &info) : ucp_request_check_status(f.req);
@@ -705,12 +705,12 @@ unsigned Engine::Impl::poll_inflight() {
     ++events;
     std::string why;
     if (st == UCS_ERR_MESSAGE_TRUNCATED)
-      why = describe(f.op->desc) + ": the message was longer than " + std::to_string(f.bytes) +
+      why = f.op->args.str() + ": the message was longer than " + std::to_string(f.bytes) +
             " bytes (do both sides pass the same count and dtype?)";
     else if (st != UCS_OK)
-      why = describe(f.op->desc) + ": " + ucs_status_string(st);
+      why = f.op->args.str() + ": " + ucs_status_string(st);
     else if (recv && info.length != f.bytes)
-      why = describe(f.op->desc) + ": the message had " + std::to_string(info.length) +
+      why = f.op->args.str() + ": the message had " + std::to_string(info.length) +
             " bytes, not " + std::to_string(f.bytes) +
             " (do both sides pass the same count and dtype?)";
     std::shared_ptr<OpState> op = std::move(f.op);
@@ -727,7 +727,7 @@ unsigned Engine::Impl::poll_inflight() {
 
 std::exception_ptr Engine::Impl::aborted(const OpDesc& d) const {
   return UCX_ERROR_PTR(
-      rank, describe(d) +
+      rank, d.str() +
                 " was not run: the communicator is unusable after an earlier failure: " + failure);
 }
 
@@ -747,12 +747,12 @@ void Engine::Impl::fail(std::shared_ptr<OpState> culprit, std::exception_ptr err
   std::vector<Inflight> posted;
   posted.swap(inflight);
   for (auto& f : posted) {
-    if (f.op->desc.kind == OpKind::recv) ucp_request_cancel(worker, f.req);
+    if (f.op->args.kind == OpKind::recv) ucp_request_cancel(worker, f.req);
     ucp_request_free(f.req);  // a send still in flight is released when UCP is done with it
-    if (f.op != culprit) f.op->complete(aborted(f.op->desc));
+    if (f.op != culprit) f.op->complete(aborted(f.op->args));
   }
   if (culprit) culprit->complete(error);
-  for (auto& q : queued) q->complete(aborted(q->desc));
+  for (auto& q : queued) q->complete(aborted(q->args));
   // Tell the others, unless this failure came from one of them (its origin told everybody).
   if (first && peer_failure_rank < 0) {
     ControlMsg m;
@@ -807,7 +807,7 @@ void Engine::Impl::handle_control(const ControlMsg& m) {
     reply.last_kind = static_cast<std::uint32_t>(last.kind);
     reply.last_dtype = static_cast<std::uint32_t>(last.dtype);
     reply.last_count = last.count;
-    const std::string what = started == 0 ? std::string("none") : describe(last, started);
+    const std::string what = started == 0 ? std::string("none") : last.str();
     std::strncpy(reply.text, what.c_str(), sizeof(reply.text) - 1);
     send_control(m.src, reply);
   } else if (m.type == kStatusReply && m.query == query_id) {
@@ -863,8 +863,8 @@ std::string Engine::Impl::describe_peer(int peer, const ControlMsg& m) const {
   return os.str();
 }
 
-std::string Engine::Impl::collective_timeout(const CollChannel& ch, const OpDesc& d,
-                                             std::uint64_t seq) {
+std::string Engine::Impl::collective_timeout(const CollChannel& ch, const OpArgs& d) {
+  const std::uint64_t seq = d.seq;
   const std::vector<int> silent = ch.silent_peers(true);
   const std::vector<int> not_taken = ch.silent_peers(false);
   std::vector<int> others;
@@ -892,7 +892,7 @@ std::string Engine::Impl::collective_timeout(const CollChannel& ch, const OpDesc
     }
   }
   std::ostringstream os;
-  os << describe(d, seq) << " timed out after " << common::format_timeout(d.timeout) << " on rank "
+  os << d.str() << " timed out after " << common::format_timeout(d.timeout) << " on rank "
      << rank;
   if (!absent.empty()) os << "; did not arrive: " << common::format_ranks(absent);
   if (!no_answer.empty())
@@ -909,9 +909,9 @@ std::string Engine::Impl::collective_timeout(const CollChannel& ch, const OpDesc
 }
 
 std::string Engine::Impl::p2p_timeout(const Inflight& f) {
-  const OpDesc& d = f.op->desc;
+  const OpArgs& d = f.op->args;
   std::ostringstream os;
-  os << describe(d) << " timed out after " << common::format_timeout(d.timeout) << " on rank "
+  os << d.str() << " timed out after " << common::format_timeout(d.timeout) << " on rank "
      << rank << ": ";
   if (d.kind == OpKind::recv)
     os << "no message from rank " << d.peer << " arrived";
@@ -981,7 +981,7 @@ void Engine::submit(std::shared_ptr<OpState> op) {
   {
     std::lock_guard<std::mutex> lk(e.mu);
     if (e.failed)
-      COHORT_UCX_FAIL(e.rank, describe(op->desc),
+      COHORT_UCX_FAIL(e.rank, op->args.str(),
                       " refused: the communicator is unusable after an earlier failure (",
                       e.failure, "); create a new communicator");
     e.queue.push_back(std::move(op));
