@@ -22,7 +22,9 @@ namespace cohort::comm::detail {
 
 // The values are part of the wire: the ucx backend puts the kind in its collective tags (3 bits)
 // and in its status replies. Append only.
-enum class OpKind : std::uint8_t { allreduce, broadcast, allgather, reduce_scatter, barrier, send, recv };
+enum class OpKind : std::uint8_t {
+  allreduce, broadcast, allgather, reduce_scatter, barrier, send, recv
+};
 
 const char* op_kind_name(OpKind kind);  // "allreduce", "reduce_scatter", ...
 inline bool is_collective(OpKind kind) { return kind != OpKind::send && kind != OpKind::recv; }

@@ -118,11 +118,12 @@ std::string Engine::whereabouts(const std::vector<int>& ranks) const {
     const std::uint64_t seq = c.coll_seq.load(std::memory_order_relaxed);
     if (!s.empty()) s += ", ";
     s += "rank " + std::to_string(q);
+    const auto kind = static_cast<OpKind>(c.coll_kind.load(std::memory_order_relaxed));
     if (seq == 0)
       s += " has not entered any collective";
     else
       s += " last entered collective #" + std::to_string(seq) + " (" +
-           detail::op_kind_name(static_cast<OpKind>(c.coll_kind.load(std::memory_order_relaxed))) + ")";
+           detail::op_kind_name(kind) + ")";
   }
   return s;
 }
