@@ -1,7 +1,7 @@
 // One enqueued operation of the UCX communicator: what the caller asked for (OpArgs: the shared
 // op description of detail/op_desc.hpp plus this rank's buffers and timeout) and the Work handle
 // the caller waits on (OpState). The caller's thread creates an OpState, the progress
-// thread (engine.cpp) runs it and completes it exactly once, with or without an error.
+// thread (progress.cpp) runs it and completes it exactly once, with or without an error.
 #pragma once
 
 #include <condition_variable>

@@ -1,6 +1,6 @@
 // The ucx Communicator: checks arguments on the caller's thread (errors surface at the call, with
 // the values at fault), resolves the timeout, and hands the op to the engine's progress thread
-// (engine.cpp), returning the op's Work handle at once.
+// (progress.cpp), returning the op's Work handle at once.
 #include "ucx/ucx_communicator.hpp"
 
 #include <cstdlib>
