@@ -1,7 +1,8 @@
 // The UCP context, worker and endpoints of one engine: created by the progress thread in setup()
 // (worker addresses exchanged through the Store under "ucx/<n>/addr/<rank>"), destroyed in
-// teardown() after a closing fence with the live peers. The one place that checks UCX status
-// codes (COHORT_CHECK_UCX): every UCX call that can fail at setup goes through it.
+// teardown() after a closing fence with the live peers. Setup is where UCX calls fail outright, so
+// this is the one file with a check macro for UCX status codes; later failures are reported
+// through the op they belong to (coll_channel.hpp, p2p.cpp).
 #include <algorithm>
 #include <thread>
 
@@ -12,7 +13,7 @@ namespace cohort::comm::ucx::detail {
 
 using namespace std::chrono_literals;
 
-// The one check macro for UCX status codes, (the backend's edge).
+// The one check macro for UCX status codes, used only in this file (the backend's edge).
 #define COHORT_CHECK_UCX(rank, call, ...)                                             \
   do {                                                                                \
     const ucs_status_t cohort_ucx_status_ = (call);                                   \
