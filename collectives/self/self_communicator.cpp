@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "cohort/core/error.hpp"
+#include "detail/op_desc.hpp"
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"
 #include "detail/work.hpp"
@@ -33,8 +34,9 @@ struct Mailbox {
 
 class RecvWork final : public Work {
  public:
-  RecvWork(std::shared_ptr<Mailbox> box, void* buf, std::size_t bytes, int tag, Timeout timeout)
-      : box_(std::move(box)), buf_(buf), bytes_(bytes), tag_(tag), timeout_(timeout),
+  RecvWork(std::shared_ptr<Mailbox> box, void* buf, const detail::OpDesc& desc, Timeout timeout)
+      : box_(std::move(box)), buf_(buf), desc_(desc),
+        bytes_(desc.count * dtype_size(desc.dtype)), timeout_(timeout),
         deadline_(std::chrono::steady_clock::now() + timeout) {}
 
   bool test() override {
@@ -58,9 +60,9 @@ class RecvWork final : public Work {
       COHORT_CHECK_IN(kName, false, "communicator unusable after an earlier failure: ",
                       box_->failure);
     for (auto it = box_->messages.begin(); it != box_->messages.end(); ++it) {
-      if (it->tag != tag_) continue;
+      if (it->tag != desc_.tag) continue;
       if (it->data.size() != bytes_) {
-        box_->failure = "recv (from rank 0, tag " + std::to_string(tag_) + ") of " +
+        box_->failure = "recv (from rank 0, tag " + std::to_string(desc_.tag) + ") of " +
                         std::to_string(bytes_) + " bytes matched a send of " +
                         std::to_string(it->data.size()) + " bytes";
         COHORT_CHECK_IN(kName, false, box_->failure);
@@ -74,7 +76,7 @@ class RecvWork final : public Work {
   }
 
   [[noreturn]] void fail_locked() {
-    box_->failure = "recv (from rank 0, tag " + std::to_string(tag_) + ", " +
+    box_->failure = "recv (from rank 0, tag " + std::to_string(desc_.tag) + ", " +
                     std::to_string(bytes_) + " bytes) timed out after " +
                     detail::format_timeout(timeout_) +
                     ": rank 0 (this process) did not send a matching message";
@@ -83,8 +85,8 @@ class RecvWork final : public Work {
 
   std::shared_ptr<Mailbox> box_;
   void* buf_;
+  detail::OpDesc desc_;  // recv from rank 0 (messages here say bytes, as they always have)
   std::size_t bytes_;
-  int tag_;
   Timeout timeout_;
   std::chrono::steady_clock::time_point deadline_;
   bool done_ = false;
@@ -160,7 +162,8 @@ class SelfCommunicator final : public Communicator {
                   Timeout timeout) override {
     const Timeout t = check_usable(timeout);
     detail::check_p2p(kName, "recv", buf, count, dtype, peer, 1);
-    auto work = std::make_shared<RecvWork>(box_, buf, count * dtype_size(dtype), tag, t);
+    auto work = std::make_shared<RecvWork>(
+        box_, buf, detail::op_desc(detail::OpKind::recv, count, dtype, ReduceOp::sum, 0, tag), t);
     work->test();  // matches at once when the message is already here
     return work;
   }

@@ -18,20 +18,6 @@ namespace cohort::comm::shm {
 
 using Clock = std::chrono::steady_clock;
 
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::none: return "none";
-    case Kind::allreduce: return "allreduce";
-    case Kind::broadcast: return "broadcast";
-    case Kind::allgather: return "allgather";
-    case Kind::reduce_scatter: return "reduce_scatter";
-    case Kind::barrier: return "barrier";
-    case Kind::send: return "send";
-    case Kind::recv: return "recv";
-  }
-  return "?";
-}
-
 namespace {
 // Deadlines far in the future must not overflow the clock.
 Clock::time_point deadline_after(Timeout t) {
@@ -50,14 +36,14 @@ std::string waiting_for(Flag f, std::uint64_t step) {
 
 // --- Op ---
 
-Op::Op(std::shared_ptr<Engine> engine, Kind k, Timeout t)
-    : kind(k), timeout(t), deadline(deadline_after(t)), eng(*engine), keep_(std::move(engine)) {}
+Op::Op(std::shared_ptr<Engine> engine, const OpDesc& d, Timeout t)
+    : desc(d), timeout(t), deadline(deadline_after(t)), eng(*engine), keep_(std::move(engine)) {}
 
 bool Op::test() { return eng.test(*this); }
 void Op::wait() { eng.wait(*this); }
 
-CollOp::CollOp(std::shared_ptr<Engine> engine, Kind k, Timeout t, std::uint64_t n)
-    : Op(std::move(engine), k, t), nsteps(n) {}
+CollOp::CollOp(std::shared_ptr<Engine> engine, const OpDesc& d, Timeout t, std::uint64_t n)
+    : Op(std::move(engine), d, t), nsteps(n) {}
 
 void CollOp::stalled(Flag flag, std::uint64_t step, int only_rank) const {
   if (stall_step_ == 0 || step < stall_step_) {
@@ -132,11 +118,12 @@ std::string Engine::whereabouts(const std::vector<int>& ranks) const {
     const std::uint64_t seq = c.coll_seq.load(std::memory_order_relaxed);
     if (!s.empty()) s += ", ";
     s += "rank " + std::to_string(q);
+    const auto kind = static_cast<OpKind>(c.coll_kind.load(std::memory_order_relaxed));
     if (seq == 0)
       s += " has not entered any collective";
     else
       s += " last entered collective #" + std::to_string(seq) + " (" +
-           kind_name(static_cast<Kind>(c.coll_kind.load(std::memory_order_relaxed))) + ")";
+           detail::op_kind_name(kind) + ")";
   }
   return s;
 }
@@ -156,14 +143,14 @@ WorkHandle Engine::submit(std::shared_ptr<Op> op) {
   // A peer that failed will not take part in this op (and its flags may even seem to satisfy it).
   check_peer_abort_locked();
   op->id = next_id_++;
-  switch (op->kind) {
-    case Kind::send: {
+  switch (op->desc.kind) {
+    case OpKind::send: {
       auto s = std::static_pointer_cast<SendOp>(op);
-      sends_[static_cast<std::size_t>(s->peer)].push_back(std::move(s));
+      sends_[static_cast<std::size_t>(s->desc.peer)].push_back(std::move(s));
       ++p2p_pending_;
       break;
     }
-    case Kind::recv: {
+    case OpKind::recv: {
       post_recv(std::static_pointer_cast<RecvOp>(op));
       ++p2p_pending_;
       break;
@@ -172,7 +159,7 @@ WorkHandle Engine::submit(std::shared_ptr<Op> op) {
       auto c = std::static_pointer_cast<CollOp>(op);
       c->t0 = next_step_;
       next_step_ += c->nsteps;
-      c->seq = next_seq_++;
+      c->desc.seq = next_seq_++;
       coll_.push_back(std::move(c));
     }
   }
@@ -184,11 +171,11 @@ WorkHandle Engine::submit(std::shared_ptr<Op> op) {
 void Engine::progress_locked() {
   while (!coll_.empty()) {
     CollOp& op = *coll_.front();
-    if (op.seq != announced_seq_) {
+    if (op.desc.seq != announced_seq_) {
       RankCtl& c = seg_->ctl(rank);
-      c.coll_kind.store(static_cast<std::uint32_t>(op.kind), std::memory_order_relaxed);
-      c.coll_seq.store(op.seq, std::memory_order_relaxed);
-      announced_seq_ = op.seq;
+      c.coll_kind.store(static_cast<std::uint32_t>(op.desc.kind), std::memory_order_relaxed);
+      c.coll_seq.store(op.desc.seq, std::memory_order_relaxed);
+      announced_seq_ = op.desc.seq;
     }
     if (!op.advance()) break;
     op.done = true;
@@ -291,7 +278,7 @@ std::string Engine::timeout_message(const Op& op) const {
   std::ostringstream os;
   os << op.describe() << " timed out after " << detail::format_timeout(op.timeout);
   const Op* blocker = &op;
-  if (op.kind != Kind::send && op.kind != Kind::recv && !coll_.empty() &&
+  if (op.desc.collective() && !coll_.empty() &&
       coll_.front().get() != &op) {
     blocker = coll_.front().get();
     os << " while queued behind " << blocker->describe();

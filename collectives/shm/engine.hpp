@@ -36,22 +36,21 @@
 
 #include "cohort/collectives/communicator.hpp"
 #include "cohort/collectives/store.hpp"
+#include "detail/op_desc.hpp"
 #include "shm/segment.hpp"
 
 namespace cohort::comm::shm {
 
 enum class Flag : std::uint8_t { posted, reduced, consumed };
-enum class Kind : std::uint32_t {
-  none = 0, allreduce, broadcast, allgather, reduce_scatter, barrier, send, recv
-};
-const char* kind_name(Kind kind);
+using detail::OpDesc;
+using detail::OpKind;
 
 class Engine;
 
 // One enqueued op; also the Work handle given to the caller.
 class Op : public Work {
  public:
-  Op(std::shared_ptr<Engine> engine, Kind kind, Timeout timeout);
+  Op(std::shared_ptr<Engine> engine, const OpDesc& desc, Timeout timeout);
   bool test() override;
   void wait() override;
 
@@ -59,10 +58,10 @@ class Op : public Work {
   virtual bool advance() = 0;
   // For a timeout message: the ranks this op is waiting for and what for ("did not arrive").
   virtual void blocked(std::vector<int>* ranks, std::string* what) const = 0;
-  // "allreduce #17 (1024 x f32, sum)".
+  // For error messages: "shm allreduce #17 (1024 x f32, sum)".
   virtual std::string describe() const = 0;
 
-  const Kind kind;
+  OpDesc desc;  // desc.seq: a collective's number, set by Engine::submit
   const Timeout timeout;
   const std::chrono::steady_clock::time_point deadline;
   std::uint64_t id = 0;    // issue order, set by Engine::submit
@@ -76,12 +75,13 @@ class Op : public Work {
 // A collective cut into `nsteps` steps starting at global step `t0`.
 class CollOp : public Op {
  public:
-  CollOp(std::shared_ptr<Engine> engine, Kind kind, Timeout timeout, std::uint64_t nsteps);
+  CollOp(std::shared_ptr<Engine> engine, const OpDesc& desc, Timeout timeout,
+         std::uint64_t nsteps);
   void blocked(std::vector<int>* ranks, std::string* what) const override;
+  std::string describe() const override { return "shm " + desc.str(); }
 
   const std::uint64_t nsteps;
-  std::uint64_t t0 = 0;   // set by submit
-  std::uint64_t seq = 0;  // collective number, set by submit
+  std::uint64_t t0 = 0;  // set by submit
 
  protected:
   // Records the earliest unmet condition of this pass, for blocked().

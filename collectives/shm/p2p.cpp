@@ -7,33 +7,32 @@
 namespace cohort::comm::shm {
 
 namespace {
-std::string p2p_text(const char* op, const char* dir, int peer, int tag, std::size_t count,
-                     DType dtype) {
-  return std::string("shm ") + op + " (" + dir + " rank " + std::to_string(peer) + ", tag " +
-         std::to_string(tag) + ", " + std::to_string(count) + " x " + dtype_name(dtype) + ")";
+// "shm send (to rank 1, tag 3, 16 x u8)": shm's own order of the fields (OpDesc::str() puts the
+// count first); kept so that messages read as they always have.
+std::string p2p_text(const char* dir, const OpDesc& d) {
+  return std::string("shm ") + detail::op_kind_name(d.kind) + " (" + dir + " rank " +
+         std::to_string(d.peer) + ", tag " + std::to_string(d.tag) + ", " +
+         std::to_string(d.count) + " x " + dtype_name(d.dtype) + ")";
 }
 }  // namespace
 
 SendOp::SendOp(std::shared_ptr<Engine> engine, const void* buf, std::size_t count, DType dtype,
-               int peer_, int tag_, Timeout timeout)
-    : Op(std::move(engine), Kind::send, timeout),
-      peer(peer_),
-      tag(tag_),
+               int peer, int tag, Timeout timeout)
+    : Op(std::move(engine), detail::op_desc(OpKind::send, count, dtype, ReduceOp::sum, peer, tag),
+         timeout),
       buf_(static_cast<const std::uint8_t*>(buf)),
-      count_(count),
-      dtype_(dtype),
       bytes_(count * dtype_size(dtype)) {}
 
 bool SendOp::advance() {
   const Segment& seg = eng.seg();
-  RingCtl& ring = seg.ring(eng.rank, peer);
+  RingCtl& ring = seg.ring(eng.rank, desc.peer);
   const std::uint64_t payload = eng.params.ring_slot_bytes - kRingHeaderBytes;
   while (!finished_) {
     const std::uint64_t head = ring.head.v.load(std::memory_order_relaxed);
     if (head - ring.tail.v.load(std::memory_order_acquire) >= eng.params.ring_slots) return false;
-    char* slot = seg.ring_slot(eng.rank, peer, head);
+    char* slot = seg.ring_slot(eng.rank, desc.peer, head);
     const std::uint64_t chunk = std::min(payload, bytes_ - offset_);
-    const RingSlotHeader h{tag, bytes_, offset_, chunk};
+    const RingSlotHeader h{desc.tag, bytes_, offset_, chunk};
     std::memcpy(slot, &h, sizeof(h));
     if (chunk) std::memcpy(slot + kRingHeaderBytes, buf_ + offset_, chunk);
     ring.head.v.store(head + 1, std::memory_order_release);
@@ -45,22 +44,19 @@ bool SendOp::advance() {
 }
 
 void SendOp::blocked(std::vector<int>* ranks, std::string* what) const {
-  *ranks = {peer};
+  *ranks = {desc.peer};
   *what = "it has not received: " + std::to_string(offset_) + " of " + std::to_string(bytes_) +
           " bytes are in the ring";
 }
 
-std::string SendOp::describe() const { return p2p_text("send", "to", peer, tag, count_, dtype_); }
+std::string SendOp::describe() const { return p2p_text("to", desc); }
 
-RecvOp::RecvOp(std::shared_ptr<Engine> engine, void* buf_, std::size_t count_, DType dtype_,
-               int peer_, int tag_, Timeout timeout)
-    : Op(std::move(engine), Kind::recv, timeout),
-      peer(peer_),
-      tag(tag_),
+RecvOp::RecvOp(std::shared_ptr<Engine> engine, void* buf_, std::size_t count, DType dtype,
+               int peer, int tag, Timeout timeout)
+    : Op(std::move(engine), detail::op_desc(OpKind::recv, count, dtype, ReduceOp::sum, peer, tag),
+         timeout),
       buf(static_cast<std::uint8_t*>(buf_)),
-      bytes(count_ * dtype_size(dtype_)),
-      count(count_),
-      dtype(dtype_) {}
+      bytes(count * dtype_size(dtype)) {}
 
 bool RecvOp::advance() {
   if (delivered) return true;
@@ -70,23 +66,23 @@ bool RecvOp::advance() {
 }
 
 void RecvOp::blocked(std::vector<int>* ranks, std::string* what) const {
-  *ranks = {peer};
+  *ranks = {desc.peer};
   *what = matched ? "its message is only partly here"
-                  : "no message with tag " + std::to_string(tag) + " from it yet";
+                  : "no message with tag " + std::to_string(desc.tag) + " from it yet";
 }
 
-std::string RecvOp::describe() const { return p2p_text("recv", "from", peer, tag, count, dtype); }
+std::string RecvOp::describe() const { return p2p_text("from", desc); }
 
 // --- the engine's side ---
 
 void Engine::post_recv(const std::shared_ptr<RecvOp>& op) {
-  recvs_[static_cast<std::size_t>(op->peer)].push_back(op);
+  recvs_[static_cast<std::size_t>(op->desc.peer)].push_back(op);
   claim_unexpected(*op);
 }
 
 bool Engine::claim_unexpected(RecvOp& op) {
-  for (auto it = unexpected_[op.peer].begin(); it != unexpected_[op.peer].end(); ++it) {
-    if (it->claimed || it->tag != op.tag) continue;
+  for (auto it = unexpected_[op.desc.peer].begin(); it != unexpected_[op.desc.peer].end(); ++it) {
+    if (it->claimed || it->tag != op.desc.tag) continue;
     it->claimed = true;
     op.matched = true;
     op.from_unexpected = true;
@@ -101,9 +97,9 @@ void Engine::take_unexpected(RecvOp& op) {
   if (!it->complete) return;
   if (it->data.size() != op.bytes)
     fail_locked(op.describe() + " expects " + std::to_string(op.bytes) + " bytes but rank " +
-                std::to_string(op.peer) + " sent " + std::to_string(it->data.size()));
+                std::to_string(op.desc.peer) + " sent " + std::to_string(it->data.size()));
   if (op.bytes) std::memcpy(op.buf, it->data.data(), op.bytes);
-  unexpected_[op.peer].erase(it);
+  unexpected_[op.desc.peer].erase(it);
   op.delivered = true;
 }
 
@@ -124,7 +120,7 @@ bool Engine::drain_incoming() {
         in.active = true;
         in.total = h.msg_bytes;
         for (auto& r : recvs_[static_cast<std::size_t>(s)]) {
-          if (r->matched || r->tag != h.tag) continue;
+          if (r->matched || r->desc.tag != h.tag) continue;
           if (r->bytes != h.msg_bytes)
             fail_locked(r->describe() + " expects " + std::to_string(r->bytes) + " bytes but rank " +
                         std::to_string(s) + " sent " + std::to_string(h.msg_bytes));

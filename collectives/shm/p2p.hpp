@@ -13,6 +13,7 @@
 
 namespace cohort::comm::shm {
 
+// desc.peer is the other rank, desc.tag the message's tag.
 class SendOp final : public Op {
  public:
   SendOp(std::shared_ptr<Engine> engine, const void* buf, std::size_t count, DType dtype, int peer,
@@ -21,13 +22,8 @@ class SendOp final : public Op {
   void blocked(std::vector<int>* ranks, std::string* what) const override;
   std::string describe() const override;
 
-  const int peer;
-  const int tag;
-
  private:
   const std::uint8_t* buf_;
-  std::size_t count_;
-  DType dtype_;
   std::uint64_t bytes_;
   std::uint64_t offset_ = 0;
   bool finished_ = false;
@@ -41,12 +37,8 @@ class RecvOp final : public Op {
   void blocked(std::vector<int>* ranks, std::string* what) const override;
   std::string describe() const override;
 
-  const int peer;
-  const int tag;
   std::uint8_t* const buf;
   const std::uint64_t bytes;
-  std::size_t count;
-  DType dtype;
   // Set by the engine: a message is assigned (arriving into buf, or buffered as unexpected).
   bool matched = false;
   bool delivered = false;

@@ -6,7 +6,7 @@
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"
 #include "detail/work.hpp"
-#include "shm/collectives.hpp"
+#include "shm/algorithms.hpp"
 #include "shm/p2p.hpp"
 
 namespace cohort::comm::shm {

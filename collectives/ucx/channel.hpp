@@ -1,7 +1,7 @@
 // What a collective algorithm sees of the transport: non-blocking tagged send/recv between the
-// ranks of one communicator, scoped to one collective op. engine.cpp implements it over UCP tagged
-// messages; the algorithms (allreduce_ring.cpp, ...) are written against this interface only and
-// never see a UCX type. Everything here runs on the communicator's progress thread.
+// ranks of one communicator, scoped to one collective op. coll_channel.hpp implements it over UCP
+// tagged messages; the algorithms (allreduce_ring.cpp, ...) are written against this interface
+// only and never see a UCX type. Everything here runs on the communicator's progress thread.
 #pragma once
 
 #include <cstddef>

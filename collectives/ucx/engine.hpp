@@ -1,5 +1,7 @@
 // The engine of one UCX communicator: a progress thread that owns the UCP context, worker and
-// endpoints and runs the ops it is handed, in issue order. No UCX type appears here (pimpl).
+// endpoints and runs the ops it is handed, in issue order. No UCX type appears here (pimpl: the
+// state is Engine::Impl in engine_impl.hpp, its members defined by job in context.cpp,
+// progress.cpp, p2p.cpp, control.cpp and timeouts.cpp).
 #pragma once
 
 #include <memory>
@@ -38,8 +40,8 @@ class Engine {
   // if an earlier op failed (the communicator is then unusable).
   void submit(std::shared_ptr<OpState> op);
 
-  // Defined in engine.cpp only (it holds the UCP handles); named here so that engine.cpp's
-  // helper classes can refer to it.
+  // Defined in engine_impl.hpp, which only the engine's own files include (it holds the UCP
+  // handles); named here so that they can refer to it.
   struct Impl;
 
  private:

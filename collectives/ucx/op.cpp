@@ -1,57 +1,8 @@
 #include "ucx/op.hpp"
 
-#include <sstream>
-
 #include "cohort/core/error.hpp"
 
 namespace cohort::comm::ucx::detail {
-
-const char* op_kind_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::allreduce:
-      return "allreduce";
-    case OpKind::broadcast:
-      return "broadcast";
-    case OpKind::allgather:
-      return "allgather";
-    case OpKind::reduce_scatter:
-      return "reduce_scatter";
-    case OpKind::barrier:
-      return "barrier";
-    case OpKind::send:
-      return "send";
-    case OpKind::recv:
-      return "recv";
-  }
-  return "?";
-}
-
-std::string describe(const OpDesc& d, std::uint64_t seq) {
-  std::ostringstream os;
-  os << op_kind_name(d.kind);
-  if (seq > 0) os << " #" << seq;
-  if (d.kind == OpKind::barrier) return os.str();
-  os << " (" << d.count << " x " << dtype_name(d.dtype);
-  switch (d.kind) {
-    case OpKind::allreduce:
-    case OpKind::reduce_scatter:
-      os << ", " << reduce_op_name(d.op);
-      break;
-    case OpKind::broadcast:
-      os << ", root " << d.peer;
-      break;
-    case OpKind::send:
-      os << " to rank " << d.peer << ", tag " << d.tag;
-      break;
-    case OpKind::recv:
-      os << " from rank " << d.peer << ", tag " << d.tag;
-      break;
-    default:
-      break;
-  }
-  os << ")";
-  return os.str();
-}
 
 bool OpState::test() {
   std::lock_guard<std::mutex> lk(mu_);

@@ -1,6 +1,7 @@
-// One enqueued operation of the UCX communicator: what the caller asked for (OpDesc) and the Work
-// handle the caller waits on (OpState). The caller's thread creates an OpState, the progress
-// thread (engine.cpp) runs it and completes it exactly once, with or without an error.
+// One enqueued operation of the UCX communicator: what the caller asked for (OpArgs: the shared
+// op description of detail/op_desc.hpp plus this rank's buffers and timeout) and the Work handle
+// the caller waits on (OpState). The caller's thread creates an OpState, the progress
+// thread (progress.cpp) runs it and completes it exactly once, with or without an error.
 #pragma once
 
 #include <condition_variable>
@@ -11,28 +12,21 @@
 #include <string>
 
 #include "cohort/collectives/communicator.hpp"
+#include "detail/op_desc.hpp"
 
 namespace cohort::comm::ucx::detail {
 
-enum class OpKind { allreduce, broadcast, allgather, reduce_scatter, barrier, send, recv };
+using ::cohort::comm::detail::OpDesc;
+using ::cohort::comm::detail::OpKind;
+using ::cohort::comm::detail::op_kind_name;
 
-struct OpDesc {
-  OpKind kind = OpKind::barrier;
+// The description every rank shares (kind, count, dtype, op, root/peer, tag; seq is set by the
+// progress thread when a collective starts) plus what is this rank's own: buffers and timeout.
+struct OpArgs : OpDesc {
   const void* send = nullptr;  // allreduce, allgather, reduce_scatter, send
   void* recv = nullptr;        // allreduce, allgather, reduce_scatter, recv; broadcast's buffer
-  std::size_t count = 0;       // elements, as the caller gave it
-  DType dtype = DType::f32;
-  ReduceOp op = ReduceOp::sum;
-  int peer = -1;       // broadcast: root; send/recv: the other rank
-  int tag = 0;         // send/recv only
-  Timeout timeout{0};  // resolved (never kDefaultTimeout)
-
-  bool collective() const { return kind != OpKind::send && kind != OpKind::recv; }
+  Timeout timeout{0};          // resolved (never kDefaultTimeout)
 };
-
-const char* op_kind_name(OpKind kind);
-// "allreduce (1048576 x f32, sum)", "recv (16 x u8 from rank 1, tag 3)". seq > 0 adds " #seq".
-std::string describe(const OpDesc& d, std::uint64_t seq = 0);
 
 // The Work handle. complete() is called once by the progress thread; test() and wait() may be
 // called from any thread, any number of times, and throw the op's error every time: each throw
@@ -40,7 +34,7 @@ std::string describe(const OpDesc& d, std::uint64_t seq = 0);
 // threads (a std::exception_ptr rethrown on several threads would be).
 class OpState final : public Work {
  public:
-  explicit OpState(const OpDesc& d) : desc(d) {}
+  explicit OpState(const OpArgs& a) : args(a) {}
 
   bool test() override;
   void wait() override;
@@ -49,7 +43,7 @@ class OpState final : public Work {
   void complete(std::exception_ptr error);
   bool completed();
 
-  const OpDesc desc;
+  const OpArgs args;  // args.seq stays 0: the progress thread numbers a copy
 
  private:
   std::mutex mu_;

@@ -1,6 +1,6 @@
 // The ucx Communicator: checks arguments on the caller's thread (errors surface at the call, with
 // the values at fault), resolves the timeout, and hands the op to the engine's progress thread
-// (engine.cpp), returning the op's Work handle at once.
+// (progress.cpp), returning the op's Work handle at once.
 #include "ucx/ucx_communicator.hpp"
 
 #include <cstdlib>
@@ -14,7 +14,7 @@
 namespace cohort::comm::ucx {
 namespace {
 
-using detail::OpDesc;
+using detail::OpArgs;
 using detail::OpKind;
 using detail::OpState;
 namespace common = ::cohort::comm::detail;
@@ -72,7 +72,7 @@ class UcxCommunicator final : public Communicator {
   WorkHandle allreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
                        Timeout timeout) override {
     common::check_allreduce(kName, send, recv, count, dtype);
-    OpDesc d = base(OpKind::allreduce, count, dtype, timeout);
+    OpArgs d = base(OpKind::allreduce, count, dtype, timeout);
     d.send = send;
     d.recv = recv;
     d.op = op;
@@ -82,7 +82,7 @@ class UcxCommunicator final : public Communicator {
   WorkHandle broadcast(void* buf, std::size_t count, DType dtype, int root,
                        Timeout timeout) override {
     common::check_broadcast(kName, buf, count, dtype, root, size());
-    OpDesc d = base(OpKind::broadcast, count, dtype, timeout);
+    OpArgs d = base(OpKind::broadcast, count, dtype, timeout);
     d.recv = buf;
     d.peer = root;
     return submit(d);
@@ -91,7 +91,7 @@ class UcxCommunicator final : public Communicator {
   WorkHandle allgather(const void* send, void* recv, std::size_t count, DType dtype,
                        Timeout timeout) override {
     common::check_allgather(kName, send, recv, count, dtype, rank(), size());
-    OpDesc d = base(OpKind::allgather, count, dtype, timeout);
+    OpArgs d = base(OpKind::allgather, count, dtype, timeout);
     d.send = send;
     d.recv = recv;
     return submit(d);
@@ -100,7 +100,7 @@ class UcxCommunicator final : public Communicator {
   WorkHandle reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
                             ReduceOp op, Timeout timeout) override {
     common::check_reduce_scatter(kName, send, recv, count, dtype, rank(), size());
-    OpDesc d = base(OpKind::reduce_scatter, count, dtype, timeout);
+    OpArgs d = base(OpKind::reduce_scatter, count, dtype, timeout);
     d.send = send;
     d.recv = recv;
     d.op = op;
@@ -115,7 +115,7 @@ class UcxCommunicator final : public Communicator {
                   Timeout timeout) override {
     common::check_p2p(kName, "send", buf, count, dtype, peer, size());
     check_tag("send", tag);
-    OpDesc d = base(OpKind::send, count, dtype, timeout);
+    OpArgs d = base(OpKind::send, count, dtype, timeout);
     d.send = buf;
     d.peer = peer;
     d.tag = tag;
@@ -126,7 +126,7 @@ class UcxCommunicator final : public Communicator {
                   Timeout timeout) override {
     common::check_p2p(kName, "recv", buf, count, dtype, peer, size());
     check_tag("recv", tag);
-    OpDesc d = base(OpKind::recv, count, dtype, timeout);
+    OpArgs d = base(OpKind::recv, count, dtype, timeout);
     d.recv = buf;
     d.peer = peer;
     d.tag = tag;
@@ -134,8 +134,8 @@ class UcxCommunicator final : public Communicator {
   }
 
  private:
-  OpDesc base(OpKind kind, std::size_t count, DType dtype, Timeout timeout) const {
-    OpDesc d;
+  OpArgs base(OpKind kind, std::size_t count, DType dtype, Timeout timeout) const {
+    OpArgs d;
     d.kind = kind;
     d.count = count;
     d.dtype = dtype;
@@ -149,7 +149,7 @@ class UcxCommunicator final : public Communicator {
   }
 
   // count == 0 ops go through the queue too, so that Work handles complete in issue order.
-  WorkHandle submit(const OpDesc& d) {
+  WorkHandle submit(const OpArgs& d) {
     auto op = std::make_shared<OpState>(d);
     engine_.submit(op);
     return op;

@@ -1,0 +1,43 @@
+#include "detail/op_desc.hpp"
+
+namespace cohort::comm::detail {
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::allreduce: return "allreduce";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::allgather: return "allgather";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::barrier: return "barrier";
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+  }
+  return "?";
+}
+
+std::string OpDesc::str() const {
+  std::string s = op_kind_name(kind);
+  if (seq > 0) s += " #" + std::to_string(seq);
+  if (kind == OpKind::barrier) return s;
+  s += " (" + std::to_string(count) + " x " + dtype_name(dtype);
+  switch (kind) {
+    case OpKind::allreduce:
+    case OpKind::reduce_scatter:
+      s += std::string(", ") + reduce_op_name(op);
+      break;
+    case OpKind::broadcast:
+      s += ", root " + std::to_string(peer);
+      break;
+    case OpKind::send:
+      s += " to rank " + std::to_string(peer) + ", tag " + std::to_string(tag);
+      break;
+    case OpKind::recv:
+      s += " from rank " + std::to_string(peer) + ", tag " + std::to_string(tag);
+      break;
+    default:
+      break;
+  }
+  return s + ")";
+}
+
+}  // namespace cohort::comm::detail

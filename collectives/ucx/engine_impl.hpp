@@ -1,0 +1,175 @@
+// The state of one UCX engine (Engine::Impl) and what the engine's files share. Internal to
+// collectives/ucx/: the only header that names UCP types besides coll_channel.hpp.
+//
+// Why one thread per communicator owns everything: UCP workers are cheapest in
+// UCS_THREAD_MODE_SINGLE (no locks on the fast path), which requires that a single thread make
+// every call on the context, worker and endpoints. That thread creates them, runs the ops handed
+// over through a mutex-protected queue in issue order, and destroys them. Callers never touch UCP;
+// they wait on their op's condition variable (op.cpp).
+//
+// The engine's members are defined by job, one file each:
+//   context.cpp      UCP context, worker and endpoints: setup, address exchange, teardown
+//   progress.cpp     the progress thread and its queue: start, run, fail ops; Engine's own API
+//   coll_channel.hpp the Channel of one collective over UCP tagged messages
+//   p2p.cpp          point-to-point ops: posted, then tracked to completion one by one
+//   control.cpp      control messages: status queries and replies, aborts
+//   timeouts.cpp     the reports of ops whose deadline passed
+//   tags.hpp         the tag scheme that keeps all their messages apart
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "detail/wait.hpp"
+#include "ucx/control.hpp"
+#include "ucx/engine.hpp"
+
+namespace cohort::comm::ucx::detail {
+
+using Clock = std::chrono::steady_clock;
+
+// A cohort::Error of backend "ucx" naming this communicator's rank and the source file (relative
+// to the repository, from collectives/ on).
+cohort::Error make_error(const char* file, int line, int rank, const std::string& why);
+
+#define UCX_ERROR_PTR(rank, why) \
+  std::make_exception_ptr(make_error(__FILE__, __LINE__, (rank), (why)))
+
+// Thrown by CollChannel::wait when the op's deadline passes, or when a peer reports that its
+// communicator failed; caught in Impl::start.
+struct DeadlinePassed {};
+struct PeerFailed {};
+
+inline ucp_request_param_t host_param() {
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  prm.memory_type = UCS_MEMORY_TYPE_HOST;
+  return prm;
+}
+
+// Receives always return a request: UCX 1.13.1 does not fill recv_info.tag_info when a receive
+// completes immediately (measured: the length stays unset), and the received length is how a
+// count mismatch between ranks is caught. ucp_tag_recv_request_test() reports it reliably.
+inline ucp_request_param_t recv_param() {
+  ucp_request_param_t prm = host_param();
+  prm.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  return prm;
+}
+
+class CollChannel;
+
+struct Engine::Impl {
+  Impl(const ProcessGroupInfo& info, std::shared_ptr<Store> s, Timeout timeout, const Tuning& t)
+      : rank(info.rank),
+        size(info.world_size),
+        local_size(info.local_world_size),
+        store(std::move(s)),
+        default_timeout(timeout),
+        tuning(t),
+        oversubscribed(info.local_world_size > common::usable_cpus()) {}
+  ~Impl() {
+    for (auto& s : scratch) std::free(s.p);
+  }
+
+  // ---- fixed at creation ----
+  const int rank, size, local_size;
+  const std::shared_ptr<Store> store;
+  const Timeout default_timeout;
+  const Tuning tuning;
+  // More ranks on this host than cores: waits yield the core almost at once (detail/wait.hpp).
+  const bool oversubscribed;
+  std::string prefix;  // "ucx/<n>/"
+
+  // ---- shared with calling threads, under mu ----
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<OpState>> queue;
+  bool stop = false;
+  bool ready = false;
+  std::exception_ptr setup_error;
+  bool failed = false;  // written only by the progress thread (under mu)
+  std::string failure;  // why, for errors of later ops
+  std::thread thread;
+
+  // ---- progress thread only ----
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  std::vector<ucp_ep_h> eps;
+
+  // Point-to-point ops posted to UCP and not completed yet. Each completes when its own message
+  // is through, not in issue order: a rank may post sends with tags 0, 1, 2 and then receive the
+  // peer's tag 2 first, and that receive must not wait for the sends (which wait for the peer's
+  // later receives).
+  struct Inflight {
+    std::shared_ptr<OpState> op;
+    void* req = nullptr;
+    std::size_t bytes = 0;
+    Clock::time_point deadline{};
+  };
+  std::vector<Inflight> inflight;
+  std::unordered_map<std::uint64_t, std::uint32_t> sent_to, received_from;  // (peer, tag) -> n
+
+  std::uint64_t started = 0;  // collectives started (the sequence number of the last one)
+  bool busy = false;
+  OpDesc last{};
+
+  ControlMsg control_in{};
+  void* control_req = nullptr;
+  std::deque<std::pair<std::unique_ptr<ControlMsg>, void*>> control_out;
+  std::uint64_t query_id = 0;
+  std::vector<std::optional<ControlMsg>> replies;
+  int peer_failure_rank = -1;  // set when a peer's kAbort arrives
+  std::string peer_failure;
+  std::string peer_failure_text() const {
+    return "rank " + std::to_string(peer_failure_rank) + "'s communicator failed: " + peer_failure;
+  }
+
+  struct Scratch {
+    char* p = nullptr;
+    std::size_t n = 0;
+  } scratch[2];
+
+  void main();
+  void setup();
+  void loop();
+  void teardown();
+  // At teardown: the "closed/<rank>" keys of the peers worth waiting for (alive).
+  std::vector<std::string> live_peers_closed_keys();
+
+  void start(std::shared_ptr<OpState> op);
+  void run_collective(CollChannel& ch, const OpArgs& d);
+  void post_p2p(std::shared_ptr<OpState> op);
+  unsigned poll_inflight();
+  // Fails `culprit` (may be null) with `error` and every other unfinished or queued op as
+  // aborted; the communicator refuses new ops from then on, and the other ranks are told
+  // (kAbort). `culprit` by value: it may point into `inflight`.
+  // Callers iterating `inflight` must stop: it is emptied.
+  void fail(std::shared_ptr<OpState> culprit, std::exception_ptr error, const std::string& why);
+  std::exception_ptr aborted(const OpDesc& d) const;
+
+  unsigned progress() { return ucp_worker_progress(worker) + poll_control(); }
+  unsigned poll_control();
+  void post_control_recv();
+  void handle_control(const ControlMsg& m);
+  void send_control(int peer, const ControlMsg& m);
+  std::vector<std::optional<ControlMsg>> query(const std::vector<int>& peers,
+                                               Clock::duration budget);
+  std::string collective_timeout(const CollChannel& ch, const OpArgs& d);
+  std::string p2p_timeout(const Inflight& f);
+  std::string describe_peer(int peer, const ControlMsg& m) const;
+
+  void* scratch_buffer(int slot, std::size_t bytes);
+};
+
+}  // namespace cohort::comm::ucx::detail

@@ -1,0 +1,271 @@
+// The progress thread of one engine and its queue: Engine's own API (constructor, submit,
+// destructor) on the callers' side, main/loop/start/fail on the thread's side.
+//
+// How ops run: a collective runs to completion on the progress thread before the next op starts
+// (its algorithm blocks in CollChannel::wait, which drives ucp_worker_progress), so collectives
+// complete in issue order. Point-to-point ops are only posted and then tracked (p2p.cpp), each
+// completing when its own message is through: sends followed by receives on both sides cannot
+// deadlock, and neither can receives posted in another order than the peer's sends.
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "detail/wait.hpp"
+#include "ucx/algorithms.hpp"
+#include "ucx/coll_channel.hpp"
+#include "ucx/engine_impl.hpp"
+
+namespace cohort::comm::ucx::detail {
+
+using namespace std::chrono_literals;
+
+cohort::Error make_error(const char* file, int line, int rank, const std::string& why) {
+  std::string f = file;
+  const auto pos = f.rfind("/collectives/");
+  if (pos != std::string::npos) f = f.substr(pos + 1);
+  return cohort::Error(f, line, "", "ucx", rank, why);
+}
+
+[[noreturn]] void throw_ucx_error(const char* file, int line, int rank, const std::string& why) {
+  throw make_error(file, line, rank, why);
+}
+
+namespace {
+// How long an idle progress thread keeps polling before it sleeps, and how often a sleeping one
+// wakes to poll the worker for control messages and wire-up traffic.
+constexpr auto kIdleSpin = 100us;
+constexpr auto kIdlePoll = 2ms;
+}  // namespace
+
+void Engine::Impl::main() {
+  try {
+    setup();
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      failed = true;  // teardown: no flush, no waiting for peers
+      failure = "setup failed";
+    }
+    teardown();
+    std::lock_guard<std::mutex> lk(mu);
+    setup_error = std::current_exception();
+    cv.notify_all();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    ready = true;
+  }
+  cv.notify_all();
+  loop();
+  teardown();
+}
+
+void Engine::Impl::loop() {
+  common::Backoff backoff(oversubscribed);
+  auto last_active = Clock::now();
+  for (;;) {
+    std::shared_ptr<OpState> op;
+    bool idle = false;
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      if (queue.empty() && inflight.empty()) {
+        if (stop) break;
+        idle = true;
+        // Nothing to do. The caller's next op usually follows within microseconds, and waking a
+        // sleeping thread costs tens of microseconds on a virtual machine, so keep polling
+        // (yielding the core) for a moment; then sleep until an op arrives, waking now and then
+        // to answer status queries and serve peers' wire-up.
+        if (Clock::now() - last_active > kIdleSpin) cv.wait_for(lk, kIdlePoll);
+      }
+      if (!queue.empty()) {
+        op = std::move(queue.front());
+        queue.pop_front();
+      }
+    }
+    const bool had_op = op != nullptr;
+    if (op) start(std::move(op));
+    unsigned events = progress() + poll_inflight();
+    if (peer_failure_rank >= 0 && !failed) {
+      const std::string why =
+          "aborted on rank " + std::to_string(rank) + ": " + peer_failure_text();
+      fail(nullptr, UCX_ERROR_PTR(rank, why), why);
+      ++events;
+    }
+    if (events != 0 || had_op) {
+      backoff.reset();
+      last_active = Clock::now();
+    } else if (!inflight.empty()) {
+      backoff.pause();
+    } else if (idle) {
+      sched_yield();
+    }
+  }
+}
+
+void Engine::Impl::start(std::shared_ptr<OpState> op) {
+  if (failed) {  // only this thread writes `failed`
+    op->complete(aborted(op->args));
+    return;
+  }
+  if (!op->args.collective()) {
+    post_p2p(std::move(op));
+    return;
+  }
+  OpArgs d = op->args;
+  d.seq = ++started;
+  last = d;
+  busy = true;
+
+  CollChannel ch(*this, d, Clock::now() + d.timeout);
+  std::string why;
+  std::exception_ptr error;
+  try {
+    run_collective(ch, d);
+  } catch (const DeadlinePassed&) {
+    why = collective_timeout(ch, d);
+  } catch (const PeerFailed&) {
+    why =
+        d.str() + " aborted on rank " + std::to_string(rank) + ": " + peer_failure_text();
+  } catch (const cohort::Error& e) {
+    why = e.why();
+    error = std::current_exception();
+  } catch (const std::exception& e) {
+    why = d.str() + ": " + e.what();
+  }
+  busy = false;
+  if (why.empty()) {
+    op->complete(nullptr);
+    return;
+  }
+  ch.abandon();
+  fail(op, error ? error : UCX_ERROR_PTR(rank, why), why);
+}
+
+void Engine::Impl::run_collective(CollChannel& ch, const OpArgs& d) {
+  if (d.kind != OpKind::barrier && d.count == 0) return;  // a no-op on every rank alike
+  switch (d.kind) {
+    case OpKind::allreduce:
+      allreduce(ch, tuning, d.send, d.recv, d.count, d.dtype, d.op);
+      return;
+    case OpKind::broadcast:
+      broadcast(ch, tuning, d.recv, d.count, d.dtype, d.peer);
+      return;
+    case OpKind::allgather:
+      allgather_ring(ch, tuning.chunk_bytes, d.send, d.recv, d.count, d.dtype);
+      return;
+    case OpKind::reduce_scatter:
+      reduce_scatter_ring(ch, tuning.chunk_bytes, d.send, d.recv, d.count, d.dtype, d.op);
+      return;
+    case OpKind::barrier:
+      if (size > 1) barrier_dissemination(ch);
+      return;
+    case OpKind::send:
+    case OpKind::recv:
+      break;
+  }
+  COHORT_UCX_FAIL(rank, "internal: ", op_kind_name(d.kind), " is not a collective");
+}
+
+std::exception_ptr Engine::Impl::aborted(const OpDesc& d) const {
+  return UCX_ERROR_PTR(
+      rank, d.str() +
+                " was not run: the communicator is unusable after an earlier failure: " + failure);
+}
+
+void Engine::Impl::fail(std::shared_ptr<OpState> culprit, std::exception_ptr error,
+                        const std::string& why) {
+  std::deque<std::shared_ptr<OpState>> queued;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!failed) {
+      failed = true;
+      failure = why;
+      first = true;
+    }
+    queued.swap(queue);
+  }
+  std::vector<Inflight> posted;
+  posted.swap(inflight);
+  for (auto& f : posted) {
+    if (f.op->args.kind == OpKind::recv) ucp_request_cancel(worker, f.req);
+    ucp_request_free(f.req);  // a send still in flight is released when UCP is done with it
+    if (f.op != culprit) f.op->complete(aborted(f.op->args));
+  }
+  if (culprit) culprit->complete(error);
+  for (auto& q : queued) q->complete(aborted(q->args));
+  // Tell the others, unless this failure came from one of them (its origin told everybody).
+  if (first && peer_failure_rank < 0) {
+    ControlMsg m;
+    m.type = kAbort;
+    m.src = rank;
+    std::strncpy(m.text, why.c_str(), sizeof(m.text) - 1);
+    for (int p = 0; p < size; ++p)
+      if (p != rank) send_control(p, m);
+  }
+}
+
+void* Engine::Impl::scratch_buffer(int slot, std::size_t bytes) {
+  Scratch& s = scratch[slot];
+  if (s.p == nullptr || s.n < bytes) {
+    std::free(s.p);
+    const std::size_t n = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+    s.p = static_cast<char*>(std::aligned_alloc(64, n));
+    if (s.p == nullptr) {
+      s.n = 0;
+      COHORT_UCX_FAIL(rank, "out of memory allocating ", n, " bytes of scratch");
+    }
+    s.n = n;
+  }
+  return s.p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine
+
+Engine::Engine(const ProcessGroupInfo& info, std::shared_ptr<Store> store, Timeout default_timeout,
+               const Tuning& tuning)
+    : impl_(std::make_unique<Impl>(info, std::move(store), default_timeout, tuning)) {
+  Impl& e = *impl_;
+  e.thread = std::thread([&e] { e.main(); });
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lk(e.mu);
+    e.cv.wait(lk, [&] { return e.ready || e.setup_error; });
+    error = e.setup_error;
+  }
+  if (error) {
+    e.thread.join();
+    std::rethrow_exception(error);
+  }
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  impl_->thread.join();
+}
+
+int Engine::rank() const { return impl_->rank; }
+int Engine::size() const { return impl_->size; }
+Timeout Engine::default_timeout() const { return impl_->default_timeout; }
+
+void Engine::submit(std::shared_ptr<OpState> op) {
+  Impl& e = *impl_;
+  {
+    std::lock_guard<std::mutex> lk(e.mu);
+    if (e.failed)
+      COHORT_UCX_FAIL(e.rank, op->args.str(),
+                      " refused: the communicator is unusable after an earlier failure (",
+                      e.failure, "); create a new communicator");
+    e.queue.push_back(std::move(op));
+  }
+  e.cv.notify_one();
+}
+
+}  // namespace cohort::comm::ucx::detail
