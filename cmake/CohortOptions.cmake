@@ -30,8 +30,24 @@ function(_cohort_resolve name found why)
 endfunction()
 
 # --- required: Kokkos + KokkosKernels (our own find module), oneDNN for host GEMM ---
+# Every dependency is looked up with find_path / find_library, which search CMAKE_PREFIX_PATH
+# first: a tree of Debian packages unpacked with `dpkg -x` (tools/gpu_deps.sh, for a GPU machine
+# without Debian's packages) builds with -DCMAKE_PREFIX_PATH=<prefix>/usr.
 find_package(Kokkos MODULE REQUIRED)
 find_package(DNNL MODULE REQUIRED)
+# Header-only: nlohmann-json (checkpoints, metrics) and CLI11 (examples, tools). Added to every
+# target's include path only when found outside the compiler's default folders.
+foreach(_hdr nlohmann/json.hpp CLI/CLI.hpp)
+  string(MAKE_C_IDENTIFIER "${_hdr}" _id)
+  find_path(COHORT_${_id}_DIR ${_hdr})
+  if(NOT COHORT_${_id}_DIR)
+    message(FATAL_ERROR "${_hdr} not found: install nlohmann-json3-dev libcli11-dev (tools/setup.sh does) or add their prefix to CMAKE_PREFIX_PATH")
+  endif()
+  if(NOT COHORT_${_id}_DIR STREQUAL "/usr/include")
+    include_directories(SYSTEM "${COHORT_${_id}_DIR}")
+  endif()
+  mark_as_advanced(COHORT_${_id}_DIR)
+endforeach()
 
 # --- CUDA: nvcc from the toolkit at /usr/local/cuda unless the user points elsewhere ---
 set(_cuda_found FALSE)
@@ -43,18 +59,22 @@ if(NOT COHORT_ENABLE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # Hopper and Ampere by default; override with -DCMAKE_CUDA_ARCHITECTURES=... (no GPU here to
-    # detect "native").
+    # Machine code for Ampere (sm_80) and Hopper (sm_90) plus sm_90 PTX, which the driver
+    # compiles for newer GPUs at load time; override with -DCMAKE_CUDA_ARCHITECTURES=... (no GPU
+    # here to detect "native").
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES "80;90")
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90")
     endif()
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit)
-    if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart)
+    find_package(CUDNN MODULE QUIET)
+    if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart AND NOT CUDNN_FOUND)
+      set(_cuda_why "cuDNN not found (set CUDNN_ROOT to a folder with include/cudnn.h and lib/libcudnn.so*)")
+    elseif(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart)
       set(_cuda_found TRUE)
-      set(_cuda_why "nvcc ${CMAKE_CUDA_COMPILER_VERSION} at ${CMAKE_CUDA_COMPILER}, archs ${CMAKE_CUDA_ARCHITECTURES}")
+      set(_cuda_why "nvcc ${CMAKE_CUDA_COMPILER_VERSION} at ${CMAKE_CUDA_COMPILER}, archs ${CMAKE_CUDA_ARCHITECTURES}, cuDNN ${CUDNN_VERSION} at ${CUDNN_LIBRARY}")
     else()
       set(_cuda_why "nvcc found but the CUDA toolkit libraries (cudart, cublas) were not")
     endif()
@@ -66,8 +86,11 @@ _cohort_resolve(CUDA "${_cuda_found}" "${_cuda_why}")
 set(_nccl_found FALSE)
 set(_nccl_why "needs the CUDA backend")
 if(COHORT_HAVE_CUDA)
-  find_library(COHORT_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-  find_path(COHORT_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  # NCCL_ROOT covers the pip wheel layout (site-packages/nvidia/nccl/{include,lib}, libnccl.so.2).
+  find_library(COHORT_NCCL_LIBRARY NAMES nccl libnccl.so.2
+               HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64)
+  find_path(COHORT_NCCL_INCLUDE_DIR nccl.h
+            HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
   if(COHORT_NCCL_LIBRARY AND COHORT_NCCL_INCLUDE_DIR)
     set(_nccl_found TRUE)
     set(_nccl_why "${COHORT_NCCL_LIBRARY}")
@@ -78,11 +101,10 @@ endif()
 _cohort_resolve(NCCL "${_nccl_found}" "${_nccl_why}")
 
 # --- UCX ---
-find_package(PkgConfig QUIET)
 set(_ucx_found FALSE)
-set(_ucx_why "pkg-config module ucx not found (Debian: libucx-dev)")
-if(PKG_CONFIG_FOUND AND NOT COHORT_ENABLE_UCX STREQUAL "OFF")
-  pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)
+set(_ucx_why "ucp/api/ucp.h and libucp/uct/ucs not found (Debian: libucx-dev)")
+if(NOT COHORT_ENABLE_UCX STREQUAL "OFF")
+  find_package(UCX MODULE QUIET)
   if(UCX_FOUND)
     set(_ucx_found TRUE)
     set(_ucx_why "UCX ${UCX_VERSION}")

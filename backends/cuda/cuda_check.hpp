@@ -1,4 +1,4 @@
-// Check macros for the CUDA runtime and cuBLAS, used only at this backend's edge: each failing call
+// Check macros for the CUDA runtime, cuBLAS and cuDNN, used only at this backend's edge: each failing call
 // becomes a cohort::Error attributed to "cuda" that names the expression, the status name and its
 // description ("cudaErrorMemoryAllocation: out of memory"). Internal header: it includes CUDA
 // headers, so nothing outside backends/cuda/ may include it.
@@ -6,6 +6,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <string>
 
@@ -18,6 +19,16 @@ inline std::string describe(cudaError_t e) {
 }
 inline std::string describe(cublasStatus_t s) {
   return std::string(cublasGetStatusName(s)) + ": " + cublasGetStatusString(s);
+}
+
+// cuDNN 9 keeps a per-thread message for the last failure that says which argument it rejected;
+// it is read (and so cleared) here.
+inline std::string describe(cudnnStatus_t s) {
+  std::string r = cudnnGetErrorString(s);
+  char why[512] = {0};
+  cudnnGetLastErrorString(why, sizeof why);
+  if (why[0] != 0) r += std::string(": ") + why;
+  return r;
 }
 
 }  // namespace cohort::cuda::detail
@@ -43,4 +54,13 @@ inline std::string describe(cublasStatus_t s) {
     if (cohort_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                         \
       ::cohort::detail::throw_error(__FILE__, __LINE__, #expr, "cuda",                      \
                                     ::cohort::cuda::detail::describe(cohort_cublas_st_));   \
+  } while (0)
+
+// Throws cohort::Error when `expr` (a cudnnStatus_t) is not CUDNN_STATUS_SUCCESS.
+#define COHORT_CHECK_CUDNN(expr)                                                            \
+  do {                                                                                      \
+    const cudnnStatus_t cohort_cudnn_st_ = (expr);                                          \
+    if (cohort_cudnn_st_ != CUDNN_STATUS_SUCCESS)                                           \
+      ::cohort::detail::throw_error(__FILE__, __LINE__, #expr, "cuda",                      \
+                                    ::cohort::cuda::detail::describe(cohort_cudnn_st_));    \
   } while (0)

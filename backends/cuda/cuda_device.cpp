@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "cohort/core/error.hpp"
+#include "cohort/core/math_mode.hpp"
 #include "cuda_check.hpp"
+#include "cudnn_ops.hpp"
 
 namespace cohort::cuda {
 namespace {
@@ -88,6 +90,15 @@ void* CudaDevice::blas() {
   }
   blas_.store(h, std::memory_order_release);
   return h;
+}
+
+Cudnn& CudaDevice::cudnn() {
+  if (Cudnn* c = cudnn_.load(std::memory_order_acquire)) return *c;
+  std::lock_guard<std::mutex> lock(init_mu_);
+  if (Cudnn* c = cudnn_.load(std::memory_order_relaxed)) return *c;
+  Cudnn* c = new Cudnn(*this);  // never destroyed, like the device (see the destructor's note)
+  cudnn_.store(c, std::memory_order_release);
+  return *c;
 }
 
 // ---- memory ----
@@ -210,7 +221,12 @@ void CudaDevice::gemm(const GemmArgs& g) {
   // The _64 entry point takes 64-bit extents, so no size needs narrowing to int.
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasStatus_t st = cublasSgemm_64(as_blas(blas()), op_b, op_a, g.n, g.m, g.k, &g.alpha,
+  cublasHandle_t h = as_blas(blas());
+  // Full FP32 products unless the user allowed TF32 (cohort/core/math_mode.hpp); set per call so a
+  // change of the mode applies to the next GEMM. A host-side setting: no device work.
+  COHORT_CHECK_CUBLAS(
+      cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  const cublasStatus_t st = cublasSgemm_64(h, op_b, op_a, g.n, g.m, g.k, &g.alpha,
                                            g.b, g.ldb, g.a, g.lda, &g.beta, g.c, g.ldc);
   if (st != CUBLAS_STATUS_SUCCESS)
     ::cohort::detail::throw_error(

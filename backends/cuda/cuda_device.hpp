@@ -1,7 +1,8 @@
 // The CUDA device: one object per visible GPU, memory from the runtime's stream-ordered pool
 // (cudaMallocAsync / cudaFreeAsync on the compute stream, so a free never synchronises), every op
-// enqueued on the device's compute stream: GEMM through cuBLAS, the rest through the shared
-// implementation of backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu).
+// enqueued on the device's compute stream: convolutions, training batch norm and softmax through
+// cuDNN (cudnn_ops.cpp), GEMM through cuBLAS, the rest through the shared implementation of
+// backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu).
 //
 // Internal header: backends/registry.cpp includes it, so it names no CUDA type; the stream and the
 // cuBLAS handle are kept as void* and cast back inside cuda_device.cpp.
@@ -18,6 +19,8 @@
 #include "cohort/core/device.hpp"
 
 namespace cohort::cuda {
+
+class Cudnn;
 
 class CudaDevice final : public Device {
  public:
@@ -57,6 +60,8 @@ class CudaDevice final : public Device {
   // Makes this device current and returns its compute stream (a cudaStream_t), creating it on
   // first use.
   void* stream();
+  // This device's cuDNN handle and convolution-algorithm cache, created on first use.
+  Cudnn& cudnn();
 
  private:
   // Makes this device current on the calling thread.
@@ -71,6 +76,7 @@ class CudaDevice final : public Device {
   std::mutex init_mu_;
   std::atomic<void*> stream_{nullptr};  // cudaStream_t
   std::atomic<void*> blas_{nullptr};    // cublasHandle_t
+  std::atomic<Cudnn*> cudnn_{nullptr};
 };
 
 // The registry's entry for this backend: "cuda", score 100 (preferred over the host when a GPU is

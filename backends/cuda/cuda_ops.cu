@@ -3,10 +3,12 @@
 // this device's cuBLAS sgemm, scratch from the stream-ordered pool. The host backend runs the
 // very same functors under Kokkos (host_ops.cpp), so CPU-only CI tests this math.
 //
-// Correctness first: work items are rows, planes or channels (what the host needs), which keeps a
-// GPU busy for training-sized batches but is not tuned; vendor kernels (cuDNN convolutions, batch
-// norm, softmax) belong here as run() overloads for their call types, ahead of the shared ones.
-// Built with --fmad=false so the element-wise results equal the host's bit for bit.
+// Vendor kernels come first: convolutions over the whole batch, training batch norm and softmax go
+// to cuDNN (cudnn_ops.cpp) through the run() overloads below, which argument-dependent lookup
+// prefers to the shared templates; a case cuDNN does not cover runs on the shared kernels. Work
+// items of the shared kernels are rows, planes or channels (what the host needs), which keeps a GPU
+// busy for training-sized batches but is not tuned. Built with --fmad=false so the element-wise
+// results equal the host's bit for bit.
 //
 // Ops enqueue on the compute stream and return without waiting.
 #include <cuda_runtime.h>
@@ -18,6 +20,7 @@
 #include "common/op_impl.hpp"
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
+#include "cudnn_ops.hpp"
 
 namespace cohort::cuda {
 namespace {
@@ -56,6 +59,7 @@ class CudaExec {
     COHORT_CHECK_CUDA(cudaGetLastError());
   }
   void gemm(const GemmArgs& g) const { device_.gemm(g); }
+  Cudnn& cudnn() const { return device_.cudnn(); }
   float* scratch(std::size_t floats) {
     const std::size_t bytes = floats * sizeof(float);
     void* p = device_.allocate(bytes);
@@ -68,6 +72,41 @@ class CudaExec {
   cudaStream_t stream_;
   std::vector<std::pair<void*, std::size_t>> scratch_;
 };
+
+// ---- cuDNN's ops (found by argument-dependent lookup from kernels::run_call) ----
+
+void run(CudaExec& e, const calls::Conv2dForward& c) {
+  if (!e.cudnn().conv_forward(c)) return kernels::run(e, c);
+  const Conv2dArgs& a = c.a;
+  if (c.bias || a.act != Activation::identity)  // one pass over y for the whole batch
+    kernels::dispatch_activation(a.act, [&](auto tag) {
+      e.for_each("cohort::conv2d_bias_act", a.n * a.k,
+                 kernels::BiasActPlane<decltype(tag)::value>{
+                     ChannelDims{a.n, a.k, a.oh * a.ow}, c.bias, c.y, a.act_alpha});
+    });
+}
+void run(CudaExec& e, const calls::Conv2dBackwardData& c) {
+  if (!e.cudnn().conv_backward_data(c)) kernels::run(e, c);
+}
+void run(CudaExec& e, const calls::Conv2dBackwardFilter& c) {
+  if (!e.cudnn().conv_backward_filter(c)) return kernels::run(e, c);
+  const Conv2dArgs& a = c.a;
+  if (c.dbias)
+    e.for_each("cohort::bias_grad", a.k,
+               kernels::BiasGradChannel{ChannelDims{a.n, a.k, a.oh * a.ow}, c.dy, c.dbias});
+}
+void run(CudaExec& e, const calls::BatchNormForward& c) {
+  if (!e.cudnn().batch_norm_forward(c)) kernels::run(e, c);
+}
+void run(CudaExec& e, const calls::BatchNormBackward& c) {
+  if (!e.cudnn().batch_norm_backward(c)) kernels::run(e, c);
+}
+void run(CudaExec& e, const calls::SoftmaxForward& c) {
+  if (!e.cudnn().softmax_forward(c)) kernels::run(e, c);
+}
+void run(CudaExec& e, const calls::SoftmaxBackward& c) {
+  if (!e.cudnn().softmax_backward(c)) kernels::run(e, c);
+}
 
 }  // namespace
 
