@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""PyTorch 1.13 peer for cohort's mnist_cnn: the classic PyTorch MNIST example network, Adadelta
+"""PyTorch peer for cohort's mnist_cnn: the classic PyTorch MNIST example network, Adadelta
 (lr 1.0), batch 64, one thread, on Fashion-MNIST loaded into memory once (so only training
 steps are timed, as cohort's images/s counts them). Prints one line: 'torch images/s: X'.
 
     OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/mnist_torch.py --steps 200
+    python3 bench/mnist_torch.py --device cuda --steps 300     # on a GPU (tools/gpu_check.sh)
+
+On cuda the whole data set sits on the GPU, the loss is read back once at the end, and the clock
+stops after torch.cuda.synchronize(): the same work cohort's mnist_cnn times.
 """
 import argparse
 import gzip
@@ -49,15 +53,18 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     a = ap.parse_args()
+    dev = torch.device(a.device)
     torch.set_num_threads(1)
     torch.manual_seed(1)
     images = load(os.path.join(a.data, "train-images-idx3-ubyte.gz"), 16, (60000, 1, 28, 28))
     labels = load(os.path.join(a.data, "train-labels-idx1-ubyte.gz"), 8, (60000,)).long()
-    x_all = (images.float() / 255.0 - 0.1307) / 0.3081
-    model = Net()
+    x_all = ((images.float() / 255.0 - 0.1307) / 0.3081).to(dev)
+    labels = labels.to(dev)
+    model = Net().to(dev)
     opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
-    perm = torch.randperm(60000)
+    perm = torch.randperm(60000).to(dev)
     model.train()
     b = a.batch_size
     warm = 5
@@ -70,6 +77,8 @@ def main():
         loss = F.nll_loss(model(x), y)
         loss.backward()
         opt.step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     print(f"torch images/s: {a.steps * b / dt:.1f}  (loss {loss.item():.4f}, {a.steps} steps)")
 

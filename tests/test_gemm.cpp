@@ -124,3 +124,46 @@ TEST_CASE("gemm: matmul and shape errors") {
   }
   CHECK(err.find("matmul: expected 2-D tensors, got a [2, 3], b [6]") != std::string::npos);
 }
+
+TEST_CASE("gemm_batched: hand-computed batch, transposes, and shape errors") {
+  auto& dev = cohort::host_device();
+  // Batch 0: [[1, 2], [3, 4]] @ I = itself; batch 1: [[1, 2], [3, 4]] @ [[0, 1], [1, 0]] swaps
+  // the columns.
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 1, 2, 3, 4}, {2, 2, 2}, dev);
+  Tensor b = Tensor::from_vector<float>({1, 0, 0, 1, 0, 1, 1, 0}, {2, 2, 2}, dev);
+  CHECK(cohort::ops::bmm(a, b).to_vector<float>() == std::vector<float>{1, 2, 3, 4, 2, 1, 4, 3});
+  // a^T per batch, alpha 2, beta 1 over ones.
+  Tensor c = Tensor::full({2, 2, 2}, 1.0, DType::f32, dev);
+  cohort::ops::gemm_batched(a, true, b, false, c, 2.0f, 1.0f);
+  CHECK(c.to_vector<float>() == std::vector<float>{3, 7, 5, 9, 7, 3, 9, 5});
+  // Every batch entry equals the 2-D gemm of its slices, for all transposes.
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    Tensor x = Tensor::uniform(ta ? cohort::Shape{3, 7, 5} : cohort::Shape{3, 5, 7}, -1, 1, 5, dev);
+    Tensor y = Tensor::uniform(tb ? cohort::Shape{3, 4, 7} : cohort::Shape{3, 7, 4}, -1, 1, 6, dev);
+    const std::vector<float> got = cohort::ops::bmm(x, y, ta, tb).to_vector<float>();
+    const std::vector<float> xv = x.to_vector<float>(), yv = y.to_vector<float>();
+    for (int i = 0; i < 3; ++i) {
+      Tensor xi = Tensor::from_vector<float>({xv.begin() + i * 35, xv.begin() + (i + 1) * 35},
+                                             ta ? cohort::Shape{7, 5} : cohort::Shape{5, 7}, dev);
+      Tensor yi = Tensor::from_vector<float>({yv.begin() + i * 28, yv.begin() + (i + 1) * 28},
+                                             tb ? cohort::Shape{4, 7} : cohort::Shape{7, 4}, dev);
+      const std::vector<float> want = cohort::ops::matmul(xi, yi, ta, tb).to_vector<float>();
+      CHECK(std::vector<float>(got.begin() + i * 20, got.begin() + (i + 1) * 20) == want);
+    }
+  }
+  std::string err;
+  try {
+    cohort::ops::bmm(a, Tensor::zeros({3, 2, 2}, DType::f32, dev));
+  } catch (const cohort::Error& e) {
+    err = e.what();
+  }
+  CHECK(err.find("gemm_batched: batch extents differ: a [2, 2, 2], b [3, 2, 2]") != std::string::npos);
+  err.clear();
+  try {
+    cohort::ops::bmm(a, Tensor::zeros({2, 3, 2}, DType::f32, dev));
+  } catch (const cohort::Error& e) {
+    err = e.what();
+  }
+  CHECK(err.find("gemm_batched: inner dimensions differ") != std::string::npos);
+}

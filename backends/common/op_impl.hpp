@@ -307,6 +307,19 @@ void run(Exec& e, const calls::Gemm& c) {
   }
   e.gemm(c);
 }
+// One GEMM per batch entry through the device's own GEMM; a backend with a batched GEMM (cuBLAS)
+// overloads this.
+template <class Exec>
+void run(Exec& e, const calls::GemmBatched& c) {
+  for (i64 i = 0; i < c.batch; ++i) {
+    calls::Gemm g;
+    static_cast<GemmArgs&>(g) = c;
+    g.a = c.a + i * c.stride_a;
+    g.b = c.b + i * c.stride_b;
+    g.c = c.c + i * c.stride_c;
+    run(e, g);
+  }
+}
 template <class Exec>
 void run(Exec& e, const calls::FillUniform& c) {
   e.for_each("cohort::fill_uniform", static_cast<i64>(c.n),

@@ -237,6 +237,23 @@ void CudaDevice::gemm(const GemmArgs& g) {
                                  g.trans_b ? " trans_b" : ""));
 }
 
+void CudaDevice::gemm_batched(const calls::GemmBatched& g) {
+  // Operands swapped as in gemm() above; the batch strides follow their operands.
+  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasHandle_t h = as_blas(blas());
+  COHORT_CHECK_CUBLAS(
+      cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  const cublasStatus_t st = cublasSgemmStridedBatched_64(
+      h, op_b, op_a, g.n, g.m, g.k, &g.alpha, g.b, g.ldb, g.stride_b, g.a, g.lda, g.stride_a,
+      &g.beta, g.c, g.ldc, g.stride_c, g.batch);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    ::cohort::detail::throw_error(
+        __FILE__, __LINE__, "cublasSgemmStridedBatched_64", "cuda",
+        ::cohort::detail::concat("batched sgemm on ", name(), " failed (", detail::describe(st),
+                                 ") for batch=", g.batch, " m=", g.m, " n=", g.n, " k=", g.k));
+}
+
 // ---- registry entry ----
 
 DeviceFactory factory() {

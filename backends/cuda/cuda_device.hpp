@@ -57,6 +57,8 @@ class CudaDevice final : public Device {
 
   // Row-major sgemm through cuBLAS on the compute stream (m, n, k >= 1).
   void gemm(const GemmArgs& g);
+  // The same for a strided batch, one cuBLAS call (m, n, k, batch >= 1).
+  void gemm_batched(const calls::GemmBatched& g);
   // Makes this device current and returns its compute stream (a cudaStream_t), creating it on
   // first use.
   void* stream();

@@ -59,6 +59,7 @@ class CudaExec {
     COHORT_CHECK_CUDA(cudaGetLastError());
   }
   void gemm(const GemmArgs& g) const { device_.gemm(g); }
+  void gemm_batched(const calls::GemmBatched& g) const { device_.gemm_batched(g); }
   Cudnn& cudnn() const { return device_.cudnn(); }
   float* scratch(std::size_t floats) {
     const std::size_t bytes = floats * sizeof(float);
@@ -72,6 +73,13 @@ class CudaExec {
   cudaStream_t stream_;
   std::vector<std::pair<void*, std::size_t>> scratch_;
 };
+
+// ---- cuBLAS's batched GEMM (k == 0 is the shared path's beta scaling) ----
+
+void run(CudaExec& e, const calls::GemmBatched& c) {
+  if (c.k == 0) return kernels::run(e, c);
+  e.gemm_batched(c);
+}
 
 // ---- cuDNN's ops (found by argument-dependent lookup from kernels::run_call) ----
 

@@ -193,6 +193,68 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& 
   });
 }
 
+void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+                  float alpha, float beta) {
+  require_defined("gemm_batched", "a", a);
+  require_defined("gemm_batched", "b", b);
+  require_defined("gemm_batched", "c", c);
+  require_f32("gemm_batched", "a", a);
+  require_f32("gemm_batched", "b", b);
+  require_f32("gemm_batched", "c", c);
+  COHORT_CHECK(a.rank() == 3 && b.rank() == 3 && c.rank() == 3,
+               "gemm_batched: expected 3-D tensors [batch, rows, cols], got a ", a.shape().str(),
+               ", b ", b.shape().str(), ", c ", c.shape().str());
+  const std::int64_t batch = a.dim(0);
+  COHORT_CHECK(b.dim(0) == batch && c.dim(0) == batch, "gemm_batched: batch extents differ: a ",
+               a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
+  const std::int64_t m = trans_a ? a.dim(2) : a.dim(1);
+  const std::int64_t k = trans_a ? a.dim(1) : a.dim(2);
+  const std::int64_t kb = trans_b ? b.dim(2) : b.dim(1);
+  const std::int64_t n = trans_b ? b.dim(1) : b.dim(2);
+  COHORT_CHECK(k == kb, "gemm_batched: inner dimensions differ: op(a[i]) is [", m, ", ", k,
+               "] (a ", a.shape().str(), trans_a ? " transposed" : "", "), op(b[i]) is [", kb,
+               ", ", n, "] (b ", b.shape().str(), trans_b ? " transposed" : "", ")");
+  COHORT_CHECK(c.dim(1) == m && c.dim(2) == n, "gemm_batched: c is ", c.shape().str(),
+               ", expected [", batch, ", ", m, ", ", n, "]");
+  require_same_device("gemm_batched", a, "a", b, "b");
+  require_same_device("gemm_batched", a, "a", c, "c");
+  if (batch == 0 || m == 0 || n == 0) return;
+  calls::GemmBatched g;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = alpha;
+  g.lda = a.dim(2) > 0 ? a.dim(2) : 1;
+  g.ldb = b.dim(2) > 0 ? b.dim(2) : 1;
+  g.beta = beta;
+  g.ldc = n;
+  g.batch = batch;
+  g.stride_a = a.dim(1) * a.dim(2);
+  g.stride_b = b.dim(1) * b.dim(2);
+  g.stride_c = m * n;
+  dispatch::run(a.device(), {&a, &b}, {&c}, [&](const dispatch::Operands& o) {
+    calls::GemmBatched call = g;
+    call.a = o.in<float>(a);
+    call.b = o.in<float>(b);
+    call.c = o.out<float>(c);
+    return call;
+  });
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  require_defined("bmm", "a", a);
+  require_defined("bmm", "b", b);
+  COHORT_CHECK(a.rank() == 3 && b.rank() == 3, "bmm: expected 3-D tensors, got a ",
+               a.shape().str(), ", b ", b.shape().str());
+  const std::int64_t m = trans_a ? a.dim(2) : a.dim(1);
+  const std::int64_t n = trans_b ? b.dim(1) : b.dim(2);
+  Tensor c = Tensor::empty({a.dim(0), m, n}, DType::f32, a.device());
+  gemm_batched(a, trans_a, b, trans_b, c, 1.0f, 0.0f);
+  return c;
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   require_defined("matmul", "a", a);
   require_defined("matmul", "b", b);

@@ -113,6 +113,23 @@ std::vector<Row> rows() {
     ops::gemm(zeros(d, {4, 0}), false, zeros(d, {0, 3}), false, c, 1.0f, 0.0f);
     return Outputs{c};
   });
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      add(Op::gemm_batched,
+          "gemm_batched 4 x 6x5x9 ta=" + std::to_string(ta) + " tb=" + std::to_string(tb), 1e-5,
+          [ta, tb](Device& d) {
+            Tensor a = uni(d, ta ? Shape{4, 9, 6} : Shape{4, 6, 9}, 14);
+            Tensor b = uni(d, tb ? Shape{4, 5, 9} : Shape{4, 9, 5}, 15);
+            Tensor c = uni(d, {4, 6, 5}, 16);
+            ops::gemm_batched(a, ta, b, tb, c, -1.5f, 0.25f);
+            return Outputs{c};
+          });
+  add(Op::gemm_batched, "gemm_batched k=0 beta 0 over NaN", 0, [](Device& d) {
+    Tensor c = zeros(d, {2, 3, 4});
+    ops::fill(c, std::nan(""));
+    ops::gemm_batched(zeros(d, {2, 3, 0}), false, zeros(d, {2, 0, 4}), false, c, 1.0f, 0.0f);
+    return Outputs{c};
+  });
   add(Op::fill_uniform, "uniform offset 5", 0,
       [](Device& d) { return Outputs{Tensor::uniform({1001}, -2.0f, 3.0f, 77, d, 5)}; });
   add(Op::fill_normal, "normal", 1e-6,

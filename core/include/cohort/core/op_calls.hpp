@@ -85,6 +85,12 @@ struct Argmax {
   std::int64_t* out;
 };
 struct Gemm : GemmArgs {};
+// `batch` independent GEMMs of the same shape: for i in [0, batch), the GemmArgs applied to
+// a + i * stride_a, b + i * stride_b, c + i * stride_c (strides in elements; the C blocks do not
+// overlap). The attention of a transformer is this shape (cuBLAS: strided-batched GEMM).
+struct GemmBatched : GemmArgs {
+  std::int64_t batch = 0, stride_a = 0, stride_b = 0, stride_c = 0;
+};
 // Element i gets the Philox4x32-10 number at stream position offset + i under `seed`
 // (cohort/core/rng.hpp), so every device and every split of x draw the same values.
 struct FillUniform {

@@ -24,6 +24,7 @@
   X(reduce_max, ReduceMax)                         \
   X(argmax, Argmax)                                \
   X(gemm, Gemm)                                    \
+  X(gemm_batched, GemmBatched)                     \
   X(fill_uniform, FillUniform)                     \
   X(fill_normal, FillNormal)                       \
   /* layer ops (cohort/core/layer_ops.hpp) */      \

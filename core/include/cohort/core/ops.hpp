@@ -26,5 +26,10 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& 
           float alpha = 1.0f, float beta = 0.0f);
 // Returns op(A) @ op(B) as a new tensor.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// The same for 3-D tensors, one GEMM per leading index (torch.baddbmm / torch.bmm):
+// C[i] = alpha * op(A[i]) @ op(B[i]) + beta * C[i]; a, b, c share the batch extent.
+void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
+                  float alpha = 1.0f, float beta = 0.0f);
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
 }  // namespace cohort::ops

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Carries cohort's Debian dependencies to a GPU machine that has the CUDA toolkit but no Debian
+# packages and no network (docs/GPU.md):
+#
+#   tools/gpu_deps.sh download [DIR]   on this machine: apt-get download the .deb files into DIR/debs
+#   tools/gpu_deps.sh unpack [DIR]     on the GPU machine: unpack them into DIR/prefix and print the
+#                                      variables a build needs (tools/gpu_check.sh does this itself)
+#
+# DIR defaults to .gpu (add `/.gpu/` to .git/info/exclude so it never gets committed). Unpacking
+# uses `dpkg -x` where dpkg exists and `ar` + `tar` otherwise, and recreates the links Debian makes
+# with update-alternatives (libblas.so.3, liblapack.so.3, libopenblas.so.0), which no .deb holds.
+set -euo pipefail
+
+cmd=${1:-}
+dir=${2:-.gpu}
+
+# Build-time (-dev) and run-time packages of every library the build links, and the libraries
+# those link in turn (ldd of Kokkos Kernels, oneDNN and UCX on Debian 12).
+packages=(
+  libtrilinos-kokkos-13.2 libtrilinos-kokkos-dev
+  libtrilinos-kokkos-kernels-13.2 libtrilinos-kokkos-kernels-dev
+  libopenblas0 libopenblas0-pthread libopenblas-dev libopenblas-pthread-dev
+  libgfortran5 libquadmath0
+  libdnnl2 libdnnl-dev ocl-icd-libopencl1
+  libucx0 libucx-dev libnuma1
+  dataset-fashion-mnist                 # the data of mnist_cnn (about 30 MB)
+  doctest-dev libcli11-dev nlohmann-json3-dev
+  zlib1g zlib1g-dev
+)
+
+case "$cmd" in
+  download)
+    mkdir -p "$dir/debs"
+    (cd "$dir/debs" && apt-get download "${packages[@]}")
+    du -sh "$dir/debs"
+    ;;
+  unpack)
+    [ -d "$dir/debs" ] || { echo "gpu_deps.sh: no $dir/debs (run 'tools/gpu_deps.sh download' first)" >&2; exit 1; }
+    prefix="$(cd "$dir" && pwd)/prefix"
+    mkdir -p "$prefix"
+    for deb in "$dir"/debs/*.deb; do
+      if command -v dpkg >/dev/null; then
+        dpkg -x "$deb" "$prefix"
+      else
+        tmp=$(mktemp -d)
+        abs=$(readlink -f "$deb")
+        (cd "$tmp" && ar x "$abs" && tar -xf data.tar.* -C "$prefix")
+        rm -rf "$tmp"
+      fi
+    done
+    lib="$prefix/usr/lib/x86_64-linux-gnu"
+    ln -sf openblas-pthread/libblas.so.3 "$lib/libblas.so.3"
+    ln -sf openblas-pthread/liblapack.so.3 "$lib/liblapack.so.3"
+    ln -sf "$(basename "$(ls "$lib"/openblas-pthread/libopenblasp-r*.so | head -n1)")" \
+      "$lib/openblas-pthread/libopenblas.so.0"
+    ln -sf openblas-pthread/libopenblas.so.0 "$lib/libopenblas.so.0"
+    echo "CMAKE_PREFIX_PATH=$prefix/usr"
+    echo "LD_LIBRARY_PATH=$lib:$lib/openblas-pthread"
+    ;;
+  *)
+    sed -n '2,11p' "$0" >&2
+    exit 2
+    ;;
+esac
