@@ -1,0 +1,112 @@
+// The CUDA device's math modes and failure paths, on a GPU only (exits 77, "skipped: why", without
+// one):
+//   - deterministic algorithms: convolution backward data and filter give bit-identical results
+//     run after run (cuDNN's atomics-based algorithms are excluded);
+//   - TF32 off (the default): a training-sized convolution matches the host within the parity
+//     tolerance; TF32 on still matches loosely (10-bit mantissa products);
+//   - out of memory: an error naming the bytes asked and the bytes free, not a crash;
+//   - a batched GEMM large enough for cuBLAS's tensor-core paths matches the host.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cohort/core/layer_ops.hpp"
+#include "cohort/core/math_mode.hpp"
+#include "cohort/core/ops.hpp"
+#include "cohort/core/tensor.hpp"
+#include "cohort/devices.hpp"
+
+using namespace cohort;
+
+namespace {
+
+int failures = 0;
+void check(bool ok, const std::string& what) {
+  std::printf("%s  %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  if (!ok) ++failures;
+}
+
+double rel_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to(host_device()).to_vector<float>();
+  const std::vector<float> y = b.to(host_device()).to_vector<float>();
+  double worst = x.size() == y.size() ? 0.0 : INFINITY;
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
+    worst = std::fmax(worst, std::fabs(double(x[i]) - y[i]) / (1.0 + std::fabs(double(y[i]))));
+  return worst;
+}
+
+Tensor uni(Device& d, const Shape& s, std::uint64_t seed) {
+  return Tensor::uniform(s, -1.0f, 1.0f, seed, host_device()).to(d);
+}
+
+}  // namespace
+
+int main() {
+  Device* gpu = nullptr;
+  try {
+    gpu = &device("cuda");
+  } catch (const Error& e) {
+    std::printf("skipped: %s\n", e.what());
+    return 77;
+  }
+  Device& h = host_device();
+  // The MNIST CNN's second convolution at batch 64.
+  const Shape xs{64, 32, 26, 26}, ws{64, 32, 3, 3};
+  ops::Conv2dParams p;
+  const Shape ys = ops::conv2d_output_shape(xs, ws, p);
+
+  {  // deterministic algorithms: two runs, the same bits
+    set_deterministic_algorithms(true);
+    auto dw_once = [&] {
+      Tensor dw = Tensor::zeros(ws, DType::f32, *gpu);
+      ops::conv2d_backward_filter(uni(*gpu, xs, 1), uni(*gpu, ys, 2), dw, nullptr, p);
+      return dw.to(h).to_vector<float>();
+    };
+    auto dx_once = [&] {
+      Tensor dx = Tensor::zeros(xs, DType::f32, *gpu);
+      ops::conv2d_backward_data(uni(*gpu, ys, 2), uni(*gpu, ws, 3), dx, p);
+      return dx.to(h).to_vector<float>();
+    };
+    check(dw_once() == dw_once(), "deterministic: conv2d_backward_filter bit-identical twice");
+    check(dx_once() == dx_once(), "deterministic: conv2d_backward_data bit-identical twice");
+    set_deterministic_algorithms(false);
+  }
+  auto conv_on = [&](Device& d) {
+    Tensor y = Tensor::zeros(ys, DType::f32, d);
+    Tensor b = uni(d, {64}, 4);
+    ops::conv2d_forward(uni(d, xs, 1), uni(d, ws, 3), &b, y, p, Activation::relu);
+    return y;
+  };
+  const Tensor want = conv_on(h);
+  {
+    set_allow_tf32(false);
+    const double d = rel_diff(conv_on(*gpu), want);
+    check(d <= 1e-5, "TF32 off: conv2d_forward [64,32,26,26] vs host, max rel diff " + std::to_string(d));
+    set_allow_tf32(true);
+    const double d2 = rel_diff(conv_on(*gpu), want);
+    check(d2 <= 5e-2, "TF32 on: conv2d_forward vs host, max rel diff " + std::to_string(d2) +
+                          " (loose: 10-bit mantissa products)");
+    set_allow_tf32(false);
+  }
+  {
+    Tensor a = uni(*gpu, {8, 128, 64}, 5), b = uni(*gpu, {8, 64, 128}, 6);
+    const double d = rel_diff(ops::bmm(a, b, false, false), ops::bmm(a.to(h), b.to(h)));
+    check(d <= 1e-5, "bmm [8,128,64] x [8,64,128] vs host, max rel diff " + std::to_string(d));
+  }
+  {  // out of memory: far more than any GPU has
+    std::string msg;
+    try {
+      Tensor t = Tensor::empty({std::int64_t{1} << 40}, DType::f32, *gpu);
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    check(msg.find("4398046511104 bytes") != std::string::npos && msg.find("free") != std::string::npos,
+          "out of memory names the bytes asked and free: " + msg);
+    // The device still works afterwards.
+    const double d = rel_diff(conv_on(*gpu), want);
+    check(d <= 1e-5, "after the failed allocation the device still computes");
+  }
+  std::printf("%d failed\n", failures);
+  return failures ? 1 : 0;
+}
