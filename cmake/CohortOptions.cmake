@@ -82,6 +82,36 @@ if(NOT COHORT_ENABLE_CUDA STREQUAL "OFF")
 endif()
 _cohort_resolve(CUDA "${_cuda_found}" "${_cuda_why}")
 
+# --- Thrust (the CCCL headers): header-only, so found, never built. The CUDA device runs its maps,
+# fills and row reductions through it; the CPU tests run the same code on Thrust's CPP system
+# (tests/thrust/). CUDA 13 keeps CCCL in include/cccl, CUDA 11-12 directly in include/; a
+# standalone CCCL checkout works too (-DCOHORT_CCCL_INCLUDE_DIR=.../cccl). ---
+set(_cccl_hints)
+foreach(_d ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  list(APPEND _cccl_hints ${_d}/cccl ${_d})
+endforeach()
+find_path(COHORT_CCCL_INCLUDE_DIR thrust/version.h HINTS ${_cccl_hints}
+          DOC "Directory holding the CCCL headers thrust/, cub/ and cuda/")
+set(COHORT_HAVE_THRUST 0)
+set(COHORT_WHY_THRUST "thrust/version.h not found (set COHORT_CCCL_INCLUDE_DIR): Thrust tests not built")
+if(COHORT_CCCL_INCLUDE_DIR AND EXISTS ${COHORT_CCCL_INCLUDE_DIR}/thrust/version.h)
+  file(STRINGS ${COHORT_CCCL_INCLUDE_DIR}/thrust/version.h _thrust_version_line
+       REGEX "^#define THRUST_VERSION [0-9]+")
+  string(REGEX REPLACE "^#define THRUST_VERSION ([0-9]+).*" "\\1" _thrust_v "${_thrust_version_line}")
+  # 1.16 brought thrust::cuda::par_nosync, which the CUDA device needs (no sync inside an op).
+  if(_thrust_v GREATER_EQUAL 101600)
+    math(EXPR _thrust_major "${_thrust_v} / 100000")
+    math(EXPR _thrust_minor "${_thrust_v} / 100 % 1000")
+    set(COHORT_HAVE_THRUST 1)
+    set(COHORT_WHY_THRUST "Thrust ${_thrust_major}.${_thrust_minor} at ${COHORT_CCCL_INCLUDE_DIR}")
+  else()
+    set(COHORT_WHY_THRUST "Thrust at ${COHORT_CCCL_INCLUDE_DIR} is too old (THRUST_VERSION ${_thrust_v}, need 1.16): Thrust tests not built")
+  endif()
+endif()
+if(COHORT_HAVE_CUDA AND NOT COHORT_HAVE_THRUST)
+  message(FATAL_ERROR "the CUDA backend needs Thrust 1.16 or later: ${COHORT_WHY_THRUST}")
+endif()
+
 # --- NCCL: needs CUDA ---
 set(_nccl_found FALSE)
 set(_nccl_why "needs the CUDA backend")
@@ -115,7 +145,7 @@ _cohort_resolve(UCX "${_ucx_found}" "${_ucx_why}")
 function(cohort_print_summary)
   message(STATUS "cohort ${PROJECT_VERSION} configuration:")
   message(STATUS "  host backend: Kokkos ${Kokkos_VERSION} (Serial), GEMM via oneDNN ${DNNL_VERSION}")
-  foreach(opt CUDA NCCL UCX)
+  foreach(opt CUDA THRUST NCCL UCX)
     message(STATUS "  ${opt}: ${COHORT_HAVE_${opt}} - ${COHORT_WHY_${opt}}")
   endforeach()
 endfunction()

@@ -662,6 +662,7 @@ struct LayerNormParamGradCol {  // item: column; dgamma[j] += sum dy * xhat, dbe
 
 struct DropoutBlocks {
   static constexpr int kBlocks = 8;  // 32 elements per item
+  static constexpr i64 items(i64 n) { return (n + kBlocks * 4 - 1) / (kBlocks * 4); }
   DropoutArgs a;
   i64 n;
   const float* in;  // x (forward) or dy (backward)

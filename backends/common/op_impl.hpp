@@ -217,8 +217,7 @@ void run(Exec& e, const calls::LayerNormBackward& c) {
 template <class Exec>
 void dropout(Exec& e, const DropoutArgs& a, const float* in, float* out, std::size_t n) {
   const i64 count = static_cast<i64>(n);
-  constexpr i64 per_item = DropoutBlocks::kBlocks * 4;
-  e.for_each("cohort::dropout", (count + per_item - 1) / per_item, DropoutBlocks{a, count, in, out});
+  e.for_each("cohort::dropout", DropoutBlocks::items(count), DropoutBlocks{a, count, in, out});
 }
 template <class Exec>
 void run(Exec& e, const calls::DropoutForward& c) {
@@ -248,20 +247,26 @@ void run(Exec& e, const calls::CrossEntropyBackward& c) {
 // ---------------------------------------------------------------------------------------------
 // Tensor ops.
 
-template <class Exec, class T>
-void fill_as(Exec& e, void* x, std::size_t n, T v) {
-  e.for_each("cohort::fill", static_cast<i64>(n), FillItem<T>{static_cast<T*>(x), v});
+// Calls fn(v) with the fill value converted to the element type of c.dtype (bf16: its bits as
+// std::uint16_t). The conversion happens here, on the host, exactly once for every backend and for
+// the Thrust path (thrust_ops.hpp).
+template <class Fn>
+void with_fill_value(const calls::Fill& c, Fn&& fn) {
+  switch (c.dtype) {
+    case DType::f32: return fn(static_cast<float>(c.value));
+    case DType::f64: return fn(c.value);
+    case DType::bf16: return fn(float_to_bf16(static_cast<float>(c.value)));
+    case DType::i32: return fn(static_cast<std::int32_t>(c.value));
+    case DType::i64: return fn(static_cast<std::int64_t>(c.value));
+    case DType::u8: return fn(static_cast<std::uint8_t>(c.value));
+  }
 }
 template <class Exec>
 void run(Exec& e, const calls::Fill& c) {
-  switch (c.dtype) {  // converted here, on the host, exactly once for every backend
-    case DType::f32: return fill_as(e, c.x, c.n, static_cast<float>(c.value));
-    case DType::f64: return fill_as(e, c.x, c.n, c.value);
-    case DType::bf16: return fill_as(e, c.x, c.n, float_to_bf16(static_cast<float>(c.value)));
-    case DType::i32: return fill_as(e, c.x, c.n, static_cast<std::int32_t>(c.value));
-    case DType::i64: return fill_as(e, c.x, c.n, static_cast<std::int64_t>(c.value));
-    case DType::u8: return fill_as(e, c.x, c.n, static_cast<std::uint8_t>(c.value));
-  }
+  with_fill_value(c, [&](auto v) {
+    using T = decltype(v);
+    e.for_each("cohort::fill", static_cast<i64>(c.n), FillItem<T>{static_cast<T*>(c.x), v});
+  });
 }
 template <class Exec>
 void run(Exec& e, const calls::Add& c) {

@@ -1,7 +1,8 @@
 // The CUDA device: one object per visible GPU, memory from the runtime's stream-ordered pool
 // (cudaMallocAsync / cudaFreeAsync on the compute stream, so a free never synchronises), every op
 // enqueued on the device's compute stream: convolutions, training batch norm and softmax through
-// cuDNN (cudnn_ops.cpp), GEMM through cuBLAS, the rest through the shared implementation of
+// cuDNN (cudnn_ops.cpp), GEMM through cuBLAS, maps and row reductions through Thrust
+// (backends/common/thrust_ops.hpp), the rest through the shared implementation of
 // backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu).
 //
 // Internal header: backends/registry.cpp includes it, so it names no CUDA type; the stream and the
@@ -51,7 +52,7 @@ class CudaDevice final : public Device {
   void synchronize_event(void* event) override;
   void synchronize_stream(void* stream) override;
 
-  // cuda_ops.cu: the shared implementation, grid-stride kernels, GEMM below.
+  // cuda_ops.cu: Thrust, else the shared implementation as grid-stride kernels; GEMM below.
   bool supports(const OpCall& call) const override;
   void run(const OpCall& call) override;
 

@@ -10,14 +10,19 @@
 // busy for training-sized batches but is not tuned. Built with --fmad=false so the element-wise
 // results equal the host's bit for bit.
 //
-// Ops enqueue on the compute stream and return without waiting.
+// Ops enqueue on the compute stream and return without waiting. Maps, fills, row reductions and
+// optimizer steps go through Thrust (common/thrust_ops.hpp) with thrust::cuda::par_nosync on that
+// stream: none of its algorithms used there synchronises or allocates temporary storage.
 #include <cuda_runtime.h>
+#include <thrust/system/cuda/execution_policy.h>
+#include <thrust/system_error.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
 #include "common/op_impl.hpp"
+#include "common/thrust_ops.hpp"
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
 #include "cudnn_ops.hpp"
@@ -121,7 +126,20 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
 bool CudaDevice::supports(const OpCall& call) const { return kernels::shared_supports(call); }
 
 void CudaDevice::run(const OpCall& call) {
-  {
+  // Thrust for what it covers (maps, fills, row reductions, optimizer steps: none of them a cuDNN or
+  // cuBLAS op), then run_call, where the cuDNN / cuBLAS overloads above win over the shared
+  // grid-stride kernels.
+  bool done = false;
+  try {
+    done = thrust_ops::run_if_covered(
+        thrust::cuda::par_nosync.on(static_cast<cudaStream_t>(stream())), call);
+  } catch (const thrust::system_error& e) {  // a failed launch: report it as the other ops do
+    (void)cudaGetLastError();
+    ::cohort::detail::throw_error(__FILE__, __LINE__, "thrust", "cuda",
+                                  ::cohort::detail::concat(op_name(op_of(call)), " on ", name(),
+                                                           ": ", e.what()));
+  }
+  if (!done) {
     CudaExec e(*this);
     kernels::run_call(e, call);
   }

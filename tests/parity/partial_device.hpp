@@ -5,29 +5,17 @@
 // kinds of "no" from supports() are exercised.
 #pragma once
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 #include <variant>
 
-#include "cohort/core/device.hpp"
 #include "cohort/devices.hpp"
+#include "common/host_memory_device.hpp"
 
 namespace cohort::testing {
 
-class PartialDevice final : public Device {
+class PartialDevice final : public HostMemoryDevice {
  public:
   std::string name() const override { return "partial"; }
-  DeviceType type() const override { return DeviceType::host; }
-  bool host_accessible() const override { return true; }
-  void* allocate(std::size_t bytes) override {
-    return bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
-  }
-  void deallocate(void* p, std::size_t) noexcept override { std::free(p); }
-  void copy_from_host(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
-  void copy_to_host(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
-  void copy(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
-  void synchronize() override {}
 
   bool supports(const OpCall& call) const override {
     return std::visit(

@@ -3,7 +3,9 @@
 // the same inputs, outputs compared within the row's tolerance. Adding an op adds its rows here;
 // the program fails when any op of cohort/core/op_list.hpp has no row.
 //
-//   test_parity                 every device of this build, plus the partial-support test device
+//   test_parity                 every device of this build, plus the test devices: partial support
+//                               and, where CCCL was found, thrust-host (the CUDA device's Thrust
+//                               path on Thrust's CPP system, tests/thrust/)
 //   test_parity --device cuda   one device; exits 77 (skipped) when it is not available
 //
 // The partial device (partial_device.hpp) supports only part of the table, so its rows check that
@@ -23,6 +25,9 @@
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
 #include "partial_device.hpp"
+#if COHORT_TEST_THRUST_HOST
+#include "thrust_host_device.hpp"
+#endif
 
 using namespace cohort;
 using Outputs = std::vector<Tensor>;
@@ -399,6 +404,9 @@ int main(int argc, char** argv) {
       for (int i = 0; i < n; ++i) devices.push_back(&f.get(i));
     }
     devices.push_back(&testing::partial_device());
+#if COHORT_TEST_THRUST_HOST
+    devices.push_back(&testing::thrust_host_device());
+#endif
   } else {
     std::fprintf(stderr, "usage: test_parity [--device SPEC]\n");
     return 2;
@@ -414,7 +422,7 @@ int main(int argc, char** argv) {
       ++failed;
     }
 
-  std::printf("%-24s %-40s %-8s %10s %8s\n", "op", "case", "device", "max diff", "tol");
+  std::printf("%-24s %-40s %-11s %10s %8s\n", "op", "case", "device", "max diff", "tol");
   for (const Row& row : table) {
     const Outputs want = row.run(host_device());
     for (Device* d : devices) {
@@ -427,7 +435,7 @@ int main(int argc, char** argv) {
         diff = INFINITY;
       }
       const bool ok = diff <= row.tol;
-      std::printf("%-24s %-40s %-8s %10.2e %8.0e  %s%s\n", op_name(row.op), row.name.c_str(),
+      std::printf("%-24s %-40s %-11s %10.2e %8.0e  %s%s\n", op_name(row.op), row.name.c_str(),
                   d->name().c_str(), diff, row.tol, ok ? "ok" : "FAIL ", why.c_str());
       (ok ? passed : failed)++;
     }
@@ -435,6 +443,25 @@ int main(int argc, char** argv) {
   }
   for (const std::string& s : skipped)
     std::printf("skipped: every row on %s\n", s.c_str());
+#if COHORT_TEST_THRUST_HOST
+  // The thrust-host rows test Thrust only if its calls really went through Thrust.
+  if (argc == 1) {
+    int through = 0, covered_ops = 0;
+    for (int op = 0; op < static_cast<int>(Op::count_); ++op) {
+      if (!testing::thrust_covers(static_cast<Op>(op))) continue;
+      ++covered_ops;
+      if (testing::thrust_calls(static_cast<Op>(op)) > 0) {
+        ++through;
+      } else {
+        std::printf("FAIL  %-24s never went through Thrust on thrust-host\n",
+                    op_name(static_cast<Op>(op)));
+        ++failed;
+      }
+    }
+    std::printf("thrust-host: %d of the %d ops Thrust covers went through Thrust\n", through,
+                covered_ops);
+  }
+#endif
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skips);
   return failed ? 1 : 0;
 }

@@ -1,0 +1,152 @@
+// The Thrust path of the CUDA device (backends/common/thrust_ops.hpp) on Thrust's CPP system: every
+// op it covers really goes through Thrust on the "thrust-host" test device, the others fall to the
+// host device, and the row reductions keep the host semantics (hand-computed values). The parity
+// table (tests/parity) compares every row on thrust-host with the host device as well.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "cohort/core/layer_ops.hpp"
+#include "cohort/core/ops.hpp"
+#include "cohort/core/optim_ops.hpp"
+#include "cohort/core/tensor.hpp"
+#include "cohort/devices.hpp"
+#include "thrust_host_device.hpp"
+
+using namespace cohort;
+
+namespace {
+
+Device& dev() { return testing::thrust_host_device(); }
+
+Tensor on_dev(const std::vector<float>& v, const Shape& s) {
+  return Tensor::from_vector(v, s, host_device()).to(dev());
+}
+Tensor uni(std::int64_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  return Tensor::uniform({n}, lo, hi, seed, host_device()).to(dev());
+}
+Tensor zeros(std::int64_t n, DType t = DType::f32) { return Tensor::zeros({n}, t, dev()); }
+
+// One call of every op thrust_ops covers (and a GEMM, which it does not).
+void tour() {
+  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8}) {
+    Tensor x = zeros(5, t);
+    ops::fill(x, 1.5);
+  }
+  Tensor a = uni(40, 1), b = uni(40, 2), o = zeros(40);
+  ops::add(a, b, o);
+  ops::sub(a, b, o);
+  ops::mul(a, b, o);
+  ops::axpy(0.5f, a, o);
+  ops::scale(2.0f, a, o);
+  Tensor m = uni(40, 3).reshape({4, 10}), r = zeros(4), idx = zeros(4, DType::i64);
+  ops::sum_last(m, r);
+  ops::max_last(m, r);
+  ops::argmax_last(m, idx);
+  (void)Tensor::uniform({9}, 0.0f, 1.0f, 4, dev());
+  (void)Tensor::normal({9}, 0.0f, 1.0f, 5, dev());
+  ops::activation_forward(Activation::gelu, 0.0f, a, o);
+  Tensor dx = zeros(40);
+  ops::activation_backward(Activation::gelu, 0.0f, a, o, b, dx);
+  DropoutArgs da;
+  da.p = 0.5f;
+  ops::dropout_forward(da, a, o);
+  ops::dropout_backward(da, b, dx);
+  Tensor p = uni(40, 6), s1 = uni(40, 7, 0, 1), s2 = uni(40, 8, 0, 1), s3 = uni(40, 9, 0, 1);
+  ops::sgd_step(p, b, s1, SgdArgs{});
+  ops::adam_step(p, b, s1, s2, s3, AdamArgs{});
+  ops::adadelta_step(p, b, s1, s2, AdadeltaArgs{});
+  ops::rmsprop_step(p, b, s1, s2, s3, RmspropArgs{});
+  Tensor c = Tensor::zeros({2, 2}, DType::f32, dev());
+  ops::gemm(uni(4, 10).reshape({2, 2}), false, uni(4, 11).reshape({2, 2}), false, c, 1.0f, 0.0f);
+}
+
+}  // namespace
+
+TEST_CASE("every op thrust_ops covers runs through Thrust on thrust-host; the others do not") {
+  tour();
+  int covered = 0;
+  for (int i = 0; i < static_cast<int>(Op::count_); ++i) {
+    const Op op = static_cast<Op>(i);
+    CAPTURE(op_name(op));
+    if (testing::thrust_covers(op)) {
+      ++covered;
+      CHECK(testing::thrust_calls(op) > 0);
+    } else {
+      CHECK(testing::thrust_calls(op) == 0);
+    }
+  }
+  CHECK(covered == 19);  // the list in thrust_ops.hpp; update both together
+  CHECK_FALSE(testing::thrust_covers(Op::gemm));
+  CHECK(testing::thrust_covers(Op::adam_step));
+}
+
+TEST_CASE("argmax: first maximal column, the first NaN wins") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x = on_dev({1, 3, 3, 2,  //
+                     1, nan, 5, nan,  //
+                     -inf, -inf, -inf, -inf,  //
+                     0, -1, -2, 7},
+                    {4, 4});
+  Tensor idx = zeros(4, DType::i64);
+  const std::uint64_t before = testing::thrust_calls(Op::argmax);
+  ops::argmax_last(x, idx);
+  CHECK(testing::thrust_calls(Op::argmax) == before + 1);
+  CHECK(idx.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1, 0, 3});
+}
+
+TEST_CASE("reduce_max lets NaN win; reduce_sum accumulates in double") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = on_dev({1, nan, 5, 2, 7, 7, nan, 0, 0}, {3, 3});
+  Tensor mx = zeros(3);
+  ops::max_last(x, mx);
+  const std::vector<float> got = mx.to_vector<float>();
+  CHECK(std::isnan(got[0]));
+  CHECK(got[1] == 7.0f);
+  CHECK(std::isnan(got[2]));
+  // In float, 1e8 + 1 rounds back to 1e8 and the row would sum to 1.
+  Tensor s = zeros(1);
+  ops::sum_last(on_dev({1e8f, 1.0f, -1e8f, 1.0f}, {1, 4}), s);
+  CHECK(s.to_vector<float>()[0] == 2.0f);
+}
+
+TEST_CASE("fill converts the value once, per dtype (bf16 rounds to nearest even)") {
+  Tensor h = zeros(3, DType::bf16);
+  ops::fill(h, 3.7);  // 3.7f is 0x406CCCCD: the dropped half 0xCCCD rounds the top half up
+  const auto* bits = static_cast<const std::uint16_t*>(h.raw());
+  CHECK(bits[0] == 0x406D);
+  CHECK(bits[2] == 0x406D);
+  CHECK(h.item(1) == 3.703125);
+  Tensor i = zeros(2, DType::i32), u = zeros(2, DType::u8);
+  ops::fill(i, -2.9);
+  ops::fill(u, 3.7);
+  CHECK(i.to_vector<std::int32_t>() == std::vector<std::int32_t>{-2, -2});
+  CHECK(u.to_vector<std::uint8_t>() == std::vector<std::uint8_t>{3, 3});
+}
+
+TEST_CASE("fill_uniform: a split fill draws the same numbers as one fill") {
+  const Tensor whole = Tensor::uniform({10}, -1.0f, 1.0f, 42, dev());
+  const Tensor head = Tensor::uniform({4}, -1.0f, 1.0f, 42, dev(), 0);
+  const Tensor tail = Tensor::uniform({6}, -1.0f, 1.0f, 42, dev(), 4);
+  std::vector<float> joined = head.to_vector<float>();
+  for (float v : tail.to_vector<float>()) joined.push_back(v);
+  CHECK(whole.to_vector<float>() == joined);
+  CHECK(whole.to_vector<float>() ==
+        Tensor::uniform({10}, -1.0f, 1.0f, 42, host_device()).to_vector<float>());
+}
+
+TEST_CASE("dropout over a length that is not a multiple of an item's 32 elements") {
+  DropoutArgs a;
+  a.p = 0.25f;
+  a.seed = 3;
+  a.step = 2;
+  const Tensor x = Tensor::uniform({45}, 1.0f, 2.0f, 9, host_device());
+  Tensor y_host = Tensor::zeros({45}, DType::f32, host_device()), y = zeros(45);
+  ops::dropout_forward(a, x, y_host);
+  ops::dropout_forward(a, x.to(dev()), y);
+  CHECK(y.to_vector<float>() == y_host.to_vector<float>());
+}
