@@ -1,6 +1,6 @@
 // The CUDA device's op table: the shared implementation of backends/common/op_impl.hpp with one
 // GPU thread per work item (one grid-stride kernel template runs every functor), GEMMs through
-// this device's cuBLAS sgemm, scratch from the stream-ordered pool. The host backend runs the
+// this device's cuBLAS sgemm, scratch from the caching allocator. The host backend runs the
 // very same functors under Kokkos (host_ops.cpp), so CPU-only CI tests this math.
 //
 // Correctness first: work items are rows, planes or channels (what the host needs), which keeps a
@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/caching_allocator.hpp"
 #include "common/op_impl.hpp"
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
@@ -38,7 +39,7 @@ class CudaExec {
  public:
   explicit CudaExec(CudaDevice& device)
       : device_(device), stream_(static_cast<cudaStream_t>(device.stream())) {}
-  // Scratch goes back to the pool in stream order: kernels still reading it finish first.
+  // Scratch goes back to the cache in stream order: kernels still reading it finish first.
   ~CudaExec() {
     for (const auto& [p, bytes] : scratch_) device_.deallocate(p, bytes);
   }
@@ -74,6 +75,7 @@ class CudaExec {
 bool CudaDevice::supports(const OpCall& call) const { return kernels::shared_supports(call); }
 
 void CudaDevice::run(const OpCall& call) {
+  const memory::OpLabel label(op_name(op_of(call)));  // names the op in out-of-memory errors
   {
     CudaExec e(*this);
     kernels::run_call(e, call);
