@@ -461,12 +461,18 @@ struct SoftmaxBackward {  // item: one (outer, inner) position
   }
 };
 
+// Targets out of [0, classes) cannot reach these kernels from host memory (the front end checks
+// them) but can from a GPU's, where they are not read back (core/src/layer_ops.cpp): such a row
+// gets a NaN loss or gradient, never a read or write outside the row.
 struct NllForwardRow {  // item: row
   const float* logp;
   const std::int64_t* target;
   i64 classes;
   float* loss;
-  COHORT_HD void operator()(i64 r) const { loss[r] = -logp[r * classes + target[r]]; }
+  COHORT_HD void operator()(i64 r) const {
+    const i64 t = target[r];
+    loss[r] = t >= 0 && t < classes ? -logp[r * classes + t] : NAN;
+  }
 };
 
 struct NllBackwardRow {  // item: row
@@ -476,8 +482,10 @@ struct NllBackwardRow {  // item: row
   float* dx;
   COHORT_HD void operator()(i64 r) const {
     float* out = dx + r * classes;
-    for (i64 c = 0; c < classes; ++c) out[c] = 0.0f;
-    out[target[r]] = -scale;
+    const i64 t = target[r];
+    const bool valid = t >= 0 && t < classes;
+    for (i64 c = 0; c < classes; ++c) out[c] = valid ? 0.0f : NAN;
+    if (valid) out[t] = -scale;
   }
 };
 
@@ -491,7 +499,9 @@ struct CrossEntropyBackwardRow {  // item: row; dx = scale * (softmax - onehot)
     const float* in = logp + r * classes;
     float* out = dx + r * classes;
     const i64 t = target[r];
-    for (i64 c = 0; c < classes; ++c) out[c] = scale * (expf(in[c]) - (c == t ? 1.0f : 0.0f));
+    const bool valid = t >= 0 && t < classes;
+    for (i64 c = 0; c < classes; ++c)
+      out[c] = valid ? scale * (expf(in[c]) - (c == t ? 1.0f : 0.0f)) : NAN;
   }
 };
 

@@ -1,6 +1,7 @@
-// The CUDA device's memory, copies, streams and events through the CUDA runtime, its GEMM through
-// cuBLAS, and the registry's entry. Plain C++ (the host compiler builds it); the op table's kernels
-// are cuda_ops.cu, the only file that needs nvcc.
+// The CUDA device's memory (the caching allocator over cudaMalloc / cudaFree, pinned host memory),
+// copies, streams and events through the CUDA runtime, its GEMM through cuBLAS, and the registry's
+// entry. Plain C++ (the host compiler builds it); the op table's kernels are cuda_ops.cu, the only
+// file that needs nvcc.
 #include "cuda_device.hpp"
 
 #include <cublas_v2.h>
@@ -12,6 +13,7 @@
 
 #include "cohort/core/error.hpp"
 #include "cohort/core/math_mode.hpp"
+#include "common/caching_allocator.hpp"
 #include "cuda_check.hpp"
 #include "cudnn_ops.hpp"
 
@@ -51,9 +53,50 @@ const Probe& probe() {
   return p;
 }
 
+// The caching allocator's source: cudaMalloc and cudaFree on this device. cudaMalloc's blocks are
+// 256-byte aligned (the Device contract asks for 64).
+class CudaRawMemory final : public memory::RawMemory {
+ public:
+  explicit CudaRawMemory(CudaDevice& device) : device_(device) {}
+  void* raw_alloc(std::size_t bytes) override {
+    COHORT_CHECK_CUDA(cudaSetDevice(device_.index()));
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // not sticky: the allocator releases its cache and retries
+      return nullptr;
+    }
+    COHORT_CHECK_CUDA(e);
+    return p;
+  }
+  void raw_free(void* p, std::size_t) noexcept override {
+    // Errors are ignored: at exit the runtime may already be unloading.
+    if (cudaSetDevice(device_.index()) == cudaSuccess) (void)cudaFree(p);
+    (void)cudaGetLastError();
+  }
+  void synchronize() override { device_.synchronize(); }
+  bool device_memory(std::size_t* free_bytes, std::size_t* total) noexcept override {
+    if (cudaSetDevice(device_.index()) != cudaSuccess ||
+        cudaMemGetInfo(free_bytes, total) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return true;
+  }
+  std::string device_name() const override { return device_.name(); }
+  const char* backend() const override { return "cuda"; }
+
+ private:
+  CudaDevice& device_;
+};
+
 }  // namespace
 
-CudaDevice::CudaDevice(int index) : index_(index) {}
+CudaDevice::CudaDevice(int index)
+    : index_(index), raw_(std::make_unique<CudaRawMemory>(*this)),
+      cache_(std::make_unique<memory::CachingAllocator>(*raw_)) {}
+
+CudaDevice::~CudaDevice() = default;
 
 void CudaDevice::activate() const { COHORT_CHECK_CUDA(cudaSetDevice(index_)); }
 
@@ -66,11 +109,6 @@ void* CudaDevice::stream() {
   // the legacy default stream that other libraries in the process may use.
   cudaStream_t s = nullptr;
   COHORT_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  // Keep freed pool memory cached instead of returning it to the driver at every synchronisation.
-  cudaMemPool_t pool = nullptr;
-  COHORT_CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, index_));
-  std::uint64_t keep = UINT64_MAX;
-  COHORT_CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   stream_.store(s, std::memory_order_release);
   return s;
 }
@@ -105,44 +143,69 @@ Cudnn& CudaDevice::cudnn() {
 
 void* CudaDevice::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
-  void* s = stream();
-  void* p = nullptr;
-  // From the device's default memory pool, ordered on the compute stream. The pool keeps freed
-  // memory (release threshold raised below) so a training step after the first allocates nothing
-  // from the driver. Pool memory is 256-byte aligned, above the 64 bytes the contract asks for.
-  const cudaError_t e = cudaMallocAsync(&p, bytes, as_stream(s));
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    std::size_t free_bytes = 0, total = 0;
-    (void)cudaMemGetInfo(&free_bytes, &total);
-    (void)cudaGetLastError();
-    ::cohort::detail::throw_error(
-        __FILE__, __LINE__, "cudaMallocAsync(&p, bytes, stream)", "cuda",
-        ::cohort::detail::concat("cannot allocate ", bytes, " bytes on ", name(), " (",
-                                 free_bytes, " of ", total, " bytes free): ",
-                                 detail::describe(e)));
-  }
-  return p;
+  // Ordered on the compute stream like every op (see caching_allocator.hpp's contract): a cached
+  // block is handed out without waiting for kernels that still read it, because whatever the new
+  // owner enqueues runs after them. Out of memory is a cohort::Error naming the op, the bytes
+  // asked and the bytes free.
+  return cache_->allocate(bytes);
 }
 
 void CudaDevice::deallocate(void* p, std::size_t) noexcept {
-  if (p == nullptr) return;
-  // Stream-ordered: the memory returns to the pool once the compute stream's queued work (which
-  // may still read it) has run; no device-wide wait. Errors are ignored: at exit the runtime may
-  // already be unloading while tensors held in statics are still being released.
-  if (cudaSetDevice(index_) == cudaSuccess) {
-    if (void* s = stream_.load(std::memory_order_acquire))
-      (void)cudaFreeAsync(p, as_stream(s));
-    else
-      (void)cudaFree(p);
+  // Back to the cache: no CUDA call, no synchronisation (and safe at exit, when the runtime may
+  // already be unloading while tensors held in statics are released).
+  cache_->deallocate(p);
+}
+
+MemoryStats CudaDevice::memory_stats() const {
+  MemoryStats s = cache_->stats();
+  s.host_waits = host_waits_.load(std::memory_order_relaxed);
+  s.pinned_allocs = pinned_allocs_.load(std::memory_order_relaxed);
+  s.pinned_frees = pinned_frees_.load(std::memory_order_relaxed);
+  s.pinned_bytes = pinned_bytes_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void CudaDevice::empty_cache() { cache_->empty_cache(); }
+
+void* CudaDevice::allocate_pinned(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  activate();
+  void* p = nullptr;
+  // Portable: pinned for every device's context, so a loader may feed any GPU from it.
+  const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    ::cohort::detail::throw_error(__FILE__, __LINE__, "cudaHostAlloc(&p, bytes, portable)", "cuda",
+                                  ::cohort::detail::concat("cannot allocate ", bytes,
+                                                           " bytes of pinned host memory for ",
+                                                           name(), ": ", detail::describe(e)));
   }
+  pinned_allocs_.fetch_add(1, std::memory_order_relaxed);
+  pinned_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return p;
+}
+
+void CudaDevice::deallocate_pinned(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr) return;
+  if (cudaSetDevice(index_) == cudaSuccess) (void)cudaFreeHost(p);
   (void)cudaGetLastError();
+  pinned_frees_.fetch_add(1, std::memory_order_relaxed);
+  pinned_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void CudaDevice::copy_from_host_async(void* dst, const void* src, std::size_t bytes,
+                                      void* stream) {
+  if (bytes == 0) return;
+  void* compute = this->stream();
+  COHORT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                    as_stream(stream ? stream : compute)));
 }
 
 void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   const cudaStream_t s = as_stream(stream());
   COHORT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+  count_wait();
   COHORT_CHECK_CUDA(cudaStreamSynchronize(s));  // the contract: the host buffer is free on return
 }
 
@@ -150,6 +213,7 @@ void CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   const cudaStream_t s = as_stream(stream());
   COHORT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+  count_wait();
   COHORT_CHECK_CUDA(cudaStreamSynchronize(s));
 }
 
@@ -159,7 +223,11 @@ void CudaDevice::copy(void* dst, const void* src, std::size_t bytes) {
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(stream())));
 }
 
-void CudaDevice::synchronize() { COHORT_CHECK_CUDA(cudaStreamSynchronize(as_stream(stream()))); }
+void CudaDevice::synchronize() {
+  void* s = stream();
+  count_wait();
+  COHORT_CHECK_CUDA(cudaStreamSynchronize(as_stream(s)));
+}
 
 // ---- streams and events ----
 
@@ -209,6 +277,7 @@ void CudaDevice::synchronize_event(void* e) {
 }
 void CudaDevice::synchronize_stream(void* s) {
   void* compute = stream();
+  if (s == nullptr || s == compute) count_wait();
   COHORT_CHECK_CUDA(cudaStreamSynchronize(as_stream(s ? s : compute)));
 }
 

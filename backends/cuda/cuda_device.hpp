@@ -1,9 +1,11 @@
-// The CUDA device: one object per visible GPU, memory from the runtime's stream-ordered pool
-// (cudaMallocAsync / cudaFreeAsync on the compute stream, so a free never synchronises), every op
-// enqueued on the device's compute stream: convolutions, training batch norm and softmax through
-// cuDNN (cudnn_ops.cpp), GEMM through cuBLAS, maps and row reductions through Thrust
+// The CUDA device: one object per visible GPU, memory from our caching allocator over cudaMalloc /
+// cudaFree (backends/common/caching_allocator.hpp: freed blocks are reused in compute-stream order,
+// so after a training loop's first step neither is called and no free synchronises the device),
+// every op enqueued on the device's compute stream: convolutions, training batch norm and softmax
+// through cuDNN (cudnn_ops.cpp), GEMMs through cuBLAS, maps and row reductions through Thrust
 // (backends/common/thrust_ops.hpp), the rest through the shared implementation of
-// backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu).
+// backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu). Pinned host memory
+// (cudaHostAlloc) and asynchronous uploads serve the data loader's staging.
 //
 // Internal header: backends/registry.cpp includes it, so it names no CUDA type; the stream and the
 // cuBLAS handle are kept as void* and cast back inside cuda_device.cpp.
@@ -14,10 +16,17 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "cohort/core/device.hpp"
+
+namespace cohort::memory {
+class CachingAllocator;
+class RawMemory;
+}  // namespace cohort::memory
 
 namespace cohort::cuda {
 
@@ -27,8 +36,8 @@ class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int index);
   // Never destroyed by the factory (tensors in statics may outlive any destruction order); the
-  // stream and handle are left to the driver's teardown at exit.
-  ~CudaDevice() override = default;
+  // stream, handle and cached blocks are left to the driver's teardown at exit.
+  ~CudaDevice() override;
 
   std::string name() const override { return "cuda:" + std::to_string(index_); }
   DeviceType type() const override { return DeviceType::cuda; }
@@ -41,6 +50,14 @@ class CudaDevice final : public Device {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override;
+
+  // The caching allocator's counts plus this device's host waits and pinned memory.
+  MemoryStats memory_stats() const override;
+  void empty_cache() override;
+  // cudaHostAlloc / cudaFreeHost; uploads from it with cudaMemcpyAsync on the given stream.
+  void* allocate_pinned(std::size_t bytes) override;
+  void deallocate_pinned(void* p, std::size_t bytes) noexcept override;
+  void copy_from_host_async(void* dst, const void* src, std::size_t bytes, void* stream) override;
 
   void* create_stream() override;
   void destroy_stream(void* stream) noexcept override;
@@ -71,8 +88,14 @@ class CudaDevice final : public Device {
   void activate() const;
   // Same for the cuBLAS handle, bound to stream().
   void* blas();
+  // One more blocking wait on the compute stream (MemoryStats::host_waits).
+  void count_wait() { host_waits_.fetch_add(1, std::memory_order_relaxed); }
 
   int index_;
+  std::unique_ptr<memory::RawMemory> raw_;          // cudaMalloc / cudaFree on this device
+  std::unique_ptr<memory::CachingAllocator> cache_;  // over raw_
+  std::atomic<std::uint64_t> host_waits_{0}, pinned_allocs_{0}, pinned_frees_{0};
+  std::atomic<std::size_t> pinned_bytes_{0};
   // Created on first use under init_mu_ and published through the atomics, so the hot path is one
   // acquire load. A failed creation throws and is retried by the next call; std::call_once is not
   // used because libstdc++'s pthread_once-based version has hung on exactly that (GCC bug 66146).

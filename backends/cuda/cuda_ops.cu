@@ -1,6 +1,6 @@
 // The CUDA device's op table: the shared implementation of backends/common/op_impl.hpp with one
 // GPU thread per work item (one grid-stride kernel template runs every functor), GEMMs through
-// this device's cuBLAS sgemm, scratch from the stream-ordered pool. The host backend runs the
+// this device's cuBLAS sgemm, scratch from the caching allocator. The host backend runs the
 // very same functors under Kokkos (host_ops.cpp), so CPU-only CI tests this math.
 //
 // Vendor kernels come first: convolutions over the whole batch, training batch norm and softmax go
@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/caching_allocator.hpp"
 #include "common/op_impl.hpp"
 #include "common/thrust_ops.hpp"
 #include "cuda_check.hpp"
@@ -46,7 +47,7 @@ class CudaExec {
  public:
   explicit CudaExec(CudaDevice& device)
       : device_(device), stream_(static_cast<cudaStream_t>(device.stream())) {}
-  // Scratch goes back to the pool in stream order: kernels still reading it finish first.
+  // Scratch goes back to the cache in stream order: kernels still reading it finish first.
   ~CudaExec() {
     for (const auto& [p, bytes] : scratch_) device_.deallocate(p, bytes);
   }
@@ -126,6 +127,7 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
 bool CudaDevice::supports(const OpCall& call) const { return kernels::shared_supports(call); }
 
 void CudaDevice::run(const OpCall& call) {
+  const memory::OpLabel label(op_name(op_of(call)));  // names the op in out-of-memory errors
   // Thrust for what it covers (maps, fills, row reductions, optimizer steps: none of them a cuDNN or
   // cuBLAS op), then run_call, where the cuDNN / cuBLAS overloads above win over the shared
   // grid-stride kernels.

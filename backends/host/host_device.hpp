@@ -3,6 +3,9 @@
 // backends/ includes it, and it names no Kokkos or oneDNN type.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "cohort/core/device.hpp"
 
 namespace cohort::host {
@@ -21,11 +24,17 @@ class HostDevice final : public Device {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override {}
+  // No cache: every allocation is a raw one (aligned_alloc), every free a raw free.
+  MemoryStats memory_stats() const override;
 
   // Every op through the shared implementation (backends/common/op_impl.hpp) with the host
   // executor of host_ops.cpp: Kokkos on the host execution space, GEMM through oneDNN.
   bool supports(const OpCall& call) const override;
   void run(const OpCall& call) override;
+
+ private:
+  std::atomic<std::uint64_t> allocs_{0}, frees_{0};
+  std::atomic<std::size_t> in_use_{0}, peak_{0};
 };
 
 // The registry's entry for this backend.

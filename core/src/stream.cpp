@@ -1,8 +1,12 @@
-// Stream and Event owners, and the Device defaults for streams and events that are exact for a
-// synchronous device (work is finished when its call returns).
+// Stream and Event owners, and the Device defaults for streams, events, pinned memory and
+// asynchronous uploads that are exact for a synchronous device (work is finished when its call
+// returns).
 #include "cohort/core/stream.hpp"
 
+#include <cstdlib>
 #include <utility>
+
+#include "cohort/core/error.hpp"
 
 namespace cohort {
 
@@ -21,6 +25,18 @@ bool Device::query_event(void*) { return true; }
 void Device::synchronize_event(void*) {}
 void Device::synchronize_stream(void* stream) {
   if (stream == nullptr) synchronize();
+}
+
+void* Device::allocate_pinned(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  COHORT_CHECK(p != nullptr, "out of host memory allocating ", bytes, " staging bytes for ",
+               name());
+  return p;
+}
+void Device::deallocate_pinned(void* p, std::size_t) noexcept { std::free(p); }
+void Device::copy_from_host_async(void* dst, const void* host_src, std::size_t bytes, void*) {
+  copy_from_host(dst, host_src, bytes);
 }
 
 Stream::Stream(Device& device) : device_(&device), handle_(device.create_stream()), owned_(true) {}

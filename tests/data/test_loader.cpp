@@ -14,6 +14,7 @@ using cohort::testing::error_of;
 #include "cohort/data/dataloader.hpp"
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
+#include "../common/remote_device.hpp"
 
 using namespace cohort::data;
 using V = std::vector<std::int64_t>;
@@ -21,22 +22,23 @@ using V = std::vector<std::int64_t>;
 namespace {
 
 // Sample i has every pixel equal to i and label i % 10: batches reveal exactly which samples
-// they hold.
+// they hold. Sample `fail_at` cannot be read; sample `bad_label_at` has label 12 (of 10 classes).
 class CountingDataset final : public Dataset {
  public:
-  explicit CountingDataset(std::int64_t n, std::int64_t fail_at = -1) : n_(n), fail_at_(fail_at) {}
+  explicit CountingDataset(std::int64_t n, std::int64_t fail_at = -1, std::int64_t bad_label_at = -1)
+      : n_(n), fail_at_(fail_at), bad_label_at_(bad_label_at) {}
   std::int64_t size() const override { return n_; }
   cohort::Shape sample_shape() const override { return {1, 2, 3}; }
   std::int64_t num_classes() const override { return 10; }
   std::int64_t get(std::int64_t i, float* out) const override {
     COHORT_CHECK(i != fail_at_, "CountingDataset: sample ", i, " is unreadable");
     for (int k = 0; k < 6; ++k) out[k] = static_cast<float>(i);
-    return i % 10;
+    return i == bad_label_at_ ? 12 : i % 10;
   }
   std::string describe() const override { return "counting"; }
 
  private:
-  std::int64_t n_, fail_at_;
+  std::int64_t n_, fail_at_, bad_label_at_;
 };
 
 std::vector<V> epoch_samples(DataLoader& loader) {
@@ -233,4 +235,120 @@ TEST_CASE("SyntheticDataset: deterministic, in range, label-dependent") {
   CHECK(labels.size() == 3);
   CHECK(error_of([] { SyntheticDataset(1, {4, 4}, 3, 7); }).find("must be [C, H, W]") !=
         std::string::npos);
+}
+
+// ---- staged uploads: a device the host cannot address (tests/common/remote_device.hpp) ----
+
+namespace {
+// Every batch of `epochs` epochs as host vectors (images, labels), with the batch index.
+struct Seen {
+  std::vector<std::vector<float>> images;
+  std::vector<V> labels;
+  V index;
+  bool operator==(const Seen& o) const {
+    return images == o.images && labels == o.labels && index == o.index;
+  }
+};
+Seen run_epochs(DataLoader& l, int epochs, cohort::Device* expect_on) {
+  Seen s;
+  Batch b;
+  for (int e = 0; e < epochs; ++e) {
+    l.set_epoch(e);
+    while (l.next(b)) {
+      if (expect_on) {
+        CHECK(&b.images.device() == expect_on);
+        CHECK(&b.labels.device() == expect_on);
+      }
+      s.images.push_back(b.images.to_vector<float>());
+      s.labels.push_back(b.labels.to_vector<std::int64_t>());
+      s.index.push_back(b.index);
+    }
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("DataLoader: staged batches equal the host's and reuse two pinned buffers") {
+  auto& host = cohort::host_device();
+  auto& remote = cohort::testing::remote_device();
+  auto ds = std::make_shared<SyntheticDataset>(50, cohort::Shape{1, 6, 6}, 10, 3);
+  const std::vector<TransformPtr> tf = {normalize({0.5f}, {0.25f}), random_crop(6, 1),
+                                        random_horizontal_flip()};
+  for (const bool prefetch : {true, false}) {
+    CAPTURE(prefetch);
+    DataLoaderOptions o;
+    o.batch_size = 8;  // 7 batches, the last of 2 rows
+    o.shuffle = true;
+    o.seed = 9;
+    o.prefetch = prefetch;
+    DataLoader plain(ds, o, tf, host);
+    const Seen want = run_epochs(plain, 3, &host);
+    REQUIRE(want.index.size() == 21);
+    remote.reset();
+    {
+      DataLoader staged(ds, o, tf, host, &remote);
+      CHECK(remote.pinned_allocs == 2);  // two stages, allocated once
+      const int readbacks_before = remote.readbacks;
+      const Seen got = run_epochs(staged, 3, &remote);
+      CHECK(got == want);
+      // Uploads: images and labels per batch, asynchronous, on the loader's stream, never a
+      // blocking copy; read from the two pinned buffers only. (One batch more when the prefetch
+      // thread had uploaded batch 0 before run_epochs' set_epoch(0) restarted the epoch.)
+      CHECK(remote.async_uploads >= 2 * 21);
+      CHECK(remote.async_uploads <= 2 * 22);
+      CHECK(remote.async_on_compute == 0);
+      CHECK(remote.blocking_uploads == 0);
+      CHECK(remote.pinned_allocs == 2);
+      CHECK(remote.uploads_from_pinned());
+      CHECK(remote.sources.size() >= 2);  // (images, labels) of one or both stages
+      CHECK(remote.sources.size() <= 4);
+      CHECK(remote.readbacks - readbacks_before == 2 * 21);  // only this test's to_vector calls
+      CHECK(remote.syncs == 0);
+    }
+    CHECK(remote.pinned_frees == 2);
+  }
+}
+
+TEST_CASE("DataLoader: staged epochs restart mid-way, and a loader dies with a batch in flight") {
+  auto& remote = cohort::testing::remote_device();
+  auto& host = cohort::host_device();
+  DataLoaderOptions o;
+  o.batch_size = 4;
+  remote.reset();
+  {
+    DataLoader l(std::make_shared<CountingDataset>(20), o, {}, host, &remote);
+    Batch b;
+    REQUIRE(l.next(b));
+    REQUIRE(l.next(b));
+    l.set_epoch(0);  // the prefetched (and uploaded) third batch is discarded
+    const auto again = epoch_samples(l);
+    REQUIRE(again.size() == 5);
+    CHECK(again[0] == V{0, 1, 2, 3});
+    CHECK(again[4] == V{16, 17, 18, 19});
+    l.set_epoch(1);
+    REQUIRE(l.next(b));  // destroyed with the next batch prefetched
+  }
+  CHECK(remote.pinned_allocs == 2);
+  CHECK(remote.pinned_frees == 2);
+}
+
+TEST_CASE("DataLoader: labels are checked on the host, naming the sample, batch and epoch") {
+  auto& host = cohort::host_device();
+  auto& remote = cohort::testing::remote_device();
+  for (cohort::Device* dev : {&host, static_cast<cohort::Device*>(&remote)}) {
+    for (const bool prefetch : {true, false}) {
+      CAPTURE(dev->name());
+      CAPTURE(prefetch);
+      DataLoaderOptions o;
+      o.batch_size = 4;
+      o.prefetch = prefetch;
+      DataLoader l(std::make_shared<CountingDataset>(20, -1, 7), o, {}, host, dev);
+      Batch b;
+      REQUIRE(l.next(b));
+      const std::string e = error_of([&] { l.next(b); });
+      CHECK_MESSAGE(e.find("DataLoader: sample 7 of counting (row 3 of batch 1, epoch 0) has "
+                           "label 12, not a class index in [0, 10)") != std::string::npos,
+                    e);
+    }
+  }
 }

@@ -2,6 +2,8 @@
 // or infinite loss is an error that says where the non-finite value entered.
 #include "layer_testing.hpp"
 
+#include "../common/remote_device.hpp"
+
 namespace nn = cohort::nn;
 using cohort::DType;
 using cohort::Shape;
@@ -208,6 +210,36 @@ TEST_CASE("NaN or infinity in the loss is an error naming the element") {
   // The check can be switched off (no host read per step); the NaN then flows on.
   ce.set_check_finite(false);
   CHECK(std::isnan(ce.forward(x, lt::labels(4, 5, 2)).item()));
+}
+
+TEST_CASE("targets on a device the host cannot address: no readback, NaN for a bad class index") {
+  auto& remote = cohort::testing::remote_device();
+  const Tensor x = lt::uniform({3, 10}, -1, 1, 1).to(remote);
+  const Tensor good = Tensor::from_vector(std::vector<std::int64_t>{1, 2, 3}, Shape{3}, remote);
+  const Tensor bad = Tensor::from_vector(std::vector<std::int64_t>{1, 12, -1}, Shape{3}, remote);
+  nn::CrossEntropyLoss ce;
+  ce.set_check_finite(false);
+  nn::NLLLoss nll;
+  nll.set_check_finite(false);
+  remote.reset();
+  const Tensor ok = ce.forward(x, good);
+  ce.backward();
+  CHECK(remote.readbacks == 0);  // neither the targets nor the loss were read
+  CHECK(std::isfinite(ok.item()));
+  // Out of range: not an error here (nobody read the targets), but a NaN loss and NaN gradient
+  // rows instead of a read outside the row; the DataLoader checks labels before the upload.
+  CHECK(std::isnan(ce.forward(x, bad).item()));
+  const std::vector<float> dx = ce.backward().to_vector<float>();
+  for (int c = 0; c < 10; ++c) {
+    CHECK(std::isfinite(dx[c]));
+    CHECK(std::isnan(dx[10 + c]));
+    CHECK(std::isnan(dx[20 + c]));
+  }
+  CHECK(std::isnan(nll.forward(x, bad).item()));
+  const std::vector<float> nx = nll.backward().to_vector<float>();
+  CHECK(nx[1] == doctest::Approx(-1.0f / 3));
+  CHECK(std::isnan(nx[10]));
+  CHECK(std::isnan(nx[29]));
 }
 
 TEST_CASE("op front end: device-level checks name the op and argument") {

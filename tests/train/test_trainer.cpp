@@ -3,6 +3,7 @@
 // and a short run on real Fashion-MNIST learns.
 #include <doctest/doctest.h>
 
+#include "../common/remote_device.hpp"
 #include "../common/testing.hpp"
 
 using cohort::testing::error_of;
@@ -246,4 +247,132 @@ TEST_CASE("a short run on real Fashion-MNIST learns (6400 training images, one p
   CHECK(r[0].eval.accuracy > 0.72);
   CHECK(t.loss_history().front() > 1.8);
   CHECK(r[0].train_loss < 1.2);
+}
+
+// ---- deferred loss readback: a device the host cannot address (tests/common/remote_device.hpp) ----
+
+namespace {
+// Reads a JSON Lines metrics file with the timing fields (images_per_s, phase_ms) cut off, which
+// is everything that must not depend on the device.
+std::vector<std::string> metrics_rows(const std::string& path) {
+  std::vector<std::string> rows;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const auto cut = line.find("\"images_per_s\"");
+    rows.push_back(line.substr(0, cut));
+  }
+  return rows;
+}
+
+// Sample `nan_at` has a NaN pixel; the rest are a SyntheticDataset's.
+class NanDataset final : public data::Dataset {
+ public:
+  NanDataset(data::DatasetPtr inner, std::int64_t nan_at) : inner_(std::move(inner)), nan_at_(nan_at) {}
+  std::int64_t size() const override { return inner_->size(); }
+  cohort::Shape sample_shape() const override { return inner_->sample_shape(); }
+  std::int64_t num_classes() const override { return inner_->num_classes(); }
+  std::int64_t get(std::int64_t i, float* out) const override {
+    const std::int64_t label = inner_->get(i, out);
+    if (i == nan_at_) out[5] = NAN;
+    return label;
+  }
+  std::string describe() const override { return "nan"; }
+
+ private:
+  data::DatasetPtr inner_;
+  std::int64_t nan_at_;
+};
+}  // namespace
+
+TEST_CASE("on a device the host cannot address, losses are read back only at log points") {
+  auto& host = cohort::host_device();
+  auto& remote = cohort::testing::remote_device();
+  auto ds = std::make_shared<data::SyntheticDataset>(224, cohort::Shape{1, 8, 8}, 10, 5);
+  TempDir d;
+  struct Run {
+    std::vector<double> history;
+    std::vector<train::EpochResult> results;
+    std::vector<std::vector<float>> weights;
+    std::vector<std::string> metrics;
+    int readbacks = 0;
+  };
+  auto run = [&](cohort::Device& dev, std::int64_t accumulation) {
+    auto m = small_net(dev, 6);
+    cohort::optim::Adam opt(m->parameters());
+    nn::NLLLoss loss;
+    data::DataLoader l(ds, loader_options(16, true), {}, host, &dev);
+    train::TrainerOptions to;
+    to.show_progress = false;
+    to.epochs = 2;
+    to.log_interval = 3;
+    to.accumulation = accumulation;
+    to.metrics_path = d.file(dev.name() + std::to_string(accumulation) + ".jsonl");
+    train::Trainer t(*m, loss, opt, nullptr, to);
+    std::vector<std::size_t> history_seen;  // history length as after_backward sees it
+    t.after_backward = [&] { history_seen.push_back(t.loss_history().size()); };
+    Run r;
+    remote.reset();
+    r.results = t.fit(l, nullptr);
+    r.readbacks = remote.readbacks;
+    CHECK(loss.check_finite());  // restored after each epoch
+    r.history = t.loss_history();
+    r.weights = weights(*m);
+    r.metrics = metrics_rows(to.metrics_path);
+    if (&dev == &remote) {
+      // Steps per epoch: 14 / accumulation; read back after steps 3, 6, ... and the last.
+      const std::size_t steps = 14 / static_cast<std::size_t>(accumulation);
+      REQUIRE(history_seen.size() == 2 * steps);
+      for (std::size_t s = 0; s < steps; ++s) CHECK(history_seen[s] == s / 3 * 3);
+    }
+    return r;
+  };
+  for (const std::int64_t accumulation : {1, 2}) {
+    CAPTURE(accumulation);
+    const Run h = run(host, accumulation), g = run(remote, accumulation);
+    CHECK(g.history == h.history);  // bit-identical
+    REQUIRE(g.results.size() == 2);
+    for (std::size_t e = 0; e < 2; ++e) {
+      CHECK(g.results[e].train_loss == h.results[e].train_loss);
+      CHECK(g.results[e].steps == h.results[e].steps);
+    }
+    CHECK(g.weights == h.weights);
+    CHECK(g.metrics == h.metrics);
+    CHECK(g.metrics.size() == (accumulation == 1 ? 2 * 5 : 2 * 3));  // steps 3,6,9,12,14 | 3,6,7
+    // The only device-to-host copies of the whole run: one per log point and epoch end (the
+    // labels are not read back by the loss, the loss not by its finite check).
+    CHECK(g.readbacks == (accumulation == 1 ? 2 * 5 : 2 * 3));
+    CHECK(h.history.size() == static_cast<std::size_t>(2 * 14 / accumulation));
+  }
+}
+
+TEST_CASE("a NaN loss: at its step on the host, at the next log point (naming it) elsewhere") {
+  auto& host = cohort::host_device();
+  auto& remote = cohort::testing::remote_device();
+  // Batch 4 (step 5) holds sample 70: its NaN pixel makes that step's loss NaN.
+  auto ds = std::make_shared<NanDataset>(
+      std::make_shared<data::SyntheticDataset>(160, cohort::Shape{1, 8, 8}, 10, 5), 70);
+  auto run = [&](cohort::Device& dev) {
+    auto m = small_net(dev, 6, 10, /*dropout=*/false);
+    cohort::optim::SGDOptions so;
+    so.lr = 0.01;
+    cohort::optim::SGD opt(m->parameters(), so);
+    nn::NLLLoss loss;
+    data::DataLoader l(ds, loader_options(16, false), {}, host, &dev);
+    train::TrainerOptions to;
+    to.show_progress = false;
+    to.log_interval = 4;
+    train::Trainer t(*m, loss, opt, nullptr, to);
+    const std::string e = error_of([&] { t.train_epoch(l, 1); });
+    CHECK(loss.check_finite());  // restored on the way out
+    return std::make_pair(e, t.loss_history().size());
+  };
+  const auto [on_host, host_history] = run(host);
+  CHECK_MESSAGE(on_host.find("NLLLoss: loss is nan") != std::string::npos, on_host);
+  CHECK(host_history == 4);
+  const auto [elsewhere, remote_history] = run(remote);
+  CHECK_MESSAGE(elsewhere.find("Trainer: the loss of step 5 of epoch 1 (global step 5) is nan; on "
+                               "remote losses are read back every 4 steps (log interval), so 3 "
+                               "more steps ran after it") != std::string::npos,
+                elsewhere);
+  CHECK(remote_history == 4);
 }

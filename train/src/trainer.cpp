@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cohort/core/ops.hpp"
 #include "cohort/core/trace.hpp"
@@ -32,6 +34,53 @@ double Trainer::images_per_s() const {
   return train_seconds_ > 0 ? static_cast<double>(train_samples_ * o_.world_size) / train_seconds_ : 0.0;
 }
 
+namespace {
+// The step losses of an epoch on their way to the host. Each micro-batch's loss (a [] tensor on
+// the model's device) is copied into `values`, a small tensor on the same device, by a 4-byte
+// device copy; read_back() fetches every value since the last call in one copy and turns them
+// into step losses exactly as reading each one at once would (the same floats, summed in double
+// in the same order). On the host it is read every step, as before; on a device the host cannot
+// address (a GPU) only at log points and at the epoch's end, so the steps between do not wait
+// for the device.
+struct PendingLosses {
+  Tensor values;                    // [capacity] f32
+  std::int64_t count = 0;           // values written since the last read_back
+  std::vector<std::int64_t> steps;  // micro-batches of each step not yet read back
+
+  void add(const Tensor& loss, std::int64_t capacity) {
+    if (!values.defined()) values = Tensor::empty({capacity}, DType::f32, loss.device());
+    COHORT_CHECK(count < values.numel(), "Trainer: more than ", values.numel(),
+                 " losses between two read-backs (internal error)");
+    values.slice(count, count + 1).copy_from(loss);
+    ++count;
+  }
+  void end_step(std::int64_t micro) { steps.push_back(micro); }
+
+  // The pending step losses in order (one device-to-host copy).
+  std::vector<double> read_back() {
+    std::vector<double> out;
+    if (steps.empty()) return out;
+    const std::vector<float> v = values.slice(0, count).to_vector<float>();
+    std::size_t i = 0;
+    for (const std::int64_t micro : steps) {
+      double step_loss = 0;
+      for (std::int64_t k = 0; k < micro; ++k) step_loss += v[i++];
+      out.push_back(step_loss / static_cast<double>(micro));
+    }
+    count = 0;
+    steps.clear();
+    return out;
+  }
+};
+
+// Restores the loss's finite check, which train_epoch turns off on a GPU (where it is a readback).
+struct CheckFiniteGuard {
+  nn::Loss& loss;
+  bool saved;
+  ~CheckFiniteGuard() { loss.set_check_finite(saved); }
+};
+}  // namespace
+
 EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   model_.train();
   train.set_epoch(epoch - 1);
@@ -48,8 +97,32 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   std::int64_t samples = 0;
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch batch;
+  const CheckFiniteGuard guard{loss_, loss_.check_finite()};
+  PendingLosses pending;
+  const std::int64_t capacity = o_.accumulation * std::max<std::int64_t>(1, std::min(o_.log_interval, steps));
+  bool deferred = false;  // the model's device is not host-accessible: read losses at log points
+  std::string device_name;
+  // Reads the pending losses back into the history and the epoch sum; returns the last one. On a
+  // device the Loss's own finite check (a readback per step) is off, so it is done here, late.
+  auto read_back = [&](std::int64_t last_step) {
+    const std::vector<double> losses = pending.read_back();
+    for (std::size_t i = 0; i < losses.size(); ++i) {
+      const double v = losses[i];
+      if (deferred && guard.saved && !std::isfinite(v)) {
+        const auto back = static_cast<std::int64_t>(losses.size() - 1 - i);
+        COHORT_FAIL("Trainer: the loss of step ", last_step - back + 1, " of epoch ", epoch,
+                    " (global step ", global_step_ - back, ") is ", std::isnan(v) ? "nan" : "inf",
+                    "; on ", device_name, " losses are read back every ", o_.log_interval,
+                    " steps (log interval), so ", back, " more step", back == 1 ? "" : "s",
+                    " ran after it. A label outside the classes shows as a nan loss there; the "
+                    "DataLoader checks labels on the host");
+      }
+      loss_sum += v;
+      history_.push_back(v);
+    }
+    return losses.empty() ? 0.0 : losses.back();
+  };
   for (std::int64_t step = 0; step < steps; ++step) {
-    double step_loss = 0;
     std::int64_t k_done = 0;
     // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
     const std::int64_t k_this =
@@ -63,16 +136,20 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       model_.set_grad_sync(k + 1 >= k_this);
       timer_.time("forward", [&] {
         Tensor out = model_.forward(batch.images);
-        loss_.forward(out, batch.labels);
+        if (!deferred && !out.device().host_accessible()) {
+          deferred = true;
+          device_name = out.device().name();
+          loss_.set_check_finite(false);
+        }
+        pending.add(loss_.forward(out, batch.labels), capacity);
       });
-      step_loss += loss_.value();
       timer_.time("backward", [&] { model_.backward(loss_.backward(scale), false); });
       samples += batch.images.dim(0);
       ++k_done;
     }
     model_.set_grad_sync(true);
     if (k_done == 0) break;
-    step_loss /= static_cast<double>(k_done);
+    pending.end_step(k_done);
     if (after_backward) after_backward();
     timer_.time("optimizer", [&] {
       opt_.step();
@@ -81,12 +158,13 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     timer_.end_step();
     ++global_step_;
     ++r.steps;
-    loss_sum += step_loss;
-    history_.push_back(step_loss);
+    const bool log_point = (step + 1) % o_.log_interval == 0 || step + 1 == steps;
+    if (deferred && !log_point) continue;
+    const double step_loss = read_back(step);
     const double elapsed = seconds_since(t0);
     const double ips = elapsed > 0 ? static_cast<double>(samples * o_.world_size) / elapsed : 0;
     if (o_.show_progress) bar.update(step, step_loss, ips);
-    if ((step + 1) % o_.log_interval == 0 || step + 1 == steps)
+    if (log_point)
       metrics_.write("train",
                      {{"step", static_cast<double>(global_step_)},
                       {"epoch", static_cast<double>(epoch)},
@@ -95,6 +173,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
                       {"images_per_s", ips}},
                      {{"phase_ms", timer_.mean_ms()}});
   }
+  read_back(r.steps - 1);  // steps left pending when the epoch ended early
   if (o_.show_progress) bar.end_epoch();
   const double elapsed = seconds_since(t0);
   train_seconds_ += elapsed;

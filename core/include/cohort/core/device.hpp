@@ -16,6 +16,12 @@
 // (cohort/core/stream.hpp). A `nullptr` stream means the compute stream. On a synchronous device
 // (the host) every op has finished when its call returns, so the defaults below (events always
 // complete, waits do nothing) are exact; asynchronous devices override them.
+//
+// Memory. allocate()/deallocate() are stream-ordered on the compute stream. The CUDA device serves
+// them from a caching allocator (backends/common/caching_allocator.hpp), so after a training
+// loop's first step no allocation reaches cudaMalloc or cudaFree; memory_stats() counts what did.
+// Pinned (page-locked) host memory and copy_from_host_async() let the data loader upload a batch
+// on its own stream while the previous step computes (data/src/dataloader.cpp).
 #pragma once
 
 #include <cstddef>
@@ -30,6 +36,29 @@
 namespace cohort {
 
 enum class DeviceType { host, cuda };
+
+// A device's memory statistics (Device::memory_stats), counted since the device was created.
+// "Raw" means the device's driver: cudaMalloc / cudaFree on CUDA (cudaFree synchronises the whole
+// device, which is why the CUDA device caches blocks), the C heap on the host. Byte counts are of
+// blocks as allocated (after the allocator's rounding).
+struct MemoryStats {
+  std::uint64_t allocs = 0;         // allocate() calls that returned memory
+  std::uint64_t frees = 0;          // deallocate() calls that released memory
+  std::uint64_t raw_allocs = 0;     // blocks taken from the driver
+  std::uint64_t raw_frees = 0;      // blocks given back to the driver
+  std::uint64_t cache_hits = 0;     // allocate() calls served from freed blocks (no driver call)
+  std::uint64_t cache_flushes = 0;  // times every cached block went back (out of memory, empty_cache)
+  std::size_t bytes_in_use = 0;     // in live allocations
+  std::size_t bytes_reserved = 0;   // taken from the driver: in use plus cached
+  std::size_t peak_in_use = 0;
+  std::size_t peak_reserved = 0;
+  // Times the host blocked until the compute stream finished its queued work: synchronize(),
+  // synchronize_stream(nullptr), and the blocking copies (copy_to_host, copy_from_host). Event
+  // waits (synchronize_event) are not counted. Always 0 on a synchronous device.
+  std::uint64_t host_waits = 0;
+  std::uint64_t pinned_allocs = 0, pinned_frees = 0;  // allocate_pinned / deallocate_pinned calls
+  std::size_t pinned_bytes = 0;                        // pinned host memory held now
+};
 
 class Device {
  public:
@@ -60,6 +89,30 @@ class Device {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
   // Waits for every op enqueued on the compute stream so far.
   virtual void synchronize() = 0;
+
+  // Counts and bytes of this device's allocations (see MemoryStats). The default, for a device
+  // that keeps none, is all zeros.
+  virtual MemoryStats memory_stats() const { return {}; }
+  // Returns memory cached by the device's allocator to the driver, after waiting for the compute
+  // stream (so it synchronises). Memory in use is untouched. The default does nothing.
+  virtual void empty_cache() {}
+
+  // Page-locked host memory for staging uploads: the host may read and write it, and
+  // copy_from_host_async() from it does not block the calling thread. Aligned to at least 64
+  // bytes; allocate_pinned(0) returns nullptr; throws cohort::Error when none is left. Freeing may
+  // synchronise the device (cudaFreeHost does): keep such buffers for a long time. The defaults
+  // are ordinary heap memory (what a synchronous device needs).
+  virtual void* allocate_pinned(std::size_t bytes);
+  virtual void deallocate_pinned(void* p, std::size_t bytes) noexcept;
+  // Enqueues a copy of `bytes` from host memory to this device's `dst` on `stream` (nullptr: the
+  // compute stream) and returns, possibly before the copy ran: `host_src` must stay valid and
+  // unchanged until it has (record an event on `stream` after this call and wait for it before
+  // reusing the buffer). Asynchronous only from allocate_pinned() memory; from other host memory
+  // it may block. Work on other streams that reads `dst` must wait for an event recorded after it.
+  // The default is copy_from_host(), which completes before it returns (exact for a synchronous
+  // device).
+  virtual void copy_from_host_async(void* dst, const void* host_src, std::size_t bytes,
+                                    void* stream);
 
   // --- streams and events (opaque handles; see cohort/core/stream.hpp for the RAII wrappers) ---
   virtual void* create_stream();

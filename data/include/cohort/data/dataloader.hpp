@@ -9,7 +9,15 @@
 //     Batch b;
 //     while (loader.next(b)) { ... b.images, b.labels ... }
 //   }
-// Errors raised while assembling a batch (in the prefetch thread) are rethrown by next().
+// Errors raised while assembling a batch (in the prefetch thread) are rethrown by next(), among
+// them a label outside [0, dataset.num_classes()), checked here on the host because the loss ops do
+// not read labels back from a GPU.
+//
+// For a device the host cannot address (a GPU), batches are assembled in pinned host memory and
+// uploaded on the loader's own stream while the previous step computes (two buffers, so the next
+// batch's upload overlaps this step); next() orders the compute stream after the upload and never
+// blocks the host on it. For the host device nothing is copied: the assembled tensors are the
+// batch.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +50,9 @@ struct Batch {
 
 class DataLoader {
  public:
-  // `device` receives the batches (host memory is used to assemble them); nullptr = `host`.
+  // `device` receives the batches (host memory is used to assemble them); nullptr = `host`. For a
+  // device that is not host-accessible the loader holds two pinned staging buffers and two device
+  // buffers of one full batch each for its lifetime.
   DataLoader(DatasetPtr dataset, DataLoaderOptions options, std::vector<TransformPtr> transforms,
              Device& host, Device* device = nullptr);
   ~DataLoader();

@@ -28,8 +28,10 @@ class Loss {
   float value() const { return value_; }  // the last forward's loss
   Reduction reduction() const { return reduction_; }
   const std::string& name() const { return name_; }
-  // Off: forward does not read the loss back (no synchronisation) and never checks it.
+  // Off: forward does not read the loss back (no synchronisation) and never checks it; value()
+  // then keeps the last value read, so read the returned tensor instead.
   void set_check_finite(bool on) { check_finite_ = on; }
+  bool check_finite() const { return check_finite_; }
 
  protected:
   Loss(std::string name, Reduction r) : name_(std::move(name)), reduction_(r) {}

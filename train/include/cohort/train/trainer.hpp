@@ -10,6 +10,17 @@
 // hook] -> optimizer (step + zero_grad). With accumulation = k, k micro-batches run
 // forward/backward (loss scaled by 1/k) per optimizer step, and all but the last run with
 // model.set_grad_sync(false) (DDP: no_sync, so only the last micro-batch communicates).
+//
+// Loss readback. Each micro-batch's loss stays on the model's device: it is copied into a small
+// device buffer and read back to the host in one copy. On the host that happens every step (no
+// cost, results as if each loss were read at once). On a device the host cannot address (a GPU)
+// it happens only at log points ((step + 1) % log_interval == 0), at the epoch's last step and when
+// the epoch ends, so the steps in between never wait for the device; the Loss's own finite check,
+// itself a readback, is turned off during train_epoch there and done on the values read back
+// instead: a NaN or infinite loss is an error naming its step, up to log_interval - 1 steps late.
+// The printed losses, metrics rows, loss_history() and EpochResult are the same either way; on a
+// GPU the history simply grows in chunks at those points (an after_backward hook between them
+// sees it as of the last one).
 #pragma once
 
 #include <cstdint>
@@ -82,7 +93,8 @@ class Trainer {
   std::function<double(double)> reduce_metric;
 
   PhaseTimer& timer() { return timer_; }
-  // The loss of every optimizer step so far (the cost history).
+  // The loss of every optimizer step so far (the cost history); on a GPU as of the last readback
+  // (see the file comment), complete whenever train_epoch has returned.
   const std::vector<double>& loss_history() const { return history_; }
   std::int64_t global_step() const { return global_step_; }
   void set_global_step(std::int64_t s) { global_step_ = s; }
