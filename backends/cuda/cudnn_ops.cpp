@@ -288,16 +288,28 @@ bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c) {
   return true;
 }
 
+// Training only (see cudnn_ops.hpp); cuDNN's running variance divides by M - 1, M = n * inner,
+// where the shared kernels give inf for M = 1: those run that case.
+bool bn_covered(const BatchNormArgs& a) {
+  return a.training && a.eps >= CUDNN_BN_MIN_EPSILON && a.n * a.inner >= 2 &&
+         fits_int({a.n, a.c, a.inner, a.n * a.c * a.inner});
+}
+// x (and y, dy, dx) as [n, c, inner, 1]; bn the [1, c, 1, 1] of scale, bias and statistics.
+struct BnDescs {
+  TensorDesc x, bn;
+  explicit BnDescs(const BatchNormArgs& a) : x(a.n, a.c, a.inner, 1) {
+    COHORT_CHECK_CUDNN(cudnnDeriveBNTensorDescriptor(bn.d, x.d, CUDNN_BATCHNORM_SPATIAL));
+  }
+};
+
 // Batch norm as cuDNN's SPATIAL mode: statistics per channel over (n, inner), the running variance
 // updated with the unbiased batch variance, exponentialAverageFactor = momentum: the contract of
 // BatchNormArgs. x is seen as [n, c, inner, 1].
 bool Cudnn::batch_norm_forward(const calls::BatchNormForward& c) {
   const BatchNormArgs& a = c.a;
-  if (!a.training || a.eps < CUDNN_BN_MIN_EPSILON || a.n * a.inner < 2 ||
-      !fits_int({a.n, a.c, a.inner, a.n * a.c * a.inner}))
-    return false;
-  TensorDesc x(a.n, a.c, a.inner, 1), bn;
-  COHORT_CHECK_CUDNN(cudnnDeriveBNTensorDescriptor(bn.d, x.d, CUDNN_BATCHNORM_SPATIAL));
+  if (!bn_covered(a)) return false;
+  const BnDescs d(a);
+  const TensorDesc &x = d.x, &bn = d.bn;
   const std::size_t cbytes = static_cast<std::size_t>(a.c) * sizeof(float);
   // cuDNN needs scale and bias; a layer without affine parameters gets 1 and 0.
   State::Scratch ones(s_->device, c.gamma ? 0 : cbytes), zeros(s_->device, c.beta ? 0 : cbytes);
@@ -313,11 +325,9 @@ bool Cudnn::batch_norm_forward(const calls::BatchNormForward& c) {
 
 bool Cudnn::batch_norm_backward(const calls::BatchNormBackward& c) {
   const BatchNormArgs& a = c.a;
-  if (!a.training || a.eps < CUDNN_BN_MIN_EPSILON || a.n * a.inner < 2 ||
-      !fits_int({a.n, a.c, a.inner, a.n * a.c * a.inner}))
-    return false;
-  TensorDesc x(a.n, a.c, a.inner, 1), bn;
-  COHORT_CHECK_CUDNN(cudnnDeriveBNTensorDescriptor(bn.d, x.d, CUDNN_BATCHNORM_SPATIAL));
+  if (!bn_covered(a)) return false;
+  const BnDescs d(a);
+  const TensorDesc &x = d.x, &bn = d.bn;
   const std::size_t cbytes = static_cast<std::size_t>(a.c) * sizeof(float);
   const std::size_t xbytes = static_cast<std::size_t>(a.n * a.c * a.inner) * sizeof(float);
   // cuDNN writes every output: the ones the caller did not ask for land in scratch.
@@ -334,8 +344,11 @@ bool Cudnn::batch_norm_backward(const calls::BatchNormBackward& c) {
 }
 
 // Softmax along `channels` of [outer, channels, inner]: cuDNN's CHANNEL mode over [N, C, H, 1].
+bool softmax_fits(const ChannelDims& d) {
+  return fits_int({d.outer, d.channels, d.inner, d.numel()});
+}
 bool Cudnn::softmax_forward(const calls::SoftmaxForward& c) {
-  if (!fits_int({c.d.outer, c.d.channels, c.d.inner, c.d.numel()})) return false;
+  if (!softmax_fits(c.d)) return false;
   TensorDesc t(c.d.outer, c.d.channels, c.d.inner, 1);
   const float one = 1.0f, zero = 0.0f;
   COHORT_CHECK_CUDNN(cudnnSoftmaxForward(s_->handle,
@@ -346,7 +359,7 @@ bool Cudnn::softmax_forward(const calls::SoftmaxForward& c) {
 }
 
 bool Cudnn::softmax_backward(const calls::SoftmaxBackward& c) {
-  if (!fits_int({c.d.outer, c.d.channels, c.d.inner, c.d.numel()})) return false;
+  if (!softmax_fits(c.d)) return false;
   TensorDesc t(c.d.outer, c.d.channels, c.d.inner, 1);
   const float one = 1.0f, zero = 0.0f;
   COHORT_CHECK_CUDNN(cudnnSoftmaxBackward(s_->handle,

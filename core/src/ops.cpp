@@ -150,42 +150,56 @@ float max(const Tensor& x) {
   return static_cast<float>(out.item());
 }
 
-void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
-          float beta) {
-  require_defined("gemm", "a", a);
-  require_defined("gemm", "b", b);
-  require_defined("gemm", "c", c);
-  require_f32("gemm", "a", a);
-  require_f32("gemm", "b", b);
-  require_f32("gemm", "c", c);
-  COHORT_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2,
-               "gemm: expected 2-D tensors, got a ", a.shape().str(), ", b ", b.shape().str(),
-               ", c ", c.shape().str());
-  const std::int64_t m = trans_a ? a.dim(1) : a.dim(0);
-  const std::int64_t k = trans_a ? a.dim(0) : a.dim(1);
-  const std::int64_t kb = trans_b ? b.dim(1) : b.dim(0);
-  const std::int64_t n = trans_b ? b.dim(0) : b.dim(1);
-  COHORT_CHECK(k == kb, "gemm: inner dimensions differ: op(a) is [", m, ", ", k, "] (a ",
-               a.shape().str(), trans_a ? " transposed" : "", "), op(b) is [", kb, ", ", n,
-               "] (b ", b.shape().str(), trans_b ? " transposed" : "", ")");
-  COHORT_CHECK(c.dim(0) == m && c.dim(1) == n, "gemm: c is ", c.shape().str(), ", expected [", m,
-               ", ", n, "]");
-  require_same_device("gemm", a, "a", b, "b");
-  require_same_device("gemm", a, "a", c, "c");
-  if (m == 0 || n == 0) return;
-  calls::Gemm g;
+namespace {
+// The checks shared by gemm (2-D operands, lead 0) and gemm_batched (3-D, lead 1: the batch
+// extent first): dtypes, ranks, extents and devices. Returns the GEMM of one matrix, with
+// m, n, k, leading dimensions, alpha and beta filled in.
+GemmArgs checked_gemm(const char* op, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                      const Tensor& c, float alpha, float beta, int lead) {
+  require_defined(op, "a", a);
+  require_defined(op, "b", b);
+  require_defined(op, "c", c);
+  require_f32(op, "a", a);
+  require_f32(op, "b", b);
+  require_f32(op, "c", c);
+  const std::size_t rank = static_cast<std::size_t>(lead) + 2;
+  COHORT_CHECK(a.rank() == rank && b.rank() == rank && c.rank() == rank, op, ": expected ",
+               lead ? "3-D tensors [batch, rows, cols]" : "2-D tensors", ", got a ",
+               a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
+  if (lead)
+    COHORT_CHECK(b.dim(0) == a.dim(0) && c.dim(0) == a.dim(0), op, ": batch extents differ: a ",
+                 a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
+  const char* each = lead ? "[i]" : "";
+  GemmArgs g;
   g.trans_a = trans_a;
   g.trans_b = trans_b;
-  g.m = m;
-  g.n = n;
-  g.k = k;
+  g.m = trans_a ? a.dim(lead + 1) : a.dim(lead);
+  g.k = trans_a ? a.dim(lead) : a.dim(lead + 1);
+  const std::int64_t kb = trans_b ? b.dim(lead + 1) : b.dim(lead);
+  g.n = trans_b ? b.dim(lead) : b.dim(lead + 1);
+  COHORT_CHECK(g.k == kb, op, ": inner dimensions differ: op(a", each, ") is [", g.m, ", ", g.k,
+               "] (a ", a.shape().str(), trans_a ? " transposed" : "", "), op(b", each, ") is [",
+               kb, ", ", g.n, "] (b ", b.shape().str(), trans_b ? " transposed" : "", ")");
+  COHORT_CHECK(c.dim(lead) == g.m && c.dim(lead + 1) == g.n, op, ": c is ", c.shape().str(),
+               ", expected ", lead ? "[batch, " : "[", g.m, ", ", g.n, "]");
+  require_same_device(op, a, "a", b, "b");
+  require_same_device(op, a, "a", c, "c");
   g.alpha = alpha;
-  g.lda = a.dim(1) > 0 ? a.dim(1) : 1;
-  g.ldb = b.dim(1) > 0 ? b.dim(1) : 1;
   g.beta = beta;
-  g.ldc = n;
+  g.lda = a.dim(lead + 1) > 0 ? a.dim(lead + 1) : 1;
+  g.ldb = b.dim(lead + 1) > 0 ? b.dim(lead + 1) : 1;
+  g.ldc = g.n;
+  return g;
+}
+}  // namespace
+
+void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
+          float beta) {
+  const GemmArgs g = checked_gemm("gemm", a, trans_a, b, trans_b, c, alpha, beta, 0);
+  if (g.m == 0 || g.n == 0) return;
   dispatch::run(a.device(), {&a, &b}, {&c}, [&](const dispatch::Operands& o) {
-    calls::Gemm call = g;
+    calls::Gemm call;
+    static_cast<GemmArgs&>(call) = g;
     call.a = o.in<float>(a);
     call.b = o.in<float>(b);
     call.c = o.out<float>(c);
@@ -195,47 +209,15 @@ void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& 
 
 void gemm_batched(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,
                   float alpha, float beta) {
-  require_defined("gemm_batched", "a", a);
-  require_defined("gemm_batched", "b", b);
-  require_defined("gemm_batched", "c", c);
-  require_f32("gemm_batched", "a", a);
-  require_f32("gemm_batched", "b", b);
-  require_f32("gemm_batched", "c", c);
-  COHORT_CHECK(a.rank() == 3 && b.rank() == 3 && c.rank() == 3,
-               "gemm_batched: expected 3-D tensors [batch, rows, cols], got a ", a.shape().str(),
-               ", b ", b.shape().str(), ", c ", c.shape().str());
-  const std::int64_t batch = a.dim(0);
-  COHORT_CHECK(b.dim(0) == batch && c.dim(0) == batch, "gemm_batched: batch extents differ: a ",
-               a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
-  const std::int64_t m = trans_a ? a.dim(2) : a.dim(1);
-  const std::int64_t k = trans_a ? a.dim(1) : a.dim(2);
-  const std::int64_t kb = trans_b ? b.dim(2) : b.dim(1);
-  const std::int64_t n = trans_b ? b.dim(1) : b.dim(2);
-  COHORT_CHECK(k == kb, "gemm_batched: inner dimensions differ: op(a[i]) is [", m, ", ", k,
-               "] (a ", a.shape().str(), trans_a ? " transposed" : "", "), op(b[i]) is [", kb,
-               ", ", n, "] (b ", b.shape().str(), trans_b ? " transposed" : "", ")");
-  COHORT_CHECK(c.dim(1) == m && c.dim(2) == n, "gemm_batched: c is ", c.shape().str(),
-               ", expected [", batch, ", ", m, ", ", n, "]");
-  require_same_device("gemm_batched", a, "a", b, "b");
-  require_same_device("gemm_batched", a, "a", c, "c");
-  if (batch == 0 || m == 0 || n == 0) return;
-  calls::GemmBatched g;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.alpha = alpha;
-  g.lda = a.dim(2) > 0 ? a.dim(2) : 1;
-  g.ldb = b.dim(2) > 0 ? b.dim(2) : 1;
-  g.beta = beta;
-  g.ldc = n;
-  g.batch = batch;
-  g.stride_a = a.dim(1) * a.dim(2);
-  g.stride_b = b.dim(1) * b.dim(2);
-  g.stride_c = m * n;
+  const GemmArgs g = checked_gemm("gemm_batched", a, trans_a, b, trans_b, c, alpha, beta, 1);
+  if (a.dim(0) == 0 || g.m == 0 || g.n == 0) return;
   dispatch::run(a.device(), {&a, &b}, {&c}, [&](const dispatch::Operands& o) {
-    calls::GemmBatched call = g;
+    calls::GemmBatched call;
+    static_cast<GemmArgs&>(call) = g;
+    call.batch = a.dim(0);
+    call.stride_a = a.dim(1) * a.dim(2);
+    call.stride_b = b.dim(1) * b.dim(2);
+    call.stride_c = g.m * g.n;
     call.a = o.in<float>(a);
     call.b = o.in<float>(b);
     call.c = o.out<float>(c);
