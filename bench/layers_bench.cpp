@@ -1,9 +1,14 @@
-// Forward+backward time per layer of the MNIST CNN (PyTorch's example Net) on cohort's host
-// device, next to the same layers in PyTorch 1.13 on one thread, measured in the same run by
-// bench/layers_bench_torch.py (which this program runs with /usr/bin/python3).
+// Forward+backward time per layer of the MNIST CNN (PyTorch's example Net) on a cohort device
+// (the host by default), next to the same layers in PyTorch on the same device (one thread on the
+// host), measured in the same run by bench/layers_bench_torch.py (which this program runs with
+// /usr/bin/python3, or --python).
 //
 //   build/bin/layers_bench [--batch 64] [--min-time 0.3] [--rounds 5] [--threads 1] [--no-torch]
-//                          [--python /usr/bin/python3] [--torch-script PATH]
+//                          [--python /usr/bin/python3] [--torch-script PATH] [--device cuda]
+//
+// On a GPU every iteration ends with a device synchronisation on both sides (so a figure is the
+// time to finish the work, not to enqueue it), and PyTorch runs with TF32 off in cuDNN and cuBLAS,
+// as cohort does by default (cohort/core/math_mode.hpp).
 //
 // Method, identical on both sides: per layer, a fixed random input; one iteration is forward +
 // backward of a fixed random output gradient; a measurement is the median over iterations run for
@@ -35,7 +40,11 @@ using cohort::Tensor;
 
 namespace {
 
-double median_ms(const std::function<void()>& step, double min_time) {
+double median_ms(const std::function<void()>& work, double min_time, cohort::Device& dev) {
+  auto step = [&] {
+    work();
+    dev.synchronize();  // a no-op on the host
+  };
   for (int i = 0; i < 3; ++i) step();
   std::vector<double> times;
   const auto start = std::chrono::steady_clock::now();
@@ -61,14 +70,14 @@ double time_module(nn::Module& m, const Tensor& x, bool need_input_grad, double 
         m.forward(x);
         m.backward(g, need_input_grad);
       },
-      min_time);
+      min_time, x.device());
 }
 
 std::map<std::string, double> run_torch(const std::string& python, const std::string& script,
-                                        int batch, double min_time) {
+                                        int batch, double min_time, const std::string& device) {
   std::map<std::string, double> out;
   const std::string cmd = python + " " + script + " --batch " + std::to_string(batch) +
-                          " --min-time " + std::to_string(min_time);
+                          " --min-time " + std::to_string(min_time) + " --device " + device;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return out;
   char name[128];
@@ -87,6 +96,7 @@ int main(int argc, char** argv) {
   bool torch = true;
   std::string python = "/usr/bin/python3";
   std::string script = COHORT_BENCH_DIR "/layers_bench_torch.py";
+  std::string spec = "host";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -103,10 +113,11 @@ int main(int argc, char** argv) {
     else if (a == "--no-torch") torch = false;
     else if (a == "--python") python = next();
     else if (a == "--torch-script") script = next();
+    else if (a == "--device") spec = next();
     else {
       std::fprintf(stderr,
                    "usage: layers_bench [--batch N] [--min-time S] [--rounds N] [--threads N] "
-                   "[--no-torch] [--python PATH] [--torch-script PATH]\n");
+                   "[--no-torch] [--python PATH] [--torch-script PATH] [--device SPEC]\n");
       return 2;
     }
   }
@@ -115,7 +126,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   omp_set_num_threads(threads);  // oneDNN's sgemm threads through OpenMP
-  cohort::Device& dev = cohort::host_device();
+  cohort::Device* picked = nullptr;
+  try {
+    picked = &cohort::device(spec);
+  } catch (const cohort::Error& e) {
+    std::fprintf(stderr, "layers_bench: %s\n", e.what());
+    return 2;
+  }
+  cohort::Device& dev = *picked;
+  const bool gpu = dev.type() == cohort::DeviceType::cuda;
   nn::manual_seed(0);
   const std::int64_t b = batch;
 
@@ -169,13 +188,13 @@ int main(int argc, char** argv) {
     ours["nll_loss"].push_back(median_ms([&] {
       nll.forward(logp, target);
       nll.backward();
-    }, min_time));
+    }, min_time, dev));
     ours["model"].push_back(median_ms([&] {
       nll.forward(net.forward(images), target);
       net.backward(nll.backward(), false);
-    }, min_time));
+    }, min_time, dev));
     if (torch && !torch_failed) {
-      const auto t = run_torch(python, script, batch, min_time);
+      const auto t = run_torch(python, script, batch, min_time, gpu ? "cuda" : "cpu");
       torch_failed = t.empty();
       for (const auto& [name, ms] : t) theirs[name].push_back(ms);
     }
@@ -191,9 +210,13 @@ int main(int argc, char** argv) {
   auto best = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
   std::printf("# layers_bench: MNIST CNN, batch %d, %d thread(s), forward+backward per layer; "
               "%d alternating rounds, each the median over >= %.2f s\n"
-              "# cohort: host device (Kokkos Serial + oneDNN sgemm); peer: %s\n",
+              "# cohort: %s; peer: %s\n",
               batch, threads, rounds, min_time,
-              torch ? (torch_failed ? "PyTorch (FAILED to run)" : "PyTorch 1.13 CPU, 1 thread")
+              gpu ? (dev.name() + " (cuDNN, cuBLAS, Thrust; TF32 off)").c_str()
+                  : "host device (Kokkos Serial + oneDNN sgemm)",
+              torch ? (torch_failed ? "PyTorch (FAILED to run)"
+                                    : gpu ? "PyTorch on the same GPU (TF32 off)"
+                                          : "PyTorch CPU, 1 thread")
                     : "none");
   std::printf("%-12s %10s %10s %13s %13s\n", "layer", "cohort ms", "torch ms", "cohort/torch",
               "(median rnd)");

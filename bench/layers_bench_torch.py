@@ -11,6 +11,7 @@ an intermediate activation's gradient is in a network). conv1's input needs no g
 the image). Prints one line per layer: "<name> <median ms>".
 
     /usr/bin/python3 bench/layers_bench_torch.py --batch 64 --min-time 1
+    python3 bench/layers_bench_torch.py --device cuda     # on a GPU, TF32 off, synchronised
 """
 import argparse
 import os
@@ -28,19 +29,26 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def sync():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def bench(fn, x, need_input_grad, min_time):
     x = x.detach().requires_grad_(need_input_grad)
     y = fn(x)
-    g = torch.randn_like(y) if y.dim() > 0 else torch.tensor(1.0)
+    g = torch.randn_like(y) if y.dim() > 0 else torch.tensor(1.0, device=y.device)
     times = []
     for i in range(3):
         x.grad = None
         fn(x).backward(g)
+    sync()
     start = time.perf_counter()
     while time.perf_counter() - start < min_time or len(times) < 5:
         x.grad = None
         t0 = time.perf_counter()
         fn(x).backward(g)
+        sync()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
 
@@ -49,14 +57,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    dev = torch.device(args.device)
+    # cohort's GPU default is full FP32; PyTorch's cuDNN default allows TF32.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     b = args.batch
-    conv1, conv2 = nn.Conv2d(1, 32, 3), nn.Conv2d(32, 64, 3)
-    fc1, fc2 = nn.Linear(9216, 128), nn.Linear(128, 10)
+    conv1, conv2 = nn.Conv2d(1, 32, 3).to(dev), nn.Conv2d(32, 64, 3).to(dev)
+    fc1, fc2 = nn.Linear(9216, 128).to(dev), nn.Linear(128, 10).to(dev)
     drop1, drop2 = nn.Dropout(0.25), nn.Dropout(0.5)
-    target = torch.randint(0, 10, (b,))
+    target = torch.randint(0, 10, (b,), device=dev)
 
     class Net(nn.Module):  # PyTorch's examples/mnist/main.py
         def __init__(self):
@@ -93,7 +106,7 @@ def main():
         ("model", net, (b, 1, 28, 28), False),
     ]
     for name, fn, shape, need in layers:
-        x = torch.randn(shape)
+        x = torch.randn(shape, device=dev)
         if name == "nll_loss":
             x = F.log_softmax(x, dim=1)
         print(name, "%.4f" % bench(fn, x, need, args.min_time), flush=True)

@@ -13,8 +13,9 @@
 # NCCL_ROOT, or the pip wheels nvidia-cudnn-cu13 / nvidia-nccl-cu13 that python3 can import); then,
 # on a GPU: every ctest test labelled gpu, the op parity table on cuda, one epoch of mnist_cnn on
 # cuda and on the host (test accuracy within 0.5 points), 2 ranks sharing the GPU over shm, and
-# training images/s against PyTorch on the same GPU when python3 has torch with CUDA. Without a
-# GPU it stops after the build, says so, and exits 0. Exit status 1 when any check failed.
+# training images/s and per-layer times against PyTorch on the same GPU when python3 has torch
+# with CUDA. Without a GPU it stops after the build, says so, and exits 0. Exit status 1 when any
+# check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --build) build="$2"; shift 2 ;;
     --summary) summary="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -165,6 +166,12 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
     row "mnist images/s vs torch $tv" "$res" "cohort $mc / torch $mt = ${ratio}x (batch 64, $steps steps, median of 3; target >= 1.0)"
   else
     row "mnist images/s vs torch $tv" FAIL "no figure (cohort:$ips_c torch:$ips_t); see $build/torch.log"
+  fi
+  # Per layer, forward + backward, against the same layers in PyTorch on this GPU.
+  if "$bin/layers_bench" --device cuda --python python3 --rounds 3 >"$build/layers_bench_cuda.log" 2>&1; then
+    row "layers_bench vs torch (model)" info "$(awk '$1 == "model" { print "cohort " $2 " ms, torch " $3 " ms, " $4 " (lower is faster)" }' "$build/layers_bench_cuda.log"); table in $build/layers_bench_cuda.log"
+  else
+    row "layers_bench vs torch" FAIL "see $build/layers_bench_cuda.log"
   fi
 else
   row "mnist images/s vs torch" skipped "python3 has no torch with CUDA"
