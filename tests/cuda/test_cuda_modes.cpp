@@ -5,10 +5,12 @@
 //   - TF32 off (the default): a training-sized convolution matches the host within the parity
 //     tolerance; TF32 on still matches loosely (10-bit mantissa products);
 //   - out of memory: an error naming the bytes asked and the bytes free, not a crash;
-//   - a batched GEMM large enough for cuBLAS's tensor-core paths matches the host.
+//   - a batched GEMM large enough for cuBLAS's tensor-core paths matches the host;
+//   - the cuDNN backward passes at the MNIST CNN's conv2 size match the host.
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/core/layer_ops.hpp"
@@ -71,6 +73,22 @@ int main() {
     check(dw_once() == dw_once(), "deterministic: conv2d_backward_filter bit-identical twice");
     check(dx_once() == dx_once(), "deterministic: conv2d_backward_data bit-identical twice");
     set_deterministic_algorithms(false);
+  }
+  {  // the backward passes at this size against the host (dw accumulates onto a random start)
+    auto dw_on = [&](Device& d) {
+      Tensor dw = uni(d, ws, 7), db = uni(d, {64}, 8);
+      ops::conv2d_backward_filter(uni(d, xs, 1), uni(d, ys, 2), dw, &db, p);
+      return std::make_pair(dw, db);
+    };
+    auto dx_on = [&](Device& d) {
+      Tensor dx = Tensor::zeros(xs, DType::f32, d);
+      ops::conv2d_backward_data(uni(d, ys, 2), uni(d, ws, 3), dx, p);
+      return dx;
+    };
+    const auto g = dw_on(*gpu), hst = dw_on(h);
+    check(rel_diff(g.first, hst.first) <= 1e-4, "conv2d_backward_filter dw vs host (1e-4: sums of 43264 products)");
+    check(rel_diff(g.second, hst.second) <= 1e-4, "conv2d_backward_filter dbias vs host");
+    check(rel_diff(dx_on(*gpu), dx_on(h)) <= 1e-5, "conv2d_backward_data vs host");
   }
   auto conv_on = [&](Device& d) {
     Tensor y = Tensor::zeros(ys, DType::f32, d);
