@@ -35,6 +35,11 @@ Device& device(const std::string& spec) {
 
 Device& host_device() { return select_device(device_factories(), "host"); }
 
+const HostThreads& host_threads() {
+  host_device();  // its creation decides the count
+  return host::configure_threads();
+}
+
 std::string describe_devices() {
   std::ostringstream os;
   for (const auto& f : device_factories()) {

@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
       rows.push_back(run(f.name, info, store, steps, batch));
     }
     if (info.rank != 0) return 0;
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
     std::printf("backend swap: %d rank(s), %lld steps of batch %lld per rank, deterministic DDP\n\n",
                 info.world_size, static_cast<long long>(steps), static_cast<long long>(batch));
     std::printf("%-8s %10s %12s %12s %11s %12s %13s %-17s %s\n", "backend", "images/s", "comm ms/step",

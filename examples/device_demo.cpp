@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
     std::cout << "devices in this build:\n" << cohort::describe_devices();
     cohort::Device& dev = cohort::device(spec);
     std::cout << "using device: " << dev.name() << "\n\n";

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   }
   try {
     cohort::Device& dev = cohort::device(spec);
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
     std::printf("device: %s\n\n", dev.name().c_str());
 
     // The network of PyTorch's examples/mnist/main.py, with its state_dict names.

@@ -81,11 +81,13 @@ int run(const Flags& f) {
   cohort::optim::StepLR scheduler(optimizer, 1, f.gamma);
   nn::NLLLoss criterion;
 
-  if (lead)
+  if (lead) {
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
     std::printf("cohort mnist_cnn: %s | device %s | %d rank%s (%s) x batch %lld | %lld epochs | Adadelta lr %g, StepLR gamma %g\n",
                 train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
                 comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
                 static_cast<long long>(f.epochs), f.lr, f.gamma);
+  }
   if (!f.trace.empty()) {
     cohort::trace::enable(true);
     cohort::trace::set_rank(rank);

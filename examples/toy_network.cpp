@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   }
   try {
     cohort::Device& dev = cohort::device(device);
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
     auto& host = cohort::host_device();
     nn::manual_seed(seed);
     auto net = nn::make<nn::Sequential>(std::initializer_list<nn::ModulePtr>{

@@ -116,18 +116,34 @@ TEST_CASE("launcher_local_rank: torchrun, then Open MPI, then Slurm") {
       if (had) setenv(name.c_str(), old.c_str(), 1); else unsetenv(name.c_str());
     }
   };
-  Var a("LOCAL_RANK", nullptr), b("OMPI_COMM_WORLD_LOCAL_RANK", nullptr), c("SLURM_LOCALID", nullptr);
+  // Every variable LaunchInfo reads, cleared for the test case.
+  std::vector<std::unique_ptr<Var>> clear;
+  for (const char* n : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                        "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
+                        "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_NODEID",
+                        "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK"})
+    clear.push_back(std::make_unique<Var>(n, nullptr));
   CHECK(cohort::launcher_local_rank() == -1);
   {
-    Var s("SLURM_LOCALID", "2");
-    CHECK(cohort::launcher_local_rank() == 2);
-    Var o("OMPI_COMM_WORLD_LOCAL_RANK", "1");
+    Var s1("SLURM_PROCID", "3"), s2("SLURM_NTASKS", "4"), s3("SLURM_LOCALID", "1"),
+        s4("SLURM_NODEID", "1"), s5("SLURM_STEP_TASKS_PER_NODE", "2(x2)");
     CHECK(cohort::launcher_local_rank() == 1);
-    Var t("LOCAL_RANK", "3");
+    Var o1("OMPI_COMM_WORLD_RANK", "2"), o2("OMPI_COMM_WORLD_SIZE", "4"),
+        o3("OMPI_COMM_WORLD_LOCAL_RANK", "0"), o4("OMPI_COMM_WORLD_LOCAL_SIZE", "2");
+    CHECK(cohort::launcher_local_rank() == 0);
+    Var t1("RANK", "3"), t2("WORLD_SIZE", "4"), t3("LOCAL_RANK", "3"), t4("LOCAL_WORLD_SIZE", "4");
     CHECK(cohort::launcher_local_rank() == 3);
   }
-  Var bad("LOCAL_RANK", "x1");
-  CHECK(cohort::launcher_local_rank() == -1);
+  // A contradiction is an error naming the variable, not a silent -1.
+  Var r("RANK", "0"), w("WORLD_SIZE", "2"), l("LOCAL_RANK", "x1"), lw("LOCAL_WORLD_SIZE", "2");
+  std::string err;
+  try {
+    cohort::launcher_local_rank();
+  } catch (const cohort::Error& e) {
+    err = e.what();
+  }
+  CHECK(err.find("LOCAL_RANK='x1' is not an integer") != std::string::npos);
 }
 
 TEST_CASE("select_device: clear errors for unknown, unavailable and out-of-range devices") {

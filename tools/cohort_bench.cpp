@@ -24,6 +24,7 @@
 
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
+#include "cohort/core/launch_env.hpp"
 
 namespace {
 
@@ -330,11 +331,11 @@ int main(int argc, char** argv) {
     Communicator& c = *comm;
     const int n = c.size();
     if (o.bind) {
-      const char* lr = std::getenv("LOCAL_RANK");
+      const int local_rank = LaunchInfo::from_env().local_rank;
       cpu_set_t all, one;
       sched_getaffinity(0, sizeof(all), &all);
       const int ncpu = CPU_COUNT(&all);
-      int want = (lr ? std::atoi(lr) : c.rank()) % std::max(ncpu, 1), seen = 0;
+      int want = local_rank % std::max(ncpu, 1), seen = 0;
       CPU_ZERO(&one);
       for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
         if (CPU_ISSET(cpu, &all) && seen++ == want) CPU_SET(cpu, &one);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cohort/core/device.hpp"
+#include "cohort/devices.hpp"
 
 namespace cohort::host {
 
@@ -44,9 +45,9 @@ DeviceFactory factory();
 // cohort initialised it (a program that initialised Kokkos itself keeps ownership).
 void ensure_kokkos();
 
-// Caps the host GEMM's OpenMP threads at cores / ranks on this host unless OMP_NUM_THREADS is
-// set; returns the thread count in effect (host_threads.cpp).
-int configure_threads();
+// Sets the host GEMM's OpenMP thread count once per process (the rules are in host_threads.cpp)
+// and returns it with the reason, as cohort::host_threads() reports it.
+const HostThreads& configure_threads();
 
 // GEMM through oneDNN (kept in its own file so the BLAS choice is one room).
 void sgemm(const GemmArgs& g);

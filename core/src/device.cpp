@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
+#include "cohort/core/launch_env.hpp"
 
 namespace cohort {
 
@@ -21,14 +22,8 @@ const char* op_name(Op op) {
 }
 
 int launcher_local_rank() {
-  for (const char* var : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
-    const char* v = std::getenv(var);
-    if (v == nullptr || *v == '\0') continue;
-    char* end = nullptr;
-    const long r = std::strtol(v, &end, 10);
-    return (*end == '\0' && r >= 0 && r < (1 << 20)) ? static_cast<int>(r) : -1;
-  }
-  return -1;
+  const LaunchInfo info = LaunchInfo::from_env();
+  return info.source == "default" ? -1 : info.local_rank;
 }
 
 namespace {

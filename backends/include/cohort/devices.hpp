@@ -20,6 +20,16 @@ Device& device(const std::string& spec = "");
 // The host device, always available.
 Device& host_device();
 
+// The host device's thread count for its GEMMs (OpenMP) and why it is that, e.g.
+// "2 CPUs in the affinity mask / 1 rank on this host (default)" or "OMP_NUM_THREADS=1". Decided
+// once per process, when the host device is created (this creates it); the rules are in
+// docs/LAUNCH.md. Examples print it as their first line.
+struct HostThreads {
+  int threads = 1;
+  std::string reason;
+};
+const HostThreads& host_threads();
+
 // One line per backend: name, device count, and why a backend has none ("cuda: 0 (no CUDA-capable
 // device is detected)"), for tools and error messages.
 std::string describe_devices();

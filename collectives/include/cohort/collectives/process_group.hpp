@@ -1,29 +1,11 @@
-// Who am I in the job: rank, world size, local rank, and where the rendezvous store is, read
-// from the environment the way torchrun, Open MPI's mpirun and Slurm's srun set it.
+// The process group's view of the launch: rank, world size, local rank, store address. It is
+// cohort::LaunchInfo (cohort/core/launch_env.hpp), read from the launchers' variables in one place.
 #pragma once
 
-#include <string>
+#include "cohort/core/launch_env.hpp"
 
 namespace cohort::comm {
 
-struct ProcessGroupInfo {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  std::string master_addr;  // empty when not given
-  int master_port = 0;      // 0 when not given
-  std::string source;       // "torchrun", "openmpi", "slurm", "default" (single process)
-  std::string job_id;       // unique per job where the launcher provides one (names shm segments)
-
-  // Reads, in order of precedence: torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-  // MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,
-  // _LOCAL_SIZE), Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, ...). With none set: a
-  // single process. Missing or contradictory values (RANK without WORLD_SIZE, RANK >= WORLD_SIZE,
-  // a non-numeric value) throw cohort::Error naming the variable and its value.
-  static ProcessGroupInfo from_env();
-
-  std::string str() const;  // "rank 1 of 2 (local 1 of 2) via torchrun, store 127.0.0.1:29500"
-};
+using ProcessGroupInfo = ::cohort::LaunchInfo;
 
 }  // namespace cohort::comm

@@ -158,8 +158,9 @@ struct DeviceFactory {
 Device& select_device(const std::vector<DeviceFactory>& factories, const std::string& spec,
                       int local_rank = -1);
 
-// This process's rank on its host as a launcher set it (LOCAL_RANK from torchrun/cohortrun, else
-// OMPI_COMM_WORLD_LOCAL_RANK, else SLURM_LOCALID), or -1 when none is set or it is not a number.
+// This process's rank on its host as a launcher set it (LaunchInfo::from_env(): torchrun/cohortrun,
+// else Open MPI, else Slurm), or -1 when no launcher's variables are set. Contradictory or
+// non-numeric launcher variables throw cohort::Error naming them.
 int launcher_local_rank();
 
 }  // namespace cohort

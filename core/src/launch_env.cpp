@@ -1,8 +1,10 @@
-// ProcessGroupInfo from the environment. One launcher's variables are read as a set: the first
-// launcher whose rank/size variables are present wins (torchrun, then Open MPI, then Slurm), so a
-// torchrun started inside a Slurm allocation is read as torchrun. Within that set every value is
-// checked, and a missing partner or a contradiction names the variables and their values.
-#include "cohort/collectives/process_group.hpp"
+// LaunchInfo from the environment: the one place that reads the launchers' variables (the process
+// group, the device choice per local rank and the host's thread count all start here). One
+// launcher's variables are read as a set: the first launcher whose rank/size variables are present
+// wins (torchrun, then Open MPI, then Slurm), so a torchrun started inside a Slurm allocation is
+// read as torchrun. Within that set every value is checked, and a missing partner or a
+// contradiction names the variables and their values.
+#include "cohort/core/launch_env.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -12,7 +14,7 @@
 
 #include "cohort/core/error.hpp"
 
-namespace cohort::comm {
+namespace cohort {
 namespace {
 
 std::optional<std::string> env(const char* name) {
@@ -37,7 +39,7 @@ int int_var(const char* name, const std::string& value) {
 
 // Checks one launcher's rank/size/local values for consistency; `names` are the variable names
 // in the order rank, size, local rank, local size.
-void check_consistent(const ProcessGroupInfo& g, const char* const names[4]) {
+void check_consistent(const LaunchInfo& g, const char* const names[4]) {
   COHORT_CHECK(g.world_size >= 1, names[1], "=", g.world_size, " must be at least 1");
   COHORT_CHECK(g.rank >= 0 && g.rank < g.world_size, names[0], "=", g.rank, " is out of range for ",
                names[1], "=", g.world_size, " (expected 0..", g.world_size - 1, ")");
@@ -52,7 +54,7 @@ void check_consistent(const ProcessGroupInfo& g, const char* const names[4]) {
 
 // Reads a rank/size pair and an optional local pair (both or neither; neither means "all ranks on
 // this host").
-bool read_set(ProcessGroupInfo& g, const char* const names[4]) {
+bool read_set(LaunchInfo& g, const char* const names[4]) {
   const auto rank = env(names[0]);
   const auto size = env(names[1]);
   if (!rank && !size) return false;
@@ -107,7 +109,7 @@ std::string slurm_first_host(const std::string& list) {
   return list.substr(0, bracket) + list.substr(bracket + 1, end - bracket - 1);
 }
 
-void read_master(ProcessGroupInfo& g) {
+void read_master(LaunchInfo& g) {
   if (const auto addr = env("MASTER_ADDR")) g.master_addr = *addr;
   if (const auto port = env("MASTER_PORT")) {
     const long long p = parse_int("MASTER_PORT", *port);
@@ -118,8 +120,8 @@ void read_master(ProcessGroupInfo& g) {
 
 }  // namespace
 
-ProcessGroupInfo ProcessGroupInfo::from_env() {
-  ProcessGroupInfo g;
+LaunchInfo LaunchInfo::from_env() {
+  LaunchInfo g;
   static const char* const torchrun[4] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
   static const char* const ompi[4] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                                       "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
@@ -155,6 +157,10 @@ ProcessGroupInfo ProcessGroupInfo::from_env() {
                  " is set but SLURM_NODEID or SLURM_STEP_TASKS_PER_NODE is not (run under srun)");
     g.local_world_size =
         slurm_tasks_on_node(per_node_name, *per_node, int_var("SLURM_NODEID", *node));
+    if (const auto cpt = env("SLURM_CPUS_PER_TASK")) {
+      g.cpus_per_task = int_var("SLURM_CPUS_PER_TASK", *cpt);
+      COHORT_CHECK(g.cpus_per_task >= 1, "SLURM_CPUS_PER_TASK=", *cpt, " must be at least 1");
+    }
     static const char* const names[4] = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
                                          "SLURM_STEP_TASKS_PER_NODE"};
     check_consistent(g, names);
@@ -175,7 +181,7 @@ ProcessGroupInfo ProcessGroupInfo::from_env() {
   return g;
 }
 
-std::string ProcessGroupInfo::str() const {
+std::string LaunchInfo::str() const {
   std::ostringstream os;
   os << "rank " << rank << " of " << world_size << " (local " << local_rank << " of "
      << local_world_size << ") via " << (source.empty() ? "default" : source);
@@ -185,4 +191,4 @@ std::string ProcessGroupInfo::str() const {
   return os.str();
 }
 
-}  // namespace cohort::comm
+}  // namespace cohort
