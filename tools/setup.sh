@@ -20,6 +20,7 @@ packages=(
   zlib1g-dev dataset-fashion-mnist                       # IDX data (gzip) and the real data set
   nlohmann-json3-dev libcli11-dev
   python3 python3-matplotlib                             # tools/plot_metrics.py
+  openmpi-bin iproute2 bc                                # launcher tests: mpirun, netns hosts
 )
 peers=(python3-torch libopenmpi-dev openmpi-bin libgloo-dev)
 

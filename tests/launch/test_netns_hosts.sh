@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Two hosts on one machine: network namespaces joined by a veth pair (root only). The same 2-rank
+# MNIST job, one rank per "host", over ucx restricted to TCP on the veth, launched
+#   1. by cohortrun on each host (--nnodes 2 --node-rank {0,1} --master-addr <host 0>), and
+#   2. by mpirun from host 0 with Open MPI's own variables (plus -x MASTER_ADDR/PORT for the
+#      store), its remote daemon started through a namespace "rsh" agent instead of ssh;
+# both end with identical weights and the same digest, each rank provably ran in its own
+# namespace; 3. a rank killed mid-run under mpirun ends the job non-zero within 5 s.
+# Traffic stays inside the two namespaces (ucx: UCX_TLS=tcp,self on the veth device).
+#
+#   test_netns_hosts.sh BIN_DIR        exits 77 with "skipped: why" when it cannot run here
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+skip() { echo "skipped: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null || skip "no ip (Debian: iproute2)"
+"$bin/mnist_cnn" --help >/dev/null 2>&1 || skip "no mnist_cnn in $bin"
+
+tag=$$
+ns0=cohA$tag ns1=cohB$tag
+net=10.213.$((tag % 200 + 10))
+a0=$net.1 a1=$net.2
+work=$(mktemp -d)
+cleanup() {
+  for ns in "$ns0" "$ns1"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+
+ip netns add "$ns0" && ip netns add "$ns1" &&
+  ip link add "v$tag-0" type veth peer name "v$tag-1" &&
+  ip link set "v$tag-0" netns "$ns0" && ip link set "v$tag-1" netns "$ns1" &&
+  ip -n "$ns0" addr add "$a0/24" dev "v$tag-0" && ip -n "$ns1" addr add "$a1/24" dev "v$tag-1" &&
+  ip -n "$ns0" link set "v$tag-0" up && ip -n "$ns1" link set "v$tag-1" up &&
+  ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up ||
+  skip "could not create network namespaces (ip netns add failed)"
+echo "hosts: $ns0 = $a0, $ns1 = $a1"
+
+# Each rank records the namespace it runs in, then becomes mnist_cnn.
+cat >"$work/rank.sh" <<EOF
+#!/bin/sh
+r=\${RANK:-\$OMPI_COMM_WORLD_RANK}
+ip netns identify \$\$ > "$work/ns.\$1.\$r"
+shift
+exec "\$@"
+EOF
+chmod +x "$work/rank.sh"
+job=(--comm ucx --epochs 1 --max-steps 20 --log-interval 1000 --test-batch-size 1000)
+digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
+fail=0
+
+# ---- 1. cohortrun on each host ----
+for i in 0 1; do
+  ns=ns$i; dev=v$tag-$i
+  ip netns exec "${!ns}" env OMP_NUM_THREADS=1 UCX_TLS=tcp,self UCX_NET_DEVICES="$dev" \
+    "$bin/cohortrun" --nnodes 2 --node-rank $i --master-addr "$a0" --master-port 29613 \
+    "$work/rank.sh" cohortrun "$bin/mnist_cnn" "${job[@]}" >"$work/cohortrun.$i.log" 2>&1 &
+  eval "pid$i=$!"
+done
+wait "$pid0"; rc0=$?; wait "$pid1"; rc1=$?
+d1=$(digest_of "$work/cohortrun.0.log")
+if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && [ -n "$d1" ] &&
+   [ "$(cat "$work/ns.cohortrun.0")" = "$ns0" ] && [ "$(cat "$work/ns.cohortrun.1")" = "$ns1" ]; then
+  echo "ok    cohortrun --nnodes 2 across two hosts: digest $d1, rank 0 in $ns0, rank 1 in $ns1"
+else
+  echo "FAIL  cohortrun --nnodes 2: exit $rc0/$rc1, digest '$d1'"; tail -n 5 "$work"/cohortrun.*.log
+  fail=1
+fi
+
+# ---- 2. mpirun from host 0, Open MPI's variables ----
+if command -v mpirun >/dev/null; then
+  cat >"$work/rsh" <<EOF
+#!/bin/sh
+# Open MPI's ssh for these two hosts: the host, then the command to run there.
+host=\$1; shift
+case "\$host" in
+  $a0) ns=$ns0 ;;
+  $a1) ns=$ns1 ;;
+  *) echo "netns rsh: unknown host \$host" >&2; exit 255 ;;
+esac
+exec ip netns exec "\$ns" /bin/sh -c "\$*"
+EOF
+  chmod +x "$work/rsh"
+  mpi=(mpirun --allow-run-as-root -np 2 --host "$a0:1,$a1:1" --mca plm_rsh_agent "$work/rsh"
+       --mca oob_tcp_if_include "$net.0/24" --mca btl self,tcp --mca btl_tcp_if_include "$net.0/24"
+       -x MASTER_ADDR="$a0" -x MASTER_PORT=29614 -x UCX_TLS=tcp,self -x OMP_NUM_THREADS=1)
+  timeout 300 ip netns exec "$ns0" "${mpi[@]}" "$work/rank.sh" mpirun "$bin/mnist_cnn" "${job[@]}" \
+    >"$work/mpirun.log" 2>&1
+  rc=$?
+  d2=$(digest_of "$work/mpirun.log")
+  if [ $rc -eq 0 ] && [ "$d2" = "$d1" ] &&
+     [ "$(cat "$work/ns.mpirun.0")" = "$ns0" ] && [ "$(cat "$work/ns.mpirun.1")" = "$ns1" ]; then
+    echo "ok    mpirun across two hosts: digest $d2 (= cohortrun's), rank 0 in $ns0, rank 1 in $ns1"
+  else
+    echo "FAIL  mpirun across two hosts: exit $rc, digest '$d2' (cohortrun: '$d1')"
+    tail -n 5 "$work/mpirun.log"; fail=1
+  fi
+
+  # ---- 3. a rank killed mid-run ----
+  ip netns exec "$ns0" "${mpi[@]}" "$bin/mnist_cnn" --comm ucx --epochs 1 --max-steps 100000 \
+    --log-interval 1 >"$work/kill.log" 2>&1 &
+  mpid=$!
+  for _ in $(seq 1 300); do  # until training runs (a progress line), at most 60 s
+    grep -q "loss" "$work/kill.log" 2>/dev/null && break
+    sleep 0.2
+  done
+  victim=$(ip netns pids "$ns1" | while read -r p; do
+    [ "$(cat /proc/"$p"/comm 2>/dev/null)" = mnist_cnn ] && echo "$p"; done | head -n1)
+  if [ -z "$victim" ]; then
+    echo "FAIL  killed rank: no mnist_cnn found in $ns1"; kill -9 $mpid; fail=1
+  else
+    ( sleep 60; kill -9 $mpid 2>/dev/null ) &  # the test's own limit
+    guard=$!
+    t0=$(date +%s.%N)
+    kill -9 "$victim"
+    wait $mpid; rc=$?
+    kill $guard 2>/dev/null
+    dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    if [ $rc -ne 0 ] && [ "$(echo "$dt < 5" | bc)" = 1 ]; then
+      echo "ok    rank 1 (pid $victim in $ns1) killed: mpirun ended with exit $rc after ${dt%???????} s"
+    else
+      echo "FAIL  rank 1 killed: mpirun exit $rc after $dt s (want non-zero within 5 s)"; fail=1
+    fi
+  fi
+else
+  echo "skipped: mpirun parts (no mpirun; Debian: openmpi-bin)"
+fi
+exit $fail
