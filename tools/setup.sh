@@ -21,6 +21,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   python3 python3-matplotlib                             # tools/plot_metrics.py
   openmpi-bin iproute2 bc                                # launcher tests: mpirun, netns hosts
+  slurm-wlm munge                                        # launcher tests: a one-node Slurm
 )
 peers=(python3-torch libopenmpi-dev openmpi-bin libgloo-dev)
 

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# A real single-node Slurm from Debian's packages (root only): munged, slurmctld and slurmd on this
+# host with a minimal slurm.conf in a temporary folder, torn down at exit. Then
+#   1. `srun -N1 -n2 mnist_cnn --comm shm` (no thread settings: the launcher must be read right)
+#      ends with identical weights and the same digest as the same job under cohortrun, and its
+#      images/s is within 15% of cohortrun's (alternating rounds, medians);
+#   2. `sbatch --wait examples/slurm/mnist_1node.sbatch` ends the same way.
+#
+#   test_slurm.sh BIN_DIR SOURCE_DIR     exits 77 with "skipped: why" when it cannot run here
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+skip() { echo "skipped: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmctld, slurmd and munged"
+for b in munged slurmctld slurmd srun sbatch sinfo; do
+  command -v "$b" >/dev/null || skip "no $b (Debian: slurm-wlm munge; tools/setup.sh installs them)"
+done
+
+work=$(mktemp -d /tmp/cohort-slurm.XXXXXX)
+chmod 755 "$work"
+host=$(hostname -s)
+cleanup() {
+  scancel --quiet --user=root 2>/dev/null
+  for f in slurmd slurmctld munged; do
+    [ -f "$work/$f.pid" ] && kill "$(cat "$work/$f.pid")" 2>/dev/null
+  done
+  sleep 0.5
+  for f in slurmd slurmctld munged; do
+    [ -f "$work/$f.pid" ] && kill -9 "$(cat "$work/$f.pid")" 2>/dev/null
+  done
+  [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ---- munge: its own key, socket and files ----
+mkdir -p "$work/munge"
+chmod 700 "$work/munge"
+dd if=/dev/urandom of="$work/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$work/munge/munge.key"
+munged --force --key-file="$work/munge/munge.key" --socket="$work/munge/munge.socket" \
+  --pid-file="$work/munged.pid" --log-file="$work/munged.log" --seed-file="$work/munge/seed" ||
+  skip "munged did not start: $(tail -n 2 "$work/munged.log" 2>/dev/null)"
+
+# ---- slurm.conf ----
+port=$((17000 + $$ % 1000 * 2))
+mkdir -p "$work/state" "$work/spool"
+cat >"$work/slurm.conf" <<EOF
+ClusterName=cohorttest
+SlurmctldHost=$host
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+AuthType=auth/munge
+AuthInfo=socket=$work/munge/munge.socket
+CredType=cred/munge
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/slurmctld.log
+SlurmdLogFile=$work/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+NodeName=$host CPUs=$(nproc) State=UNKNOWN
+PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+export SLURM_CONF="$work/slurm.conf"
+slurmctld -f "$SLURM_CONF" || skip "slurmctld did not start: $(tail -n 3 "$work/slurmctld.log")"
+slurmd -f "$SLURM_CONF" || skip "slurmd did not start: $(tail -n 3 "$work/slurmd.log")"
+state=""
+for _ in $(seq 1 60); do
+  state=$(sinfo -h -o %t 2>/dev/null | head -n1)
+  [ "$state" = idle ] && break
+  sleep 0.5
+done
+if [ "$state" != idle ]; then
+  echo "FAIL  the node did not become idle (state '$state')"
+  tail -n 5 "$work/slurmctld.log" "$work/slurmd.log"
+  exit 1
+fi
+echo "slurm: $(sinfo --version), node $host idle with $(nproc) CPUs"
+
+data=${COHORT_DATA:-/usr/share/datasets/fashion-mnist}
+job=(--comm shm --epochs 1 --max-steps 100 --log-interval 100000 --test-batch-size 1000 --data "$data")
+digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
+ips_of() { sed -n 's/.*training throughput: \([0-9.]*\) images\/s.*/\1/p' "$1" | tail -n1; }
+threads_of() { sed -n 's/.*host threads: \(.*\)$/\1/p' "$1" | head -n1; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+fail=0
+
+# ---- 1. srun against cohortrun, alternating ----
+# Three rounds; when the medians differ by more than 15%, two more (this 2-core machine's speed
+# drifts with other load; more samples, not a looser bound).
+s_ips=() c_ips=()
+round_pair() {
+  local round=$1
+  timeout 300 srun -N1 -n2 "$bin/mnist_cnn" "${job[@]}" >"$work/srun.$round.log" 2>&1 ||
+    { echo "FAIL  srun round $round: exit $?"; tail -n 5 "$work/srun.$round.log"; exit 1; }
+  timeout 300 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 "$bin/mnist_cnn" "${job[@]}" \
+    >"$work/cohortrun.$round.log" 2>&1 ||
+    { echo "FAIL  cohortrun round $round"; tail -n 5 "$work/cohortrun.$round.log"; exit 1; }
+  s_ips+=("$(ips_of "$work/srun.$round.log")")
+  c_ips+=("$(ips_of "$work/cohortrun.$round.log")")
+}
+within() { awk -v s="$(median "${s_ips[@]}")" -v c="$(median "${c_ips[@]}")" \
+             'BEGIN { r = s / c; exit !(r >= 0.85 && r <= 1.15) }'; }
+for round in 1 2 3; do round_pair $round; done
+within || { round_pair 4; round_pair 5; }
+ds=$(digest_of "$work/srun.1.log")
+dc=$(digest_of "$work/cohortrun.1.log")
+ms=$(median "${s_ips[@]}")
+mc=$(median "${c_ips[@]}")
+ratio=$(awk -v s="$ms" -v c="$mc" 'BEGIN { printf "%.2f", s / c }')
+echo "srun:      ${s_ips[*]} images/s (median $ms); threads: $(threads_of "$work/srun.1.log")"
+echo "cohortrun: ${c_ips[*]} images/s (median $mc); threads: $(threads_of "$work/cohortrun.1.log")"
+if [ -n "$ds" ] && [ "$ds" = "$dc" ]; then
+  echo "ok    srun -N1 -n2: identical weights, digest $ds = cohortrun's"
+else
+  echo "FAIL  srun digest '$ds', cohortrun digest '$dc'"; fail=1
+fi
+if awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }'; then
+  echo "ok    srun / cohortrun images/s = ${ratio}x (within 15%)"
+else
+  echo "FAIL  srun / cohortrun images/s = ${ratio}x (more than 15% apart)"; fail=1
+fi
+
+# ---- 2. sbatch of the example batch script ----
+(cd "$work" && COHORT_BIN="$bin" MNIST_ARGS="--max-steps 100 --log-interval 100000 --test-batch-size 1000 --data $data" \
+  timeout 300 sbatch --wait --export=ALL "$src/examples/slurm/mnist_1node.sbatch" >"$work/sbatch.log" 2>&1)
+rc=$?
+out=$(ls "$work"/cohort-mnist-*.out 2>/dev/null | head -n1)
+db=$([ -n "$out" ] && digest_of "$out")
+if [ $rc -eq 0 ] && [ -n "$db" ] && [ "$db" = "$dc" ]; then
+  echo "ok    sbatch --wait examples/slurm/mnist_1node.sbatch: $(cat "$work/sbatch.log"), digest $db = cohortrun's"
+else
+  echo "FAIL  sbatch: exit $rc ($(cat "$work/sbatch.log")), digest '$db' (cohortrun '$dc')"
+  [ -n "$out" ] && tail -n 5 "$out"
+  fail=1
+fi
+exit $fail
