@@ -4,7 +4,9 @@
 #
 #   tools/setup.sh            build + test dependencies
 #   tools/setup.sh --peers    also the peers the side-by-side benchmarks compare against
-#                             (PyTorch 1.13 CPU, Open MPI, Gloo)
+#                             (PyTorch 1.13 CPU, Open MPI, Gloo) and .venv-peers/, a virtual
+#                             environment with the current torch, torchvision and safetensors
+#                             from PyPI (the CUDA build: about 5.5 GB, 1.5 min here)
 #
 # The CUDA toolkit (nvcc, cuBLAS, cuDNN, NCCL) is not a Debian package: it is used from
 # /usr/local/cuda when present, and the CUDA backend is simply left out of the build when not.
@@ -25,9 +27,10 @@ packages=(
 )
 peers=(python3-torch libopenmpi-dev openmpi-bin libgloo-dev)
 
+want_venv=0
 for arg in "$@"; do
   case "$arg" in
-    --peers) packages+=("${peers[@]}") ;;
+    --peers) packages+=("${peers[@]}"); want_venv=1 ;;
     -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg' (known: --peers, --help)" >&2; exit 2 ;;
   esac
@@ -40,8 +43,23 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# The peers' virtual environment (PyPI, never the system python): what torchrun tests and the
+# PyTorch benchmarks use. Made once; kept when torch already imports there.
+peers_venv() {
+  [ "$want_venv" = 1 ] || return 0
+  local venv
+  venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-peers"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import torch, torchvision, safetensors' 2>/dev/null; then
+    echo "setup.sh: $venv has torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"
+    return 0
+  fi
+  echo "setup.sh: making $venv (torch, torchvision, safetensors from PyPI)"
+  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet torch torchvision safetensors
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup.sh: all ${#packages[@]} packages present"
+  peers_venv
   exit 0
 fi
 
@@ -54,4 +72,5 @@ echo "setup.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+peers_venv
 echo "setup.sh: done"

@@ -127,7 +127,12 @@ LaunchInfo LaunchInfo::from_env() {
                                       "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
   if (read_set(g, torchrun)) {
     g.source = "torchrun";
-    if (const auto id = env("TORCHELASTIC_RUN_ID"); id && *id != "none") g.job_id = "torch-" + *id;
+    if (const auto id = env("TORCHELASTIC_RUN_ID"); id && *id != "none") {
+      g.job_id = "torch-" + *id;
+      // torchrun restarts the whole worker group together; a new attempt is a new job, so it
+      // never meets the previous attempt's store files or shared-memory segments.
+      if (const auto n = env("TORCHELASTIC_RESTART_COUNT"); n && *n != "0") g.job_id += ".r" + *n;
+    }
   } else if (read_set(g, ompi)) {
     g.source = "openmpi";
     if (const auto id = env("OMPI_MCA_ess_base_jobid")) g.job_id = "ompi-" + *id;
@@ -178,6 +183,25 @@ LaunchInfo LaunchInfo::from_env() {
   }
   read_master(g);
   if (const auto id = env("COHORT_JOB_ID")) g.job_id = *id;
+  // Recent torchrun (TORCHELASTIC_USE_AGENT_STORE=True) already serves its own c10d store at
+  // MASTER_ADDR:MASTER_PORT, so cohort's rank 0 cannot serve there ("Address already in use").
+  // Every rank on this host: no address, so the process group meets in a job-private directory
+  // (collectives/registry.cpp). Several hosts: cohort's store one port up on the same host, where
+  // global rank 0 runs (torchrun's MASTER_ADDR is group rank 0's host).
+  if (g.source == "torchrun") {
+    const auto agent = env("TORCHELASTIC_USE_AGENT_STORE");
+    if (agent && (*agent == "True" || *agent == "true" || *agent == "1")) {
+      g.torch_agent_store = true;
+      if (g.local_world_size == g.world_size && !g.job_id.empty()) {
+        g.master_addr.clear();
+        g.master_port = 0;
+      } else if (g.master_port > 0) {
+        COHORT_CHECK(g.master_port < 65535, "MASTER_PORT=", g.master_port,
+                     " is torchrun's agent store; cohort's would go one port up, past 65535");
+        g.master_port += 1;
+      }
+    }
+  }
   return g;
 }
 
@@ -188,6 +212,7 @@ std::string LaunchInfo::str() const {
   if (!master_addr.empty() || master_port)
     os << ", store " << (master_addr.empty() ? "?" : master_addr) << ":" << master_port;
   if (!job_id.empty()) os << ", job " << job_id;
+  if (torch_agent_store) os << " (torchrun's agent store holds MASTER_PORT)";
   return os.str();
 }
 

@@ -52,6 +52,32 @@ TEST_SUITE("process_group") {
           "rank 5 of 8 (local 1 of 4) via torchrun, store 10.0.0.7:29501, job torch-abc");
   }
 
+  TEST_CASE("torchrun's agent store: the port is torchrun's, cohort's store moves") {
+    {  // one host: no address, so the group meets in a job-private directory
+      EnvGuard g({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
+                  {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "localhost"}, {"MASTER_PORT", "43913"},
+                  {"TORCHELASTIC_RUN_ID", "r1"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                  {"TORCHELASTIC_RESTART_COUNT", "0"}});
+      const auto info = ProcessGroupInfo::from_env();
+      CHECK(info.torch_agent_store);
+      CHECK(info.master_addr.empty());
+      CHECK(info.master_port == 0);
+      CHECK(info.job_id == "torch-r1");
+      CHECK(info.str() == "rank 1 of 2 (local 1 of 2) via torchrun, job torch-r1 (torchrun's agent "
+                          "store holds MASTER_PORT)");
+    }
+    {  // several hosts: one port up on MASTER_ADDR; a restarted attempt is a new job
+      EnvGuard g({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
+                  {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"},
+                  {"TORCHELASTIC_RUN_ID", "r1"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                  {"TORCHELASTIC_RESTART_COUNT", "2"}});
+      const auto info = ProcessGroupInfo::from_env();
+      CHECK(info.master_addr == "node0");
+      CHECK(info.master_port == 29501);
+      CHECK(info.job_id == "torch-r1.r2");
+    }
+  }
+
   TEST_CASE("RANK and WORLD_SIZE without the local pair mean one host") {
     EnvGuard g({{"RANK", "1"}, {"WORLD_SIZE", "3"}});
     const auto info = ProcessGroupInfo::from_env();

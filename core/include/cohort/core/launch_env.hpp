@@ -19,6 +19,9 @@ struct LaunchInfo {
   std::string source;        // "torchrun", "openmpi", "slurm", "default" (single process)
   std::string job_id;        // unique per job where the launcher provides one (names shm segments)
   int cpus_per_task = 0;     // Slurm's SLURM_CPUS_PER_TASK under srun; 0 when not given
+  // torchrun serves its own store at MASTER_ADDR:MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE):
+  // then master_addr/port say where cohort's store goes instead (docs/LAUNCH.md).
+  bool torch_agent_store = false;
 
   // Reads, in order of precedence: torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
   // MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,

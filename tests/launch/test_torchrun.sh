@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# torchrun for real, where a working one exists (.venv-peers from `tools/setup.sh --peers`: the
+# current PyTorch from PyPI; Debian's torchrun 1.13 fails under Python 3.11 before starting a
+# worker). The same 2-rank MNIST job as under cohortrun must end with the same digest:
+#   1. torchrun --nproc-per-node 2 --no-python mnist_cnn --comm shm (torchrun's own agent store
+#      holds MASTER_PORT: cohort's group meets in a job-private directory instead);
+#   2. the same with --rdzv-backend c10d;
+#   3. (root) --nnodes 2 --rdzv-backend c10d over two network-namespace hosts, one rank each,
+#      ucx over TCP: the same digest as cohortrun --nnodes 2 gives for that job.
+#
+#   test_torchrun.sh BIN_DIR SOURCE_DIR     exits 77 with "skipped: why" without a working torchrun
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+skip() { echo "skipped: $*"; exit 77; }
+torchrun=""
+for t in "$src/.venv-peers/bin/torchrun" "$(command -v torchrun 2>/dev/null)"; do
+  [ -n "$t" ] && [ -x "$t" ] && "$t" --help >/dev/null 2>&1 &&
+    "$t" --nproc-per-node 1 --no-python true >/dev/null 2>&1 && { torchrun=$t; break; }
+done
+[ -n "$torchrun" ] ||
+  skip "no working torchrun (make one with tools/setup.sh --peers; Debian's fails under Python 3.11)"
+echo "torchrun: $torchrun ($("$(dirname "$torchrun")/python" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || echo system))"
+
+work=$(mktemp -d)
+tag=$$
+ns0=torA$tag ns1=torB$tag
+cleanup() {
+  for ns in "$ns0" "$ns1"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+job=(--epochs 1 --max-steps 40 --log-interval 100000 --test-batch-size 1000)
+digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
+fail=0
+check() {  # name, exit status, log, expected digest
+  local d
+  d=$(digest_of "$3")
+  if [ "$2" -eq 0 ] && [ -n "$d" ] && [ "$d" = "$4" ]; then
+    echo "ok    $1: digest $d = cohortrun's"
+  else
+    echo "FAIL  $1: exit $2, digest '$d' (cohortrun: '$4')"
+    tr '\r' '\n' <"$3" | grep -vE '^frame|^epoch|^\s*$' | tail -n 6
+    fail=1
+  fi
+}
+
+OMP_NUM_THREADS=1 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 "$bin/mnist_cnn" --comm shm \
+  "${job[@]}" >"$work/cohortrun.log" 2>&1
+want=$(digest_of "$work/cohortrun.log")
+[ -n "$want" ] || { echo "FAIL  cohortrun reference run"; tail -n 5 "$work/cohortrun.log"; exit 1; }
+
+timeout 300 "$torchrun" --nproc-per-node 2 --no-python "$bin/mnist_cnn" --comm shm "${job[@]}" \
+  >"$work/torchrun.log" 2>&1
+check "torchrun --nproc-per-node 2 (agent store)" $? "$work/torchrun.log" "$want"
+
+timeout 300 "$torchrun" --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d \
+  --rdzv-endpoint "localhost:$((29700 + tag % 200))" --no-python "$bin/mnist_cnn" --comm shm \
+  "${job[@]}" >"$work/torchrun_c10d.log" 2>&1
+check "torchrun --rdzv-backend c10d" $? "$work/torchrun_c10d.log" "$want"
+
+# ---- two hosts ----
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+  echo "skipped: torchrun --nnodes 2 over network namespaces (needs root and iproute2)"
+  exit $fail
+fi
+net=10.215.$((tag % 200 + 10))
+ip netns add "$ns0" && ip netns add "$ns1" &&
+  ip link add "t$tag-0" type veth peer name "t$tag-1" &&
+  ip link set "t$tag-0" netns "$ns0" && ip link set "t$tag-1" netns "$ns1" &&
+  ip -n "$ns0" addr add "$net.1/24" dev "t$tag-0" && ip -n "$ns1" addr add "$net.2/24" dev "t$tag-1" &&
+  ip -n "$ns0" link set "t$tag-0" up && ip -n "$ns1" link set "t$tag-1" up &&
+  ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up ||
+  { echo "skipped: torchrun --nnodes 2 (could not create network namespaces)"; exit $fail; }
+two=(--comm ucx --epochs 1 --max-steps 20 --log-interval 100000 --test-batch-size 1000)
+run_nodes() {  # launcher name; then per node i the command is built by node_cmd
+  for i in 0 1; do
+    ns=ns$i
+    ip netns exec "${!ns}" env OMP_NUM_THREADS=1 UCX_TLS=tcp,self UCX_NET_DEVICES="t$tag-$i" \
+      timeout 300 $(node_cmd "$i") >"$work/$1.$i.log" 2>&1 &
+    eval "p$i=$!"
+  done
+  wait "$p0"; r0=$?; wait "$p1"; r1=$?
+  return $((r0 | r1))
+}
+node_cmd() {
+  echo "$bin/cohortrun --nnodes 2 --node-rank $1 --master-addr $net.1 --master-port 29713 $bin/mnist_cnn ${two[*]}"
+}
+run_nodes cohortrun2
+want2=$(digest_of "$work/cohortrun2.0.log")
+node_cmd() {  # torchrun cannot tell which namespace is the rendezvous host: say so (is_host)
+  echo "$torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint $net.1:29714" \
+       "--rdzv-id job$tag --rdzv-conf is_host=$((1 - $1)) --local-addr $net.$(($1 + 1))" \
+       "--no-python $bin/mnist_cnn ${two[*]}"
+}
+run_nodes torchrun2
+check "torchrun --nnodes 2 --rdzv-backend c10d across two hosts" $? "$work/torchrun2.0.log" "$want2"
+exit $fail
