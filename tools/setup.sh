@@ -31,7 +31,7 @@ want_venv=0
 for arg in "$@"; do
   case "$arg" in
     --peers) packages+=("${peers[@]}"); want_venv=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg' (known: --peers, --help)" >&2; exit 2 ;;
   esac
 done
