@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A real single-node Slurm from Debian's packages (root only): munged, slurmctld and slurmd on this
-# host with a minimal slurm.conf in a temporary folder, torn down at exit. Then
+# A real single-node Slurm from Debian's packages (root only; slurm_cluster.sh brings it up in a
+# temporary folder and tears it down at exit). Then
 #   1. `srun -N1 -n2 mnist_cnn --comm shm` (no thread settings: the launcher must be read right)
 #      ends with identical weights and the same digest as the same job under cohortrun, and its
 #      images/s is within 15% of cohortrun's (alternating rounds, medians);
@@ -10,83 +10,11 @@
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
-skip() { echo "skipped: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmctld, slurmd and munged"
-for b in munged slurmctld slurmd srun sbatch sinfo; do
-  command -v "$b" >/dev/null || skip "no $b (Debian: slurm-wlm munge; tools/setup.sh installs them)"
-done
-
 work=$(mktemp -d /tmp/cohort-slurm.XXXXXX)
-chmod 755 "$work"
-host=$(hostname -s)
-cleanup() {
-  scancel --quiet --user=root 2>/dev/null
-  for f in slurmd slurmctld munged; do
-    [ -f "$work/$f.pid" ] && kill "$(cat "$work/$f.pid")" 2>/dev/null
-  done
-  sleep 0.5
-  for f in slurmd slurmctld munged; do
-    [ -f "$work/$f.pid" ] && kill -9 "$(cat "$work/$f.pid")" 2>/dev/null
-  done
-  [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
-}
-trap cleanup EXIT
-
-# ---- munge: its own key, socket and files ----
-mkdir -p "$work/munge"
-chmod 700 "$work/munge"
-dd if=/dev/urandom of="$work/munge/munge.key" bs=1024 count=1 status=none
-chmod 400 "$work/munge/munge.key"
-munged --force --key-file="$work/munge/munge.key" --socket="$work/munge/munge.socket" \
-  --pid-file="$work/munged.pid" --log-file="$work/munged.log" --seed-file="$work/munge/seed" ||
-  skip "munged did not start: $(tail -n 2 "$work/munged.log" 2>/dev/null)"
-
-# ---- slurm.conf ----
-port=$((17000 + $$ % 1000 * 2))
-mkdir -p "$work/state" "$work/spool"
-cat >"$work/slurm.conf" <<EOF
-ClusterName=cohorttest
-SlurmctldHost=$host
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-AuthType=auth/munge
-AuthInfo=socket=$work/munge/munge.socket
-CredType=cred/munge
-StateSaveLocation=$work/state
-SlurmdSpoolDir=$work/spool
-SlurmctldPidFile=$work/slurmctld.pid
-SlurmdPidFile=$work/slurmd.pid
-SlurmctldLogFile=$work/slurmctld.log
-SlurmdLogFile=$work/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-MpiDefault=none
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-NodeName=$host CPUs=$(nproc) State=UNKNOWN
-PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-EOF
-export SLURM_CONF="$work/slurm.conf"
-slurmctld -f "$SLURM_CONF" || skip "slurmctld did not start: $(tail -n 3 "$work/slurmctld.log")"
-slurmd -f "$SLURM_CONF" || skip "slurmd did not start: $(tail -n 3 "$work/slurmd.log")"
-state=""
-for _ in $(seq 1 60); do
-  state=$(sinfo -h -o %t 2>/dev/null | head -n1)
-  [ "$state" = idle ] && break
-  sleep 0.5
-done
-if [ "$state" != idle ]; then
-  echo "FAIL  the node did not become idle (state '$state')"
-  tail -n 5 "$work/slurmctld.log" "$work/slurmd.log"
-  exit 1
-fi
-echo "slurm: $(sinfo --version), node $host idle with $(nproc) CPUs"
+. "$(dirname "$0")/slurm_cluster.sh"
+trap 'slurm_down "$work"' EXIT
+slurm_up "$work" || exit $?
+echo "slurm: $(sinfo --version), node $(hostname -s) idle with $(nproc) CPUs"
 
 data=${COHORT_DATA:-/usr/share/datasets/fashion-mnist}
 job=(--comm shm --epochs 1 --max-steps 100 --log-interval 100000 --test-batch-size 1000 --data "$data")
