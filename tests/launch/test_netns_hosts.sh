@@ -100,31 +100,10 @@ EOF
   fi
 
   # ---- 3. a rank killed mid-run ----
+  . "$(dirname "$0")/kill_rank.sh"
   ip netns exec "$ns0" "${mpi[@]}" "$bin/mnist_cnn" --comm ucx --epochs 1 --max-steps 100000 \
     --log-interval 1 >"$work/kill.log" 2>&1 &
-  mpid=$!
-  for _ in $(seq 1 300); do  # until training runs (a progress line), at most 60 s
-    grep -q "loss" "$work/kill.log" 2>/dev/null && break
-    sleep 0.2
-  done
-  victim=$(ip netns pids "$ns1" | while read -r p; do
-    [ "$(cat /proc/"$p"/comm 2>/dev/null)" = mnist_cnn ] && echo "$p"; done | head -n1)
-  if [ -z "$victim" ]; then
-    echo "FAIL  killed rank: no mnist_cnn found in $ns1"; kill -9 $mpid; fail=1
-  else
-    ( sleep 60; kill -9 $mpid 2>/dev/null ) &  # the test's own limit
-    guard=$!
-    t0=$(date +%s.%N)
-    kill -9 "$victim"
-    wait $mpid; rc=$?
-    kill $guard 2>/dev/null
-    dt=$(echo "$(date +%s.%N) - $t0" | bc)
-    if [ $rc -ne 0 ] && [ "$(echo "$dt < 5" | bc)" = 1 ]; then
-      echo "ok    rank 1 (pid $victim in $ns1) killed: mpirun ended with exit $rc after ${dt%???????} s"
-    else
-      echo "FAIL  rank 1 killed: mpirun exit $rc after $dt s (want non-zero within 5 s)"; fail=1
-    fi
-  fi
+  kill_rank_check "mpirun across two hosts" $! "$work/kill.log" OMPI_COMM_WORLD_RANK || fail=1
 else
   echo "skipped: mpirun parts (no mpirun; Debian: openmpi-bin)"
 fi

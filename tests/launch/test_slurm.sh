@@ -4,7 +4,8 @@
 #   1. `srun -N1 -n2 mnist_cnn --comm shm` (no thread settings: the launcher must be read right)
 #      ends with identical weights and the same digest as the same job under cohortrun, and its
 #      images/s is within 15% of cohortrun's (alternating rounds, medians);
-#   2. `sbatch --wait examples/slurm/mnist_1node.sbatch` ends the same way.
+#   2. `sbatch --wait examples/slurm/mnist_1node.sbatch` ends the same way;
+#   3. a rank killed mid-run ends the srun job non-zero within 5 s.
 #
 #   test_slurm.sh BIN_DIR SOURCE_DIR     exits 77 with "skipped: why" when it cannot run here
 set -uo pipefail
@@ -73,4 +74,10 @@ else
   [ -n "$out" ] && tail -n 5 "$out"
   fail=1
 fi
+
+# ---- 3. a rank killed mid-run ----
+. "$(dirname "$0")/kill_rank.sh"
+srun -N1 -n2 "$bin/mnist_cnn" --comm shm --epochs 1 --max-steps 100000 --log-interval 1 \
+  --data "$data" >"$work/kill.log" 2>&1 &
+kill_rank_check "srun -N1 -n2" $! "$work/kill.log" SLURM_PROCID || fail=1
 exit $fail

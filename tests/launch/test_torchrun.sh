@@ -5,7 +5,8 @@
 #   1. torchrun --nproc-per-node 2 --no-python mnist_cnn --comm shm (torchrun's own agent store
 #      holds MASTER_PORT: cohort's group meets in a job-private directory instead);
 #   2. the same with --rdzv-backend c10d;
-#   3. (root) --nnodes 2 --rdzv-backend c10d over two network-namespace hosts, one rank each,
+#   3. a rank killed mid-run ends the job non-zero within 5 s;
+#   4. (root) --nnodes 2 --rdzv-backend c10d over two network-namespace hosts, one rank each,
 #      ucx over TCP: the same digest as cohortrun --nnodes 2 gives for that job.
 #
 #   test_torchrun.sh BIN_DIR SOURCE_DIR     exits 77 with "skipped: why" without a working torchrun
@@ -61,6 +62,11 @@ timeout 300 "$torchrun" --nnodes 1 --nproc-per-node 2 --rdzv-backend c10d \
   --rdzv-endpoint "localhost:$((29700 + tag % 200))" --no-python "$bin/mnist_cnn" --comm shm \
   "${job[@]}" >"$work/torchrun_c10d.log" 2>&1
 check "torchrun --rdzv-backend c10d" $? "$work/torchrun_c10d.log" "$want"
+
+. "$(dirname "$0")/kill_rank.sh"
+"$torchrun" --nproc-per-node 2 --no-python "$bin/mnist_cnn" --comm shm --epochs 1 \
+  --max-steps 100000 --log-interval 1 >"$work/kill.log" 2>&1 &
+kill_rank_check "torchrun --nproc-per-node 2" $! "$work/kill.log" RANK || fail=1
 
 # ---- two hosts ----
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then

@@ -1,0 +1,35 @@
+# kill_rank_check LABEL JOB_PID LOG RANK_VAR: once the job's log shows training (at most 60 s),
+# SIGKILLs the mnist_cnn process whose environment has RANK_VAR=1 (rank 1 as the launcher numbers
+# it), then requires the job (JOB_PID, a child of the caller) to end non-zero within 5 s. Prints
+# one "ok" or "FAIL" line; returns 0 or 1. Sourced by the launcher tests, which run alone
+# (RUN_SERIAL): it finds and finally SIGKILLs mnist_cnn processes machine-wide.
+kill_rank_check() {
+  local label=$1 job=$2 log=$3 var=$4 victim="" p t0 rc dt guard
+  for _ in $(seq 1 300); do
+    grep -q "loss" "$log" 2>/dev/null && break
+    sleep 0.2
+  done
+  for p in $(pgrep -x mnist_cnn); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "$var=1" && { victim=$p; break; }
+  done
+  if [ -z "$victim" ]; then
+    echo "FAIL  $label: no mnist_cnn with $var=1 found"
+    kill -9 "$job" 2>/dev/null
+    return 1
+  fi
+  ( sleep 60; kill -9 "$job" 2>/dev/null ) &
+  guard=$!
+  t0=$(date +%s.%N)
+  kill -9 "$victim"
+  wait "$job"
+  rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  kill "$guard" 2>/dev/null
+  pkill -9 -x mnist_cnn 2>/dev/null  # leave nothing behind, whatever the launcher did
+  if [ "$rc" -ne 0 ] && [ "$(echo "$dt < 5" | bc)" = 1 ]; then
+    printf 'ok    %s: rank 1 (pid %s) killed, the job ended with exit %s after %.2f s\n' "$label" "$victim" "$rc" "$dt"
+    return 0
+  fi
+  printf 'FAIL  %s: rank 1 killed, the job ended with exit %s after %.2f s (want non-zero within 5 s)\n' "$label" "$rc" "$dt"
+  return 1
+}
