@@ -22,21 +22,12 @@ net=10.213.$((tag % 200 + 10))
 a0=$net.1 a1=$net.2
 work=$(mktemp -d)
 cleanup() {
-  for ns in "$ns0" "$ns1"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
+  netns_down "$ns0" "$ns1"
   [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
 }
+. "$(dirname "$0")/netns_hosts.sh"
 trap cleanup EXIT
-
-ip netns add "$ns0" && ip netns add "$ns1" &&
-  ip link add "v$tag-0" type veth peer name "v$tag-1" &&
-  ip link set "v$tag-0" netns "$ns0" && ip link set "v$tag-1" netns "$ns1" &&
-  ip -n "$ns0" addr add "$a0/24" dev "v$tag-0" && ip -n "$ns1" addr add "$a1/24" dev "v$tag-1" &&
-  ip -n "$ns0" link set "v$tag-0" up && ip -n "$ns1" link set "v$tag-1" up &&
-  ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up ||
-  skip "could not create network namespaces (ip netns add failed)"
+netns_up "$ns0" "$ns1" "v$tag" "$net" || skip "could not create network namespaces (ip netns add failed)"
 echo "hosts: $ns0 = $a0, $ns1 = $a1"
 
 # Each rank records the namespace it runs in, then becomes mnist_cnn.

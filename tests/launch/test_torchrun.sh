@@ -27,12 +27,10 @@ work=$(mktemp -d)
 tag=$$
 ns0=torA$tag ns1=torB$tag
 cleanup() {
-  for ns in "$ns0" "$ns1"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
+  netns_down "$ns0" "$ns1"
   rm -rf "$work"
 }
+. "$(dirname "$0")/netns_hosts.sh"
 trap cleanup EXIT
 job=(--epochs 1 --max-steps 40 --log-interval 100000 --test-batch-size 1000)
 digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
@@ -74,12 +72,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
   exit $fail
 fi
 net=10.215.$((tag % 200 + 10))
-ip netns add "$ns0" && ip netns add "$ns1" &&
-  ip link add "t$tag-0" type veth peer name "t$tag-1" &&
-  ip link set "t$tag-0" netns "$ns0" && ip link set "t$tag-1" netns "$ns1" &&
-  ip -n "$ns0" addr add "$net.1/24" dev "t$tag-0" && ip -n "$ns1" addr add "$net.2/24" dev "t$tag-1" &&
-  ip -n "$ns0" link set "t$tag-0" up && ip -n "$ns1" link set "t$tag-1" up &&
-  ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up ||
+netns_up "$ns0" "$ns1" "t$tag" "$net" ||
   { echo "skipped: torchrun --nnodes 2 (could not create network namespaces)"; exit $fail; }
 two=(--comm ucx --epochs 1 --max-steps 20 --log-interval 100000 --test-batch-size 1000)
 run_nodes() {  # launcher name; then per node i the command is built by node_cmd

@@ -1,0 +1,23 @@
+# Two "hosts" on this machine for the launcher tests: network namespaces NS0 and NS1 joined by a
+# veth pair VETH-0 / VETH-1 with addresses NET.1 and NET.2 (/24). Root only. Source it, then:
+#
+#   netns_up NS0 NS1 VETH NET     returns non-zero when the namespaces cannot be made
+#   netns_down NS0 NS1            kills what runs in them and deletes them (the veth goes too)
+
+netns_up() {
+  local ns0=$1 ns1=$2 veth=$3 net=$4
+  ip netns add "$ns0" && ip netns add "$ns1" &&
+    ip link add "$veth-0" type veth peer name "$veth-1" &&
+    ip link set "$veth-0" netns "$ns0" && ip link set "$veth-1" netns "$ns1" &&
+    ip -n "$ns0" addr add "$net.1/24" dev "$veth-0" && ip -n "$ns1" addr add "$net.2/24" dev "$veth-1" &&
+    ip -n "$ns0" link set "$veth-0" up && ip -n "$ns1" link set "$veth-1" up &&
+    ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up
+}
+
+netns_down() {
+  local ns
+  for ns in "$@"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+}
