@@ -1,5 +1,7 @@
 #include "detail/op_desc.hpp"
 
+#include <cstring>
+
 namespace cohort::comm::detail {
 
 const char* op_kind_name(OpKind kind) {
@@ -38,6 +40,18 @@ std::string OpDesc::str() const {
       break;
   }
   return s + ")";
+}
+
+bool same_collective(const OpDesc& a, const OpDesc& b) {
+  return std::memcmp(&a, &b, sizeof(OpDesc)) == 0;
+}
+
+std::string mismatch_message(int rank_a, const OpDesc& a, int rank_b, const OpDesc& b) {
+  if (rank_b < rank_a) return mismatch_message(rank_b, b, rank_a, a);
+  return "collective mismatch: rank " + std::to_string(rank_a) + " issued " + a.str() +
+         " where rank " + std::to_string(rank_b) + " issued " + b.str() +
+         "; every rank must issue the same collectives in the same order, with the same count, "
+         "dtype, reduction and root";
 }
 
 }  // namespace cohort::comm::detail

@@ -46,6 +46,16 @@ struct OpDesc {
   std::string str() const;
 };
 
+// Whether two ranks' descriptions of their collective #seq agree (every byte: kind, count,
+// dtype, reduction, root and seq).
+bool same_collective(const OpDesc& a, const OpDesc& b);
+
+// The error every backend raises when they do not, worded the same on both ranks (lower rank
+// first): "collective mismatch: rank 0 issued allreduce #2 (1000 x f32, sum) where rank 1
+// issued broadcast #2 (1000 x f32, root 0); every rank must issue the same collectives in the
+// same order, with the same count, dtype, reduction and root".
+std::string mismatch_message(int rank_a, const OpDesc& a, int rank_b, const OpDesc& b);
+
 // A description with the fields an op has; the others keep their defaults.
 inline OpDesc op_desc(OpKind kind, std::uint64_t count, DType dtype, ReduceOp op = ReduceOp::sum,
                       int peer = -1, int tag = 0) {

@@ -1,6 +1,7 @@
 #include "detail/work.hpp"
 
 #include <cstdlib>
+#include <string>
 
 #include "cohort/core/error.hpp"
 
@@ -14,6 +15,15 @@ Timeout default_timeout_from_env() {
   COHORT_CHECK(end && *end == '\0' && v > 0, "COHORT_COMM_TIMEOUT_MS='", env,
                "' is not a positive number of milliseconds");
   return Timeout(v);
+}
+
+bool collective_checks_from_env() {
+  const char* env = std::getenv("COHORT_COLLECTIVE_CHECKS");
+  if (!env || !*env) return true;
+  const std::string v = env;
+  COHORT_CHECK(v == "0" || v == "1", "COHORT_COLLECTIVE_CHECKS='", v,
+               "' must be 1 (check that every rank issued the same collective, the default) or 0");
+  return v == "1";
 }
 
 Timeout resolve_timeout(Timeout t, Timeout fallback) {

@@ -14,6 +14,10 @@ namespace cohort::comm::detail {
 // The communicator default: COHORT_COMM_TIMEOUT_MS if set (a positive integer, else throws naming
 // the variable and its value), otherwise 300 s.
 Timeout default_timeout_from_env();
+// Whether collectives check that every rank issued the same one (fingerprints, op_desc.hpp):
+// COHORT_COLLECTIVE_CHECKS=0 turns the check off (to measure its cost), 1 or unset keeps it on;
+// any other value throws naming the variable.
+bool collective_checks_from_env();
 // `t` unless it is kDefaultTimeout, then `fallback`. Throws for other negative values.
 Timeout resolve_timeout(Timeout t, Timeout fallback);
 

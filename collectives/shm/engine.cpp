@@ -54,6 +54,12 @@ void CollOp::stalled(Flag flag, std::uint64_t step, int only_rank) const {
 }
 
 void CollOp::blocked(std::vector<int>* ranks, std::string* what) const {
+  // Ranks that have not even issued this collective are the clearest answer.
+  *ranks = eng.not_entered(desc.seq);
+  if (!ranks->empty()) {
+    *what = "they have not issued it yet";
+    return;
+  }
   if (stall_step_ == 0) return;
   *ranks = eng.behind(stall_flag_, stall_step_, stall_rank_);
   *what = waiting_for(stall_flag_, stall_step_);
@@ -70,6 +76,7 @@ Engine::Engine(int r, int w, std::unique_ptr<Segment> segment, std::shared_ptr<S
       store_(std::move(store)),
       default_timeout_(default_timeout),
       oversubscribed_(w > detail::usable_cpus()),
+      check_fingerprints_(detail::collective_checks_from_env()),
       sends_(static_cast<std::size_t>(w)),
       recvs_(static_cast<std::size_t>(w)),
       unexpected_(static_cast<std::size_t>(w)),
@@ -171,13 +178,14 @@ WorkHandle Engine::submit(std::shared_ptr<Op> op) {
 void Engine::progress_locked() {
   while (!coll_.empty()) {
     CollOp& op = *coll_.front();
-    if (op.desc.seq != announced_seq_) {
-      RankCtl& c = seg_->ctl(rank);
-      c.coll_kind.store(static_cast<std::uint32_t>(op.desc.kind), std::memory_order_relaxed);
-      c.coll_seq.store(op.desc.seq, std::memory_order_relaxed);
-      announced_seq_ = op.desc.seq;
-    }
-    if (!op.advance()) break;
+    if (op.desc.seq != announced_seq_) announce_locked(op);
+    if (!op.moved) op.moved = op.advance();
+    // A collective completes only once every rank is known to have issued the same one: ranks
+    // that disagree on count, dtype or op may otherwise "complete" with wrong sums. Checked after
+    // the data part because by then the peers' fingerprints are usually in (they publish theirs
+    // before their data), so the check adds no wait; checked while stalled too, because a
+    // mismatched peer may never post what this rank waits for.
+    if (!fingerprints_match(op) || !op.moved) break;
     op.done = true;
     coll_.pop_front();
   }
@@ -207,6 +215,44 @@ void Engine::progress_locked() {
   while (!inflight_.empty() && inflight_.front()->done) inflight_.pop_front();
   first_pending_ = inflight_.empty() ? next_id_ : inflight_.front()->id;
   if (!coll_.empty()) check_peer_abort_locked();
+}
+
+void Engine::announce_locked(const CollOp& op) {
+  RankCtl& c = seg_->ctl(rank);
+  c.coll_kind.store(static_cast<std::uint32_t>(op.desc.kind), std::memory_order_relaxed);
+  c.coll_seq.store(op.desc.seq, std::memory_order_relaxed);
+  std::uint64_t words[4];
+  static_assert(sizeof(words) == sizeof(OpDesc), "a fingerprint is 4 words");
+  std::memcpy(words, &op.desc, sizeof(words));
+  auto& slot = c.fp[op.desc.seq % RankCtl::kFpSlots];
+  for (int i = 0; i < 4; ++i) slot[i].store(words[i], std::memory_order_relaxed);
+  c.fp_seq.store(op.desc.seq, std::memory_order_release);
+  announced_seq_ = op.desc.seq;
+}
+
+bool Engine::fingerprints_match(CollOp& op) {
+  if (!check_fingerprints_) return true;
+  for (; op.matched < world; ++op.matched) {
+    const int q = op.matched;
+    if (q == rank) continue;
+    const RankCtl& c = seg_->ctl(q);
+    if (c.fp_seq.load(std::memory_order_acquire) < op.desc.seq) return false;
+    std::uint64_t words[4];
+    const auto& slot = c.fp[op.desc.seq % RankCtl::kFpSlots];
+    for (int i = 0; i < 4; ++i) words[i] = slot[i].load(std::memory_order_relaxed);
+    OpDesc theirs;
+    std::memcpy(&theirs, words, sizeof(theirs));
+    if (!detail::same_collective(theirs, op.desc))
+      fail_locked(detail::mismatch_message(rank, op.desc, q, theirs));
+  }
+  return true;
+}
+
+std::vector<int> Engine::not_entered(std::uint64_t seq) const {
+  std::vector<int> out;
+  for (int q = 0; q < world; ++q)
+    if (q != rank && seg_->ctl(q).fp_seq.load(std::memory_order_acquire) < seq) out.push_back(q);
+  return out;
 }
 
 bool Engine::test(Op& op) {

@@ -82,6 +82,8 @@ class CollOp : public Op {
 
   const std::uint64_t nsteps;
   std::uint64_t t0 = 0;  // set by submit
+  bool moved = false;    // advance() has returned true: this rank's data part is done
+  int matched = 0;       // ranks below this one have been checked by fingerprints_match()
 
  protected:
   // Records the earliest unmet condition of this pass, for blocked().
@@ -140,6 +142,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::atomic<std::uint64_t>& flag(int r, Flag f) const;
   // The ranks other than me (or `only_rank`) whose flag is below step.
   std::vector<int> behind(Flag flag, std::uint64_t step, int only_rank = -1) const;
+  // The peers that have not yet started collective #seq (published its fingerprint).
+  std::vector<int> not_entered(std::uint64_t seq) const;
   // "rank 2 last entered collective #16 (barrier)" for each rank in `ranks`.
   std::string whereabouts(const std::vector<int>& ranks) const;
 
@@ -165,6 +169,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   };
 
   void progress_locked();
+  // Publishes the fingerprint of the collective this rank now runs (RankCtl::fp).
+  void announce_locked(const CollOp& op);
+  // True once every peer has published its fingerprint of op's collective and each equals
+  // op.desc; a difference fails the communicator with detail::mismatch_message.
+  bool fingerprints_match(CollOp& op);
   void retire_locked();
   void check_time_locked();
   [[noreturn]] void fail_locked(const std::string& why);
@@ -176,6 +185,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::shared_ptr<Store> store_;  // kept alive: rank 0 may serve it to peers still starting
   const Timeout default_timeout_;
   const bool oversubscribed_;
+  const bool check_fingerprints_;  // COHORT_COLLECTIVE_CHECKS
 
   std::mutex mu_;
   bool failed_ = false;

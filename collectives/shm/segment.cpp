@@ -21,7 +21,7 @@ namespace cohort::comm::shm {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31687374726f6863ull;  // "chortsh1"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: collective fingerprints in RankCtl
 constexpr const char* kName = "shm";
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }

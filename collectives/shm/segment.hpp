@@ -62,6 +62,14 @@ struct RankCtl {
   std::atomic<std::uint32_t> coll_kind{0};
   std::atomic<std::int32_t> pid{0};                     // set when I attached
   std::atomic<std::uint64_t> pid_ns{0};                 // my pid namespace (inode)
+  // Fingerprints: the description (detail::OpDesc, 32 bytes as 4 words) of collective #s that I
+  // started sits in fp[s % kFpSlots] once fp_seq >= s. Peers compare it with their own before
+  // they let their collective #s complete (Engine::fingerprints_match). Since a rank completes #s
+  // only after every peer has published #s, no rank is more than one collective ahead of a peer
+  // that reads it, so two slots would do; four leave room.
+  static constexpr int kFpSlots = 4;
+  alignas(64) std::atomic<std::uint64_t> fp_seq{0};
+  std::atomic<std::uint64_t> fp[kFpSlots][4] = {};
 };
 
 struct RingCtl {

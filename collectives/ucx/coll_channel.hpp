@@ -5,9 +5,13 @@
 // Progress thread only.
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
+#include "detail/op_desc.hpp"
 #include "detail/wait.hpp"
 #include "ucx/channel.hpp"
 #include "ucx/engine_impl.hpp"
@@ -37,7 +41,7 @@ class CollChannel final : public Channel {
   Handle isend(int peer, const void* buf, std::size_t bytes, std::uint32_t step) override {
     ucp_request_param_t prm = host_param();
     void* r = ucp_tag_send_nbx(e_.eps[static_cast<std::size_t>(peer)], buf, bytes,
-                               collective_tag(desc_.seq, desc_.kind, e_.rank, step), &prm);
+                               collective_tag(desc_, e_.rank, step), &prm);
     if (UCS_PTR_IS_ERR(r)) transport_failure(peer, false, UCS_PTR_STATUS(r));
     pending_.push_back(Pending{r, peer, false, r == nullptr, bytes});
     return pending_.size() - 1;
@@ -46,7 +50,7 @@ class CollChannel final : public Channel {
   Handle irecv(int peer, void* buf, std::size_t bytes, std::uint32_t step) override {
     ucp_request_param_t prm = recv_param();
     void* r = ucp_tag_recv_nbx(e_.worker, buf, bytes,
-                               collective_tag(desc_.seq, desc_.kind, peer, step), kExact, &prm);
+                               collective_tag(desc_, peer, step), kExact, &prm);
     if (UCS_PTR_IS_ERR(r)) transport_failure(peer, true, UCS_PTR_STATUS(r));
     pending_.push_back(Pending{r, peer, true, false, bytes});
     return pending_.size() - 1;
@@ -60,8 +64,44 @@ class CollChannel final : public Channel {
       else
         backoff.pause();
       if (e_.peer_failure_rank >= 0) throw PeerFailed{};
+      // A mismatched peer may never send what this rank waits for: its fingerprint says why.
+      check_fingerprint();
       if (polls % 16 == 0 && Clock::now() > deadline_) throw DeadlinePassed{};
     }
+  }
+
+  // Fingerprints (detail/op_desc.hpp): each rank sends its description of this collective to the
+  // next rank and receives the previous rank's, before any data. If every rank agrees with its
+  // predecessor, all agree; the rank that sees a difference fails with both descriptions and its
+  // kAbort tells the rest. Both messages are posted first so that they travel ahead of the data
+  // (UCP delivers one sender's tagged messages in order), and the op completes only once the
+  // predecessor's has been checked: a broadcast root, which receives nothing, learns of a
+  // mismatch too.
+  void start_fingerprint() {
+    if (size() < 2) return;
+    fp_send_ = desc_;
+    const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
+    ucp_request_param_t sp = host_param();
+    void* s = ucp_tag_send_nbx(e_.eps[static_cast<std::size_t>(next)], &fp_send_, sizeof(OpDesc),
+                               fingerprint_tag(desc_.seq, rank()), &sp);
+    if (UCS_PTR_IS_ERR(s)) transport_failure(next, false, UCS_PTR_STATUS(s));
+    pending_.push_back(Pending{s, next, false, s == nullptr, sizeof(OpDesc)});
+    fp_send_handle_ = pending_.size() - 1;
+    ucp_request_param_t rp = recv_param();
+    void* r = ucp_tag_recv_nbx(e_.worker, &fp_recv_, sizeof(OpDesc),
+                               fingerprint_tag(desc_.seq, prev), kExact, &rp);
+    if (UCS_PTR_IS_ERR(r)) transport_failure(prev, true, UCS_PTR_STATUS(r));
+    pending_.push_back(Pending{r, prev, true, false, sizeof(OpDesc)});
+    fp_recv_handle_ = pending_.size() - 1;
+    fp_state_ = FpState::posted;
+  }
+
+  // Waits for the predecessor's fingerprint (and this rank's own to leave) and checks it.
+  void finish_fingerprint() {
+    if (fp_state_ == FpState::none) return;
+    wait(fp_recv_handle_);
+    check_fingerprint();
+    wait(fp_send_handle_);
   }
 
   void wait_all() override {
@@ -72,10 +112,27 @@ class CollChannel final : public Channel {
 
   // Cancels the receives still outstanding and lets go of every request (UCP releases a send's
   // request when the send completes). Idempotent.
+  //
+  // Before letting go it drives the worker for up to kDrainGrace until every request is through:
+  // the caller gets its buffers back when the op fails, and a rendezvous transfer that a peer
+  // already matched still reads the send buffer (a freed one makes UCX abort the peer's process)
+  // or writes the receive buffer. A receive that was cancelled before it matched completes at
+  // once; a matched one, and a send the peer matched before it learnt of the failure, complete
+  // within milliseconds. A send that no peer matched (the peer failed too) is the only thing
+  // the grace is spent on.
   void abandon() {
+    for (auto& q : pending_)
+      if (!q.done && q.req != nullptr && q.recv) ucp_request_cancel(e_.worker, q.req);
+    const auto limit = Clock::now() + kDrainGrace;
+    for (;;) {
+      bool all = true;
+      for (auto& q : pending_) all = drained(q) && all;
+      if (all || Clock::now() > limit) break;
+      e_.progress();
+      sched_yield();
+    }
     for (auto& q : pending_) {
       if (q.done || q.req == nullptr) continue;
-      if (q.recv) ucp_request_cancel(e_.worker, q.req);
       ucp_request_free(q.req);
       q.req = nullptr;
       q.done = true;
@@ -105,8 +162,33 @@ class CollChannel final : public Channel {
     ucp_request_free(q.req);
     q.req = nullptr;
     q.done = true;
-    if (st != UCS_OK) transport_failure(q.peer, q.recv, st);
-    if (q.recv) check_length(q.peer, info.length, q.bytes);
+    if (st != UCS_OK || (q.recv && info.length != q.bytes)) {
+      // A wrong length usually means the ranks issued different collectives: say which.
+      if (&q != &pending_[fp_recv_handle_]) check_fingerprint();
+      if (st != UCS_OK) transport_failure(q.peer, q.recv, st);
+      check_length(q.peer, info.length, q.bytes);
+    }
+    return true;
+  }
+
+  // Throws detail::mismatch_message once the predecessor's fingerprint has arrived and differs.
+  void check_fingerprint() {
+    if (fp_state_ != FpState::posted || !test(pending_[fp_recv_handle_])) return;
+    fp_state_ = FpState::checked;
+    if (!common::same_collective(fp_recv_, desc_))
+      COHORT_UCX_FAIL(e_.rank, common::mismatch_message(e_.rank, desc_, pending_[fp_recv_handle_].peer,
+                                                        fp_recv_));
+  }
+
+  static constexpr auto kDrainGrace = std::chrono::milliseconds(500);
+
+  // abandon()'s test: true once the request is complete, whatever its status.
+  bool drained(Pending& q) {
+    if (q.done || q.req == nullptr) return true;
+    if (ucp_request_check_status(q.req) == UCS_INPROGRESS) return false;
+    ucp_request_free(q.req);
+    q.req = nullptr;
+    q.done = true;
     return true;
   }
 
@@ -128,6 +210,9 @@ class CollChannel final : public Channel {
 
   Engine::Impl& e_;
   const OpArgs& desc_;
+  enum class FpState { none, posted, checked } fp_state_ = FpState::none;
+  OpDesc fp_send_{}, fp_recv_{};
+  Handle fp_send_handle_ = 0, fp_recv_handle_ = 0;
   const Clock::time_point deadline_;
   std::vector<Pending> pending_;
 };

@@ -21,7 +21,7 @@ struct ControlMsg {
   std::uint32_t last_kind = 0;  // its current or last collective: OpKind, count, dtype
   std::uint32_t last_dtype = 0;
   std::uint64_t last_count = 0;
-  char text[256] = {};  // reply: that collective, described; abort: why
+  char text[1024] = {};  // reply: that collective, described; abort: why
 };
 
 }  // namespace cohort::comm::ucx::detail

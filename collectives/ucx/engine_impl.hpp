@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "detail/wait.hpp"
+#include "detail/work.hpp"
 #include "ucx/control.hpp"
 #include "ucx/engine.hpp"
 
@@ -77,7 +78,8 @@ struct Engine::Impl {
         store(std::move(s)),
         default_timeout(timeout),
         tuning(t),
-        oversubscribed(info.local_world_size > common::usable_cpus()) {}
+        oversubscribed(info.local_world_size > common::usable_cpus()),
+        check_fingerprints(common::collective_checks_from_env()) {}
   ~Impl() {
     for (auto& s : scratch) std::free(s.p);
   }
@@ -89,6 +91,8 @@ struct Engine::Impl {
   const Tuning tuning;
   // More ranks on this host than cores: waits yield the core almost at once (detail/wait.hpp).
   const bool oversubscribed;
+  // Every collective checks that all ranks issued the same one (COHORT_COLLECTIVE_CHECKS).
+  const bool check_fingerprints;
   std::string prefix;  // "ucx/<n>/"
 
   // ---- shared with calling threads, under mu ----

@@ -122,7 +122,9 @@ void Engine::Impl::start(std::shared_ptr<OpState> op) {
   std::string why;
   std::exception_ptr error;
   try {
+    if (check_fingerprints) ch.start_fingerprint();
     run_collective(ch, d);
+    ch.finish_fingerprint();
   } catch (const DeadlinePassed&) {
     why = collective_timeout(ch, d);
   } catch (const PeerFailed&) {

@@ -3,12 +3,16 @@
 // collectives, point-to-point ops and control messages:
 //   [63:62] kind: 0 collective, 1 point-to-point, 2 control
 //   [61:46] source rank (UCP's tag_sender_mask)
-//   collective: [45:26] op sequence number (mod 2^20)  [25:23] op kind  [22:0] step within the op
+//   collective: [45:34] op sequence number (mod 2^12)  [33:26] shape: a hash of count, dtype,
+//               reduction and root  [25:23] op kind  [22:0] step within the op
 //   p2p:        [45:22] user tag (< 2^24)              [21:0] message number for (peer, tag)
-// The op kind keeps ranks that issued different collectives (a user error) from taking each
-// other's messages: they wait, time out, and the report says which rank is in which op. The field
-// widths are why ucx_communicator.cpp limits ranks to 2^16 and tags to 2^24, and why Channel
-// limits steps to 2^23.
+// Collectives run one at a time in issue order, so 12 bits of sequence number keep consecutive
+// ones apart. Op kind and shape keep ranks that issued different collectives (a user error) from
+// taking each other's data (a rendezvous receive would read the sender's buffer after the
+// sender gave up on the op and returned it to the caller); the fingerprint each rank sends its
+// successor (coll_channel.hpp) names the difference on both sides. The field widths are why
+// ucx_communicator.cpp limits ranks to 2^16 and tags to 2^24, and why Channel limits steps to
+// 2^23.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +23,7 @@ namespace cohort::comm::ucx::detail {
 
 inline constexpr int kKindShift = 62;
 inline constexpr int kSrcShift = 46;
-inline constexpr int kSeqShift = 26;
+inline constexpr int kSeqShift = 34;
 inline constexpr int kOpKindShift = 23;
 inline constexpr int kUserTagShift = 22;
 inline constexpr std::uint64_t kCollective = 0, kPointToPoint = 1, kControl = 2;
@@ -27,10 +31,35 @@ inline constexpr std::uint64_t kKindMask = 3ull << kKindShift;
 inline constexpr std::uint64_t kSrcMask = 0xffffull << kSrcShift;
 inline constexpr std::uint64_t kExact = ~0ull;
 
-inline std::uint64_t collective_tag(std::uint64_t seq, OpKind op, int src, std::uint32_t step) {
+inline constexpr int kShapeShift = 26;
+
+// 8 bits of FNV-1a over what, besides the kind, must agree between ranks.
+inline std::uint64_t shape_bits(const OpDesc& d) {
+  const std::uint64_t fields[4] = {d.count, static_cast<std::uint64_t>(d.dtype),
+                                   static_cast<std::uint64_t>(d.op),
+                                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.peer))};
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::uint64_t f : fields)
+    for (int i = 0; i < 8; ++i) {
+      h ^= (f >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  return (h ^ (h >> 8) ^ (h >> 16) ^ (h >> 24)) & 0xff;
+}
+
+// A data message of collective `d` (its seq set) sent by `src`.
+inline std::uint64_t collective_tag(const OpDesc& d, int src, std::uint32_t step) {
   return (kCollective << kKindShift) | (static_cast<std::uint64_t>(src) << kSrcShift) |
-         ((seq & 0xfffffull) << kSeqShift) | (static_cast<std::uint64_t>(op) << kOpKindShift) |
-         step;
+         ((d.seq & 0xfffull) << kSeqShift) | (shape_bits(d) << kShapeShift) |
+         (static_cast<std::uint64_t>(d.kind) << kOpKindShift) | step;
+}
+// A collective's fingerprint (its OpDesc, sent to the next rank before any data): op kind field
+// 7, which no OpKind uses, and no shape, so that ranks in different collectives still match each
+// other's fingerprint and can report the difference.
+inline constexpr std::uint64_t kFingerprintKind = 7;
+inline std::uint64_t fingerprint_tag(std::uint64_t seq, int src) {
+  return (kCollective << kKindShift) | (static_cast<std::uint64_t>(src) << kSrcShift) |
+         ((seq & 0xfffull) << kSeqShift) | (kFingerprintKind << kOpKindShift);
 }
 inline std::uint64_t p2p_tag(int src, int tag, std::uint32_t n) {
   return (kPointToPoint << kKindShift) | (static_cast<std::uint64_t>(src) << kSrcShift) |

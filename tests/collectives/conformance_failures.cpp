@@ -1,13 +1,17 @@
 // Failures, on every backend (its own ctest entries, 2 and 3 ranks; each case uses a communicator
 // of its own since a failure leaves a communicator unusable):
 //  - a rank that never arrives is named in the others' errors, which name the op and the timeout;
-//  - a rank that dies makes the others fail (the shm backend notices before the timeout).
+//  - a rank that dies makes the others fail (the shm backend notices before the timeout);
+//  - ranks that issue different collectives (count, dtype, reduction, kind, root) all fail
+//    within a second with an error naming both sides, instead of "completing" with wrong sums.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "cohort/core/error.hpp"
 #include "conformance.hpp"
@@ -46,6 +50,85 @@ TEST_SUITE("failures") {
     CHECK_THROWS_AS(c->barrier()->wait(), cohort::Error);
   }
 
+  // Every rank but the last issues `common`, the last issues `odd` (both on a fresh
+  // communicator, whose first collective, a barrier, is #1). Every rank must fail, within a
+  // second (the communicator timeout is 60 s), with the mismatch named from both sides.
+  void expect_mismatch(const std::string& name,
+                       const std::function<WorkHandle(Communicator&, std::vector<double>&)>& common,
+                       const std::function<WorkHandle(Communicator&, std::vector<double>&)>& odd,
+                       const std::string& common_text, const std::string& odd_text) {
+    auto c = conformance::make_communicator("mismatch-" + name);
+    c->barrier()->wait();
+    const bool is_odd = c->rank() == c->size() - 1;
+    std::vector<double> buf(4 << 20, 1.0);  // room for the largest op below, any dtype
+    const auto t0 = Clock::now();
+    std::string msg;
+    try {
+      (is_odd ? odd : common)(*c, buf)->wait();
+    } catch (const cohort::Error& e) {
+      msg = e.what();
+    }
+    // The ucx backend compares each rank with the previous one; a rank whose own part completed
+    // correctly (a broadcast receiver with the right root) learns of the mismatch from the rank
+    // that found it, and reports it at its next call.
+    if (msg.empty() && conformance::backend == "ucx") {
+      try {
+        c->barrier(2000ms)->wait();
+      } catch (const cohort::Error& e) {
+        msg = e.what();
+      }
+    }
+    const auto took = Clock::now() - t0;
+    CAPTURE(name);
+    CAPTURE(msg);
+    CHECK(msg.find("collective mismatch") != std::string::npos);
+    CHECK(msg.find(common_text) != std::string::npos);
+    CHECK(msg.find(odd_text) != std::string::npos);
+    CHECK(took < 1500ms);
+    // The communicator is unusable afterwards, on every rank.
+    CHECK_THROWS_AS(c->barrier(2000ms)->wait(), cohort::Error);
+  }
+
+  WorkHandle allreduce(Communicator& c, std::vector<double>& b, std::size_t n, DType t,
+                       ReduceOp op = ReduceOp::sum) {
+    return c.allreduce(b.data(), b.data(), n, t, op);
+  }
+
+  TEST_CASE("ranks that issue different collectives all fail, naming both sides") {
+    using B = std::vector<double>;
+    expect_mismatch(
+        "count", [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 999, DType::f32); },
+        "allreduce #2 (1000 x f32, sum)", "allreduce #2 (999 x f32, sum)");
+    // Large enough for the pipelined algorithms (several steps, different step counts).
+    expect_mismatch(
+        "large-count", [](Communicator& c, B& b) { return allreduce(c, b, 4 << 20, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 3 << 20, DType::f32); },
+        "allreduce #2 (4194304 x f32, sum)", "allreduce #2 (3145728 x f32, sum)");
+    expect_mismatch(
+        "dtype", [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f64); },
+        "allreduce #2 (1000 x f32, sum)", "allreduce #2 (1000 x f64, sum)");
+    expect_mismatch(
+        "op", [](Communicator& c, B& b) { return allreduce(c, b, 8, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 8, DType::f32, ReduceOp::max); },
+        "allreduce #2 (8 x f32, sum)", "allreduce #2 (8 x f32, max)");
+    expect_mismatch(
+        "kind",
+        [](Communicator& c, B& b) { return c.broadcast(b.data(), 1000, DType::f32, 0); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f32); },
+        "broadcast #2 (1000 x f32, root 0)", "allreduce #2 (1000 x f32, sum)");
+    expect_mismatch(
+        "root", [](Communicator& c, B& b) { return c.broadcast(b.data(), 64, DType::f32, 0); },
+        [](Communicator& c, B& b) { return c.broadcast(b.data(), 64, DType::f32, 1); },
+        "broadcast #2 (64 x f32, root 0)", "broadcast #2 (64 x f32, root 1)");
+    expect_mismatch(
+        "barrier", [](Communicator& c, B&) { return c.barrier(); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 0, DType::f32); },
+        "barrier #2", "allreduce #2 (0 x f32, sum)");
+  }
+
+  // Last: the dying rank is gone for every later case.
   TEST_CASE("a rank that dies makes the others fail") {
     auto c = conformance::make_communicator("dies");
     const int dying = c->size() - 1;

@@ -394,28 +394,46 @@ TEST_CASE("ucx: a timeout names the op, the timeout and the rank that did not ar
   }
 }
 
-// Ranks that issue different collectives as the same op number do not take each other's
-// messages (the tag carries the op kind); the timeout report says who is in which op.
+// Ranks that issue different collectives as the same op number: with the fingerprint check (the
+// default) both fail at once naming both ops; without it (COHORT_COLLECTIVE_CHECKS=0) they do
+// not take each other's messages (the tag carries the op kind and shape) and the timeout report
+// says who is in which op.
 TEST_CASE("ucx: ranks that issue different collectives are told so") {
-  std::vector<std::string> messages(2);
-  const auto failures = run_ranks(2, [&](Communicator& c) {
-    std::vector<float> x(256, 1.0f);
-    try {
-      if (c.rank() == 0)
-        c.allreduce(x.data(), x.data(), x.size(), DType::f32, ReduceOp::sum, Timeout{300})->wait();
-      else
-        c.broadcast(x.data(), x.size(), DType::f32, 0, Timeout{300})->wait();
-    } catch (const cohort::Error& e) {
-      messages[static_cast<std::size_t>(c.rank())] = e.what();
+  for (const bool checks : {true, false}) {
+    CAPTURE(checks);
+    if (!checks) ::setenv("COHORT_COLLECTIVE_CHECKS", "0", 1);
+    std::vector<std::string> messages(2);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto failures = run_ranks(2, [&](Communicator& c) {
+      std::vector<float> x(256, 1.0f);
+      const Timeout t{checks ? 20000 : 300};
+      try {
+        if (c.rank() == 0)
+          c.allreduce(x.data(), x.data(), x.size(), DType::f32, ReduceOp::sum, t)->wait();
+        else
+          c.broadcast(x.data(), x.size(), DType::f32, 0, t)->wait();
+      } catch (const cohort::Error& e) {
+        messages[static_cast<std::size_t>(c.rank())] = e.what();
+      }
+    });
+    ::unsetenv("COHORT_COLLECTIVE_CHECKS");
+    CHECK_MESSAGE(failures.empty(), join(failures));
+    const std::string all = messages[0] + "\n" + messages[1];
+    INFO(all);
+    if (checks) {
+      CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+      for (const auto& m : messages)
+        CHECK(m.find("collective mismatch: rank 0 issued allreduce #1 (256 x f32, sum) where "
+                     "rank 1 issued broadcast #1 (256 x f32, root 0)") != std::string::npos);
+      continue;
     }
-  });
-  CHECK_MESSAGE(failures.empty(), join(failures));
-  // Whichever rank timed out first reported; the other may have been aborted by that report.
-  const std::string all = messages[0] + "\n" + messages[1];
-  INFO(all);
-  CHECK(all.find("issued a different collective as #1") != std::string::npos);
-  CHECK((all.find("rank 1: 1 collective(s) started, the last broadcast #1") != std::string::npos ||
-         all.find("rank 0: 1 collective(s) started, the last allreduce #1") != std::string::npos));
+    // Whichever rank timed out first reported; the other may have been aborted by that report.
+    CHECK(all.find("issued a different collective as #1") != std::string::npos);
+    CHECK((all.find("rank 1: 1 collective(s) started, the last broadcast #1") !=
+               std::string::npos ||
+           all.find("rank 0: 1 collective(s) started, the last allreduce #1") !=
+               std::string::npos));
+  }
 }
 
 TEST_CASE("ucx: a recv timeout names the peer that did not send") {
@@ -442,7 +460,7 @@ TEST_CASE("ucx: a recv timeout names the peer that did not send") {
   CHECK(message.find("rank 1: 0 collective(s) started") != std::string::npos);
 }
 
-// Ranks that disagree on the count get an error naming the peer and the sizes, not wrong data.
+// Ranks that disagree on the count get an error naming both counts, not wrong data.
 TEST_CASE("ucx: mismatched counts are an error, not corruption") {
   std::vector<std::string> messages(2);
   const auto failures = run_ranks(2, [&](Communicator& c) {
@@ -457,7 +475,8 @@ TEST_CASE("ucx: mismatched counts are an error, not corruption") {
   CHECK_MESSAGE(failures.empty(), join(failures));
   for (const auto& m : messages) {
     INFO(m);
-    CHECK(m.find("same count and dtype") != std::string::npos);
+    CHECK(m.find("collective mismatch: rank 0 issued allreduce #1 (16 x f32, sum) where rank 1 "
+                 "issued allreduce #1 (32 x f32, sum)") != std::string::npos);
   }
 }
 
