@@ -66,8 +66,23 @@ class CollChannel final : public Channel {
       if (e_.peer_failure_rank >= 0) throw PeerFailed{};
       // A mismatched peer may never send what this rank waits for: its fingerprint says why.
       check_fingerprint();
-      if (polls % 16 == 0 && Clock::now() > deadline_) throw DeadlinePassed{};
+      if (polls % 16 == 0) {
+        if (Clock::now() > deadline_) throw DeadlinePassed{};
+        if (e_.liveness_due()) {
+          const int dead = e_.check_liveness(waiting_for());
+          if (dead >= 0) throw PeerDead{dead};
+        }
+      }
     }
+  }
+
+  // The peers of the requests not complete yet.
+  std::vector<int> waiting_for() const {
+    std::vector<int> out;
+    for (const auto& q : pending_)
+      if (!q.done && std::find(out.begin(), out.end(), q.peer) == out.end())
+        out.push_back(q.peer);
+    return out;
   }
 
   // Fingerprints (detail/op_desc.hpp): each rank sends its description of this collective to the
@@ -204,8 +219,10 @@ class CollChannel final : public Channel {
       COHORT_UCX_FAIL(e_.rank, desc_.str(), ": rank ", peer,
                       " sent a message longer than the expected bytes (do all ranks pass the same "
                       "count and dtype?)");
+    // A transport error on a live connection is rare; a peer that exited is the usual cause.
     COHORT_UCX_FAIL(e_.rank, desc_.str(), ": ", recv ? "receiving from" : "sending to",
-                    " rank ", peer, " failed: ", ucs_status_string(st));
+                    " rank ", peer, " (", e_.whois[static_cast<std::size_t>(peer)], ") failed: ",
+                    ucs_status_string(st), " (has that rank exited?)");
   }
 
   Engine::Impl& e_;

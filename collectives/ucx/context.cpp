@@ -58,7 +58,12 @@ void Engine::Impl::setup() {
   const auto* a = reinterpret_cast<const std::uint8_t*>(address);
   std::vector<std::uint8_t> mine(a, a + address_len);
   ucp_worker_release_address(worker, address);
-  if (store) store->set(prefix + "addr/" + std::to_string(rank), mine);
+  if (store) {
+    const std::string who = whoami();
+    store->set(prefix + "who/" + std::to_string(rank),
+               std::vector<std::uint8_t>(who.begin(), who.end()));
+    store->set(prefix + "addr/" + std::to_string(rank), mine);
+  }
 
   eps.assign(static_cast<std::size_t>(size), nullptr);
   for (int p = 0; p < size; ++p) {
@@ -72,6 +77,7 @@ void Engine::Impl::setup() {
                      "connecting to rank ", p);
   }
   replies.assign(static_cast<std::size_t>(size), std::nullopt);
+  setup_liveness();
   post_control_recv();
 }
 

@@ -40,9 +40,12 @@ unsigned Engine::Impl::poll_control() {
 
 void Engine::Impl::handle_control(const ControlMsg& m) {
   if (m.src < 0 || m.src >= size) return;
-  if (m.type == kStatusQuery) {
+  heard_from(m.src);
+  if (m.type == kPong) {
+    last_status[static_cast<std::size_t>(m.src)] = m;
+  } else if (m.type == kStatusQuery || m.type == kPing) {
     ControlMsg reply;
-    reply.type = kStatusReply;
+    reply.type = m.type == kPing ? kPong : kStatusReply;
     reply.src = rank;
     reply.query = m.query;
     reply.started = started;

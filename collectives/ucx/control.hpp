@@ -1,7 +1,7 @@
 // The control messages of the UCX backend: a fixed-size struct sent with control tags (tags.hpp)
 // between progress threads, which always answer them, even when idle. They exist for the timeout
-// report (a status query: which collective has each rank started?) and for failure propagation
-// (kAbort). Sent as raw bytes between processes of the same build, hence the fixed-width fields.
+// report (a status query: which collective has each rank started?), for failure propagation
+// (kAbort) and for the keep-alive that notices dead peers (kPing, kPong). Sent as raw bytes between processes of the same build, hence the fixed-width fields.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,8 @@ namespace cohort::comm::ucx::detail {
 
 // kAbort: the sender's communicator failed (text says why); the receiver fails its own at once
 // instead of hanging in its next op until that op's own timeout.
-enum : std::uint32_t { kStatusQuery = 1, kStatusReply = 2, kAbort = 3 };
+// kPing / kPong: the keep-alive of liveness.cpp; a pong carries the same status as a reply.
+enum : std::uint32_t { kStatusQuery = 1, kStatusReply = 2, kAbort = 3, kPing = 4, kPong = 5 };
 struct ControlMsg {
   std::uint32_t type = 0;
   std::int32_t src = -1;

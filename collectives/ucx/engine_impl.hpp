@@ -14,6 +14,7 @@
 //   p2p.cpp          point-to-point ops: posted, then tracked to completion one by one
 //   control.cpp      control messages: status queries and replies, aborts
 //   timeouts.cpp     the reports of ops whose deadline passed
+//   liveness.cpp     the keep-alive that notices dead peers within seconds
 //   tags.hpp         the tag scheme that keeps all their messages apart
 #pragma once
 
@@ -44,6 +45,9 @@ using Clock = std::chrono::steady_clock;
 // to the repository, from collectives/ on).
 cohort::Error make_error(const char* file, int line, int rank, const std::string& why);
 
+// "host vm, pid 4242": this process, as the keep-alive names a peer (liveness.cpp).
+std::string whoami();
+
 #define UCX_ERROR_PTR(rank, why) \
   std::make_exception_ptr(make_error(__FILE__, __LINE__, (rank), (why)))
 
@@ -51,6 +55,11 @@ cohort::Error make_error(const char* file, int line, int rank, const std::string
 // communicator failed; caught in Impl::start.
 struct DeadlinePassed {};
 struct PeerFailed {};
+// Thrown by CollChannel::wait when a peer it waits for stopped answering keep-alives
+// (liveness.cpp); caught in Impl::start.
+struct PeerDead {
+  int peer;
+};
 
 inline ucp_request_param_t host_param() {
   ucp_request_param_t prm{};
@@ -138,6 +147,31 @@ struct Engine::Impl {
   std::string peer_failure_text() const {
     return "rank " + std::to_string(peer_failure_rank) + "'s communicator failed: " + peer_failure;
   }
+
+  // ---- liveness.cpp: the keep-alive that notices dead peers within seconds ----
+  // Each peer's "host pid", published in the store at setup (a dead rank cannot say it later).
+  std::vector<std::string> whois;
+  std::vector<Clock::time_point> heard;   // last control message from each peer
+  std::vector<Clock::time_point> pinged;  // first unanswered ping to each peer (or epoch)
+  std::vector<Clock::time_point> last_ping;  // the latest ping to each peer
+  std::vector<std::optional<ControlMsg>> last_status;  // each peer's last pong
+  Clock::duration dead_after{};  // COHORT_PEER_TIMEOUT_MS (0: never presume a peer dead)
+  Clock::time_point next_liveness_check{};
+  void setup_liveness();
+  void heard_from(int peer) {
+    heard[static_cast<std::size_t>(peer)] = Clock::now();
+    pinged[static_cast<std::size_t>(peer)] = Clock::time_point{};
+  }
+  // Pings the peers in `waiting_for` that have been silent for a while; returns the first one
+  // whose ping has gone unanswered for dead_after, or -1. Cheap when called often: it looks at
+  // the clock at most every few milliseconds.
+  int check_liveness(const std::vector<int>& waiting_for);
+  bool liveness_due() const {
+    return dead_after != Clock::duration::zero() && Clock::now() >= next_liveness_check;
+  }
+  // "rank 1 (host vm, pid 4242) stopped answering: no reply to keep-alives for 3000 ms (presumed
+  // dead); its last status, 3.4 s ago: ..."
+  std::string dead_peer_text(int peer) const;
 
   struct Scratch {
     char* p = nullptr;

@@ -45,6 +45,20 @@ void Engine::Impl::post_p2p(std::shared_ptr<OpState> op) {
 
 unsigned Engine::Impl::poll_inflight() {
   unsigned events = 0;
+  if (!inflight.empty() && liveness_due()) {
+    std::vector<int> peers;
+    for (const auto& f : inflight) peers.push_back(f.op->args.peer);
+    const int dead = check_liveness(peers);
+    if (dead >= 0) {
+      for (const auto& f : inflight) {
+        if (f.op->args.peer != dead) continue;
+        const std::string why = f.op->args.str() + " failed on rank " + std::to_string(rank) +
+                                ": " + dead_peer_text(dead);
+        fail(f.op, UCX_ERROR_PTR(rank, why), why);  // empties `inflight`
+        return 1;
+      }
+    }
+  }
   std::optional<Clock::time_point> now;
   for (std::size_t i = 0; i < inflight.size();) {
     Inflight& f = inflight[i];
@@ -69,7 +83,9 @@ unsigned Engine::Impl::poll_inflight() {
       why = f.op->args.str() + ": the message was longer than " + std::to_string(f.bytes) +
             " bytes (do both sides pass the same count and dtype?)";
     else if (st != UCS_OK)
-      why = f.op->args.str() + ": " + ucs_status_string(st);
+      why = f.op->args.str() + ": " + ucs_status_string(st) + " (rank " +
+            std::to_string(f.op->args.peer) + ", " +
+            whois[static_cast<std::size_t>(f.op->args.peer)] + "; has that rank exited?)";
     else if (recv && info.length != f.bytes)
       why = f.op->args.str() + ": the message had " + std::to_string(info.length) +
             " bytes, not " + std::to_string(f.bytes) +

@@ -127,6 +127,8 @@ void Engine::Impl::start(std::shared_ptr<OpState> op) {
     ch.finish_fingerprint();
   } catch (const DeadlinePassed&) {
     why = collective_timeout(ch, d);
+  } catch (const PeerDead& dead) {
+    why = d.str() + " failed on rank " + std::to_string(rank) + ": " + dead_peer_text(dead.peer);
   } catch (const PeerFailed&) {
     why =
         d.str() + " aborted on rank " + std::to_string(rank) + ": " + peer_failure_text();

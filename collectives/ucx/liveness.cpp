@@ -1,0 +1,104 @@
+// The keep-alive of the UCX backend: a survivor notices a dead peer within seconds instead of at
+// its op's timeout (300 s by default).
+//
+// Why a keep-alive of our own rather than UCX's error handling: UCX reports a peer's failure on
+// the endpoints that talk to it, and only for transports that support it (UCP_ERR_HANDLING_MODE_PEER
+// restricts the transports chosen and costs latency); a tagged receive from a dead peer is never
+// failed by UCX at all. Every engine already answers control messages from its progress thread,
+// even while its caller computes (progress.cpp polls them every 2 ms when idle), so silence is
+// a reliable sign: a rank that waits for a peer and has heard nothing from it for kPingAfter sends
+// it a kPing; a peer whose ping has gone unanswered for COHORT_PEER_TIMEOUT_MS (default 3000) is
+// presumed dead, the op fails naming its host and pid, and the kAbort of Impl::fail tells the
+// other ranks. A peer stopped in a debugger looks dead too: raise COHORT_PEER_TIMEOUT_MS, or set
+// it to 0 to rely on the op's timeout alone.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "cohort/core/error.hpp"
+#include "ucx/engine_impl.hpp"
+
+namespace cohort::comm::ucx::detail {
+
+using namespace std::chrono_literals;
+
+namespace {
+constexpr auto kPingAfter = 500ms;   // silence before a waiting rank pings a peer
+constexpr auto kPingEvery = 500ms;   // re-ping while unanswered
+constexpr auto kCheckEvery = 20ms;   // how often check_liveness looks at all
+
+Clock::duration peer_timeout_from_env() {
+  const char* env = std::getenv("COHORT_PEER_TIMEOUT_MS");
+  if (!env || !*env) return 3000ms;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  COHORT_CHECK(end && *end == '\0' && v >= 0, "COHORT_PEER_TIMEOUT_MS='", env,
+               "' is not a number of milliseconds (0 turns the keep-alive off)");
+  return std::chrono::milliseconds(v);
+}
+}  // namespace
+
+void Engine::Impl::setup_liveness() {
+  const auto n = static_cast<std::size_t>(size);
+  dead_after = peer_timeout_from_env();
+  heard.assign(n, Clock::now());
+  pinged.assign(n, Clock::time_point{});
+  last_ping.assign(n, Clock::time_point{});
+  last_status.assign(n, std::nullopt);
+  whois.assign(n, std::string());
+  whois[static_cast<std::size_t>(rank)] = whoami();
+  for (int p = 0; p < size; ++p) {
+    if (!store || p == rank) continue;
+    const auto v = store->get(prefix + "who/" + std::to_string(p), default_timeout);
+    whois[static_cast<std::size_t>(p)].assign(v.begin(), v.end());
+  }
+}
+
+std::string whoami() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "?");
+  return std::string("host ") + host + ", pid " + std::to_string(::getpid());
+}
+
+int Engine::Impl::check_liveness(const std::vector<int>& waiting_for) {
+  if (!liveness_due()) return -1;
+  const auto now = Clock::now();
+  next_liveness_check = now + kCheckEvery;
+  for (int p : waiting_for) {
+    if (p == rank) continue;
+    const auto i = static_cast<std::size_t>(p);
+    const bool unanswered = pinged[i] != Clock::time_point{};
+    if (unanswered && now - pinged[i] > dead_after) return p;
+    // Ping a peer silent for a while, and again now and then while it does not answer (a ping
+    // sent while the connection was still being wired up may be dropped).
+    if (unanswered ? now - last_ping[i] > kPingEvery : now - heard[i] > kPingAfter) {
+      ControlMsg m;
+      m.type = kPing;
+      m.src = rank;
+      send_control(p, m);
+      last_ping[i] = now;
+      if (!unanswered) pinged[i] = now;
+    }
+  }
+  return -1;
+}
+
+std::string Engine::Impl::dead_peer_text(int peer) const {
+  const auto i = static_cast<std::size_t>(peer);
+  std::ostringstream os;
+  os << "rank " << peer << " (" << (whois[i].empty() ? "host ?, pid ?" : whois[i])
+     << ") stopped answering: no reply to keep-alives for "
+     << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
+     << " ms (presumed dead; COHORT_PEER_TIMEOUT_MS sets the limit)";
+  const auto ago =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - heard[i]).count();
+  if (last_status[i])
+    os << "; its last status, " << ago << " ms ago: " << describe_peer(peer, *last_status[i]);
+  else
+    os << "; last heard from " << ago << " ms ago";
+  return os.str();
+}
+
+}  // namespace cohort::comm::ucx::detail
