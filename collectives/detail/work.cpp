@@ -4,12 +4,13 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
+#include "cohort/core/timeout.hpp"
 
 namespace cohort::comm::detail {
 
 Timeout default_timeout_from_env() {
   const char* env = std::getenv("COHORT_COMM_TIMEOUT_MS");
-  if (!env || !*env) return Timeout(300 * 1000);
+  if (!env || !*env) return Timeout(cohort::default_timeout().count());
   char* end = nullptr;
   const long long v = std::strtoll(env, &end, 10);
   COHORT_CHECK(end && *end == '\0' && v > 0, "COHORT_COMM_TIMEOUT_MS='", env,

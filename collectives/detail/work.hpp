@@ -12,7 +12,7 @@
 namespace cohort::comm::detail {
 
 // The communicator default: COHORT_COMM_TIMEOUT_MS if set (a positive integer, else throws naming
-// the variable and its value), otherwise 300 s.
+// the variable and its value), otherwise cohort::default_timeout() (COHORT_TIMEOUT, 300 s).
 Timeout default_timeout_from_env();
 // Whether collectives check that every rank issued the same one (fingerprints, op_desc.hpp):
 // COHORT_COLLECTIVE_CHECKS=0 turns the check off (to measure its cost), 1 or unset keeps it on;

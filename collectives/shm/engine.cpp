@@ -126,8 +126,18 @@ std::string Engine::whereabouts(const std::vector<int>& ranks) const {
     if (!s.empty()) s += ", ";
     s += "rank " + std::to_string(q);
     const auto kind = static_cast<OpKind>(c.coll_kind.load(std::memory_order_relaxed));
+    // Its fingerprint says the whole op; the slot may be rewritten while it is read, so a
+    // description whose seq is not the one announced falls back to the kind.
+    const std::uint64_t fp_seq = c.fp_seq.load(std::memory_order_acquire);
+    OpDesc last;
+    std::uint64_t words[4];
+    for (int i = 0; i < 4; ++i)
+      words[i] = c.fp[fp_seq % RankCtl::kFpSlots][i].load(std::memory_order_relaxed);
+    std::memcpy(&last, words, sizeof(last));
     if (seq == 0)
       s += " has not entered any collective";
+    else if (fp_seq == seq && last.seq == seq)
+      s += " last entered " + last.str();
     else
       s += " last entered collective #" + std::to_string(seq) + " (" +
            detail::op_kind_name(kind) + ")";

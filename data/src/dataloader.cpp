@@ -30,14 +30,14 @@
 #include "cohort/core/error.hpp"
 #include "cohort/core/rng.hpp"
 #include "cohort/core/stream.hpp"
+#include "cohort/core/timeout.hpp"
 
 namespace cohort::data {
-namespace {
-// Upper bound on waiting for the prefetch thread; assembling one batch takes milliseconds.
-constexpr std::chrono::seconds kBatchTimeout{600};
-}  // namespace
 
 struct DataLoader::Impl {
+  // What the prefetch thread is doing, for the timeout message of next() (under mu).
+  std::int64_t building = -1;
+  std::chrono::steady_clock::time_point building_since{};
   DatasetPtr dataset;
   DataLoaderOptions opt;
   std::vector<TransformPtr> transforms;
@@ -278,6 +278,8 @@ struct DataLoader::Impl {
         slot.error = std::current_exception();
       }
       if (!slot.error) {
+        building = k;
+        building_since = std::chrono::steady_clock::now();
         lock.unlock();
         try {
           build(slot, idx, k, epoch);
@@ -285,6 +287,7 @@ struct DataLoader::Impl {
           slot.error = std::current_exception();
         }
         lock.lock();
+        building = -1;
       }
       if (slot.error) {
         release_stage(slot.stage);
@@ -352,9 +355,21 @@ bool DataLoader::next(Batch& out) {
   } else {
     std::unique_lock<std::mutex> lock(m.mu);
     if (m.consumed >= m.num_batches()) return false;
-    const bool arrived = m.cv.wait_for(lock, kBatchTimeout, [&] { return m.ready.has_value(); });
-    COHORT_CHECK(arrived, "DataLoader: the prefetch thread produced no batch within ",
-                 kBatchTimeout.count(), " s (batch ", m.consumed, " of ", m.num_batches(), ")");
+    const auto limit = m.opt.timeout.count() > 0 ? m.opt.timeout : default_timeout();
+    const bool arrived = m.cv.wait_for(lock, limit, [&] { return m.ready.has_value(); });
+    if (!arrived) {
+      std::string doing = "idle";
+      if (m.building >= 0)
+        doing = "building batch " + std::to_string(m.building) + " for " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now() - m.building_since)
+                                   .count()) +
+                " ms (is the dataset's get() or a transform stuck?)";
+      COHORT_FAIL("DataLoader (rank ", m.opt.rank, "): batch ", m.consumed, " of ",
+                  m.num_batches(), " of epoch ", m.sampler.epoch(), " was not ready within ",
+                  limit.count(), " ms (DataLoaderOptions::timeout, or COHORT_TIMEOUT); the "
+                  "prefetch thread was ", doing);
+    }
     slot = std::move(*m.ready);
     m.ready.reset();
     ++m.consumed;

@@ -11,6 +11,11 @@ using cohort::testing::error_of;
 #include <functional>
 #include <set>
 
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "cohort/core/timeout.hpp"
 #include "cohort/data/dataloader.hpp"
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
@@ -351,4 +356,51 @@ TEST_CASE("DataLoader: labels are checked on the host, naming the sample, batch 
                     e);
     }
   }
+}
+
+// A data set whose sample `stuck_at` takes `delay` to read (a hung network file system, a
+// deadlocked transform): next() must give up at its timeout and say what the thread is doing.
+class SlowDataset final : public Dataset {
+ public:
+  SlowDataset(std::int64_t stuck_at, std::chrono::milliseconds delay)
+      : stuck_at_(stuck_at), delay_(delay) {}
+  std::int64_t size() const override { return 20; }
+  cohort::Shape sample_shape() const override { return {1, 2, 3}; }
+  std::int64_t num_classes() const override { return 10; }
+  std::int64_t get(std::int64_t i, float* out) const override {
+    if (i == stuck_at_) std::this_thread::sleep_for(delay_);
+    for (int k = 0; k < 6; ++k) out[k] = static_cast<float>(i);
+    return i % 10;
+  }
+  std::string describe() const override { return "slow"; }
+
+ private:
+  std::int64_t stuck_at_;
+  std::chrono::milliseconds delay_;
+};
+
+TEST_CASE("DataLoader: waiting for a batch times out, naming the batch and what the thread does") {
+  using namespace std::chrono_literals;
+  auto& host = cohort::host_device();
+  DataLoaderOptions o;
+  o.batch_size = 5;
+  o.timeout = 200ms;
+  DataLoader l(std::make_shared<SlowDataset>(7, 1500ms), o, {}, host);  // sample 7: batch 1
+  Batch b;
+  REQUIRE(l.next(b));  // batch 0
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = error_of([&] { l.next(b); });
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CAPTURE(msg);
+  CHECK(msg.find("batch 1 of 4 of epoch 0 was not ready within 200 ms") != std::string::npos);
+  CHECK(msg.find("building batch 1 for") != std::string::npos);
+  CHECK(took < 1s);
+  // The default comes from COHORT_TIMEOUT, validated.
+  ::setenv("COHORT_TIMEOUT", "0.25", 1);
+  CHECK(cohort::default_timeout() == 250ms);
+  ::setenv("COHORT_TIMEOUT", "soon", 1);
+  CHECK(error_of([] { cohort::default_timeout(); }).find("COHORT_TIMEOUT='soon'") !=
+        std::string::npos);
+  ::unsetenv("COHORT_TIMEOUT");
+  CHECK(cohort::default_timeout() == 300s);
 }

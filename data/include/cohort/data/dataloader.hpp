@@ -20,6 +20,7 @@
 // batch.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -40,6 +41,9 @@ struct DataLoaderOptions {
   int rank = 0, world_size = 1;    // shard of the data this loader serves (DistributedSampler)
   bool sampler_drop_last = false;  // DistributedSampler's drop_last (uneven shards)
   bool prefetch = true;            // assemble the next batch in a background thread
+  // How long next() waits for the prefetch thread; 0: cohort::default_timeout() (COHORT_TIMEOUT,
+  // 300 s). On expiry next() throws naming the batch, the epoch and what the thread is doing.
+  std::chrono::milliseconds timeout{0};
 };
 
 struct Batch {
