@@ -7,7 +7,7 @@
 // failed by UCX at all. Every engine already answers control messages from its progress thread,
 // even while its caller computes (progress.cpp polls them every 2 ms when idle), so silence is
 // a reliable sign: a rank that waits for a peer and has heard nothing from it for kPingAfter sends
-// it a kPing; a peer whose ping has gone unanswered for COHORT_PEER_TIMEOUT_MS (default 3000) is
+// it a kPing; a peer whose ping has gone unanswered for COHORT_PEER_TIMEOUT_MS (default 2000) is
 // presumed dead, the op fails naming its host and pid, and the kAbort of Impl::fail tells the
 // other ranks. A peer stopped in a debugger looks dead too: raise COHORT_PEER_TIMEOUT_MS, or set
 // it to 0 to rely on the op's timeout alone.
@@ -31,7 +31,7 @@ constexpr auto kCheckEvery = 20ms;   // how often check_liveness looks at all
 
 Clock::duration peer_timeout_from_env() {
   const char* env = std::getenv("COHORT_PEER_TIMEOUT_MS");
-  if (!env || !*env) return 3000ms;
+  if (!env || !*env) return 2000ms;
   char* end = nullptr;
   const long long v = std::strtoll(env, &end, 10);
   COHORT_CHECK(end && *end == '\0' && v >= 0, "COHORT_PEER_TIMEOUT_MS='", env,

@@ -5,7 +5,9 @@
 #   2. by mpirun from host 0 with Open MPI's own variables (plus -x MASTER_ADDR/PORT for the
 #      store), its remote daemon started through a namespace "rsh" agent instead of ssh;
 # both end with identical weights and the same digest, each rank provably ran in its own
-# namespace; 3. a rank killed mid-run under mpirun ends the job non-zero within 5 s.
+# namespace; 3. a rank killed mid-run under mpirun ends the job non-zero within 5 s; 4. with
+# one cohortrun per host, killing host 1's rank ends host 0's job non-zero within 5 s (the
+# survivor notices by itself) and leaves no process behind.
 # Traffic stays inside the two namespaces (ucx: UCX_TLS=tcp,self on the veth device).
 #
 #   test_netns_hosts.sh BIN_DIR        exits 77 with "skipped: why" when it cannot run here
@@ -61,6 +63,26 @@ else
   fail=1
 fi
 
+# ---- 4 (first, mpirun's parts may be skipped). cohortrun on each host; host 1's rank killed ----
+# No launcher spans both hosts here: host 0's rank must notice on its own (ucx's keep-alive or
+# the broken TCP connection) and its cohortrun must end non-zero within 5 s.
+. "$(dirname "$0")/kill_rank.sh"
+for i in 0 1; do
+  ns=ns$i; dev=v$tag-$i
+  ip netns exec "${!ns}" env OMP_NUM_THREADS=1 UCX_TLS=tcp,self UCX_NET_DEVICES="$dev" \
+    "$bin/cohortrun" --nnodes 2 --node-rank $i --master-addr "$a0" --master-port 29615 \
+    "$bin/mnist_cnn" --comm ucx --epochs 1 --max-steps 100000 --log-interval 1 \
+    >"$work/kill2.$i.log" 2>&1 &
+  eval "kpid$i=$!"
+done
+kill_rank_check "cohortrun on two hosts, host 1's rank killed: host 0's job" "$kpid0" \
+  "$work/kill2.0.log" RANK || { fail=1; tail -n 3 "$work/kill2.0.log"; }
+wait "$kpid1" 2>/dev/null
+if pgrep -x mnist_cnn >/dev/null; then
+  echo "FAIL  processes left behind after the kill: $(pgrep -x mnist_cnn | tr '\n' ' ')"; fail=1
+fi
+grep -h "stopped answering\|has that rank exited" "$work/kill2.0.log" | head -n 1 | cut -c1-300
+
 # ---- 2. mpirun from host 0, Open MPI's variables ----
 if command -v mpirun >/dev/null; then
   cat >"$work/rsh" <<EOF
@@ -91,7 +113,6 @@ EOF
   fi
 
   # ---- 3. a rank killed mid-run ----
-  . "$(dirname "$0")/kill_rank.sh"
   ip netns exec "$ns0" "${mpi[@]}" "$bin/mnist_cnn" --comm ucx --epochs 1 --max-steps 100000 \
     --log-interval 1 >"$work/kill.log" 2>&1 &
   kill_rank_check "mpirun across two hosts" $! "$work/kill.log" OMPI_COMM_WORLD_RANK || fail=1
