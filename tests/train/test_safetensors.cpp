@@ -12,7 +12,10 @@ using cohort::testing::TempDir;
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include "cohort/core/error.hpp"
 #include "cohort/devices.hpp"
@@ -78,7 +81,7 @@ TEST_CASE("safetensors: round trip, layout, atomic replacement") {
   CHECK(back.find("steps")->to(host).item() == 42.0);
   CHECK(back.find("empty")->shape == cohort::Shape{0, 3});
 
-  // A failing save (undefined tensor) leaves the old file and no temporary behind.
+  // A save refused up front (undefined tensor) leaves the old file and no temporary behind.
   cohort::io::NamedTensors bad = {{"x", Tensor()}};
   CHECK(error_of([&] { cohort::io::save_safetensors(p, bad); }).find("tensor 'x' is undefined") !=
         std::string::npos);
@@ -86,6 +89,27 @@ TEST_CASE("safetensors: round trip, layout, atomic replacement") {
   int files = 0;
   for (const auto& e : fs::directory_iterator(d.path)) files += e.is_regular_file();
   CHECK(files == 1);
+  // A save that fails after its temporary file exists and half of it is written (the file size
+  // limit stands in for a full disk) leaves the old file whole and removes the temporary.
+  {
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    rlimit small = saved;
+    small.rlim_cur = 4096;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    cohort::io::NamedTensors big = {{"w", Tensor::uniform({100, 100}, -1, 1, 5, host)}};
+    const std::string err = error_of([&] { cohort::io::save_safetensors(p, big); });
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
+    CAPTURE(err);
+    CHECK(err.find("writing '" + p + ".tmp.") != std::string::npos);
+    CHECK(err.find("File too large") != std::string::npos);
+    CHECK(read_file(p) == bytes);
+    int left = 0;
+    for (const auto& e : fs::directory_iterator(d.path)) left += e.is_regular_file();
+    CHECK(left == 1);
+  }
   cohort::io::NamedTensors dup = {{"x", ts[1].second}, {"x", ts[1].second}};
   CHECK(error_of([&] { cohort::io::save_safetensors(p, dup); }).find("'x' appears twice") !=
         std::string::npos);
