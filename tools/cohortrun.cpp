@@ -156,6 +156,30 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+// COHORT_JOB_TOKEN for the ranks: the user's, else (one node) 32 random hex digits from
+// /dev/urandom, so that the store accepts this job's ranks only. With several nodes each node's
+// cohortrun would draw a different one, so none is made: set the same COHORT_JOB_TOKEN on every
+// node (docs/LAUNCH.md).
+std::string make_job_token(int nnodes) {
+  if (const char* t = std::getenv("COHORT_JOB_TOKEN"); t && *t) return t;
+  if (nnodes > 1) return "";
+  unsigned char raw[16] = {};
+  FILE* f = std::fopen("/dev/urandom", "rb");
+  const bool ok = f && std::fread(raw, 1, sizeof(raw), f) == sizeof(raw);
+  if (f) std::fclose(f);
+  if (!ok) {
+    std::random_device rd;
+    for (auto& b : raw) b = static_cast<unsigned char>(rd());
+  }
+  std::string hex;
+  char two[3];
+  for (unsigned char b : raw) {
+    std::snprintf(two, sizeof(two), "%02x", b);
+    hex += two;
+  }
+  return hex;
+}
+
 std::string make_job_id() {
   if (const char* id = std::getenv("COHORT_JOB_ID"); id && *id) return id;
   std::random_device rd;
@@ -252,6 +276,7 @@ int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   if (o.master_port == 0) o.master_port = free_port();
   const std::string job_id = make_job_id();
+  const std::string job_token = make_job_token(o.nnodes);
   const int world = o.nproc * o.nnodes;
 
   // Signals arrive through a signalfd, so they are blocked for normal delivery (and restored in
@@ -299,6 +324,7 @@ int main(int argc, char** argv) {
       set("MASTER_ADDR", o.master_addr);
       set("MASTER_PORT", std::to_string(o.master_port));
       set("COHORT_JOB_ID", job_id);
+      if (!job_token.empty()) set("COHORT_JOB_TOKEN", job_token);
       std::vector<char*> args;
       for (auto& a : o.argv) args.push_back(a.data());
       args.push_back(nullptr);

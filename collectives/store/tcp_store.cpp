@@ -7,6 +7,21 @@
 // keys exist or when the deadline the client sent has passed, so no request outlives its timeout
 // and a connection is never left with a stale reply in flight.
 //
+// Who may talk to it: the server binds the address it is given (MASTER_ADDR; 127.0.0.1 stays on
+// loopback; COHORT_STORE_BIND=0.0.0.0 asks for every interface), and a connection must open with
+// a hello frame (magic, protocol version, job token) before anything else. The token is
+// COHORT_JOB_TOKEN, which cohortrun sets to a random value per job; a server and client whose
+// tokens differ (another job, a stray process) part with kDenied and a clear error on the client.
+// Tokens are compared in constant time.
+//
+// What a bad client cannot do: frames are bounded (kMaxHelloFrame before the hello, kMaxFrame
+// after), a connection that has not said hello within the handshake time (10 s,
+// COHORT_STORE_HANDSHAKE_MS) is closed, at most kMaxPending connections wait for their hello (the
+// oldest is closed for a new one; also when the process runs out of descriptors), malformed or
+// garbage frames close the connection, and a client that does not read its replies is dropped
+// after kSendGrace rather than blocking the server. One thread serves every connection with
+// non-blocking sockets and poll(), so an idle or byte-at-a-time client holds up nobody.
+//
 // Clients keep a small pool of connections: each call takes an idle one (or opens a new one), so
 // one thread blocked in get() never holds up another thread's set() (torch.distributed's
 // TCPStore client has exactly that problem with a single socket).
@@ -22,6 +37,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -37,9 +53,42 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Bytes = std::vector<std::uint8_t>;
 
-enum Cmd : std::uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5 };
-enum Status : std::uint8_t { kOk = 0, kMissing = 1, kBadValue = 2 };
-constexpr std::uint32_t kMaxFrame = 256u << 20;
+enum Cmd : std::uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5, kHello = 6 };
+enum Status : std::uint8_t { kOk = 0, kMissing = 1, kBadValue = 2, kDenied = 3 };
+constexpr std::uint32_t kMagic = 0x53484f43;  // "COHS"
+constexpr std::uint32_t kProtocol = 2;        // 2: hello with job token
+constexpr std::uint32_t kMaxFrame = 64u << 20;     // keys and values are addresses and counters
+constexpr std::uint32_t kMaxHelloFrame = 4096;     // before the hello: magic, version, token
+constexpr std::size_t kMaxPending = 256;           // connections waiting for their hello
+constexpr auto kSendGrace = std::chrono::seconds(2);  // a client that reads no replies is dropped
+
+// COHORT_JOB_TOKEN, or "" (no token: any client of this protocol is accepted).
+std::string job_token() {
+  const char* t = std::getenv("COHORT_JOB_TOKEN");
+  return t ? std::string(t) : std::string();
+}
+
+bool same_token(const std::string& a, const std::string& b) {
+  // Constant time in the contents: every byte of the longer one is looked at.
+  const std::size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::chrono::milliseconds handshake_time() {
+  const char* e = std::getenv("COHORT_STORE_HANDSHAKE_MS");
+  if (!e || !*e) return std::chrono::seconds(10);
+  char* end = nullptr;
+  const long long v = std::strtoll(e, &end, 10);
+  COHORT_CHECK(end && *end == '\0' && v > 0, "COHORT_STORE_HANDSHAKE_MS='", e,
+               "' is not a positive number of milliseconds");
+  return std::chrono::milliseconds(v);
+}
 
 // --- encoding ---
 void put_u32(Bytes& b, std::uint32_t v) {
@@ -112,14 +161,18 @@ void set_nodelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-// Sends a whole buffer (blocking). False when the peer is gone.
-bool send_all(int fd, const std::uint8_t* p, std::size_t n) {
+// Sends a whole buffer. False when the peer is gone, or when it has not taken the bytes within
+// `grace` (a client that does not read must not block the server).
+bool send_all(int fd, const std::uint8_t* p, std::size_t n,
+              std::chrono::milliseconds grace = std::chrono::hours(24)) {
+  const auto deadline = Clock::now() + grace;
   while (n) {
     const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (Clock::now() >= deadline) return false;
       pollfd pfd{fd, POLLOUT, 0};
-      ::poll(&pfd, 1, 1000);
+      ::poll(&pfd, 1, 100);
       continue;
     }
     if (k <= 0) return false;
@@ -129,12 +182,13 @@ bool send_all(int fd, const std::uint8_t* p, std::size_t n) {
   return true;
 }
 
-bool send_frame(int fd, const Bytes& payload) {
+bool send_frame(int fd, const Bytes& payload,
+                std::chrono::milliseconds grace = std::chrono::hours(24)) {
   Bytes frame;
   frame.reserve(payload.size() + 4);
   put_u32(frame, static_cast<std::uint32_t>(payload.size()));
   frame.insert(frame.end(), payload.begin(), payload.end());
-  return send_all(fd, frame.data(), frame.size());
+  return send_all(fd, frame.data(), frame.size(), grace);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -142,24 +196,40 @@ bool send_frame(int fd, const Bytes& payload) {
 // ---------------------------------------------------------------------------------------------
 class Server {
  public:
-  // Listens on all interfaces at `port` (0: any free port). Throws when it cannot.
-  explicit Server(int port) {
+  // Listens on `bind_host` (an IPv4 address or a name; "0.0.0.0": every interface) at `port`
+  // (0: any free port), for clients that present `token`. Throws when it cannot.
+  Server(const std::string& bind_host, int port, std::string token)
+      : token_(std::move(token)), handshake_(handshake_time()) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::inet_pton(AF_INET, bind_host.c_str(), &addr.sin_addr) != 1) {
+      addrinfo hints{};
+      hints.ai_family = AF_INET;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      const int rc = ::getaddrinfo(bind_host.c_str(), nullptr, &hints, &res);
+      COHORT_CHECK(rc == 0 && res, "store: rank 0 cannot resolve MASTER_ADDR '", bind_host,
+                   "' to serve on it: ", rc ? gai_strerror(rc) : "no IPv4 address");
+      addr.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
+      ::freeaddrinfo(res);
+    }
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     COHORT_CHECK(listen_fd_ >= 0, "store: socket(): ", std::strerror(errno));
     int one = 1;
     setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
     if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
         ::listen(listen_fd_, 512) != 0) {
       const int err = errno;
       ::close(listen_fd_);
-      COHORT_FAIL("store: rank 0 cannot serve on port ", port, ": ", std::strerror(err),
+      COHORT_FAIL("store: rank 0 cannot serve on ", bind_host, ":", port, ": ",
+                  std::strerror(err),
                   err == EADDRINUSE ? " (another job on this port? choose another MASTER_PORT, or "
                                       "cohortrun --master-port 0)"
-                                    : "");
+                  : err == EADDRNOTAVAIL
+                      ? " (MASTER_ADDR is not an address of this host, where rank 0 runs; or set "
+                        "COHORT_STORE_BIND=0.0.0.0 to serve on every interface)"
+                      : "");
     }
     socklen_t len = sizeof(addr);
     ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -185,6 +255,8 @@ class Server {
  private:
   struct Conn {
     Bytes in;
+    bool hello = false;  // said hello with the right token
+    Clock::time_point opened = Clock::now();
   };
   struct Waiter {
     int fd;
@@ -201,15 +273,22 @@ class Server {
       for (auto& kv : conns_) fds.push_back({kv.first, POLLIN, 0});
       int wait_ms = -1;
       const auto now = Clock::now();
-      for (const auto& w : waiters_) {
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(w.deadline - now)
-                            .count() + 1;
-        wait_ms = wait_ms < 0 ? static_cast<int>(std::max<long long>(ms, 0))
-                              : std::min(wait_ms, static_cast<int>(std::max<long long>(ms, 0)));
-      }
+      auto until = [&](Clock::time_point t) {
+        const auto ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1;
+        const int v = static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
+        wait_ms = wait_ms < 0 ? v : std::min(wait_ms, v);
+      };
+      for (const auto& w : waiters_) until(w.deadline);
+      for (const auto& kv : conns_)
+        if (!kv.second.hello) until(kv.second.opened + handshake_);
+      if (accept_paused_) until(Clock::now() + std::chrono::milliseconds(100));
+      if (accept_paused_) fds[1].events = 0;
       const int r = ::poll(fds.data(), fds.size(), wait_ms);
       if (r < 0 && errno != EINTR) break;
       expire_waiters();
+      expire_handshakes();
+      accept_paused_ = false;
       if (r <= 0) continue;
       if (fds[1].revents & POLLIN) accept_clients();
       for (std::size_t i = 2; i < fds.size(); ++i)
@@ -222,10 +301,40 @@ class Server {
   void accept_clients() {
     for (;;) {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;
+      if (fd < 0) {
+        // Out of descriptors: make room by closing the oldest connection that has not said
+        // hello; if every one has, stop accepting for a moment (the listening socket would
+        // otherwise stay readable and spin this loop).
+        if ((errno == EMFILE || errno == ENFILE) && !drop_oldest_pending()) accept_paused_ = true;
+        return;
+      }
       set_nodelay(fd);
+      std::size_t pending = 0;
+      for (const auto& kv : conns_) pending += !kv.second.hello;
+      if (pending >= kMaxPending) drop_oldest_pending();
       conns_[fd];
     }
+  }
+
+  bool drop_oldest_pending() {
+    int oldest = -1;
+    Clock::time_point t = Clock::time_point::max();
+    for (const auto& kv : conns_)
+      if (!kv.second.hello && kv.second.opened < t) {
+        t = kv.second.opened;
+        oldest = kv.first;
+      }
+    if (oldest < 0) return false;
+    drop(oldest);
+    return true;
+  }
+
+  void expire_handshakes() {
+    const auto now = Clock::now();
+    std::vector<int> late;
+    for (const auto& kv : conns_)
+      if (!kv.second.hello && now - kv.second.opened >= handshake_) late.push_back(kv.first);
+    for (int fd : late) drop(fd);
   }
 
   void drop(int fd) {
@@ -237,12 +346,20 @@ class Server {
   }
 
   void read_client(int fd) {
-    auto& in = conns_[fd].in;
+    Conn& c = conns_[fd];
+    auto& in = c.in;
     std::uint8_t buf[65536];
     for (;;) {
       const ssize_t k = ::recv(fd, buf, sizeof(buf), 0);
       if (k > 0) {
         in.insert(in.end(), buf, buf + k);
+        // Never hold more than one bounded frame of a connection (a client that streams bytes
+        // with no end is dropped here rather than growing the buffer).
+        if (in.size() > 4 + static_cast<std::size_t>(c.hello ? kMaxFrame : kMaxHelloFrame) +
+                            (c.hello ? sizeof(buf) : 0)) {
+          drop(fd);
+          return;
+        }
         continue;
       }
       if (k < 0 && errno == EINTR) continue;
@@ -255,7 +372,7 @@ class Server {
     while (in.size() - off >= 4) {
       Reader h{in.data() + off, 4};
       const std::uint32_t len = h.u32();
-      if (len > kMaxFrame) {
+      if (len > (conns_[fd].hello ? kMaxFrame : kMaxHelloFrame)) {
         drop(fd);
         return;
       }
@@ -280,6 +397,19 @@ class Server {
   bool handle(int fd, Reader& r) {
     const std::uint8_t cmd = r.u8();
     Bytes out;
+    Conn& c = conns_[fd];
+    if (!c.hello) {  // the first frame must be a hello with this job's token
+      if (cmd != kHello) return false;
+      const std::uint32_t magic = r.u32(), version = r.u32();
+      const std::string token = r.str();
+      if (!r.ok || magic != kMagic) return false;
+      if (version != kProtocol || !same_token(token, token_)) {
+        send_frame(fd, Bytes{kDenied}, std::chrono::milliseconds(100));
+        return false;
+      }
+      c.hello = true;
+      return send_frame(fd, Bytes{kOk}, kSendGrace);
+    }
     switch (cmd) {
       case kSet: {
         std::string key = r.str();
@@ -287,7 +417,7 @@ class Server {
         if (!r.ok) return false;
         data_[std::move(key)] = std::move(value);
         out.push_back(kOk);
-        if (!send_frame(fd, out)) return false;
+        if (!send_frame(fd, out, kSendGrace)) return false;
         release_waiters();
         return true;
       }
@@ -301,7 +431,7 @@ class Server {
           out.push_back(kOk);
           put_bytes(out, it->second.data(), it->second.size());
         }
-        return send_frame(fd, out);
+        return send_frame(fd, out, kSendGrace);
       }
       case kAdd: {
         const std::string key = r.str();
@@ -315,14 +445,14 @@ class Server {
           const long long cur = std::strtoll(s.c_str(), &end, 10);
           if (s.empty() || *end != '\0') {
             out.push_back(kBadValue);
-            return send_frame(fd, out);
+            return send_frame(fd, out, kSendGrace);
           }
           v = cur + delta;
         }
         data_[key] = detail::encode_counter(v);
         out.push_back(kOk);
         put_i64(out, v);
-        if (!send_frame(fd, out)) return false;
+        if (!send_frame(fd, out, kSendGrace)) return false;
         release_waiters();
         return true;
       }
@@ -330,7 +460,7 @@ class Server {
         const auto keys = r.strs();
         if (!r.ok) return false;
         out.push_back(has_all(keys) ? kOk : kMissing);
-        return send_frame(fd, out);
+        return send_frame(fd, out, kSendGrace);
       }
       case kWait: {
         auto keys = r.strs();
@@ -338,7 +468,7 @@ class Server {
         if (!r.ok) return false;
         if (has_all(keys)) {
           out.push_back(kOk);
-          return send_frame(fd, out);
+          return send_frame(fd, out, kSendGrace);
         }
         waiters_.push_back({fd, std::move(keys), Clock::now() + std::chrono::milliseconds(ms)});
         return true;
@@ -352,7 +482,7 @@ class Server {
       if (has_all(waiters_[i].keys)) {
         const int fd = waiters_[i].fd;
         waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
-        if (!send_frame(fd, Bytes{kOk})) drop(fd);
+        if (!send_frame(fd, Bytes{kOk}, kSendGrace)) drop(fd);
         i = 0;  // drop() may have shifted the list
       } else {
         ++i;
@@ -372,7 +502,7 @@ class Server {
           if (!data_.count(k)) missing.push_back(k);
         put_u32(out, static_cast<std::uint32_t>(missing.size()));
         for (const auto& k : missing) put_str(out, k);
-        if (!send_frame(w.fd, out)) drop(w.fd);
+        if (!send_frame(w.fd, out, kSendGrace)) drop(w.fd);
         i = 0;
       } else {
         ++i;
@@ -380,6 +510,9 @@ class Server {
     }
   }
 
+  const std::string token_;
+  const std::chrono::milliseconds handshake_;
+  bool accept_paused_ = false;
   int listen_fd_ = -1;
   int port_ = 0;
   int wake_[2] = {-1, -1};
@@ -396,9 +529,10 @@ class Server {
 class TcpStore final : public Store {
  public:
   TcpStore(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout)
-      : host_(host), timeout_(timeout) {
+      : host_(host), timeout_(timeout), token_(job_token()) {
     if (is_server) {
-      server_ = std::make_unique<Server>(port);
+      const char* bind = std::getenv("COHORT_STORE_BIND");
+      server_ = std::make_unique<Server>(bind && *bind ? std::string(bind) : host, port, token_);
       port = server_->port();
     }
     COHORT_CHECK(port > 0 && port <= 65535, "store tcp://", host, ":", port,
@@ -504,6 +638,22 @@ class TcpStore final : public Store {
     return fd;
   }
 
+  // Says hello on a new connection: this job's token. Closes it and throws when the server
+  // refuses (another job's store, or COHORT_JOB_TOKEN differs) or does not answer.
+  void hello(int fd) {
+    Bytes req{kHello};
+    put_u32(req, kMagic);
+    put_u32(req, kProtocol);
+    put_str(req, token_);
+    const Bytes resp = exchange(fd, req, timeout_, "the hello");
+    if (!resp.empty() && resp[0] == kOk) return;
+    ::close(fd);
+    COHORT_FAIL("store ", address(), " refused this process: its job token (COHORT_JOB_TOKEN, ",
+                token_.empty() ? "unset" : "set", ") differs from the server's. Is this rank "
+                "started by another job's launcher, or is COHORT_JOB_TOKEN set on some ranks "
+                "only? (cohortrun sets one per job)");
+  }
+
   // An idle connection, or a new one (retrying until `timeout`: the server may start later).
   int acquire(std::chrono::milliseconds timeout) {
     {
@@ -519,7 +669,10 @@ class TcpStore final : public Store {
     auto pause = std::chrono::milliseconds(5);
     for (;;) {
       const int fd = connect_once(&why);
-      if (fd >= 0) return fd;
+      if (fd >= 0) {
+        hello(fd);
+        return fd;
+      }
       if (Clock::now() >= deadline) break;
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(200));
@@ -537,6 +690,14 @@ class TcpStore final : public Store {
   // never returned to the pool.
   Bytes call(const Bytes& req, std::chrono::milliseconds reply_timeout, const std::string& what) {
     const int fd = acquire(timeout_);
+    Bytes reply = exchange(fd, req, reply_timeout, what);
+    release(fd);
+    return reply;
+  }
+
+  // Sends `req` on `fd` and reads one reply frame; closes fd and throws on failure.
+  Bytes exchange(int fd, const Bytes& req, std::chrono::milliseconds reply_timeout,
+                 const std::string& what) {
     if (!send_frame(fd, req)) {
       ::close(fd);
       COHORT_FAIL("store ", address(), ": connection lost while sending ", what,
@@ -573,13 +734,13 @@ class TcpStore final : public Store {
         have_len = true;
       }
     }
-    release(fd);
     return Bytes(buf.begin() + 4, buf.end());
   }
 
   std::string host_;
   int port_ = 0;
   std::chrono::milliseconds timeout_;
+  const std::string token_;
   std::unique_ptr<Server> server_;
   std::mutex mu_;
   std::vector<int> idle_;

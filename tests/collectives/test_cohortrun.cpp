@@ -134,6 +134,31 @@ TEST_SUITE("cohortrun") {
     CHECK(!jobs.begin()->empty());
   }
 
+  TEST_CASE("each job gets its own random store token, the same on all its ranks") {
+    std::set<std::string> seen;
+    for (int job = 0; job < 2; ++job) {
+      const Result r = run({"--nproc-per-node", "2", "--master-port", "0", "sh", "-c",
+                            "echo \"token=$COHORT_JOB_TOKEN\""});
+      CHECK(r.status == 0);
+      std::set<std::string> tokens;
+      for (const auto& l : lines(r.out)) tokens.insert(l.substr(l.find("token=") + 6));
+      REQUIRE(tokens.size() == 1);  // both ranks
+      const std::string t = *tokens.begin();
+      CHECK(t.size() == 32);
+      CHECK(t.find_first_not_of("0123456789abcdef") == std::string::npos);
+      seen.insert(t);
+    }
+    CHECK(seen.size() == 2);  // two jobs, two tokens
+    // The user's token wins; with several nodes none is invented (each node would draw its own).
+    ::setenv("COHORT_JOB_TOKEN", "mine", 1);
+    const Result mine = run({"--master-port", "0", "sh", "-c", "echo \"token=$COHORT_JOB_TOKEN\""});
+    ::unsetenv("COHORT_JOB_TOKEN");
+    CHECK(mine.out.find("token=mine") != std::string::npos);
+    const Result multi = run({"--nnodes", "2", "--node-rank", "1", "--master-addr", "h",
+                              "--master-port", "1", "sh", "-c", "echo \"token=$COHORT_JOB_TOKEN.\""});
+    CHECK(multi.out.find("token=.") != std::string::npos);
+  }
+
   TEST_CASE("several nodes: ranks are numbered after the node's index") {
     const Result r = run({"--nnodes=2", "--node_rank", "1", "--nproc-per-node", "2",
                           "--master-addr", "head", "--master-port", "1234", "sh", "-c",

@@ -207,7 +207,7 @@ TEST_SUITE("store") {
     const std::string addr = server->address();
     const int used = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
     const std::string busy = error_of([&] { make_tcp_store("127.0.0.1", used, true, 200ms); });
-    CHECK(busy.find("cannot serve on port " + std::to_string(used)) != std::string::npos);
+    CHECK(busy.find("cannot serve on 127.0.0.1:" + std::to_string(used)) != std::string::npos);
     const std::string host = error_of([&] { make_tcp_store("no-such-host.invalid", 1, false, 100ms); });
     CHECK(host.find("cannot resolve 'no-such-host.invalid'") != std::string::npos);
   }
