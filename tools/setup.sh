@@ -24,6 +24,7 @@ packages=(
   python3 python3-matplotlib                             # tools/plot_metrics.py
   openmpi-bin iproute2 bc                                # launcher tests: mpirun, netns hosts
   slurm-wlm munge                                        # launcher tests: a one-node Slurm
+  clang libclang-rt-14-dev                               # libFuzzer targets (tools/fuzz.sh)
 )
 peers=(python3-torch libopenmpi-dev openmpi-bin libgloo-dev)
 

@@ -442,12 +442,15 @@ class Server {
         if (it != data_.end()) {
           const std::string s(it->second.begin(), it->second.end());
           char* end = nullptr;
+          errno = 0;
           const long long cur = std::strtoll(s.c_str(), &end, 10);
-          if (s.empty() || *end != '\0') {
-            out.push_back(kBadValue);
+          long long sum = 0;
+          if (s.empty() || *end != '\0' || errno == ERANGE ||
+              __builtin_add_overflow(cur, static_cast<long long>(delta), &sum)) {
+            out.push_back(kBadValue);  // not a counter, or the sum would overflow
             return send_frame(fd, out, kSendGrace);
           }
-          v = cur + delta;
+          v = sum;
         }
         data_[key] = detail::encode_counter(v);
         out.push_back(kOk);
@@ -470,7 +473,10 @@ class Server {
           out.push_back(kOk);
           return send_frame(fd, out, kSendGrace);
         }
-        waiters_.push_back({fd, std::move(keys), Clock::now() + std::chrono::milliseconds(ms)});
+        // The client's deadline, bounded: a year at most, never in the past by more than now.
+        const auto wait = std::chrono::milliseconds(
+            std::clamp<std::int64_t>(ms, 0, 1000LL * 3600 * 24 * 365));
+        waiters_.push_back({fd, std::move(keys), Clock::now() + wait});
         return true;
       }
       default: return false;
@@ -571,8 +577,8 @@ class TcpStore final : public Store {
     put_str(req, key);
     put_i64(req, delta);
     const Bytes resp = call(req, timeout_, "add('" + key + "')");
-    COHORT_CHECK(!resp.empty() && resp[0] != kBadValue, "store ", address(), ": add() on key '",
-                 key, "' whose value is not an integer");
+    COHORT_CHECK(!resp.empty() && resp[0] != kBadValue, "store ", address(), ": add(", delta,
+                 ") on key '", key, "' whose value is not an integer, or would overflow");
     check_status(resp, "add('" + key + "')");
     Reader r{resp.data() + 1, resp.size() - 1};
     const std::int64_t v = r.i64();

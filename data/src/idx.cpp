@@ -72,11 +72,15 @@ IdxArray read_idx(const std::string& path) {
                bytes.size(), " bytes, header needs ", header);
   IdxArray a;
   std::int64_t total = 1;
+  bool overflow = false;  // dims whose product does not fit (a corrupt or hostile header)
   for (int i = 0; i < ndim; ++i) {
     const std::int64_t d = be32(bytes.data() + 4 + 4 * i);
     a.dims.push_back(d);
-    total *= d;
+    overflow = overflow || __builtin_mul_overflow(total, d, &total) ||
+               total > static_cast<std::int64_t>(bytes.size());
   }
+  COHORT_CHECK(!overflow, "IDX file '", path, "' is truncated or corrupt: its header claims ",
+               dims_str(a.dims), " values, more than the file's ", bytes.size(), " bytes");
   const std::size_t expected = header + static_cast<std::size_t>(total);
   COHORT_CHECK(bytes.size() >= expected, "IDX file '", path, "' is truncated: expected ", expected,
                " bytes (header ", header, " + ", dims_str(a.dims), "), found ", bytes.size());

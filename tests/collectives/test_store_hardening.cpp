@@ -174,6 +174,15 @@ TEST_SUITE("store") {
     CHECK(round_trip(*client, "end") < 200ms);
   }
 
+  TEST_CASE("tcp: add() that would overflow is refused (found by tests/fuzz/fuzz_store)") {
+    cohort::test::EnvGuard env;
+    auto server = make_tcp_store("127.0.0.1", 0, true, 1000ms);
+    const std::string big = "9223372036854775807";
+    server->set("n", std::vector<std::uint8_t>(big.begin(), big.end()));
+    CHECK(error_of([&] { server->add("n", 1); }).find("would overflow") != std::string::npos);
+    CHECK(server->add("n", -7) == 9223372036854775800LL);
+  }
+
   TEST_CASE("tcp: the server binds the address it is given, not every interface") {
     cohort::test::EnvGuard env;
     // Another IPv4 address of this machine, if it has one besides loopback.
