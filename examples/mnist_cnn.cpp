@@ -116,11 +116,12 @@ int run(const Flags& f) {
 
   std::int64_t first_epoch = 1;
   if (!f.resume.empty()) {
-    train::load_model(f.resume, *model);
-    const auto p = train::load_training_state(train::state_path_for(f.resume), *model, optimizer, &scheduler);
+    // The newest whole pair (model + training state): a crash mid-save leaves the previous one.
+    const auto got = train::load_checkpoint(f.resume, *model, optimizer, &scheduler);
+    const auto& p = got.progress;
     first_epoch = p.epoch + 1;
     trainer.set_global_step(p.global_step);
-    std::printf("resumed from %s after epoch %lld (step %lld)\n", f.resume.c_str(),
+    std::printf("resumed from %s after epoch %lld (step %lld)\n", got.model_path.c_str(),
                 static_cast<long long>(p.epoch), static_cast<long long>(p.global_step));
   }
   trainer.after_epoch = [&](const train::EpochResult& r) {
@@ -129,9 +130,8 @@ int run(const Flags& f) {
                 static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
                 static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
     if (!f.save_model.empty()) {
-      train::save_model(f.save_model, *model);
-      train::save_training_state(train::state_path_for(f.save_model), *model, optimizer, &scheduler,
-                                 {r.epoch, trainer.global_step()});
+      train::save_checkpoint(f.save_model, *model, optimizer, &scheduler,
+                             {r.epoch, trainer.global_step()});
     }
   };
   const auto results = trainer.fit(train_loader, lead ? &test_loader : nullptr, first_epoch);

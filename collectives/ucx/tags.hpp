@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "cohort/core/hash.hpp"
 #include "ucx/op.hpp"
 
 namespace cohort::comm::ucx::detail {
@@ -38,12 +39,7 @@ inline std::uint64_t shape_bits(const OpDesc& d) {
   const std::uint64_t fields[4] = {d.count, static_cast<std::uint64_t>(d.dtype),
                                    static_cast<std::uint64_t>(d.op),
                                    static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.peer))};
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::uint64_t f : fields)
-    for (int i = 0; i < 8; ++i) {
-      h ^= (f >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
+  const std::uint64_t h = fnv1a(fields, sizeof(fields));
   return (h ^ (h >> 8) ^ (h >> 16) ^ (h >> 24)) & 0xff;
 }
 

@@ -1,8 +1,12 @@
 #include "cohort/train/checkpoint.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "cohort/layers/dropout.hpp"
@@ -47,7 +51,9 @@ const std::string& meta(const io::SafetensorsFile& f, const std::string& path, c
 void save_model(const std::string& path, const nn::Module& model) {
   io::NamedTensors ts;
   for (const auto& e : model.state_dict()) ts.emplace_back(e.name, e.tensor);
-  io::save_safetensors(path, ts, {{"format", "pt"}, {"writer", "cohort"}});
+  io::save_safetensors(path, ts,
+                       {{"format", "pt"}, {"writer", "cohort"},
+                        {"cohort.state_digest", nn::state_digest(model)}});
 }
 
 void load_model(const std::string& path, nn::Module& model) {
@@ -79,6 +85,8 @@ void save_training_state(const std::string& path, const nn::Module& model,
   io::NamedTensors ts;
   std::map<std::string, std::string> md;
   md["format"] = "cohort-training-state";
+  // The weights this state belongs to: load_training_state refuses a model holding others.
+  md["model.state_digest"] = nn::state_digest(model);
   md["epoch"] = num(static_cast<double>(progress.epoch));
   md["global_step"] = num(static_cast<double>(progress.global_step));
   const optim::StateDict os = optimizer.state();
@@ -103,6 +111,14 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
   const io::SafetensorsFile f = io::load_safetensors(path);
   COHORT_CHECK(meta(f, path, "format") == "cohort-training-state", "checkpoint '", path,
                "' is not a cohort training state (format '", meta(f, path, "format"), "')");
+  if (const auto it = f.metadata.find("model.state_digest"); it != f.metadata.end()) {
+    const std::string now = nn::state_digest(model);
+    COHORT_CHECK(it->second == now, "training state '", path, "' belongs to model weights with "
+                 "digest ", it->second, ", but the model holds weights with digest ", now,
+                 ": the model file and the training state come from different saves (a crash "
+                 "between their writes, or files mixed up); load the model saved with this state, "
+                 "or use load_checkpoint, which falls back to the previous whole pair");
+  }
   TrainingProgress p;
   p.epoch = static_cast<std::int64_t>(parse_num(path, "epoch", meta(f, path, "epoch")));
   p.global_step = static_cast<std::int64_t>(parse_num(path, "global_step", meta(f, path, "global_step")));
@@ -147,6 +163,86 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
     d->set_step(v.second);
   }
   return p;
+}
+
+namespace {
+
+bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+
+// Hard-links `from` to `to` through a temporary name, so that `to` is always whole.
+void link_as(const std::string& from, const std::string& to) {
+  const std::string tmp = to + ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  COHORT_CHECK(::link(from.c_str(), tmp.c_str()) == 0, "checkpoint: cannot link '", from,
+               "' as '", tmp, "': ", std::strerror(errno));
+  if (::rename(tmp.c_str(), to.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    COHORT_FAIL("checkpoint: cannot rename '", tmp, "' to '", to, "': ", std::strerror(err));
+  }
+}
+
+void rename_or_fail(const std::string& from, const std::string& to) {
+  COHORT_CHECK(::rename(from.c_str(), to.c_str()) == 0, "checkpoint: cannot rename '", from,
+               "' to '", to, "': ", std::strerror(errno));
+}
+
+void sync_dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+std::string previous_path_for(const std::string& path) { return path + ".prev"; }
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
+                     const TrainingProgress& progress) {
+  const std::string state = state_path_for(path);
+  const std::string new_model = path + ".new", new_state = state + ".new";
+  // 1. The new pair, whole on disk under other names (each write is atomic and fsynced).
+  save_model(new_model, model);
+  save_training_state(new_state, model, optimizer, scheduler, progress);
+  // 2. The current pair, if whole, also becomes the previous pair (hard links: no copy).
+  if (exists(path) && exists(state)) {
+    link_as(path, previous_path_for(path));
+    link_as(state, previous_path_for(state));
+  }
+  // 3. The new pair takes the names. A crash between these two renames leaves a new state next
+  //    to the old model: load_checkpoint sees the digests differ and takes the previous pair.
+  rename_or_fail(new_state, state);
+  rename_or_fail(new_model, path);
+  sync_dir_of(path);
+  // 4. The previous pair is no longer needed.
+  ::unlink(previous_path_for(state).c_str());
+  ::unlink(previous_path_for(path).c_str());
+}
+
+CheckpointLoad load_checkpoint(const std::string& path, nn::Module& model,
+                               optim::Optimizer& optimizer, optim::Scheduler* scheduler) {
+  const std::string state = state_path_for(path);
+  std::string why;
+  for (const std::string& m : {path, previous_path_for(path)}) {
+    const std::string st = m == path ? state : previous_path_for(state);
+    if (!exists(m) || !exists(st)) {
+      if (why.empty()) why = "'" + m + "' or '" + st + "' does not exist";
+      continue;
+    }
+    try {
+      load_model(m, model);
+      return {load_training_state(st, model, optimizer, scheduler), m};
+    } catch (const Error& e) {
+      if (!why.empty()) why += "; ";
+      why += e.why();
+    }
+  }
+  COHORT_FAIL("no whole checkpoint at '", path, "' (nor its previous pair): ", why);
 }
 
 }  // namespace cohort::train

@@ -198,6 +198,11 @@ std::shared_ptr<M> make(Args&&... args) {
   return std::make_shared<M>(std::forward<Args>(args)...);
 }
 
+// FNV-1a over the state_dict (names, shapes, values read to the host) as 16 hex digits: equal
+// digests mean equal weights and buffers. DDP's weights digest and checkpoint pairing (a model
+// file and its training state must come from the same save) use it.
+std::string state_digest(const Module& model);
+
 }  // namespace cohort::nn
 
 namespace cohort::nn::detail {

@@ -9,7 +9,10 @@
 //    Dropout's seed and step so random masks continue where they stopped).
 //
 // Both writes are atomic (temporary file, fsync, rename): a crash mid-save leaves the previous
-// checkpoint intact. Loading validates everything before it changes anything: a corrupt file, or
+// file intact. The state records the digest of the model's weights (nn::state_digest) and
+// load_training_state refuses a model that holds other weights, so a model file and a state
+// file from different saves cannot be resumed together; save_checkpoint/load_checkpoint below
+// keep the pair whole through a crash at any point. Loading validates everything before it changes anything: a corrupt file, or
 // names and shapes that do not match the model, is an error naming the file and the key, and
 // the model is left as it was.
 #pragma once
@@ -40,5 +43,26 @@ void save_training_state(const std::string& path, const nn::Module& model,
 // Restores optimizer, scheduler and the model's random-number positions; returns the progress.
 TrainingProgress load_training_state(const std::string& path, nn::Module& model,
                                      optim::Optimizer& optimizer, optim::Scheduler* scheduler);
+
+// The model file and its training state as one checkpoint that a crash cannot break: both are
+// written under temporary names first, the current pair is kept as PATH.prev and
+// PATH's-state.prev (hard links) until the new pair has taken the names, and then removed.
+// Whatever instant the writer dies at, load_checkpoint finds a whole pair: the new one, or the
+// previous one.
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
+                     const TrainingProgress& progress);
+
+struct CheckpointLoad {
+  TrainingProgress progress;
+  std::string model_path;  // the pair it came from: `path`, or previous_path_for(path)
+};
+// Loads the newest whole pair: PATH and its state if they load and belong together (the state
+// records the digest of the weights it was saved with), else the previous pair. Throws naming
+// both attempts when neither is whole.
+CheckpointLoad load_checkpoint(const std::string& path, nn::Module& model,
+                               optim::Optimizer& optimizer, optim::Scheduler* scheduler);
+// "m.safetensors" -> "m.safetensors.prev".
+std::string previous_path_for(const std::string& path);
 
 }  // namespace cohort::train

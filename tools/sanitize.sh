@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The test suite under the sanitizers (CI runs this from .ci/run):
+#   1. AddressSanitizer + UndefinedBehaviorSanitizer (preset asan, build-asan/): every ctest entry
+#      except those listed in ASAN_SKIP below (and the GPU ones, which skip without a GPU);
+#   2. ThreadSanitizer (preset tsan, build-tsan/): the collectives (shm, ucx, store, conformance,
+#      failures) and the data loader, the code with threads of its own.
+# Any report fails the run (halt_on_error / -fno-sanitize-recover). Prints each part's time.
+#
+#   tools/sanitize.sh [asan|tsan]...     (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(asan tsan)
+
+# Left out under ASan, with the reason: the launcher tests start real Slurm daemons, torchrun and
+# network namespaces (minutes each; they test launchers, and the programs they start are the same
+# ones the other entries check under ASan).
+ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts)$'
+# Code under test that TSan cannot see into (not instrumented): UCX's own threads and Open MPI.
+tsan_supp=$(mktemp)
+trap 'rm -f "$tsan_supp"' EXIT
+cat >"$tsan_supp" <<'SUPP'
+called_from_lib:libucs.so
+called_from_lib:libucp.so
+called_from_lib:libuct.so
+SUPP
+
+for part in "${parts[@]}"; do
+  t0=$(date +%s)
+  case "$part" in
+    asan)
+      cmake --preset asan >/dev/null
+      cmake --build --preset asan
+      ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --preset asan -j2 -E "$ASAN_SKIP"
+      ;;
+    tsan)
+      cmake --preset tsan >/dev/null
+      cmake --build --preset tsan --target cohort_collectives_tests cohort_conformance \
+        test_collectives_ucx test_data cohortrun
+      TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$tsan_supp" \
+        ctest --preset tsan -j2 -R '^(collectives_|conformance_|comm_failures_|data_)'
+      ;;
+    *) echo "sanitize.sh: unknown part '$part' (asan, tsan)" >&2; exit 2 ;;
+  esac
+  echo "sanitize.sh: $part passed in $(( $(date +%s) - t0 )) s"
+done
