@@ -68,6 +68,12 @@ void compute_layout(Header& h, const Params& p) {
 
 }  // namespace
 
+std::uint64_t Segment::bytes_for(const Params& params) {
+  Header h;
+  compute_layout(h, params);
+  return h.total_bytes;
+}
+
 Params Params::from_env(int world) {
   Params p;
   p.world = static_cast<std::uint32_t>(world);

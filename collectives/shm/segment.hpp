@@ -103,6 +103,8 @@ class Segment {
   // is unlinked. Throws naming the ranks that did not attach within `timeout`.
   static std::unique_ptr<Segment> attach(const ProcessGroupInfo& info, Store& store,
                                          std::chrono::milliseconds timeout);
+  // The bytes of /dev/shm a segment with these parameters takes (cohort-doctor checks them).
+  static std::uint64_t bytes_for(const Params& params);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
