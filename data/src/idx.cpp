@@ -76,11 +76,11 @@ IdxArray read_idx(const std::string& path) {
   for (int i = 0; i < ndim; ++i) {
     const std::int64_t d = be32(bytes.data() + 4 + 4 * i);
     a.dims.push_back(d);
-    overflow = overflow || __builtin_mul_overflow(total, d, &total) ||
-               total > static_cast<std::int64_t>(bytes.size());
+    overflow = overflow || __builtin_mul_overflow(total, d, &total) || total > (1LL << 62);
   }
-  COHORT_CHECK(!overflow, "IDX file '", path, "' is truncated or corrupt: its header claims ",
-               dims_str(a.dims), " values, more than the file's ", bytes.size(), " bytes");
+  COHORT_CHECK(!overflow, "IDX file '", path, "' is corrupt: its header claims ",
+               dims_str(a.dims), " values, more than any file holds (", bytes.size(),
+               " bytes here)");
   const std::size_t expected = header + static_cast<std::size_t>(total);
   COHORT_CHECK(bytes.size() >= expected, "IDX file '", path, "' is truncated: expected ", expected,
                " bytes (header ", header, " + ", dims_str(a.dims), "), found ", bytes.size());
