@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -213,6 +214,15 @@ class Server {
                    "' to serve on it: ", rc ? gai_strerror(rc) : "no IPv4 address");
       addr.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
       ::freeaddrinfo(res);
+      // A host name that resolves to loopback here (Debian maps its own name to 127.0.1.1) is
+      // what other hosts know rank 0 by: serve every interface, or they could not connect.
+      if ((ntohl(addr.sin_addr.s_addr) >> 24) == 127 && bind_host != "localhost") {
+        std::fprintf(stderr,
+                     "cohort: store: MASTER_ADDR '%s' resolves to loopback on rank 0's host; "
+                     "serving on every interface so that other hosts can connect\n",
+                     bind_host.c_str());
+        addr.sin_addr.s_addr = htonl(INADDR_ANY);
+      }
     }
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     COHORT_CHECK(listen_fd_ >= 0, "store: socket(): ", std::strerror(errno));
