@@ -95,8 +95,31 @@ std::unique_ptr<Communicator> create_communicator(const std::string& name,
   return f.create(info, std::move(store));
 }
 
-std::unique_ptr<Communicator> init_process_group(const std::string& name) {
+namespace {
+// A multi-process backend named for a process that no launcher started: almost always a missing
+// launcher, which would otherwise train alone without a word.
+void check_launched(const std::string& name, const ProcessGroupInfo& info) {
+  if (info.world_size > 1 || info.source != "default") return;
+  std::string spec = name, origin = "the argument";
+  if (spec.empty()) {
+    const char* env = std::getenv("COHORT_COMM");
+    if (!env || !*env) return;
+    spec = env;
+    origin = "COHORT_COMM";
+  }
+  if (spec == "auto" || spec == "self") return;
+  COHORT_FAIL("communicator backend '", spec, "' from ", origin,
+              " connects several processes, but this one was started alone (no RANK/WORLD_SIZE, "
+              "OMPI_COMM_WORLD_* or SLURM_* variables). Start every rank with a launcher: "
+              "cohortrun --nproc-per-node N PROGRAM ..., torchrun --nproc-per-node N --no-python "
+              "PROGRAM ..., mpirun -np N PROGRAM ..., or srun -n N PROGRAM ...; for one process "
+              "use 'self' or leave the backend unset");
+}
+}  // namespace
+
+std::shared_ptr<Communicator> init_process_group(const std::string& name) {
   const ProcessGroupInfo info = ProcessGroupInfo::from_env();
+  check_launched(name, info);
   std::shared_ptr<Store> store;
   const char* spec = std::getenv("COHORT_STORE");
   if (spec && *spec) {

@@ -38,6 +38,7 @@ struct Flags {
   double lr = 1.0, gamma = 0.7;
   std::uint64_t seed = 1;
   std::string data_dir = data::kFashionMnistDir, device, save_model, metrics, trace, resume, comm;
+  std::string tensorboard;
 };
 
 int run(const Flags& f) {
@@ -64,12 +65,12 @@ int run(const Flags& f) {
   auto test_set = data::load_mnist_dir(f.data_dir, data::Split::test);
   // The PyTorch example's normalisation (MNIST's mean and standard deviation).
   const std::vector<data::TransformPtr> tf = {data::normalize({0.1307f}, {0.3081f})};
+  // Unsharded: given a DDP model, the Trainer shards both loaders itself (the test set without
+  // padding, so every rank's evaluation covers it exactly once between them).
   data::DataLoaderOptions to;
   to.batch_size = f.batch_size;
   to.shuffle = true;
   to.seed = f.seed;
-  to.rank = rank;
-  to.world_size = world;
   data::DataLoader train_loader(train_set, to, tf, host, &dev);
   data::DataLoaderOptions eo;
   eo.batch_size = f.test_batch_size;
@@ -93,48 +94,33 @@ int run(const Flags& f) {
     cohort::trace::set_rank(rank);
   }
 
+  // Given the DDP module, the Trainer does the distributed rest: shards the loaders, averages the
+  // metrics, prints, writes metrics and TensorBoard files on rank 0 only.
   train::TrainerOptions opts;
   opts.epochs = f.epochs;
   opts.log_interval = f.log_interval;
   opts.max_steps = f.max_steps;
-  opts.show_progress = lead;
-  if (lead) opts.metrics_path = f.metrics;
-  opts.world_size = world;
+  opts.metrics_path = f.metrics;
+  opts.tensorboard_dir = f.tensorboard;
+  // Checkpoints: the newest whole pair (model + training state) after every epoch, on rank 0; a
+  // crash mid-save leaves the previous one.
+  opts.checkpoint_path = f.save_model;
   train::Trainer trainer(trained, criterion, optimizer, &scheduler, opts);
-  if (ddp) {
-    // Reporting only: DDP's wait for its all-reduces and the all-reduce time hidden under
-    // backward (both already inside backward) as extra rows of the phase table.
-    trainer.after_backward = [&] {
-      trainer.timer().add("comm", ddp->last_step().comm_wait_s);
-      trainer.timer().add("overlap", ddp->last_step().overlap_s);
-    };
-    trainer.reduce_metric = [&](double v) {
-      comm->allreduce(&v, &v, 1, cohort::DType::f64, cohort::comm::ReduceOp::avg)->wait();
-      return v;
-    };
-  }
 
-  std::int64_t first_epoch = 1;
   if (!f.resume.empty()) {
-    // The newest whole pair (model + training state): a crash mid-save leaves the previous one.
-    const auto got = train::load_checkpoint(f.resume, *model, optimizer, &scheduler);
-    const auto& p = got.progress;
-    first_epoch = p.epoch + 1;
-    trainer.set_global_step(p.global_step);
-    std::printf("resumed from %s after epoch %lld (step %lld)\n", got.model_path.c_str(),
-                static_cast<long long>(p.epoch), static_cast<long long>(p.global_step));
+    const auto got = trainer.resume(f.resume);
+    if (lead)
+      std::printf("resumed from %s after epoch %lld (step %lld)\n", got.model_path.c_str(),
+                  static_cast<long long>(got.progress.epoch),
+                  static_cast<long long>(got.progress.global_step));
   }
   trainer.after_epoch = [&](const train::EpochResult& r) {
     if (!lead) return;
     std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.0f images/s\n\n",
                 static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
                 static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
-    if (!f.save_model.empty()) {
-      train::save_checkpoint(f.save_model, *model, optimizer, &scheduler,
-                             {r.epoch, trainer.global_step()});
-    }
   };
-  const auto results = trainer.fit(train_loader, lead ? &test_loader : nullptr, first_epoch);
+  const auto results = trainer.fit(train_loader, &test_loader);
   // Each rank writes FILE.rank<N>; rank 0 then joins them into FILE (one process per rank,
   // each with its compute, data and comm tracks).
   if (!f.trace.empty()) {
@@ -201,6 +187,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")->check(kPositive);
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
+  app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
   app.add_option("--comm", f.comm, "communicator backend: shm, ucx, self, auto (default: COHORT_COMM, then auto)");
   try {
     app.parse(argc, argv);

@@ -11,9 +11,20 @@ Sequential::Sequential(std::initializer_list<ModulePtr> children) : Module("Sequ
   for (const auto& c : children) add(c);
 }
 
-Sequential::Sequential(std::vector<std::pair<std::string, ModulePtr>> named_children)
-    : Module("Sequential") {
+Sequential::Sequential(std::initializer_list<NamedModule> named_children) : Module("Sequential") {
+  for (const auto& [name, c] : named_children) add(name, c);
+}
+
+Sequential::Sequential(std::vector<NamedModule> named_children) : Module("Sequential") {
   for (auto& [name, c] : named_children) add(name, std::move(c));
+}
+
+std::shared_ptr<Sequential> sequential(std::initializer_list<NamedModule> named_children) {
+  return std::make_shared<Sequential>(named_children);
+}
+
+std::shared_ptr<Sequential> sequential(std::initializer_list<ModulePtr> children) {
+  return std::make_shared<Sequential>(children);
 }
 
 Sequential& Sequential::add(ModulePtr child) { return add(std::to_string(size()), std::move(child)); }

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "broadcast.hpp"
+#include "packed.hpp"
 #include "cohort/core/dtype.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"

@@ -6,6 +6,7 @@
 using cohort::testing::error_of;
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -143,7 +144,17 @@ TEST_CASE("errors carry file, line, expression and rank") {
     CHECK(e.rank() == -1);
   }
   cohort::set_error_rank(3);
+  // Users read the message alone; COHORT_DEBUG=1 adds where the check sits.
+  unsetenv("COHORT_DEBUG");
   const std::string msg = error_of([] { COHORT_CHECK_IN("shm", false, "peer gone"); });
+  setenv("COHORT_DEBUG", "1", 1);
+  const std::string dbg = error_of([] { COHORT_CHECK_IN("shm", false, "peer gone"); });
+  setenv("COHORT_DEBUG", "0", 1);
+  const std::string off = error_of([] { COHORT_CHECK_IN("shm", false, "peer gone"); });
+  unsetenv("COHORT_DEBUG");
   cohort::set_error_rank(-1);
-  CHECK(msg.find("cohort [shm] (rank 3): peer gone (tests/test_core.cpp:") == 0);
+  CHECK(msg == "cohort [shm] (rank 3): peer gone");
+  CHECK(off == msg);
+  CHECK(dbg.find("cohort [shm] (rank 3): peer gone [at tests/test_core.cpp:") == 0);
+  CHECK(dbg.find(", check `false` failed]") != std::string::npos);
 }

@@ -5,7 +5,7 @@
 #   tools/setup.sh            build + test dependencies
 #   tools/setup.sh --peers    also the peers the side-by-side benchmarks compare against
 #                             (PyTorch 1.13 CPU, Open MPI, Gloo) and .venv-peers/, a virtual
-#                             environment with the current torch, torchvision and safetensors
+#                             environment with the current torch, torchvision, safetensors and tensorboard
 #                             from PyPI (the CUDA build: about 5.5 GB, 1.5 min here)
 #
 # The CUDA toolkit (nvcc, cuBLAS, cuDNN, NCCL) is not a Debian package: it is used from
@@ -50,12 +50,12 @@ peers_venv() {
   [ "$want_venv" = 1 ] || return 0
   local venv
   venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-peers"
-  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import torch, torchvision, safetensors' 2>/dev/null; then
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import torch, torchvision, safetensors, tensorboard' 2>/dev/null; then
     echo "setup.sh: $venv has torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"
     return 0
   fi
   echo "setup.sh: making $venv (torch, torchvision, safetensors from PyPI)"
-  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet torch torchvision safetensors
+  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet torch torchvision safetensors tensorboard
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

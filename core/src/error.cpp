@@ -1,6 +1,8 @@
 #include "cohort/core/error.hpp"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 namespace cohort {
 namespace {
@@ -13,9 +15,12 @@ std::string format_message(const std::string& file, int line, const std::string&
   if (!backend.empty()) os << " [" << backend << "]";
   if (rank >= 0) os << " (rank " << rank << ")";
   os << ": " << why;
-  os << " (" << file << ":" << line;
-  if (!expr.empty()) os << ", check `" << expr << "` failed";
-  os << ")";
+  // Where in the library and which check: for whoever debugs cohort itself, not for its users.
+  if (debug_errors()) {
+    os << " [at " << file << ":" << line;
+    if (!expr.empty()) os << ", check `" << expr << "` failed";
+    os << "]";
+  }
   return os.str();
 }
 }  // namespace
@@ -29,6 +34,11 @@ Error::Error(std::string file, int line, std::string expr, std::string backend, 
       why_(std::move(why)),
       line_(line),
       rank_(rank) {}
+
+bool debug_errors() noexcept {
+  const char* v = std::getenv("COHORT_DEBUG");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
 
 void set_error_rank(int rank) noexcept { g_rank.store(rank); }
 int error_rank() noexcept { return g_rank.load(); }

@@ -389,6 +389,45 @@ bool DataLoader::next(Batch& out) {
   return true;
 }
 
+std::int64_t DataLoader::epoch() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->sampler.epoch();
+}
+
+DataLoader::iterator::iterator(DataLoader* loader) : loader_(loader) { ++*this; }
+
+DataLoader::iterator& DataLoader::iterator::operator++() {
+  if (loader_ && !loader_->next(batch_)) {
+    loader_ = nullptr;
+    batch_ = Batch();
+  }
+  return *this;
+}
+
+DataLoader::iterator DataLoader::begin() {
+  set_epoch(epoch());
+  return iterator(this);
+}
+
+void DataLoader::shard(int rank, int world_size, bool pad) {
+  Impl& m = *impl_;
+  // Built before the lock: it validates rank and world size and throws before anything changes.
+  DistributedSampler s(m.dataset->size(), world_size, rank, m.opt.shuffle, m.opt.seed,
+                       pad && m.opt.sampler_drop_last, pad);
+  std::int64_t epoch = 0;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    epoch = m.sampler.epoch();
+    m.sampler = s;
+    m.opt.rank = rank;
+    m.opt.world_size = world_size;
+  }
+  m.start_epoch(epoch);
+}
+
+int DataLoader::rank() const { return impl_->opt.rank; }
+int DataLoader::world_size() const { return impl_->opt.world_size; }
+
 std::int64_t DataLoader::num_batches() const { return impl_->num_batches(); }
 std::int64_t DataLoader::num_samples() const { return impl_->sampler.num_samples(); }
 

@@ -22,14 +22,19 @@ std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed) {
 }
 
 DistributedSampler::DistributedSampler(std::int64_t dataset_size, int replicas, int rank,
-                                       bool shuffle, std::uint64_t seed, bool drop_last)
+                                       bool shuffle, std::uint64_t seed, bool drop_last,
+                                       bool pad)
     : n_(dataset_size), replicas_(replicas), rank_(rank), shuffle_(shuffle), drop_last_(drop_last),
-      seed_(seed) {
+      pad_(pad), seed_(seed) {
   COHORT_CHECK(dataset_size >= 0, "DistributedSampler: dataset size ", dataset_size, " is negative");
   COHORT_CHECK(replicas >= 1, "DistributedSampler: number of replicas ", replicas, " must be >= 1");
   COHORT_CHECK(rank >= 0 && rank < replicas, "DistributedSampler: rank ", rank,
                " out of range [0, ", replicas - 1, "]");
-  if (drop_last_ && n_ % replicas_ != 0)
+  COHORT_CHECK(pad || !drop_last, "DistributedSampler: pad = false and drop_last = true "
+               "contradict each other (pad = false keeps every sample exactly once)");
+  if (!pad_)
+    num_samples_ = rank_ < n_ ? (n_ - rank_ + replicas_ - 1) / replicas_ : 0;
+  else if (drop_last_ && n_ % replicas_ != 0)
     num_samples_ = (n_ - replicas_ + replicas_ - 1) / replicas_;  // ceil((n - R) / R)
   else
     num_samples_ = (n_ + replicas_ - 1) / replicas_;
@@ -44,8 +49,9 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
     all.resize(static_cast<std::size_t>(n_));
     std::iota(all.begin(), all.end(), 0);
   }
-  const std::size_t total = static_cast<std::size_t>(total_size());
-  if (!drop_last_ && total > all.size() && !all.empty()) {
+  const std::size_t total =
+      pad_ ? static_cast<std::size_t>(num_samples_ * replicas_) : all.size();
+  if (pad_ && !drop_last_ && total > all.size() && !all.empty()) {
     // Pad by repeating the list from its start (as often as needed), as torch does.
     const std::size_t base = all.size();
     for (std::size_t i = 0; all.size() < total; ++i) all.push_back(all[i % base]);

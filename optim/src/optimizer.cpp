@@ -141,7 +141,22 @@ Tensor& Optimizer::buffer(Slot& slot, const std::string& name, bool* created) {
   return it->second;
 }
 
+int Optimizer::register_step_pre_hook(std::function<void(Optimizer&)> hook) {
+  COHORT_CHECK(hook != nullptr, where("register_step_pre_hook"), "the hook is empty");
+  pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+void Optimizer::remove_step_pre_hook(int id) {
+  for (auto it = pre_hooks_.begin(); it != pre_hooks_.end(); ++it)
+    if (it->first == id) {
+      pre_hooks_.erase(it);
+      return;
+    }
+}
+
 void Optimizer::step() {
+  for (auto& [id, hook] : pre_hooks_) hook(*this);
   // Check every parameter first, so that a bad one throws before any parameter has changed.
   std::size_t flat = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {

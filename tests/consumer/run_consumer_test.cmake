@@ -20,3 +20,12 @@ message(STATUS "${last_output}")
 if(NOT last_output MATCHES "consumer OK")
   message(FATAL_ERROR "consumer test: unexpected output: ${last_output}")
 endif()
+# The examples installed with the package build as a user's own project would.
+run_step("configure installed examples" ${CMAKE_COMMAND} -S "${prefix}/share/cohort/examples"
+         -B "${WORK_DIR}/examples" -G "${GENERATOR}" -DCMAKE_PREFIX_PATH=${prefix}
+         -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${CONSUMER_CXX_FLAGS}"
+         "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_LINK_FLAGS}")
+run_step("build installed examples" ${CMAKE_COMMAND} --build "${WORK_DIR}/examples")
+if(NOT EXISTS "${WORK_DIR}/examples/custom_ddp")
+  message(FATAL_ERROR "consumer test: the installed examples built no custom_ddp")
+endif()

@@ -22,13 +22,12 @@ int main() {
     std::shared_ptr<comm::Communicator> comm = comm::init_process_group();  // COHORT_COMM or auto
     auto& dev = host_device();
     nn::manual_seed(static_cast<std::uint64_t>(comm->rank()) + 1);  // DDP makes them equal
-    auto model = nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
-        {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 8, 3), dev)},
-        {"bn", nn::make<nn::BatchNorm2d>(8, dev)},
-        {"relu", nn::make<nn::ReLU>()},
-        {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
-        {"flatten", nn::make<nn::Flatten>()},
-        {"fc", nn::make<nn::Linear>(72, 10, dev)}});
+    auto model = nn::sequential({{"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 8, 3), dev)},
+                                 {"bn", nn::make<nn::BatchNorm2d>(8, dev)},
+                                 {"relu", nn::make<nn::ReLU>()},
+                                 {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
+                                 {"flatten", nn::make<nn::Flatten>()},
+                                 {"fc", nn::make<nn::Linear>(72, 10, dev)}});
 
     parallel::DDPOptions opt;
     opt.first_bucket_mb = 0.001;  // ~1 KiB: fc.bias alone, so communication starts early
@@ -36,11 +35,9 @@ int main() {
 
     auto ds = std::make_shared<data::SyntheticDataset>(2048, Shape{1, 8, 8}, 10, 5);
     data::DataLoaderOptions lo;
-    lo.batch_size = 32;  // per rank
+    lo.batch_size = 32;  // per rank; the Trainer shards the loader
     lo.shuffle = true;
     lo.seed = 7;
-    lo.rank = comm->rank();
-    lo.world_size = comm->size();
     data::DataLoader loader(ds, lo, {}, dev);
 
     nn::CrossEntropyLoss loss;
@@ -51,18 +48,9 @@ int main() {
     train::TrainerOptions to;
     to.epochs = 3;
     to.show_progress = false;
-    to.world_size = comm->size();
-    train::Trainer trainer(ddp, loss, sgd, nullptr, to);  // the DDP module, like any model
-
-    // Reporting only: DDP's wait and overlap (both inside backward) as extra phase rows.
-    trainer.after_backward = [&] {
-      trainer.timer().add("comm", ddp.last_step().comm_wait_s);
-      trainer.timer().add("overlap", ddp.last_step().overlap_s);
-    };
-    trainer.reduce_metric = [&](double v) {
-      comm->allreduce(&v, &v, 1, DType::f64, comm::ReduceOp::avg)->wait();
-      return v;
-    };
+    // The DDP module, like any model: the Trainer shards the loader, averages the loss over the
+    // ranks and adds DDP's comm and overlap rows to the phase table itself.
+    train::Trainer trainer(ddp, loss, sgd, nullptr, to);
 
     for (const auto& r : trainer.fit(loader, nullptr))
       if (comm->rank() == 0)

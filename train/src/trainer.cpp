@@ -9,6 +9,7 @@
 
 #include "cohort/core/ops.hpp"
 #include "cohort/core/trace.hpp"
+#include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
 
 namespace cohort::train {
@@ -27,7 +28,44 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
   COHORT_CHECK(o_.max_steps == -1 || o_.max_steps >= 1, "Trainer: max steps must be >= 1 or -1, got ",
                o_.max_steps);
   COHORT_CHECK(o_.world_size >= 1, "Trainer: world size must be >= 1, got ", o_.world_size);
+  ddp_ = dynamic_cast<parallel::DistributedDataParallel*>(&model_);
+  comm_ = o_.communicator.get();
+  if (ddp_) {
+    COHORT_CHECK(!comm_ || comm_ == &ddp_->communicator(), "Trainer: TrainerOptions::communicator "
+                 "is not the communicator of the DistributedDataParallel model it trains");
+    comm_ = &ddp_->communicator();
+  }
+  if (comm_) {
+    COHORT_CHECK(o_.world_size == 1 || o_.world_size == comm_->size(), "Trainer: world_size ",
+                 o_.world_size, " contradicts the communicator's ", comm_->size(), " ranks");
+    o_.world_size = comm_->size();
+    o_.distributed_eval = comm_->size() > 1;
+    if (comm_->size() > 1) {
+      reduce_metric = [c = comm_](double v) {
+        c->allreduce(&v, &v, 1, DType::f64, comm::ReduceOp::avg)->wait();
+        return v;
+      };
+    }
+  }
+  // Rank 0 alone shows and writes what describes the whole run.
+  if (!is_lead()) {
+    o_.show_progress = false;
+    o_.metrics_path.clear();
+    o_.tensorboard_dir.clear();
+  }
   if (!o_.metrics_path.empty()) metrics_ = MetricsWriter(o_.metrics_path);
+  if (!o_.tensorboard_dir.empty()) tensorboard_ = std::make_unique<SummaryWriter>(o_.tensorboard_dir);
+}
+
+Trainer::~Trainer() = default;
+
+int Trainer::rank() const { return comm_ ? comm_->rank() : 0; }
+int Trainer::world_size() const { return static_cast<int>(o_.world_size); }
+
+void Trainer::log_scalars(const std::string& prefix,
+                          const std::vector<std::pair<std::string, double>>& values) {
+  if (!tensorboard_) return;
+  for (const auto& [name, v] : values) tensorboard_->add_scalar(prefix + "/" + name, v, global_step_);
 }
 
 double Trainer::images_per_s() const {
@@ -81,7 +119,23 @@ struct CheckFiniteGuard {
 };
 }  // namespace
 
+namespace {
+// The training loader serves this rank's shard: sharded here unless the caller already did.
+void shard_loader(data::DataLoader& loader, int rank, int world, bool pad, const char* which) {
+  if (world <= 1) return;
+  if (loader.world_size() == 1) {
+    loader.shard(rank, world, pad);
+    return;
+  }
+  COHORT_CHECK(loader.rank() == rank && loader.world_size() == world, "Trainer: the ", which,
+               " loader serves shard ", loader.rank(), " of ", loader.world_size(),
+               " but this is rank ", rank, " of ", world,
+               " (leave the loader unsharded and the Trainer shards it)");
+}
+}  // namespace
+
 EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
+  shard_loader(train, rank(), world_size(), true, "training");
   model_.train();
   train.set_epoch(epoch - 1);
   const std::int64_t micro = train.num_batches();
@@ -150,6 +204,10 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     model_.set_grad_sync(true);
     if (k_done == 0) break;
     pending.end_step(k_done);
+    if (ddp_) {  // reporting only: both are already inside backward
+      timer_.add("comm", ddp_->last_step().comm_wait_s);
+      timer_.add("overlap", ddp_->last_step().overlap_s);
+    }
     if (after_backward) after_backward();
     timer_.time("optimizer", [&] {
       opt_.step();
@@ -164,6 +222,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     const double elapsed = seconds_since(t0);
     const double ips = elapsed > 0 ? static_cast<double>(samples * o_.world_size) / elapsed : 0;
     if (o_.show_progress) bar.update(step, step_loss, ips);
+    if (log_point)
+      log_scalars("train", {{"loss", step_loss}, {"lr", opt_.lr()}, {"images_per_s", ips}});
     if (log_point)
       metrics_.write("train",
                      {{"step", static_cast<double>(global_step_)},
@@ -186,6 +246,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
 
 EvalResult Trainer::evaluate(data::DataLoader& test) {
   trace::Span span("evaluate", "compute");
+  if (comm_) shard_loader(test, rank(), world_size(), false, "test");
   model_.eval();
   test.set_epoch(0);
   EvalResult r;
@@ -205,7 +266,13 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     r.samples += n;
   }
   model_.train();
-  if (reduce_metric && o_.distributed_eval) {  // sums across ranks, via the average the hook computes
+  if (comm_ && comm_->size() > 1) {  // every rank evaluated its shard: sum them
+    double sums[3] = {loss_sum, static_cast<double>(r.correct), static_cast<double>(r.samples)};
+    comm_->allreduce(sums, sums, 3, DType::f64, comm::ReduceOp::sum)->wait();
+    loss_sum = sums[0];
+    r.correct = std::llround(sums[1]);
+    r.samples = std::llround(sums[2]);
+  } else if (reduce_metric && o_.distributed_eval) {  // sums across ranks, via the average the hook computes
     loss_sum = reduce_metric(loss_sum) * static_cast<double>(o_.world_size);
     r.correct = std::llround(reduce_metric(static_cast<double>(r.correct)) * static_cast<double>(o_.world_size));
     r.samples = std::llround(reduce_metric(static_cast<double>(r.samples)) * static_cast<double>(o_.world_size));
@@ -215,8 +282,17 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   return r;
 }
 
+CheckpointLoad Trainer::resume(const std::string& path) {
+  nn::Module& plain = ddp_ ? ddp_->module() : model_;
+  CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
+  epochs_done_ = got.progress.epoch;
+  global_step_ = got.progress.global_step;
+  return got;
+}
+
 std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader* test,
                                       std::int64_t first_epoch) {
+  if (first_epoch == 0) first_epoch = epochs_done_ + 1;
   COHORT_CHECK(first_epoch >= 1, "Trainer::fit: first epoch must be >= 1, got ", first_epoch);
   std::vector<EpochResult> results;
   for (std::int64_t epoch = first_epoch; epoch <= o_.epochs; ++epoch) {
@@ -229,7 +305,17 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
                               {"accuracy", r.eval.accuracy},
                               {"images_per_s", r.images_per_s}});
     }
+    std::vector<std::pair<std::string, double>> epoch_scalars = {
+        {"loss", r.train_loss}, {"images_per_s", r.images_per_s}};
+    for (const auto& [phase, ms] : timer_.mean_ms()) epoch_scalars.emplace_back("phase_ms_" + phase, ms);
+    log_scalars("epoch", epoch_scalars);
+    if (test) log_scalars("eval", {{"loss", r.eval.loss}, {"accuracy", r.eval.accuracy}});
     if (sched_) sched_->step();
+    epochs_done_ = epoch;
+    if (!o_.checkpoint_path.empty() && is_lead())
+      save_checkpoint(o_.checkpoint_path, ddp_ ? ddp_->module() : model_, opt_, sched_,
+                      {epoch, global_step_});
+    if (tensorboard_) tensorboard_->flush();
     results.push_back(r);
     if (after_epoch) after_epoch(r);
   }

@@ -29,8 +29,12 @@ std::unique_ptr<Communicator> create_communicator(const std::string& name,
                                                   const ProcessGroupInfo& info,
                                                   std::shared_ptr<Store> store);
 
-// Convenience for programs: info from the environment, a TCP store at MASTER_ADDR:MASTER_PORT
-// (or the launcher's equivalent), then create_communicator(name, ...).
-std::unique_ptr<Communicator> init_process_group(const std::string& name = "");
+// What a program calls (torch.distributed.init_process_group): the launcher's variables, a store
+// at MASTER_ADDR:MASTER_PORT (or the launcher's equivalent), then create_communicator(name, ...).
+// Shared, because DistributedDataParallel, DistributedOptimizer and the Trainer keep it too.
+// One process without launcher variables gets "self" (or whatever `name`/COHORT_COMM name that
+// works alone); naming a multi-process backend (shm, ucx, nccl) there is an error saying how to
+// launch the ranks, instead of a silent one-rank run. Blocks until every rank has arrived.
+std::shared_ptr<Communicator> init_process_group(const std::string& name = "");
 
 }  // namespace cohort::comm

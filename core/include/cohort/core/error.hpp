@@ -1,5 +1,8 @@
-// Errors at the C++ API: every failure is a cohort::Error that says where (file, line, the
-// expression that failed), in which backend and on which rank, and why, with the values at fault.
+// Errors at the C++ API: every failure is a cohort::Error that says why, with the values at fault,
+// in which backend and on which rank: what() reads "cohort [shm] (rank 1): <why>". Where in the
+// library it was raised (file, line, the check that failed) is kept in the object and appended
+// to what() only when COHORT_DEBUG is set (not "0"): " [at core/src/tensor.cpp:88, check `...`
+// failed]" -- noise for users, useful to whoever debugs cohort.
 // Check macros live here; backend-specific ones (COHORT_CHECK_CUDA, ...) live at each backend's edge
 // and build a cohort::Error the same way.
 #pragma once
@@ -31,6 +34,8 @@ class Error : public std::runtime_error {
 // The rank stamped on errors raised in this process; collectives set it once the process group is
 // known. -1 (the default) leaves it out of messages.
 void set_error_rank(int rank) noexcept;
+// Whether COHORT_DEBUG asks for source locations in messages (read at each error).
+bool debug_errors() noexcept;
 int error_rank() noexcept;
 
 namespace detail {

@@ -2,12 +2,16 @@
 // into [B, C, H, W] f32 images and [B] i64 labels, and a background thread that assembles the
 // next batch while the caller trains on the current one.
 //
-// Usage:
-//   DataLoader loader(dataset, {.batch_size = 64, .shuffle = true, .seed = 1});
-//   for (int epoch = 0; epoch < epochs; ++epoch) {
-//     loader.set_epoch(epoch);
-//     Batch b;
-//     while (loader.next(b)) { ... b.images, b.labels ... }
+// Usage (the loader's device gets the batches; the host device assembles them):
+//   data::DataLoaderOptions o;
+//   o.batch_size = 64;
+//   o.shuffle = true;
+//   data::DataLoader loader(dataset, o, {data::normalize({0.2860f}, {0.3530f})}, host, &dev);
+//   for (std::int64_t epoch = 0; epoch < epochs; ++epoch) {
+//     loader.set_epoch(epoch);               // reshuffles (PyTorch: sampler.set_epoch)
+//     for (const data::Batch& b : loader) {  // or: Batch b; while (loader.next(b)) ...
+//       ... b.images, b.labels ...
+//     }
 //   }
 // Errors raised while assembling a batch (in the prefetch thread) are rethrown by next(), among
 // them a label outside [0, dataset.num_classes()), checked here on the host because the loss ops do
@@ -21,7 +25,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -65,8 +71,44 @@ class DataLoader {
 
   // Starts epoch `epoch` (reshuffles; restarts iteration). Also called implicitly with 0.
   void set_epoch(std::int64_t epoch);
+  std::int64_t epoch() const;
   // The next batch of the epoch; false once the epoch is exhausted.
   bool next(Batch& out);
+
+  // Range-for over the current epoch: begin() restarts it from its first batch (as iterating a
+  // PyTorch DataLoader again does); call set_epoch first to reshuffle. One pass at a time: the
+  // iterator is an input iterator over next(), and the Batch it yields is replaced by ++.
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Batch*;
+    using reference = const Batch&;
+    iterator() = default;
+    reference operator*() const { return batch_; }
+    pointer operator->() const { return &batch_; }
+    iterator& operator++();
+    bool operator==(const iterator& o) const { return loader_ == o.loader_; }
+    bool operator!=(const iterator& o) const { return loader_ != o.loader_; }
+
+   private:
+    friend class DataLoader;
+    explicit iterator(DataLoader* loader);
+    DataLoader* loader_ = nullptr;  // nullptr once the epoch is exhausted (== end())
+    Batch batch_;
+  };
+  iterator begin();
+  iterator end() { return iterator(); }
+
+  // The shard this loader serves: `rank` of `world_size` (DistributedSampler's rules with the
+  // options' shuffle, seed and sampler_drop_last). pad = false keeps every sample exactly once
+  // (shards differ by at most one sample): what evaluation over several ranks needs. Restarts
+  // the current epoch. The Trainer calls it for a data-parallel model; set it in the options
+  // instead when you drive the loader yourself.
+  void shard(int rank, int world_size, bool pad = true);
+  int rank() const;
+  int world_size() const;
 
   std::int64_t num_batches() const;   // per epoch, for this rank
   std::int64_t num_samples() const;   // per epoch, for this rank

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cohort/core/shape.hpp"
 
@@ -30,4 +31,14 @@ using DatasetPtr = std::shared_ptr<const Dataset>;
 namespace cohort::data {
 // Samples [begin, end) of `dataset` as a data set of its own (shares the parent's memory).
 DatasetPtr subset(DatasetPtr dataset, std::int64_t begin, std::int64_t end);
+// torch.utils.data.Subset: the samples at `indices`, in that order (each checked against the
+// parent's size).
+DatasetPtr subset(DatasetPtr dataset, std::vector<std::int64_t> indices);
+
+// The DataPartitioner of PyTorch's "Writing Distributed Applications" tutorial (and Needle's):
+// shuffles the indices with `seed` (the same on every rank), then cuts consecutive parts of
+// floor(fraction * size) samples each. Fractions must be in (0, 1] and sum to at most 1; the
+// parts never overlap. partition(data, {0.5, 0.5})[rank] gives each of 2 ranks its half.
+std::vector<DatasetPtr> partition(DatasetPtr dataset, const std::vector<double>& fractions,
+                                  std::uint64_t seed = 1234);
 }  // namespace cohort::data

@@ -15,17 +15,19 @@ namespace cohort::data {
 class DistributedSampler {
  public:
   DistributedSampler(std::int64_t dataset_size, int replicas = 1, int rank = 0,
-                     bool shuffle = true, std::uint64_t seed = 0, bool drop_last = false);
+                     bool shuffle = true, std::uint64_t seed = 0, bool drop_last = false,
+                     bool pad = true);
   void set_epoch(std::int64_t epoch) { epoch_ = epoch; }
   std::int64_t epoch() const { return epoch_; }
-  std::int64_t num_samples() const { return num_samples_; }  // per rank
-  std::int64_t total_size() const { return num_samples_ * replicas_; }
+  std::int64_t num_samples() const { return num_samples_; }  // this rank's
+  int replicas() const { return replicas_; }
+  int rank() const { return rank_; }
   std::vector<std::int64_t> indices() const;  // this rank's, for the current epoch
 
  private:
   std::int64_t n_;
   int replicas_, rank_;
-  bool shuffle_, drop_last_;
+  bool shuffle_, drop_last_, pad_;
   std::uint64_t seed_;
   std::int64_t epoch_ = 0;
   std::int64_t num_samples_ = 0;

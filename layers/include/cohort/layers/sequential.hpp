@@ -8,6 +8,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,11 +17,15 @@
 
 namespace cohort::nn {
 
+// A child with its state_dict name: {"fc1", nn::make<nn::Linear>(784, 256, dev)}.
+using NamedModule = std::pair<std::string, ModulePtr>;
+
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
   Sequential(std::initializer_list<ModulePtr> children);
-  explicit Sequential(std::vector<std::pair<std::string, ModulePtr>> named_children);
+  Sequential(std::initializer_list<NamedModule> named_children);
+  explicit Sequential(std::vector<NamedModule> named_children);
 
   // Appends `child` as "<index>" or under `name`; returns *this for chaining.
   Sequential& add(ModulePtr child);
@@ -40,5 +45,13 @@ class Sequential : public Module {
  private:
   bool fusion_ = true;
 };
+
+// The shared_ptr a model is passed around as, without spelling out the list's type:
+//   auto net = nn::sequential({{"fc1", nn::make<nn::Linear>(784, 256, dev)},
+//                              {"relu", nn::make<nn::ReLU>()},
+//                              {"fc2", nn::make<nn::Linear>(256, 10, dev)}});
+//   auto mlp = nn::sequential({nn::make<nn::Flatten>(), nn::make<nn::Linear>(784, 10, dev)});
+std::shared_ptr<Sequential> sequential(std::initializer_list<NamedModule> named_children);
+std::shared_ptr<Sequential> sequential(std::initializer_list<ModulePtr> children);
 
 }  // namespace cohort::nn

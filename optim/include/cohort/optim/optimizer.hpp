@@ -74,6 +74,12 @@ class Optimizer {
   // Sets every defined gradient to zero (torch's zero_grad(set_to_none=False), its 1.13 default).
   void zero_grad();
 
+  // Runs `hook(*this)` at the start of every step(), before gradients are checked or parameters
+  // change (torch's register_step_pre_hook): what parallel::DistributedOptimizer averages
+  // gradients in. Hooks run in registration order; returns an id for remove_step_pre_hook.
+  int register_step_pre_hook(std::function<void(Optimizer&)> hook);
+  void remove_step_pre_hook(int id);  // unknown ids are ignored
+
   std::size_t num_param_groups() const { return groups_.size(); }
   // Parameters of group `group`, in the order given.
   const std::vector<ParameterPtr>& params(std::size_t group = 0) const;
@@ -158,6 +164,8 @@ class Optimizer {
 
   std::string name_;
   std::vector<Group> groups_;
+  std::vector<std::pair<int, std::function<void(Optimizer&)>>> pre_hooks_;
+  int next_hook_id_ = 0;
 };
 
 namespace detail {

@@ -3,8 +3,16 @@
 // it does a user could write by hand in 30 lines; it exists so every example reports the same way.
 //
 // It takes any nn::Module, data-parallel ones included: pass a parallel::DistributedDataParallel
-// as the model and its forward syncs buffers and its backward returns averaged gradients, so the
-// loop has nothing DDP-specific to do.
+// as the model and its forward syncs buffers and its backward returns averaged gradients. The
+// Trainer then sets up the rest of a distributed run itself (or does so for a plain model given
+// TrainerOptions::communicator, e.g. with parallel::DistributedOptimizer):
+//  - shards the training loader (rank r of n, DistributedSampler rules) unless it already is;
+//  - shards the test loader without padding and sums loss and accuracy over the ranks, so every
+//    rank's evaluate() returns the whole test set's figures;
+//  - averages the epoch's training loss over the ranks, counts images/s over all of them;
+//  - prints progress, writes metrics, TensorBoard scalars and checkpoints on rank 0 only;
+//  - adds DDP's "comm" (waiting for all-reduces) and "overlap" (all-reduce time hidden under
+//    backward) rows to the phase table.
 //
 // One step: data (wait for the loader) -> forward (model + loss) -> backward -> [after_backward
 // hook] -> optimizer (step + zero_grad). With accumulation = k, k micro-batches run
@@ -29,13 +37,17 @@
 #include <string>
 #include <vector>
 
+#include "cohort/collectives/communicator.hpp"
 #include "cohort/data/dataloader.hpp"
 #include "cohort/layers/loss.hpp"
 #include "cohort/layers/module.hpp"
 #include "cohort/optim/lr_scheduler.hpp"
 #include "cohort/optim/optimizer.hpp"
 #include "cohort/train/metrics.hpp"
+#include "cohort/parallel/ddp.hpp"
+#include "cohort/train/checkpoint.hpp"
 #include "cohort/train/phase_timer.hpp"
+#include "cohort/train/tensorboard.hpp"
 
 namespace cohort::train {
 
@@ -45,11 +57,18 @@ struct TrainerOptions {
   std::int64_t max_steps = -1;         // optimizer steps per epoch at most (-1: all)
   std::int64_t accumulation = 1;       // micro-batches per optimizer step
   bool show_progress = true;           // progress on stdout (rank 0 only in multi-rank runs)
-  std::string metrics_path;            // JSON Lines, empty: none
-  std::int64_t world_size = 1;         // images/s counts the samples of every rank
-  // Every rank evaluates its shard of the test set and the results are summed with
-  // reduce_metric; false (default): evaluate() reports this rank's data only (rank 0 alone
-  // evaluates, as the PyTorch example does), so it issues no collective.
+  std::string metrics_path;            // JSON Lines (rank 0), empty: none
+  std::string tensorboard_dir;         // TensorBoard event file in DIR (rank 0), empty: none
+  // After every epoch, save_checkpoint(checkpoint_path, ...) of the plain model (the one a DDP
+  // wraps), its optimizer and scheduler (rank 0); empty: none. Trainer::resume reads it back.
+  std::string checkpoint_path;
+  // The data-parallel group. Taken from the model when it is a DistributedDataParallel; set it
+  // for a plain model whose gradients are averaged another way (parallel::DistributedOptimizer).
+  std::shared_ptr<comm::Communicator> communicator;
+  // Without a communicator: the number of ranks images/s counts (ranks synchronised by the
+  // caller), and whether evaluate() combines the ranks' figures through reduce_metric. With one,
+  // both follow from it.
+  std::int64_t world_size = 1;
   bool distributed_eval = false;
 };
 
@@ -71,12 +90,19 @@ class Trainer {
  public:
   Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
           optim::Scheduler* scheduler, TrainerOptions options);
+  ~Trainer();
 
-  // Runs epochs [first_epoch, options.epochs) (1-based, as the PyTorch example counts), each
-  // followed by evaluation on `test` when given and one scheduler step. Returns one result per
-  // epoch run.
-  std::vector<EpochResult> fit(data::DataLoader& train, data::DataLoader* test,
-                               std::int64_t first_epoch = 1);
+  // Runs epochs first_epoch..options.epochs (1-based, as the PyTorch example counts; 0: the one
+  // after the last epoch resume() restored, else 1), each followed by evaluation on `test` when
+  // given, one scheduler step and the checkpoint. Returns one result per epoch run. With a
+  // communicator every rank must call it (and pass a test loader, or none, alike).
+  std::vector<EpochResult> fit(data::DataLoader& train, data::DataLoader* test = nullptr,
+                               std::int64_t first_epoch = 0);
+  // Restores model, optimizer, scheduler and step count from a checkpoint written by
+  // options.checkpoint_path (or save_checkpoint): the newest whole pair at `path`. Every rank
+  // reads the file. Returns what it loaded (epochs and steps completed, and which file of the
+  // pair: `path` or its .prev); fit() continues after that epoch.
+  CheckpointLoad resume(const std::string& path);
   // One epoch of training (the loader's epoch is set to epoch - 1 for shuffling).
   EpochResult train_epoch(data::DataLoader& train, std::int64_t epoch);
   // Loss and accuracy in eval mode (no gradients, dropout off, batch-norm running stats).
@@ -88,9 +114,13 @@ class Trainer {
   std::function<void()> after_backward;
   // After every epoch (for checkpoints); gets the result, already evaluated.
   std::function<void(const EpochResult&)> after_epoch;
-  // Combines a per-rank value into the global one (data parallel: an all-reduce average over the
-  // ranks); identity by default.
+  // Combines a per-rank value into the global one; with a communicator of several ranks it
+  // defaults to an all-reduce average over them, else to the identity.
   std::function<double(double)> reduce_metric;
+
+  int rank() const;        // in the communicator's group; 0 without one
+  int world_size() const;  // ranks whose samples images/s counts
+  bool is_lead() const { return rank() == 0; }  // rank 0: prints, writes files
 
   PhaseTimer& timer() { return timer_; }
   // The loss of every optimizer step so far (the cost history); on a GPU as of the last readback
@@ -111,6 +141,11 @@ class Trainer {
   MetricsWriter metrics_;
   std::vector<double> history_;
   std::int64_t global_step_ = 0;
+  std::int64_t epochs_done_ = 0;  // restored by resume()
+  comm::Communicator* comm_ = nullptr;
+  parallel::DistributedDataParallel* ddp_ = nullptr;
+  std::unique_ptr<SummaryWriter> tensorboard_;
+  void log_scalars(const std::string& prefix, const std::vector<std::pair<std::string, double>>& v);
   double train_seconds_ = 0;
   std::int64_t train_samples_ = 0;
 };

@@ -1,0 +1,11 @@
+// Everything of cohort::data: data sets (IDX/MNIST, CIFAR-10, synthetic, subsets, partitions),
+// transforms, the DistributedSampler and the DataLoader.
+#pragma once
+
+#include "cohort/data/cifar10.hpp"
+#include "cohort/data/dataloader.hpp"
+#include "cohort/data/dataset.hpp"
+#include "cohort/data/idx.hpp"
+#include "cohort/data/sampler.hpp"
+#include "cohort/data/synthetic.hpp"
+#include "cohort/data/transforms.hpp"
