@@ -59,8 +59,11 @@ TEST_CASE("DataLoader: range-for visits the epoch, and each loop starts it again
     CHECK(seen[0] == V{0, 1, 2, 3});
     CHECK(seen[2] == V{8, 9});
   }
-  // Half-way through with next(), a range-for starts the epoch from its first batch again.
+  // A finished loop leaves the epoch exhausted for next(), as before range-for existed.
   Batch b;
+  CHECK(!loader.next(b));
+  // Half-way through with next(), a range-for starts the epoch from its first batch again.
+  loader.set_epoch(0);
   REQUIRE(loader.next(b));
   REQUIRE(loader.next(b));
   CHECK(ids_of(*loader.begin()) == V{0, 1, 2, 3});

@@ -1,5 +1,7 @@
 // Bad input is a clear error that names the layer (by its state_dict path) and the shapes; a NaN
 // or infinite loss is an error that says where the non-finite value entered.
+#include <cstdlib>
+
 #include "layer_testing.hpp"
 
 #include "../common/remote_device.hpp"
@@ -38,8 +40,14 @@ TEST_CASE("wrong rank and channel count name the layer and the shapes") {
   CHECK_MESSAGE(channels.find("Conv2d(conv1): expected 4-D input [N, 1, H, W], got [2, 3, 28, 28]") !=
                     std::string::npos,
                 channels);
-  // The location is the check in the layer's source, not the container's.
-  CHECK_MESSAGE(channels.find("layers/conv2d.cpp") != std::string::npos, channels);
+  // Users read the message alone; with COHORT_DEBUG=1 the location follows, and it is the check
+  // in the layer's source, not the container's.
+  CHECK_MESSAGE(channels.find("conv2d.cpp") == std::string::npos, channels);
+  setenv("COHORT_DEBUG", "1", 1);
+  const std::string located =
+      error_of([&] { net->forward(lt::uniform({2, 3, 28, 28}, 0, 1, 1)); });
+  unsetenv("COHORT_DEBUG");
+  CHECK_MESSAGE(located.find("[at layers/conv2d.cpp:") != std::string::npos, located);
 }
 
 TEST_CASE("a too-small input names the kernel and padding") {
