@@ -7,6 +7,7 @@
 
 #include "cohort/core/error.hpp"
 #include "host_device.hpp"
+#include "thread_governor.hpp"
 
 namespace cohort::host {
 
@@ -20,6 +21,7 @@ void sgemm(const GemmArgs& g) {
       }
     return;
   }
+  follow_contention();
   const dnnl_status_t st =
       dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, g.alpha, g.a, g.lda,
                  g.b, g.ldb, g.beta, g.c, g.ldc);

@@ -11,6 +11,8 @@
 // Rule 3 divides even when a launcher bound each rank to its own CPUs (mpirun --map-by
 // slot:PE=4): that undersubscribes by the local rank count, where not dividing under a shared
 // cgroup would oversubscribe, which costs far more. Such jobs set OMP_NUM_THREADS.
+// Rules 2 and 3 give the most the GEMM may use; while other processes keep the CPUs busy it runs
+// on one (thread_governor.hpp: a team waiting for a descheduled thread ran 2.9x slower).
 #include <omp.h>
 #include <sched.h>
 #include <unistd.h>
@@ -65,6 +67,7 @@ HostThreads decide() {
   t.reason = detail::concat(cpus, " CPUs in the affinity mask / ", local, " rank",
                             local == 1 ? "" : "s", " on this host (",
                             info.source.empty() ? "default" : info.source, ")");
+  if (t.threads > 1) t.reason += "; 1 while other processes keep the CPUs busy";
   if (!launch_error.empty()) t.reason += "; launcher variables unreadable: " + launch_error;
   return t;
 }
