@@ -86,10 +86,13 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
   detail::check_same_parameters(*model_, *comm_);
 
   // Everyone starts from rank 0's weights and buffers.
-  if (detail::broadcast_from_rank0(values_of(model_->named_parameters()), *comm_))
-    model_->notify_state_loaded();
-  has_buffers_ = !model_->named_buffers().empty();
-  sync_buffers();
+  with_context("DistributedDataParallel constructor (broadcast of rank 0's parameters and "
+               "buffers)", [&] {
+    if (detail::broadcast_from_rank0(values_of(model_->named_parameters()), *comm_))
+      model_->notify_state_loaded();
+    has_buffers_ = !model_->named_buffers().empty();
+    sync_buffers_now();
+  });
 
   for (const auto& p : model_->named_parameters()) {
     if (!p.param->requires_grad) continue;
@@ -157,6 +160,11 @@ DistributedDataParallel::~DistributedDataParallel() {
 }
 
 void DistributedDataParallel::sync_buffers() {
+  with_context("DistributedDataParallel::sync_buffers (broadcast of rank 0's buffers)",
+               [&] { sync_buffers_now(); });
+}
+
+void DistributedDataParallel::sync_buffers_now() {
   if (!has_buffers_ || comm_->size() == 1) return;
   trace::Span span("ddp sync_buffers", "comm");
   // Written in place on ranks > 0; modules that keep host copies of buffers (batch norm's batch
@@ -168,14 +176,18 @@ void DistributedDataParallel::sync_buffers() {
 // ---- the Module side ----
 
 Tensor DistributedDataParallel::forward_impl(const Tensor& x) {
-  if (opt_.broadcast_buffers && syncing_ && model_->is_training()) sync_buffers();
+  if (opt_.broadcast_buffers && syncing_ && model_->is_training())
+    with_context("DistributedDataParallel::forward (broadcast of rank 0's buffers)",
+                 [&] { sync_buffers_now(); });
   return model_->forward(x);
 }
 
 Tensor DistributedDataParallel::backward_impl(const Tensor& grad_output, bool need_input_grad) {
-  Tensor dx = model_->backward(grad_output, need_input_grad);
-  finish_gradients();  // no-op inside no_sync() and at world size 1
-  return dx;
+  return with_context("DistributedDataParallel::backward (gradient all-reduce)", [&] {
+    Tensor dx = model_->backward(grad_output, need_input_grad);
+    finish_gradients_now();  // no-op inside no_sync() and at world size 1
+    return dx;
+  });
 }
 
 Shape DistributedDataParallel::output_shape_impl(const Shape& input) const {
@@ -238,6 +250,11 @@ void DistributedDataParallel::poll() {
 }
 
 void DistributedDataParallel::finish_gradients() {
+  with_context("DistributedDataParallel::finish_gradients (gradient all-reduce)",
+               [&] { finish_gradients_now(); });
+}
+
+void DistributedDataParallel::finish_gradients_now() {
   if (!in_step_) return;  // no synchronised backward since the last call
   const double t_end_backward = now_s();
   {

@@ -18,7 +18,9 @@ bool DistributedDataParallel::weights_identical_across_ranks() {
   const std::string d = weights_digest();
   const auto mine = static_cast<std::int64_t>(std::stoull(d, nullptr, 16));
   std::vector<std::int64_t> all(static_cast<std::size_t>(comm_->size()));
-  comm_->allgather(&mine, all.data(), 1, DType::i64)->wait();
+  with_context("DistributedDataParallel::weights_identical_across_ranks (all-gather of the "
+               "weights digests)",
+               [&] { comm_->allgather(&mine, all.data(), 1, DType::i64)->wait(); });
   return std::all_of(all.begin(), all.end(), [&](std::int64_t x) { return x == mine; });
 }
 

@@ -19,14 +19,17 @@ std::vector<Tensor> grads_of(const std::vector<ParameterPtr>& params) {
 }  // namespace
 
 void broadcast_parameters(nn::Module& model, comm::Communicator& comm, int root) {
-  detail::check_same_parameters(model, comm);
-  std::vector<Tensor> state;
-  for (const auto& e : model.state_dict()) state.push_back(e.tensor);
-  if (detail::broadcast_from(state, comm, root)) model.notify_state_loaded();
+  with_context("broadcast_parameters", [&] {
+    detail::check_same_parameters(model, comm);
+    std::vector<Tensor> state;
+    for (const auto& e : model.state_dict()) state.push_back(e.tensor);
+    if (detail::broadcast_from(state, comm, root)) model.notify_state_loaded();
+  });
 }
 
 void average_gradients(nn::Module& model, comm::Communicator& comm) {
-  detail::average_across_ranks(grads_of(model.parameters()), comm);
+  with_context("average_gradients (all-reduce of the gradients)",
+               [&] { detail::average_across_ranks(grads_of(model.parameters()), comm); });
 }
 
 DistributedOptimizer::DistributedOptimizer(optim::Optimizer& optimizer,
@@ -37,7 +40,8 @@ DistributedOptimizer::DistributedOptimizer(optim::Optimizer& optimizer,
     std::vector<ParameterPtr> params;
     for (std::size_t g = 0; g < o.num_param_groups(); ++g)
       for (const auto& p : o.params(g)) params.push_back(p);
-    detail::average_across_ranks(grads_of(params), *comm_);
+    with_context("DistributedOptimizer(" + o.name() + ")::step (all-reduce of the gradients)",
+                 [&] { detail::average_across_ranks(grads_of(params), *comm_); });
   });
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cohort/cohort.hpp"
+#include "../common/testing.hpp"
 #include "ddp_test.hpp"
 
 namespace nn = cohort::nn;
@@ -166,4 +167,28 @@ TEST_CASE("Trainer: a loader sharded differently from the rank is an error namin
   to.show_progress = false;
   cohort::train::Trainer trainer(*ddp, loss, sgd, nullptr, to);
   CHECK_THROWS_WITH_AS(trainer.fit(loader), doctest::Contains("loader serves shard"), cohort::Error);
+}
+
+// Breaks the communicator (a mismatch leaves it unusable, as NCCL does after an error), so it runs
+// in its own ctest entries: parallel_api_errors_*.
+TEST_CASE("collective errors name the API call that issued it") {
+  auto& c = ddp_test::comm();
+  if (c.size() < 2) return;
+  auto ddp = nn::make<par::DistributedDataParallel>(mlp(3), ddp_test::shared_comm());
+  for (auto& p : ddp->parameters()) cohort::ops::fill(p->grad, 1.0);
+  // Rank 0 checks the weights (an all-gather) while the others average gradients (an
+  // all-reduce): every rank's error says which of its calls failed.
+  const std::string e = cohort::testing::error_of([&] {
+    if (c.rank() == 0)
+      ddp->weights_identical_across_ranks();
+    else
+      par::average_gradients(ddp->module(), c);
+  });
+  MESSAGE(e);
+  CHECK(e.find("collective mismatch") != std::string::npos);
+  if (c.rank() == 0)
+    CHECK(e.find("DistributedDataParallel::weights_identical_across_ranks (all-gather of the "
+                 "weights digests): ") != std::string::npos);
+  else
+    CHECK(e.find("average_gradients (all-reduce of the gradients): ") != std::string::npos);
 }

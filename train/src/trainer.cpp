@@ -42,7 +42,9 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     o_.distributed_eval = comm_->size() > 1;
     if (comm_->size() > 1) {
       reduce_metric = [c = comm_](double v) {
-        c->allreduce(&v, &v, 1, DType::f64, comm::ReduceOp::avg)->wait();
+        with_context("Trainer (averaging the epoch's training loss over the ranks)", [&] {
+          c->allreduce(&v, &v, 1, DType::f64, comm::ReduceOp::avg)->wait();
+        });
         return v;
       };
     }
@@ -268,7 +270,9 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   model_.train();
   if (comm_ && comm_->size() > 1) {  // every rank evaluated its shard: sum them
     double sums[3] = {loss_sum, static_cast<double>(r.correct), static_cast<double>(r.samples)};
-    comm_->allreduce(sums, sums, 3, DType::f64, comm::ReduceOp::sum)->wait();
+    with_context("Trainer::evaluate (summing loss and accuracy over the ranks)", [&] {
+      comm_->allreduce(sums, sums, 3, DType::f64, comm::ReduceOp::sum)->wait();
+    });
     loss_sum = sums[0];
     r.correct = std::llround(sums[1]);
     r.samples = std::llround(sums[2]);

@@ -38,6 +38,19 @@ void set_error_rank(int rank) noexcept;
 bool debug_errors() noexcept;
 int error_rank() noexcept;
 
+// Runs f() and returns its result; a cohort::Error it throws is rethrown with `api` before its
+// reason, so an error from deep inside a collective names the call that issued it:
+// "DistributedDataParallel::weights_identical_across_ranks (all-gather of the weights digests):
+// collective mismatch: ...". The rank, backend and source location are kept.
+template <class F>
+decltype(auto) with_context(const std::string& api, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(e.file(), e.line(), e.expression(), e.backend(), e.rank(), api + ": " + e.why());
+  }
+}
+
 namespace detail {
 template <class... Args>
 std::string concat(const Args&... args) {

@@ -159,6 +159,8 @@ class DistributedDataParallel : public nn::Module {
   struct Bucket;
   void on_grad_ready(int index);
   void launch_ready_buckets();
+  void sync_buffers_now();
+  void finish_gradients_now();
   void launch(Bucket& b);
   void poll();
   std::vector<Tensor> gradients_of(const Bucket& b) const;
