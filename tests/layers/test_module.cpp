@@ -80,6 +80,24 @@ TEST_CASE("state_dict names are PyTorch's") {
   CHECK(net->num_parameters() == 4 * 27 + 4 + 8 * 36 + 16 + 8 * 72 + 16 + 32 + 16 + 40 + 5);
 }
 
+TEST_CASE("nn::sequential: named pairs and plain lists without spelling out the list type") {
+  auto& dev = lt::host();
+  auto named = nn::sequential({{"flatten", nn::make<nn::Flatten>()},
+                               {"fc1", nn::make<nn::Linear>(4, 3, dev)},
+                               {"relu", nn::make<nn::ReLU>()},
+                               {"fc2", nn::make<nn::Linear>(3, 2, dev, /*bias=*/false)}});
+  CHECK(names_of(named->state_dict()) ==
+        std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight"});
+  auto plain = nn::sequential({nn::make<nn::Flatten>(), nn::make<nn::Linear>(4, 3, dev)});
+  CHECK(names_of(plain->state_dict()) == std::vector<std::string>{"1.weight", "1.bias"});
+  nn::Sequential direct{{"a", nn::make<nn::ReLU>()}, {"b", nn::make<nn::Linear>(2, 2, dev)}};
+  CHECK(names_of(direct.state_dict()) == std::vector<std::string>{"b.weight", "b.bias"});
+  CHECK(named->output_shape({5, 1, 2, 2}) == Shape{5, 2});
+  CHECK(lt::error_of([&] {
+          nn::sequential({{"x", nn::make<nn::ReLU>()}, {"x", nn::make<nn::ReLU>()}});
+        }).find("x") != std::string::npos);
+}
+
 TEST_CASE("gradients accumulate until zero_grad") {
   nn::manual_seed(4);
   nn::Linear fc(3, 2, lt::host());
