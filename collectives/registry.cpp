@@ -2,6 +2,7 @@
 // (DESIGN.md: no self-registering objects), and the selection policy over it.
 #include "cohort/collectives/registry.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
@@ -14,12 +15,18 @@
 #if COHORT_HAVE_UCX
 #include "ucx/ucx_communicator.hpp"
 #endif
+#if COHORT_HAVE_NCCL
+#include "nccl/nccl_communicator.hpp"
+#endif
 
 namespace cohort::comm {
 
 const std::vector<CommunicatorFactory>& communicator_factories() {
-  // Portable backends last. nccl joins first (behind COHORT_HAVE_NCCL) when it exists.
+  // Portable backends last.
   static const std::vector<CommunicatorFactory> all = {
+#if COHORT_HAVE_NCCL
+      nccl::factory(),  // one GPU per rank, device memory
+#endif
 #if COHORT_HAVE_UCX
       ucx::factory(),
 #endif
@@ -34,7 +41,9 @@ namespace {
 // Backends the design knows but this build does not contain, with the reason.
 std::vector<std::pair<std::string, std::string>> absent_backends() {
   std::vector<std::pair<std::string, std::string>> v;
-  v.emplace_back("nccl", "not implemented yet");
+#if !COHORT_HAVE_NCCL
+  v.emplace_back("nccl", "this library was built without NCCL/CUDA");
+#endif
 #if !COHORT_HAVE_UCX
   v.emplace_back("ucx", "this library was built without UCX");
 #endif
@@ -45,6 +54,21 @@ std::string known_names() {
   std::string s;
   for (const auto& f : communicator_factories()) s += (s.empty() ? "" : ", ") + f.name;
   return s;
+}
+
+// The backends that can serve `info`, best first by score: "shm, self" (or "none").
+std::string available_names(const ProcessGroupInfo& info) {
+  std::vector<const CommunicatorFactory*> ok;
+  for (const auto& f : communicator_factories()) {
+    std::string why;
+    if (f.available(info, &why)) ok.push_back(&f);
+  }
+  std::stable_sort(ok.begin(), ok.end(), [](const CommunicatorFactory* a, const CommunicatorFactory* b) {
+    return a->score > b->score;
+  });
+  std::string s;
+  for (const auto* f : ok) s += (s.empty() ? "" : ", ") + f->name;
+  return s.empty() ? "none" : s;
 }
 
 const CommunicatorFactory& select(const std::string& spec, const std::string& origin,
@@ -66,9 +90,10 @@ const CommunicatorFactory& select(const std::string& spec, const std::string& or
   for (const auto& f : communicator_factories()) {
     if (f.name != spec) continue;
     std::string why;
-    COHORT_CHECK(f.available(info, &why), "communicator backend '", spec, "' from ", origin,
-                 " is not available for ", info.str(), ": ", why);
-    return f;
+    if (f.available(info, &why)) return f;
+    COHORT_FAIL("communicator backend '", spec, "' from ", origin, " is not available for ",
+                info.str(), ": ", why, " (available for this group: ", available_names(info),
+                ")");
   }
   for (const auto& [name, why] : absent_backends())
     COHORT_CHECK(name != spec, "communicator backend '", spec, "' from ", origin,
@@ -107,7 +132,9 @@ void check_launched(const std::string& name, const ProcessGroupInfo& info) {
     spec = env;
     origin = "COHORT_COMM";
   }
-  if (spec == "auto" || spec == "self") return;
+  // nccl alone is a real configuration (one GPU, world size 1: its conformance runs so); its
+  // own availability check says what is missing.
+  if (spec == "auto" || spec == "self" || spec == "nccl") return;
   COHORT_FAIL("communicator backend '", spec, "' from ", origin,
               " connects several processes, but this one was started alone (no RANK/WORLD_SIZE, "
               "OMPI_COMM_WORLD_* or SLURM_* variables). Start every rank with a launcher: "

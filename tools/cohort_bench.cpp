@@ -9,6 +9,11 @@
 // broadcast. size is the larger buffer (allgather: the gathered output; reduce_scatter: the
 // input), as nccl-tests prints it. #wrong counts wrong elements over all ranks after a separate
 // checked run on integer-valued data, so that every dtype and op has an exact expected result.
+//
+// Backends that take device memory only (nccl: capabilities().host_memory false) get GPU buffers
+// on this rank's GPU (cohort::device("cuda"), local rank i on GPU i): the timed ops run on device
+// memory; the checked run fills host mirrors, uploads them, and downloads the result to count
+// wrong elements. Columns and the busbw formula are the same for every backend.
 #include <sched.h>
 
 #include <algorithm>
@@ -25,6 +30,7 @@
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/launch_env.hpp"
+#include "cohort/devices.hpp"
 
 namespace {
 
@@ -247,11 +253,41 @@ double expected_reduction(const Options& o, int world, std::size_t i) {
   return acc;
 }
 
+// What the communicator is given (send, recv: host memory, or GPU memory when `gpu` is set) and
+// the host memory the check fills and reads (hsend, hrecv: the same pointers on the host, mirrors
+// otherwise, copied with to_device() / from_device()).
 struct Buffers {
   std::size_t bytes;
   char* send;
   char* recv;
+  char* hsend;
+  char* hrecv;
+  Device* gpu;
+  void to_device() const {
+    if (!gpu) return;
+    gpu->copy_from_host(send, hsend, bytes);
+    gpu->copy_from_host(recv, hrecv, bytes);
+  }
+  void from_device() const {
+    if (!gpu) return;
+    gpu->copy_to_host(hsend, send, bytes);
+    gpu->copy_to_host(hrecv, recv, bytes);
+  }
 };
+
+// An all-reduce of one host value, through a GPU scratch value when the backend needs one.
+template <class T>
+void reduce_value(Communicator& c, Device* gpu, T* v, DType dt, ReduceOp op) {
+  if (!gpu) {
+    c.allreduce(v, v, 1, dt, op)->wait();
+    return;
+  }
+  void* d = gpu->allocate(sizeof(T));
+  gpu->copy_from_host(d, v, sizeof(T));
+  c.allreduce(d, d, 1, dt, op)->wait();
+  gpu->copy_to_host(v, d, sizeof(T));
+  gpu->deallocate(d, sizeof(T));
+}
 
 // One op of the sweep on `count` elements per rank block; returns its handle.
 WorkHandle issue(Communicator& c, const Options& o, const Buffers& b, std::size_t count) {
@@ -277,37 +313,45 @@ std::int64_t check(Communicator& c, const Options& o, const Buffers& b, std::siz
   std::int64_t wrong = 0;
   switch (o.coll) {
     case Coll::allreduce: {
-      for (std::size_t i = 0; i < count; ++i) store_value(b.send, i, o.dtype, pattern(me, i, o.dtype));
+      for (std::size_t i = 0; i < count; ++i) store_value(b.hsend, i, o.dtype, pattern(me, i, o.dtype));
+      b.to_device();
       issue(c, o, b, count)->wait();
-      const char* out = o.inplace ? b.send : b.recv;
+      b.from_device();
+      const char* out = o.inplace ? b.hsend : b.hrecv;
       for (std::size_t i = 0; i < count; ++i)
         wrong += load_value(out, i, o.dtype) != expected_reduction(o, n, i);
       break;
     }
     case Coll::broadcast: {
-      char* buf = o.inplace ? b.send : b.recv;
+      char* buf = o.inplace ? b.hsend : b.hrecv;
       for (std::size_t i = 0; i < count; ++i)
         store_value(buf, i, o.dtype, me == o.root ? pattern(me, i, o.dtype) : -1);
+      b.to_device();
       issue(c, o, b, count)->wait();
+      b.from_device();
       for (std::size_t i = 0; i < count; ++i)
         wrong += load_value(buf, i, o.dtype) != pattern(o.root, i, o.dtype);
       break;
     }
     case Coll::allgather: {
-      char* in = o.inplace ? b.recv + off * esz : b.send;
+      char* in = o.inplace ? b.hrecv + off * esz : b.hsend;
       for (std::size_t i = 0; i < count; ++i) store_value(in, i, o.dtype, pattern(me, i, o.dtype));
+      b.to_device();
       issue(c, o, b, count)->wait();
+      b.from_device();
       for (int q = 0; q < n; ++q)
         for (std::size_t i = 0; i < count; ++i)
-          wrong += load_value(b.recv, static_cast<std::size_t>(q) * count + i, o.dtype) !=
+          wrong += load_value(b.hrecv, static_cast<std::size_t>(q) * count + i, o.dtype) !=
                    pattern(q, i, o.dtype);
       break;
     }
     case Coll::reduce_scatter: {
       for (std::size_t i = 0; i < count * static_cast<std::size_t>(n); ++i)
-        store_value(b.send, i, o.dtype, pattern(me, i, o.dtype));
+        store_value(b.hsend, i, o.dtype, pattern(me, i, o.dtype));
+      b.to_device();
       issue(c, o, b, count)->wait();
-      const char* out = o.inplace ? b.send + off * esz : b.recv;
+      b.from_device();
+      const char* out = o.inplace ? b.hsend + off * esz : b.hrecv;
       for (std::size_t i = 0; i < count; ++i)
         wrong += load_value(out, i, o.dtype) != expected_reduction(o, n, off + i);
       break;
@@ -356,14 +400,21 @@ int main(int argc, char** argv) {
       return p;
     };
     std::unique_ptr<char, void (*)(void*)> send(alloc(cap), std::free), recv(alloc(cap), std::free);
-    const Buffers bufs{cap, send.get(), recv.get()};
+    Device* gpu = c.capabilities().host_memory ? nullptr : &cohort::device("cuda");
+    Buffers bufs{cap, send.get(), recv.get(), send.get(), recv.get(), gpu};
+    if (gpu) {
+      bufs.send = static_cast<char*>(gpu->allocate(cap));
+      bufs.recv = static_cast<char*>(gpu->allocate(cap));
+      bufs.to_device();
+    }
 
     std::vector<Row> rows;
     if (c.rank() == 0 && !o.json) {
-      std::printf("# cohort-bench: %s, backend %s, %d rank%s, %s, %s, %s, %d iters, %d warmup\n",
+      std::printf("# cohort-bench: %s, backend %s, %d rank%s, %s, %s, %s, %d iters, %d warmup%s\n",
                   coll_name(o.coll), c.backend().c_str(), n, n == 1 ? "" : "s",
                   type_name(o.dtype), reduces ? reduce_op_name(o.redop) : "no reduction",
-                  o.inplace ? "in place" : "out of place", o.iters, o.warmup);
+                  o.inplace ? "in place" : "out of place", o.iters, o.warmup,
+                  gpu ? (", " + gpu->name() + " buffers").c_str() : "");
       std::printf("#\n# %10s %12s %9s %7s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
                   "time", "algbw", "busbw", "#wrong");
       std::printf("# %10s %12s %9s %7s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)",
@@ -386,9 +437,9 @@ int main(int argc, char** argv) {
       for (int i = 0; i < o.iters; ++i) handles[static_cast<std::size_t>(i)] = issue(c, o, bufs, block);
       for (auto& h : handles) h->wait();
       double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / o.iters;
-      c.allreduce(&us, &us, 1, DType::f64, ReduceOp::max)->wait();
+      reduce_value(c, gpu, &us, DType::f64, ReduceOp::max);
       std::int64_t wrong = o.check ? check(c, o, bufs, block) : 0;
-      c.allreduce(&wrong, &wrong, 1, DType::i64, ReduceOp::sum)->wait();
+      reduce_value(c, gpu, &wrong, DType::i64, ReduceOp::sum);
       const double bytes = static_cast<double>(total * esz);
       const double algbw = us > 0 ? bytes / (us * 1e3) : 0;
       const Row row{total * esz, total, us, algbw, algbw * bus, o.check ? wrong : -1};
@@ -428,6 +479,10 @@ int main(int argc, char** argv) {
                   rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
     }
     std::fflush(stdout);
+    if (gpu) {
+      gpu->deallocate(bufs.send, cap);
+      gpu->deallocate(bufs.recv, cap);
+    }
     return total_wrong ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cohort-bench: %s\n", e.what());

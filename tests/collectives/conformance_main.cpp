@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
       std::printf("conformance: backend %s, %s\n", c->backend().c_str(), info.str().c_str());
 
     doctest::Context ctx(argc, argv);
+    // Host-memory cases for backends that take host memory, device-memory cases for those that
+    // take device memory (nccl: device only).
+    const Capabilities caps = c->capabilities();
+    if (!caps.host_memory) ctx.addFilter("test-suite-exclude", "conformance");
+    if (!caps.device_memory) ctx.addFilter("test-suite-exclude", "conformance_device");
     int rc = ctx.run();
     if (ctx.shouldExit()) return rc;
 

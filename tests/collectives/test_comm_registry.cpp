@@ -2,6 +2,8 @@
 // the errors for unknown and unavailable backends (they list what is known and say why).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
 #include "env_guard.hpp"
@@ -72,11 +74,30 @@ TEST_SUITE("registry") {
     CHECK(error_of("", group(0, 1, 1)).find("'mpi' from COHORT_COMM") != std::string::npos);
   }
 
-  TEST_CASE("backends of the design that are not built say so") {
+  TEST_CASE("nccl: first when built; otherwise the build says why it lacks it") {
     EnvGuard g;
+    const auto& f = communicator_factories();
+    const bool built = std::any_of(f.begin(), f.end(), [](const auto& x) { return x.name == "nccl"; });
+    CHECK(built == (COHORT_HAVE_NCCL == 1));
     const std::string e = error_of("nccl", group(0, 1, 1));
-    CHECK(e.find("communicator backend 'nccl' from the argument is not in this build") !=
+    if (!built) {
+      CHECK(e.find("communicator backend 'nccl' from the argument is not in this build (this "
+                   "library was built without NCCL/CUDA") != std::string::npos);
+      return;
+    }
+    CHECK(f.front().name == "nccl");
+    std::string why;
+    if (f.front().available(group(0, 1, 1), &why)) {
+      MESSAGE("a GPU is visible, so nccl can serve one rank: the no-GPU error is not checked here");
+      return;
+    }
+    // No GPU: the error says so at once and names what this group can use instead.
+    CHECK(e.find("communicator backend 'nccl' from the argument is not available for rank 0 of 1") !=
           std::string::npos);
+    CHECK(e.find("no GPU visible to this process") != std::string::npos);
+    CHECK(e.find("(available for this group: self, shm") != std::string::npos);
+    // ... and auto never picks it.
+    CHECK(create_communicator("auto", group(0, 1, 1), nullptr)->backend() == "self");
   }
 
   TEST_CASE("unavailable backends say why") {
