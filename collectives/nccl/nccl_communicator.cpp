@@ -165,7 +165,11 @@ class NcclCommunicator final : public Communicator {
 CommunicatorFactory factory() {
   CommunicatorFactory f;
   f.name = kName;
-  f.score = 75;
+  // Below shm (50) and ucx (10): `auto` does not pick nccl yet. DDP's small collectives (the
+  // same-model check, the weights digest, the Trainer's metrics) and its bf16, deterministic and
+  // host-staged reducers hand the communicator host buffers, which nccl refuses; and nothing of
+  // this backend has run on a GPU. `--comm nccl` names it explicitly.
+  f.score = 5;
   f.available = [](const ProcessGroupInfo& info, std::string* why_not) {
     const detail::GpuChoice gpu = detail::choose_gpu(info);
     if (gpu.device < 0 && why_not) *why_not = gpu.why_not;
