@@ -203,28 +203,8 @@ double pattern(int rank, std::size_t i, DType dt) {
   return dt == DType::u8 ? static_cast<double>(v) : static_cast<double>(v - 15);
 }
 
-void store_value(void* buf, std::size_t i, DType dt, double v) {
-  switch (dt) {
-    case DType::f32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(buf)[i] = v; break;
-    case DType::bf16: static_cast<std::uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
-    case DType::i32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
-    case DType::i64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
-    case DType::u8: static_cast<std::uint8_t*>(buf)[i] = static_cast<std::uint8_t>(v); break;
-  }
-}
-
-double load_value(const void* buf, std::size_t i, DType dt) {
-  switch (dt) {
-    case DType::f32: return static_cast<const float*>(buf)[i];
-    case DType::f64: return static_cast<const double*>(buf)[i];
-    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
-    case DType::i32: return static_cast<const std::int32_t*>(buf)[i];
-    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
-    case DType::u8: return static_cast<const std::uint8_t*>(buf)[i];
-  }
-  return 0;
-}
+void store_value(void* buf, std::size_t i, DType dt, double v) { store_element(buf, dt, i, v); }
+double load_value(const void* buf, std::size_t i, DType dt) { return load_element(buf, dt, i); }
 
 // The exact result of reducing element i over all ranks, in the dtype's arithmetic (the sum of
 // small integers is exact; avg divides once, as the backends do).

@@ -49,4 +49,27 @@ float bf16_to_float(std::uint16_t b) {
   return f;
 }
 
+double load_element(const void* buf, DType dt, std::size_t i) {
+  switch (dt) {
+    case DType::f32: return static_cast<const float*>(buf)[i];
+    case DType::f64: return static_cast<const double*>(buf)[i];
+    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
+    case DType::i32: return static_cast<const std::int32_t*>(buf)[i];
+    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
+    case DType::u8: return static_cast<const std::uint8_t*>(buf)[i];
+  }
+  return 0.0;
+}
+
+void store_element(void* buf, DType dt, std::size_t i, double v) {
+  switch (dt) {
+    case DType::f32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(buf)[i] = v; break;
+    case DType::bf16: static_cast<std::uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case DType::i32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
+    case DType::i64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
+    case DType::u8: static_cast<std::uint8_t*>(buf)[i] = static_cast<std::uint8_t>(v); break;
+  }
+}
+
 }  // namespace cohort

@@ -156,18 +156,6 @@ void copy_tensor_to_host(const Tensor& src, void* dst, std::size_t bytes) {
 }  // namespace detail
 
 namespace {
-double element_as_double(const void* p, DType dt) {
-  switch (dt) {
-    case DType::f32: return *static_cast<const float*>(p);
-    case DType::f64: return *static_cast<const double*>(p);
-    case DType::bf16: return bf16_to_float(*static_cast<const std::uint16_t*>(p));
-    case DType::i32: return *static_cast<const std::int32_t*>(p);
-    case DType::i64: return static_cast<double>(*static_cast<const std::int64_t*>(p));
-    case DType::u8: return *static_cast<const std::uint8_t*>(p);
-  }
-  return 0.0;
-}
-
 std::vector<char> host_bytes(const Tensor& t) {
   std::vector<char> bytes(t.nbytes());
   detail::copy_tensor_to_host(t, bytes.data(), bytes.size());
@@ -175,7 +163,7 @@ std::vector<char> host_bytes(const Tensor& t) {
 }
 
 void format_element(std::ostream& os, const char* p, DType dt) {
-  const double v = element_as_double(p, dt);
+  const double v = load_element(p, dt, 0);
   if (dt == DType::f32 || dt == DType::f64 || dt == DType::bf16) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.4f", v);
@@ -214,7 +202,7 @@ double Tensor::item(std::int64_t i) const {
   const std::size_t es = dtype_size(dtype_);
   std::vector<char> one(es);
   device().copy_to_host(one.data(), static_cast<const char*>(raw()) + i * es, es);
-  return element_as_double(one.data(), dtype_);
+  return load_element(one.data(), dtype_, 0);
 }
 
 std::string Tensor::str() const {

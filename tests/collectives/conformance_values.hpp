@@ -51,28 +51,8 @@ inline double gen(DType dt, int r, std::size_t i, std::uint64_t seed) {
   return 0;
 }
 
-inline void put(void* buf, DType dt, std::size_t i, double v) {
-  switch (dt) {
-    case DType::f32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(buf)[i] = v; break;
-    case DType::bf16: static_cast<std::uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
-    case DType::i32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
-    case DType::i64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
-    case DType::u8: static_cast<std::uint8_t*>(buf)[i] = static_cast<std::uint8_t>(v); break;
-  }
-}
-
-inline double get(const void* buf, DType dt, std::size_t i) {
-  switch (dt) {
-    case DType::f32: return static_cast<const float*>(buf)[i];
-    case DType::f64: return static_cast<const double*>(buf)[i];
-    case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
-    case DType::i32: return static_cast<const std::int32_t*>(buf)[i];
-    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
-    case DType::u8: return static_cast<const std::uint8_t*>(buf)[i];
-  }
-  return 0;
-}
+inline void put(void* buf, DType dt, std::size_t i, double v) { store_element(buf, dt, i, v); }
+inline double get(const void* buf, DType dt, std::size_t i) { return load_element(buf, dt, i); }
 
 inline std::vector<std::uint8_t> buffer(DType dt, std::size_t n) {
   return std::vector<std::uint8_t>(n * dtype_size(dt) + 1);  // +1: never a null data() for n = 0

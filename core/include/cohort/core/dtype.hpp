@@ -26,4 +26,9 @@ template <> constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
 std::uint16_t float_to_bf16(float f);
 float bf16_to_float(std::uint16_t b);
 
+// Element i of a host buffer of `dt` elements, read as a double or written from one (a C++ cast;
+// bf16 rounds to nearest even). For printing, checks and tools, not for hot loops.
+double load_element(const void* buf, DType dt, std::size_t i);
+void store_element(void* buf, DType dt, std::size_t i, double v);
+
 }  // namespace cohort
