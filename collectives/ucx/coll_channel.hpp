@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <vector>
 
 #include "detail/op_desc.hpp"
@@ -180,7 +181,10 @@ class CollChannel final : public Channel {
     if (st != UCS_OK || (q.recv && info.length != q.bytes)) {
       // A wrong length usually means the ranks issued different collectives: say which.
       if (&q != &pending_[fp_recv_handle_]) check_fingerprint();
-      if (st != UCS_OK) transport_failure(q.peer, q.recv, st);
+      if (st != UCS_OK) {
+        await_peer_verdict();
+        transport_failure(q.peer, q.recv, st);
+      }
       check_length(q.peer, info.length, q.bytes);
     }
     return true;
@@ -212,6 +216,17 @@ class CollChannel final : public Channel {
       COHORT_UCX_FAIL(e_.rank, desc_.str(), ": rank ", peer, " sent a ", got,
                       "-byte message where ", want,
                       " bytes were expected (do all ranks pass the same count and dtype?)");
+  }
+
+  // A transport error is often the echo of a failure a peer has already reported: a rank that
+  // found a mismatch gives up and releases its buffers, and a rendezvous transfer from it then
+  // fails here (seen: "Shared memory error" from the sysv transport under load). Its abort message
+  // is on the way: wait for it a moment, so that every rank reports the cause, not the echo.
+  void await_peer_verdict() {
+    const auto until = Clock::now() + kDrainGrace;
+    while (e_.peer_failure_rank < 0 && Clock::now() < until)
+      if (e_.progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (e_.peer_failure_rank >= 0) throw PeerFailed{};
   }
 
   [[noreturn]] void transport_failure(int peer, bool recv, ucs_status_t st) const {
