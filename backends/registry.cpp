@@ -40,6 +40,11 @@ const HostThreads& host_threads() {
   return host::configure_threads();
 }
 
+void set_host_threads(int threads) {
+  host_device();
+  host::set_threads(threads);
+}
+
 std::string describe_devices() {
   std::ostringstream os;
   for (const auto& f : device_factories()) {

@@ -79,11 +79,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gemm_bench: --threads must be >= 1, got %d\n", threads);
     return 2;
   }
-  omp_set_num_threads(threads);
+  // The host device decides its own count when it is created; set ours after that, or it would
+  // silently run with its default while this header says otherwise.
+  cohort::set_host_threads(threads);
   openblas_set_num_threads(threads);
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-  std::printf("# gemm_bench: %d thread(s); cohort host = oneDNN sgemm; peer = %s(core %s%s)\n",
-              threads, OPENBLAS_VERSION, openblas_get_corename(),
+  std::printf("# gemm_bench: cohort %d thread(s) (%s), OpenBLAS %d thread(s); cohort host = "
+              "oneDNN sgemm; peer = %s(core %s%s)\n",
+              omp_get_max_threads(), cohort::host_threads().reason.c_str(),
+              openblas_get_num_threads(), OPENBLAS_VERSION, openblas_get_corename(),
               coretype ? ", OPENBLAS_CORETYPE set" : ", as Debian ships it");
   std::printf("%-40s %6s %6s %6s %12s %12s %8s\n", "shape", "m", "n", "k", "cohort GF/s",
               "openblas GF/s", "ratio");

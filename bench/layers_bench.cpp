@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "layers_bench: --batch, --threads and --rounds must be >= 1\n");
     return 2;
   }
-  omp_set_num_threads(threads);  // oneDNN's sgemm threads through OpenMP
+  // After the host device exists (it sets its own count when created): oneDNN's sgemm threads
+  // through OpenMP, and the contention governor must not change the count mid-measurement.
+  cohort::set_host_threads(threads);
   cohort::Device* picked = nullptr;
   try {
     picked = &cohort::device(spec);
@@ -208,10 +210,11 @@ int main(int argc, char** argv) {
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   };
   auto best = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
-  std::printf("# layers_bench: MNIST CNN, batch %d, %d thread(s), forward+backward per layer; "
-              "%d alternating rounds, each the median over >= %.2f s\n"
+  std::printf("# layers_bench: MNIST CNN, batch %d, cohort's host GEMM %d thread(s) (%s), "
+              "forward+backward per layer; %d alternating rounds, each the median over >= %.2f s\n"
               "# cohort: %s; peer: %s\n",
-              batch, threads, rounds, min_time,
+              batch, cohort::host_threads().threads, cohort::host_threads().reason.c_str(), rounds,
+              min_time,
               gpu ? (dev.name() + " (cuDNN, cuBLAS, Thrust; TF32 off)").c_str()
                   : "host device (Kokkos Serial + oneDNN sgemm)",
               torch ? (torch_failed ? "PyTorch (FAILED to run)"

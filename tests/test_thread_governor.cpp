@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+#include "cohort/core/error.hpp"
+#include "cohort/devices.hpp"
 #include "host/thread_governor.hpp"
 
 using namespace cohort::host;
@@ -55,4 +57,13 @@ TEST_CASE("thread governor: this process's run delay is readable and never decre
   REQUIRE(a >= 0);  // /proc/self/task/*/schedstat on every Linux this project supports
   std::this_thread::sleep_for(ms(5));
   CHECK(process_run_delay_ns() >= a);
+}
+
+TEST_CASE("set_host_threads: the count and its reason, the governor off; bad counts refused") {
+  cohort::set_host_threads(1);
+  CHECK(cohort::host_threads().threads == 1);
+  CHECK(cohort::host_threads().reason == "set_host_threads(1)");
+  CHECK_THROWS_WITH_AS(cohort::set_host_threads(0),
+                       doctest::Contains("the thread count must be >= 1, got 0"), cohort::Error);
+  CHECK(cohort::host_threads().threads == 1);
 }

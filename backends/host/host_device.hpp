@@ -48,6 +48,8 @@ void ensure_kokkos();
 // Sets the host GEMM's OpenMP thread count once per process (the rules are in host_threads.cpp)
 // and returns it with the reason, as cohort::host_threads() reports it.
 const HostThreads& configure_threads();
+// cohort::set_host_threads: the count from now on, the governor off (thread_governor.hpp).
+void set_threads(int threads);
 
 // GEMM through oneDNN (kept in its own file so the BLAS choice is one room).
 void sgemm(const GemmArgs& g);

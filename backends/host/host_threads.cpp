@@ -24,6 +24,7 @@
 #include "cohort/core/error.hpp"
 #include "cohort/core/launch_env.hpp"
 #include "host_device.hpp"
+#include "thread_governor.hpp"
 
 namespace cohort::host {
 namespace {
@@ -74,16 +75,29 @@ HostThreads decide() {
 
 }  // namespace
 
-const HostThreads& configure_threads() {
+namespace {
+HostThreads& decided() {
   // Decided once per process: the environment and the affinity mask are read at the host device's
-  // creation, before any GEMM runs.
-  static const HostThreads t = [] {
+  // creation, before any GEMM runs. set_threads() may replace it later.
+  static HostThreads t = [] {
     HostThreads d = decide();
     omp_set_num_threads(d.threads);
     d.threads = omp_get_max_threads();
     return d;
   }();
   return t;
+}
+}  // namespace
+
+const HostThreads& configure_threads() { return decided(); }
+
+void set_threads(int threads) {
+  COHORT_CHECK(threads >= 1, "set_host_threads: the thread count must be >= 1, got ", threads);
+  HostThreads& t = decided();
+  stop_following_contention();
+  omp_set_num_threads(threads);
+  t.threads = omp_get_max_threads();
+  t.reason = detail::concat("set_host_threads(", threads, ")");
 }
 
 }  // namespace cohort::host

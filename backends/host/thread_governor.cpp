@@ -67,7 +67,7 @@ std::int64_t process_run_delay_ns() {
 namespace {
 struct Governor {
   std::mutex mu;
-  bool on = false;
+  std::atomic<bool> on{false};
   int max_threads = 1;
   GovernorState state;
   std::int64_t last_delay = 0;
@@ -92,6 +92,12 @@ Governor& governor() {
   return *g;
 }
 }  // namespace
+
+void stop_following_contention() {
+  Governor& g = governor();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.on = false;
+}
 
 void follow_contention() {
   Governor& g = governor();

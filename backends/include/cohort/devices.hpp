@@ -30,6 +30,11 @@ struct HostThreads {
 };
 const HostThreads& host_threads();
 
+// torch.set_num_threads: fixes the host GEMM's thread count at `threads` (>= 1) from now on, for
+// the calling thread's GEMMs; the contention governor stops adapting it, and host_threads()
+// reports it with the reason "set_host_threads(N)". What benchmarks call before they measure.
+void set_host_threads(int threads);
+
 // One line per backend: name, device count, and why a backend has none ("cuda: 0 (no CUDA-capable
 // device is detected)"), for tools and error messages.
 std::string describe_devices();
