@@ -49,7 +49,7 @@ int run(const Flags& f) {
   if (pg.world_size > 1 || !f.comm.empty()) comm = cohort::comm::init_process_group(f.comm);
   const int rank = comm ? comm->rank() : 0;
   const int world = comm ? comm->size() : 1;
-  const bool lead = rank == 0;  // rank 0 alone prints, evaluates, writes metrics and checkpoints
+  const bool lead = rank == 0;  // rank 0 alone prints (the Trainer writes files from rank 0 too)
 
   cohort::Device& dev = cohort::device(f.device);
   auto& host = cohort::host_device();

@@ -40,17 +40,7 @@ std::vector<std::uint8_t> random_buffer(DType dt, std::size_t n, std::mt19937_64
   return b;
 }
 
-double as_double(DType dt, const std::uint8_t* b, std::size_t i) {
-  switch (dt) {
-    case DType::f32: return reinterpret_cast<const float*>(b)[i];
-    case DType::f64: return reinterpret_cast<const double*>(b)[i];
-    case DType::bf16: return bf16_to_float(reinterpret_cast<const std::uint16_t*>(b)[i]);
-    case DType::i32: return reinterpret_cast<const std::int32_t*>(b)[i];
-    case DType::i64: return static_cast<double>(reinterpret_cast<const std::int64_t*>(b)[i]);
-    case DType::u8: return b[i];
-  }
-  return 0;
-}
+double as_double(DType dt, const std::uint8_t* b, std::size_t i) { return load_element(b, dt, i); }
 
 // Integer reference in the wrapping unsigned type of the dtype, returned as its signed value.
 std::int64_t int_value(DType dt, const std::uint8_t* b, std::size_t i) {

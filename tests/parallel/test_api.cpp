@@ -153,7 +153,10 @@ TEST_CASE("Trainer given a DDP model: shards, evaluates the whole test set, save
 
 TEST_CASE("Trainer: a loader sharded differently from the rank is an error naming both") {
   auto& c = ddp_test::comm();
-  if (c.size() < 2) return;  // needs two ranks to disagree
+  if (c.size() < 2) {
+    MESSAGE("needs two ranks to disagree: checked in the np2 entries");
+    return;
+  }
   auto& dev = cohort::host_device();
   auto ddp = nn::make<par::DistributedDataParallel>(mlp(3), ddp_test::shared_comm());
   auto ds = std::make_shared<data::SyntheticDataset>(64, cohort::Shape{1, 8, 8}, 10, 1);
