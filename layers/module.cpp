@@ -124,6 +124,18 @@ void Module::register_wrapped_module(ModulePtr inner) {
   inner->train(training_);
   for (const auto& b : hooks_) inner->add_hook_binding(b.hook, b.prefix);
   children_.emplace_back("", std::move(inner));
+  wrapper_ = true;
+}
+
+void Module::register_inlined_module(ModulePtr child) {
+  COHORT_MODULE_CHECK(child != nullptr, "the inlined module is null");
+  COHORT_MODULE_CHECK(!wrapper_, "a wrapper holds exactly one module and nothing else");
+  for (const auto& [n, c] : children_)
+    COHORT_MODULE_CHECK(c != child, "the same ", child->type_name(), " instance is registered twice");
+  child->set_path(path_);
+  child->train(training_);
+  for (const auto& b : hooks_) child->add_hook_binding(b.hook, b.prefix);
+  children_.emplace_back("", std::move(child));
 }
 
 void Module::set_path(const std::string& path) {
@@ -271,7 +283,7 @@ void Module::to(Device& device) {
 // ---- summary ----
 
 void Module::summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const {
-  if (children_.size() == 1 && children_[0].first.empty()) {  // a wrapper: the wrapped rows
+  if (wrapper_) {  // a wrapper: the wrapped rows
     children_[0].second->summarize(input, depth, rows);
     return;
   }
@@ -293,7 +305,7 @@ std::string thousands(std::int64_t v) {
 }  // namespace
 
 std::string Module::summary(const Shape& input) const {
-  if (children_.size() == 1 && children_[0].first.empty())  // a wrapper: the wrapped table
+  if (wrapper_)  // a wrapper: the wrapped table
     return children_[0].second->summary(input);
   std::vector<SummaryRow> rows;
   if (children_.empty()) {

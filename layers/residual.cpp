@@ -1,16 +1,30 @@
-// Residual: y = block(x) + shortcut(x). Backward runs the shortcut first (it was registered last,
+// Residual: y = after(block(x) + shortcut(x)). Backward runs the shortcut first (it was registered last,
 // so its grad-ready hooks fire first, keeping hooks in reverse registration order), then the block,
 // and sums the two input gradients.
 #include "cohort/layers/residual.hpp"
 
+#include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 
 namespace cohort::nn {
 
-Residual::Residual(ModulePtr block, ModulePtr shortcut)
-    : Module("Residual"), block_(std::move(block)), shortcut_(std::move(shortcut)) {
-  register_module("block", block_);
-  if (shortcut_) register_module("shortcut", shortcut_);
+Residual::Residual(ModulePtr block, ModulePtr shortcut, ResidualOptions options)
+    : Module("Residual"), block_(std::move(block)), shortcut_(std::move(shortcut)),
+      o_(std::move(options)) {
+  COHORT_MODULE_CHECK(block_ != nullptr, "the block is null");
+  COHORT_MODULE_CHECK(o_.after == Activation::identity || o_.after == Activation::relu,
+                      "the activation after the sum must be identity or relu, got ",
+                      activation_name(o_.after));
+  if (o_.block.empty()) {
+    if (shortcut_)
+      for (const auto& [n, c] : block_->children())
+        COHORT_MODULE_CHECK(n != o_.shortcut, "the inlined block has a child named '", n,
+                            "', the shortcut's name too");
+    register_inlined_module(block_);
+  } else {
+    register_module(o_.block, block_);
+  }
+  if (shortcut_) register_module(o_.shortcut, shortcut_);
 }
 
 Shape Residual::output_shape_impl(const Shape& input) const {
@@ -29,12 +43,22 @@ Tensor Residual::forward_impl(const Tensor& x) {
   const Tensor s = shortcut_ ? shortcut_->forward(x) : x;
   Tensor y = Tensor::empty(b.shape(), DType::f32, b.device());
   ops::add(b, s, y);
+  if (o_.after != Activation::identity) {
+    ops::activation_forward(o_.after, 0.0f, y, y);  // element-wise: in place is safe
+    y_ = y;
+  }
   return y;
 }
 
 Tensor Residual::backward_impl(const Tensor& grad_output, bool need_input_grad) {
-  Tensor gs = shortcut_ ? shortcut_->backward(grad_output, need_input_grad) : grad_output;
-  Tensor gb = block_->backward(grad_output, need_input_grad);
+  Tensor g = grad_output;
+  if (o_.after != Activation::identity) {  // relu's backward reads its output
+    g = Tensor::empty(grad_output.shape(), DType::f32, grad_output.device());
+    ops::activation_backward(o_.after, 0.0f, y_, y_, grad_output, g);
+    y_ = Tensor();
+  }
+  Tensor gs = shortcut_ ? shortcut_->backward(g, need_input_grad) : g;
+  Tensor gb = block_->backward(g, need_input_grad);
   if (!need_input_grad) return Tensor();
   Tensor dx = Tensor::empty(gb.shape(), DType::f32, gb.device());
   ops::add(gb, gs, dx);

@@ -149,6 +149,12 @@ class Module {
   // state_dict loads into the plain model and back. Call once, in the constructor, before
   // anything else is registered.
   void register_wrapped_module(ModulePtr inner);
+  // Registers `child` without a name of its own: its parameters, buffers and children appear
+  // directly under this module's path, as if registered here. torchvision's Bottleneck holds
+  // conv1, bn1, ... itself (layer1.0.conv1); a Residual built from a Sequential block names them
+  // the same way with ResidualOptions::block_name = "". Names must not collide with this
+  // module's other entries (checked by the caller, which knows them).
+  void register_inlined_module(ModulePtr child);
 
   // Called on every module of the tree after load_state_dict copied values in (modules that keep
   // host copies of buffers refresh them).
@@ -184,6 +190,7 @@ class Module {
   std::string type_;
   std::string path_;
   bool training_ = true;
+  bool wrapper_ = false;  // register_wrapped_module: summary() is the wrapped module's
   bool pending_backward_ = false;  // a forward whose backward has not run yet
   Shape last_output_shape_;
   std::vector<std::pair<std::string, ParameterPtr>> params_;
