@@ -26,7 +26,7 @@ packages=(
   slurm-wlm munge                                        # launcher tests: a one-node Slurm
   clang libclang-rt-14-dev                               # libFuzzer targets (tools/fuzz.sh)
 )
-peers=(python3-torch libopenmpi-dev openmpi-bin libgloo-dev)
+peers=(python3-torch python3-torchvision libopenmpi-dev openmpi-bin libgloo-dev)
 
 want_venv=0
 for arg in "$@"; do

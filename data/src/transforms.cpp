@@ -95,8 +95,53 @@ class RandomHorizontalFlip final : public Transform {
   float p_;
 };
 
+class Pad final : public Transform {
+ public:
+  explicit Pad(std::int64_t padding) : pad_(padding) {
+    COHORT_CHECK(padding >= 0, "pad: padding ", padding, " must be >= 0");
+  }
+  Shape output_shape(const Shape& in) const override {
+    require_chw("pad", in);
+    return Shape{in[0], in[1] + 2 * pad_, in[2] + 2 * pad_};
+  }
+  void apply(const float* in, const Shape& s, float* out, std::uint64_t) const override {
+    const std::int64_t H = s[1], W = s[2], Ho = H + 2 * pad_, Wo = W + 2 * pad_;
+    std::memset(out, 0, sizeof(float) * static_cast<std::size_t>(s[0] * Ho * Wo));
+    for (std::int64_t c = 0; c < s[0]; ++c)
+      for (std::int64_t y = 0; y < H; ++y)
+        std::memcpy(out + (c * Ho + y + pad_) * Wo + pad_, in + (c * H + y) * W,
+                    sizeof(float) * static_cast<std::size_t>(W));
+  }
+
+ private:
+  std::int64_t pad_;
+};
+
+class RepeatChannels final : public Transform {
+ public:
+  explicit RepeatChannels(std::int64_t channels) : channels_(channels) {
+    COHORT_CHECK(channels >= 1, "repeat_channels: channels ", channels, " must be >= 1");
+  }
+  Shape output_shape(const Shape& in) const override {
+    require_chw("repeat_channels", in);
+    COHORT_CHECK(in[0] == 1, "repeat_channels: expected a one-channel sample, got ", in.str());
+    return Shape{channels_, in[1], in[2]};
+  }
+  void apply(const float* in, const Shape& s, float* out, std::uint64_t) const override {
+    const std::size_t plane = static_cast<std::size_t>(s[1] * s[2]);
+    for (std::int64_t c = 0; c < channels_; ++c) std::memcpy(out + c * plane, in, sizeof(float) * plane);
+  }
+
+ private:
+  std::int64_t channels_;
+};
+
 }  // namespace
 
+TransformPtr pad(std::int64_t padding) { return std::make_shared<Pad>(padding); }
+TransformPtr repeat_channels(std::int64_t channels) {
+  return std::make_shared<RepeatChannels>(channels);
+}
 TransformPtr normalize(std::vector<float> mean, std::vector<float> stddev) {
   return std::make_shared<Normalize>(std::move(mean), std::move(stddev));
 }

@@ -22,6 +22,11 @@ class Transform {
 };
 using TransformPtr = std::shared_ptr<const Transform>;
 
+// Zero border of `padding` pixels on each side (torchvision's Pad(padding)): Fashion-MNIST's
+// 28x28 becomes the CIFAR models' 32x32 with pad(2).
+TransformPtr pad(std::int64_t padding);
+// A one-channel sample copied into `channels` channels (Grayscale(num_output_channels=3)).
+TransformPtr repeat_channels(std::int64_t channels);
 // (x - mean[c]) / std[c]; one value broadcasts to every channel.
 TransformPtr normalize(std::vector<float> mean, std::vector<float> stddev);
 // Pads each side by `padding` with zeros, then takes a random size x size crop.
