@@ -26,6 +26,7 @@
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/trainer.hpp"
 #include "cohort/layers.hpp"
+#include "common/flags.hpp"
 
 namespace nn = cohort::nn;
 namespace data = cohort::data;
@@ -148,27 +149,8 @@ int run(const Flags& f) {
 }
 }  // namespace
 
-// CLI11's own range checks print the whole double range; these say what is wrong in a few words.
-const CLI::Validator kPositive(
-    [](std::string& s) -> std::string {
-      try {
-        std::size_t used = 0;
-        if (std::stoll(s, &used) >= 1 && used == s.size()) return "";
-      } catch (const std::exception&) {
-      }
-      return "must be a positive integer, got '" + s + "'";
-    },
-    "N>=1");
-const CLI::Validator kNonNegative(
-    [](std::string& s) -> std::string {
-      try {
-        std::size_t used = 0;
-        if (std::stod(s, &used) >= 0 && used == s.size()) return "";
-      } catch (const std::exception&) {
-      }
-      return "must be a non-negative number, got '" + s + "'";
-    },
-    "X>=0");
+using examples::kNonNegative;
+using examples::kPositive;
 
 int main(int argc, char** argv) {
   Flags f;

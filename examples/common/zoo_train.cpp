@@ -1,0 +1,272 @@
+// See zoo_train.hpp. The data sets, their transforms and where their files live are in
+// make_data(); the rest is mnist_cnn's flow (Trainer, DDP, checkpoints) with a zoo model.
+#include "common/zoo_train.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cohort/cohort.hpp"
+#include "cohort/core/trace.hpp"
+#include "cohort/train/ascii_plot.hpp"
+#include "cohort/data/cifar10.hpp"
+#include "cohort/data/idx.hpp"
+#include "cohort/data/synthetic.hpp"
+#include "cohort/models.hpp"
+#include "common/flags.hpp"
+
+namespace examples {
+namespace {
+namespace nn = cohort::nn;
+namespace data = cohort::data;
+namespace train = cohort::train;
+namespace optim = cohort::optim;
+
+struct Flags {
+  std::string model, dataset, data_dir, optimizer = "adam", device, comm;
+  std::string save_model, resume, metrics, trace, tensorboard, model_folder;
+  std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 1, log_interval = 10;
+  std::int64_t max_steps = -1, synthetic_size = 2048;
+  double lr = 1e-3, gamma = 1.0, weight_decay = 0.0, momentum = 0.9;
+  std::uint64_t seed = 1;
+  bool synthetic = false;
+  int augment = -1;  // -1: the data set's default (on for CIFAR-10 and TinyImageNet)
+};
+
+struct DataSets {
+  data::DatasetPtr train, test;
+  std::vector<data::TransformPtr> train_tf, test_tf;
+  std::string what;  // first line of the run
+};
+
+bool has_file(const std::string& dir, const char* name) {
+  return std::filesystem::exists(std::filesystem::path(dir) / name);
+}
+
+// The data set, its normalisation and augmentation (random crop with 4-pixel padding and a
+// horizontal flip, as the CIFAR and TinyImageNet recipes use, seeded per sample).
+DataSets make_data(const Flags& f, const ZooProgram& p) {
+  DataSets d;
+  std::vector<float> mean, stddev;
+  std::int64_t size = 32;
+  bool augment = false;
+  if (f.synthetic) {
+    const std::int64_t s = f.dataset == "tinyimagenet" ? 64 : 32;
+    const std::int64_t classes = f.dataset == "tinyimagenet" ? 200 : 10;
+    d.train = std::make_shared<data::SyntheticDataset>(f.synthetic_size, cohort::Shape{3, s, s}, classes, f.seed);
+    d.test = std::make_shared<data::SyntheticDataset>(std::max<std::int64_t>(f.synthetic_size / 4, 1),
+                                                      cohort::Shape{3, s, s}, classes, f.seed + 1);
+    d.what = "SYNTHETIC data (seeded, --synthetic): " + d.train->describe();
+    return d;
+  }
+  if (f.dataset == "fashion-mnist") {
+    const std::string dir = f.data_dir.empty() ? data::kFashionMnistDir : f.data_dir;
+    d.train = data::load_mnist_dir(dir, data::Split::train);
+    d.test = data::load_mnist_dir(dir, data::Split::test);
+    // 28x28 grey -> 32x32 with 2 zero pixels per side, the grey copied to 3 channels.
+    for (auto* tf : {&d.train_tf, &d.test_tf}) *tf = {data::pad(2), data::repeat_channels(3)};
+    mean = {0.2860f};
+    stddev = {0.3530f};
+  } else if (f.dataset == "cifar10") {
+    const std::string dir = f.data_dir.empty() ? "cifar-10-batches-bin" : f.data_dir;
+    COHORT_CHECK(has_file(dir, "data_batch_1.bin") && has_file(dir, "test_batch.bin"), p.name,
+                 ": no CIFAR-10 data in '", dir, "': put the binary version's data_batch_1.bin ... "
+                 "data_batch_5.bin and test_batch.bin there (or pass --data DIR); "
+                 "--dataset fashion-mnist trains on the real data set this machine has, --synthetic on "
+                 "generated images");
+    d.train = data::load_cifar10_dir(dir, data::Split::train);
+    d.test = data::load_cifar10_dir(dir, data::Split::test);
+    mean = {0.4914f, 0.4822f, 0.4465f};
+    stddev = {0.2470f, 0.2435f, 0.2616f};
+    augment = true;
+  } else {
+    COHORT_FAIL(p.name, ": data set '", f.dataset, "' is not built into this program");
+  }
+  size = d.train->sample_shape()[1] + (f.dataset == "fashion-mnist" ? 4 : 0);
+  if (f.augment >= 0) augment = f.augment == 1;
+  if (augment) {
+    d.train_tf.push_back(data::random_crop(size, 4));
+    d.train_tf.push_back(data::random_horizontal_flip());
+  }
+  d.train_tf.push_back(data::normalize(mean, stddev));
+  d.test_tf.push_back(data::normalize(mean, stddev));
+  d.what = d.train->describe() + (augment ? " | augmented (crop 4, flip)" : "");
+  return d;
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const std::vector<cohort::ParameterPtr>& params) {
+  if (f.optimizer == "sgd") {
+    optim::SGDOptions o;
+    o.lr = f.lr;
+    o.momentum = f.momentum;
+    o.weight_decay = f.weight_decay;
+    return std::make_unique<optim::SGD>(params, o);
+  }
+  if (f.optimizer == "adamw") {
+    optim::AdamWOptions o;
+    o.lr = f.lr;
+    o.weight_decay = f.weight_decay;
+    return std::make_unique<optim::AdamW>(params, o);
+  }
+  optim::AdamOptions o;
+  o.lr = f.lr;
+  o.weight_decay = f.weight_decay;
+  return std::make_unique<optim::Adam>(params, o);
+}
+
+int run(const Flags& f, const ZooProgram& p) {
+  const auto pg = cohort::comm::ProcessGroupInfo::from_env();
+  std::shared_ptr<cohort::comm::Communicator> comm;
+  if (pg.world_size > 1 || !f.comm.empty()) comm = cohort::comm::init_process_group(f.comm);
+  const int rank = comm ? comm->rank() : 0;
+  const int world = comm ? comm->size() : 1;
+  const bool lead = rank == 0;
+
+  cohort::Device& dev = cohort::device(f.device);
+  auto& host = cohort::host_device();
+  DataSets ds = make_data(f, p);
+  cohort::Shape sample = ds.train->sample_shape();
+  for (const auto& t : ds.train_tf) sample = t->output_shape(sample);
+
+  nn::manual_seed(f.seed);
+  cohort::models::ModelConfig mc;
+  mc.num_classes = ds.train->num_classes();
+  mc.in_channels = sample[0];
+  mc.image_size = sample[1];
+  auto model = cohort::models::make(f.model, dev, mc);
+  std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
+  if (comm) ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm);
+  nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
+
+  data::DataLoaderOptions to;
+  to.batch_size = f.batch_size;
+  to.shuffle = true;
+  to.seed = f.seed;
+  data::DataLoader train_loader(ds.train, to, ds.train_tf, host, &dev);
+  data::DataLoaderOptions eo;
+  eo.batch_size = f.test_batch_size;
+  data::DataLoader test_loader(ds.test, eo, ds.test_tf, host, &dev);
+
+  auto optimizer = make_optimizer(f, trained.parameters());
+  optim::StepLR scheduler(*optimizer, 1, f.gamma);
+  nn::CrossEntropyLoss criterion;
+
+  if (lead) {
+    std::printf("%s: %s\n", p.name.c_str(), ds.what.c_str());
+    std::printf("model %s (%lld parameters, input %s) | device %s | %d rank%s (%s) x batch %lld | %s lr %g, weight decay %g | %lld epochs\n",
+                f.model.c_str(), static_cast<long long>(model->num_parameters()), sample.str().c_str(),
+                dev.name().c_str(), world, world > 1 ? "s" : "", comm ? comm->backend().c_str() : "no communicator",
+                static_cast<long long>(f.batch_size), f.optimizer.c_str(), f.lr, f.weight_decay,
+                static_cast<long long>(f.epochs));
+  }
+  if (!f.trace.empty()) {
+    cohort::trace::enable(true);
+    cohort::trace::set_rank(rank);
+  }
+  train::TrainerOptions opts;
+  opts.epochs = f.epochs;
+  opts.log_interval = f.log_interval;
+  opts.max_steps = f.max_steps;
+  opts.metrics_path = f.metrics;
+  opts.tensorboard_dir = f.tensorboard;
+  opts.checkpoint_path = f.save_model;
+  train::Trainer trainer(trained, criterion, *optimizer, &scheduler, opts);
+  if (!f.resume.empty()) {
+    const auto got = trainer.resume(f.resume);
+    if (lead)
+      std::printf("resumed from %s after epoch %lld\n", got.model_path.c_str(),
+                  static_cast<long long>(got.progress.epoch));
+  }
+  if (!f.model_folder.empty() && lead) std::filesystem::create_directories(f.model_folder);
+  trainer.after_epoch = [&](const train::EpochResult& r) {
+    if (!lead) return;
+    // Like the PyTorch scripts' --model_folder: one model file per epoch, loadable with
+    // safetensors.torch.load_file into the PyTorch definition (models/torch_models.py).
+    if (!f.model_folder.empty()) {
+      const std::string path = f.model_folder + "/" + f.model + "_epoch" + std::to_string(r.epoch) + ".safetensors";
+      train::save_model(path, *model);
+      std::printf("saved %s\n", path.c_str());
+    }
+    std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.1f images/s\n\n",
+                static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
+                static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
+  };
+  const auto results = trainer.fit(train_loader, &test_loader);
+  if (!f.trace.empty()) {
+    cohort::trace::write_chrome_trace(f.trace + ".rank" + std::to_string(rank));
+    if (comm) comm->barrier()->wait();
+    if (lead) {
+      std::vector<std::string> parts;
+      for (int r = 0; r < world; ++r) parts.push_back(f.trace + ".rank" + std::to_string(r));
+      train::merge_chrome_traces(parts, f.trace);
+    }
+  }
+  if (ddp && !ddp->weights_identical_across_ranks())
+    COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ", rank, ")");
+  if (!lead) return 0;
+  std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
+  if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
+  if (!results.empty())
+    std::printf("final test accuracy: %.2f%%  training throughput: %.1f images/s  final train loss %.4f\n",
+                100.0 * results.back().eval.accuracy, trainer.images_per_s(), results.back().train_loss);
+  return 0;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "|") + x;
+  return s;
+}
+}  // namespace
+
+int zoo_main(int argc, char** argv, const ZooProgram& p) {
+  Flags f;
+  f.model = p.model;
+  f.dataset = p.dataset;
+  CLI::App app{p.description, p.name};
+  app.add_option("--model", f.model, "model: " + joined(p.models))->check(CLI::IsMember(p.models));
+  app.add_option("--dataset", f.dataset, "data set: " + joined(p.datasets))->check(CLI::IsMember(p.datasets));
+  app.add_flag("--synthetic", f.synthetic, "train on seeded synthetic images of the data set's shape (says so in the first line)");
+  app.add_option("--synthetic-size", f.synthetic_size, "training images with --synthetic (test: a quarter)")->check(kPositive);
+  app.add_option("--data", f.data_dir, "data directory (default: the data set's own)");
+  app.add_option("--augment", f.augment, "1: random crop (padding 4) + horizontal flip, 0: none (default: on for cifar10 and tinyimagenet)")
+      ->check(CLI::Range(0, 1));
+  app.add_option("--optimizer", f.optimizer, "sgd|adam|adamw")->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  app.add_option("--lr", f.lr, "learning rate")->check(kNonNegative);
+  app.add_option("--weight-decay", f.weight_decay, "weight decay (L2 for sgd and adam, decoupled for adamw)")->check(kNonNegative);
+  app.add_option("--momentum", f.momentum, "SGD momentum")->check(kNonNegative);
+  app.add_option("--gamma", f.gamma, "learning rate step gamma per epoch")->check(kNonNegative);
+  app.add_option("--batch-size", f.batch_size, "input batch size for training (per rank)")->check(kPositive);
+  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")->check(kPositive);
+  app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
+  app.add_option("--log-interval", f.log_interval, "batches between progress lines")->check(kPositive);
+  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")->check(kPositive);
+  app.add_option("--save-model", f.save_model, "save the model (safetensors) and training state after each epoch");
+  app.add_option("--model-folder", f.model_folder, "write DIR/<model>_epoch<N>.safetensors after every epoch");
+  app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
+  app.add_option("--seed", f.seed, "random seed");
+  app.add_option("--device", f.device, "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
+  app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
+  app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
+  app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR");
+  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", p.name.c_str(), e.what());
+    return 2;
+  }
+  try {
+    return run(f, p);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", p.name.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace examples
