@@ -56,10 +56,13 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
   if (f.synthetic) {
     const std::int64_t s = f.dataset == "tinyimagenet" ? 64 : 32;
     const std::int64_t classes = f.dataset == "tinyimagenet" ? 200 : 10;
-    d.train = std::make_shared<data::SyntheticDataset>(f.synthetic_size, cohort::Shape{3, s, s}, classes, f.seed);
-    d.test = std::make_shared<data::SyntheticDataset>(std::max<std::int64_t>(f.synthetic_size / 4, 1),
-                                                      cohort::Shape{3, s, s}, classes, f.seed + 1);
-    d.what = "SYNTHETIC data (seeded, --synthetic): " + d.train->describe();
+    // One set cut in two: the test images share the training images' class templates.
+    const std::int64_t n = f.synthetic_size, m = std::max<std::int64_t>(n / 4, 1);
+    auto all = std::make_shared<data::SyntheticDataset>(n + m, cohort::Shape{3, s, s}, classes, f.seed);
+    d.train = data::subset(all, 0, n);
+    d.test = data::subset(all, n, n + m);
+    d.what = "SYNTHETIC data (seeded, --synthetic): " + std::to_string(n) + " training and " +
+             std::to_string(m) + " test images of " + all->describe();
     return d;
   }
   if (f.dataset == "fashion-mnist") {
@@ -72,8 +75,8 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     stddev = {0.3530f};
   } else if (f.dataset == "cifar10") {
     const std::string dir = f.data_dir.empty() ? "cifar-10-batches-bin" : f.data_dir;
-    COHORT_CHECK(has_file(dir, "data_batch_1.bin") && has_file(dir, "test_batch.bin"), p.name,
-                 ": no CIFAR-10 data in '", dir, "': put the binary version's data_batch_1.bin ... "
+    COHORT_CHECK(has_file(dir, "data_batch_1.bin") && has_file(dir, "test_batch.bin"),
+                 "no CIFAR-10 data in '", dir, "': put the binary version's data_batch_1.bin ... "
                  "data_batch_5.bin and test_batch.bin there (or pass --data DIR); "
                  "--dataset fashion-mnist trains on the real data set this machine has, --synthetic on "
                  "generated images");
@@ -83,7 +86,7 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     stddev = {0.2470f, 0.2435f, 0.2616f};
     augment = true;
   } else {
-    COHORT_FAIL(p.name, ": data set '", f.dataset, "' is not built into this program");
+    COHORT_FAIL("data set '", f.dataset, "' is not built into ", p.name);
   }
   size = d.train->sample_shape()[1] + (f.dataset == "fashion-mnist" ? 4 : 0);
   if (f.augment >= 0) augment = f.augment == 1;

@@ -301,6 +301,12 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
   std::vector<EpochResult> results;
   for (std::int64_t epoch = first_epoch; epoch <= o_.epochs; ++epoch) {
     EpochResult r = train_epoch(train, epoch);
+    // Batch-norm running statistics drift apart during an epoch (each rank's forward updates them
+    // with its own batch after DDP's broadcast). PyTorch's DDP copies rank 0's buffers in every
+    // forward, evaluation included; here all ranks take rank 0's once, at the epoch's end, so the
+    // evaluation, the checkpoint and the ranks' weights digests agree (the test shards are uneven,
+    // so a broadcast per evaluation forward could not pair up).
+    if (ddp_) ddp_->sync_buffers();
     if (test) {
       r.eval = evaluate(*test);
       metrics_.write("eval", {{"epoch", static_cast<double>(epoch)},

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# examples/cifar_cnn (the zoo models' training program) from the user's side:
+#   1. bad input: an unknown model or data set (exit 2), CIFAR-10 absent (exit 1, saying where to
+#      put it and what else to use), each in one line;
+#   2. every zoo model trains on 2 ranks over shm on synthetic data: the first line says
+#      SYNTHETIC, the mean loss of the last 3 steps is below that of the first 3, and the ranks end
+#      with identical weights (batch-norm statistics included);
+#   3. --model-folder writes one safetensors file per epoch; where PyTorch and safetensors are
+#      importable (tools/setup.sh --peers) the file loads into the PyTorch definition with
+#      strict=True (models/torch_models.py), otherwise that step says it was skipped.
+# usage: test_cifar_cnn.sh CIFAR_CNN COHORTRUN SOURCE_DIR
+set -uo pipefail
+bin=$1 run=$2 src=$3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+expect_error() {  # expect_error STATUS PATTERN ARGS...
+  local want=$1 pattern=$2; shift 2
+  local out rc
+  out=$("$bin" "$@" 2>&1); rc=$?
+  [ "$rc" -eq "$want" ] || fail "cifar_cnn $* exited $rc, not $want: $out"
+  echo "$out" | grep -q -- "$pattern" || fail "cifar_cnn $*: no '$pattern' in: $out"
+  [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "cifar_cnn $*: more than one line: $out"
+  echo "ok ($rc): $out"
+}
+expect_error 2 "--model: resnet18 not in {cnn_a,cnn_b,resnet9,vit,resnet50}" --model resnet18
+expect_error 2 "--dataset: imagenet not in" --dataset imagenet
+expect_error 1 "no CIFAR-10 data in 'cifar-10-batches-bin': put the binary version's data_batch_1.bin" --model cnn_a
+expect_error 2 "--batch-size: must be a positive integer, got '0'" --batch-size 0
+
+models=$("$bin" --help | sed -nE 's/.*model: ([a-z0-9_|]+).*/\1/p' | tr '|' ' ')
+[ -n "$models" ] || fail "--help lists no models"
+for m in $models; do
+  out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" --model "$m" \
+        --comm shm --synthetic --synthetic-size 256 --batch-size 8 --max-steps 10 --log-interval 1 \
+        --test-batch-size 32 2>&1)
+  rc=$?
+  [ $rc -eq 0 ] || { echo "$out" | tail -20; fail "$m on 2 ranks exited $rc"; }
+  echo "$out" | grep -q "cifar_cnn: SYNTHETIC data" || fail "$m: the first line does not say SYNTHETIC"
+  echo "$out" | grep -q "ranks hold identical weights: yes" || fail "$m: ranks differ"
+  losses=$(echo "$out" | sed -nE 's/.*\[rank 0\] epoch 1\/1 step [0-9]+\/10 .* loss ([0-9.]+) .*/\1/p')
+  echo "$m losses: $(echo $losses)"
+  echo "$losses" | awk '{ l[NR] = $1 } END {
+      if (NR != 10) { print "expected 10 losses, got " NR; exit 1 }
+      a = (l[1] + l[2] + l[3]) / 3; b = (l[8] + l[9] + l[10]) / 3
+      if (!(b < a)) { print "loss did not fall: first 3 " a ", last 3 " b; exit 1 } }' \
+    || fail "$m: loss did not fall on 2 ranks"
+done
+
+out=$(OMP_NUM_THREADS=1 "$bin" --model cnn_b --synthetic --synthetic-size 64 --batch-size 16 --epochs 2 \
+      --model-folder ckpt 2>&1) || fail "--model-folder run failed: $out"
+for e in 1 2; do [ -s "ckpt/cnn_b_epoch$e.safetensors" ] || fail "no ckpt/cnn_b_epoch$e.safetensors"; done
+py=""
+for cand in "$src/.venv-peers/bin/python" python3; do
+  if "$cand" -c "import torch, safetensors" 2>/dev/null; then py=$cand; break; fi
+done
+if [ -n "$py" ]; then
+  "$py" - "$src/models" ckpt/cnn_b_epoch2.safetensors <<'PY' || fail "PyTorch could not load the checkpoint"
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch_models
+from safetensors.torch import load_file
+m = torch_models.make("cnn_b")
+m.load_state_dict(load_file(sys.argv[2]), strict=True)
+print("PyTorch loaded", sys.argv[2], "into CnnB with strict=True")
+PY
+else
+  echo "skipped: loading into PyTorch (no python with torch and safetensors; tools/setup.sh --peers)"
+fi
+echo "PASS"
