@@ -32,7 +32,7 @@ struct Flags {
   std::int64_t max_steps = -1, synthetic_size = 2048;
   double lr = 1e-3, gamma = 1.0, weight_decay = 0.0, momentum = 0.9;
   std::uint64_t seed = 1;
-  bool synthetic = false;
+  bool synthetic = false, no_eval = false;
   int augment = -1;  // -1: the data set's default (on for CIFAR-10 and TinyImageNet)
 };
 
@@ -193,11 +193,12 @@ int run(const Flags& f, const ZooProgram& p) {
       train::save_model(path, *model);
       std::printf("saved %s\n", path.c_str());
     }
+    if (f.no_eval) return;
     std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.1f images/s\n\n",
                 static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
                 static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
   };
-  const auto results = trainer.fit(train_loader, &test_loader);
+  const auto results = trainer.fit(train_loader, f.no_eval ? nullptr : &test_loader);
   if (!f.trace.empty()) {
     cohort::trace::write_chrome_trace(f.trace + ".rank" + std::to_string(rank));
     if (comm) comm->barrier()->wait();
@@ -212,7 +213,10 @@ int run(const Flags& f, const ZooProgram& p) {
   if (!lead) return 0;
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
   if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
-  if (!results.empty())
+  if (!results.empty() && f.no_eval)
+    std::printf("training throughput: %.1f images/s  final train loss %.4f\n", trainer.images_per_s(),
+                results.back().train_loss);
+  else if (!results.empty())
     std::printf("final test accuracy: %.2f%%  training throughput: %.1f images/s  final train loss %.4f\n",
                 100.0 * results.back().eval.accuracy, trainer.images_per_s(), results.back().train_loss);
   return 0;
@@ -232,6 +236,7 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   CLI::App app{p.description, p.name};
   app.add_option("--model", f.model, "model: " + joined(p.models))->check(CLI::IsMember(p.models));
   app.add_option("--dataset", f.dataset, "data set: " + joined(p.datasets))->check(CLI::IsMember(p.datasets));
+  app.add_flag("--no-eval", f.no_eval, "skip the test set after each epoch (benchmarks)");
   app.add_flag("--synthetic", f.synthetic, "train on seeded synthetic images of the data set's shape (says so in the first line)");
   app.add_option("--synthetic-size", f.synthetic_size, "training images with --synthetic (test: a quarter)")->check(kPositive);
   app.add_option("--data", f.data_dir, "data directory (default: the data set's own)");
