@@ -84,7 +84,8 @@ Bytes quadrants(int id, int channels) {
   Bytes px;
   for (int y = 0; y < 64; ++y)
     for (int x = 0; x < 64; ++x)
-      for (int c = 0; c < channels; ++c) px.push_back(static_cast<unsigned char>(value(id, quadrant(y, x), c)));
+      for (int c = 0; c < channels; ++c)
+        px.push_back(static_cast<unsigned char>(value(id, quadrant(y, x), c)));
   return px;
 }
 
@@ -173,9 +174,10 @@ TEST_CASE("TinyImageNet: a small tree decodes to the pixels written, in class th
   int worst = 0;  // one flat colour, chroma subsampled 4:2:0
   const int flat[3] = {200, 90, 30};
   for (int c = 0; c < 3; ++c)
-    for (int p = 0; p < 64 * 64; ++p)
-      worst = std::max(worst, static_cast<int>(std::lround(std::abs(
-                                  out[static_cast<std::size_t>(c * 4096 + p)] * 255.0f - float(flat[c])))));
+    for (int p = 0; p < 64 * 64; ++p) {
+      const float got = out[static_cast<std::size_t>(c * 4096 + p)] * 255.0f;
+      worst = std::max(worst, static_cast<int>(std::lround(std::abs(got - float(flat[c])))));
+    }
   CHECK(worst <= 2);
   CHECK(val->get(2, out.data()) == 2);
   check_pixels(out, 10, false);
@@ -193,8 +195,9 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
   };
   std::vector<float> out(3 * 64 * 64);
 
-  CHECK(has(error_of([&] { load_tiny_imagenet_dir((tmp.path / "nowhere").string(), Split::train); }),
-            "TinyImageNet directory '" + (tmp.path / "nowhere").string() + "' does not exist"));
+  const std::string nowhere = (tmp.path / "nowhere").string();
+  CHECK(has(error_of([&] { load_tiny_imagenet_dir(nowhere, Split::train); }),
+            "TinyImageNet directory '" + nowhere + "' does not exist"));
   {
     const fs::path d = fresh();
     fs::remove(d / "wnids.txt");
