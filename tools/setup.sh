@@ -20,6 +20,7 @@ packages=(
   doctest-dev                                            # unit tests
   libucx-dev ucx-utils                                   # UCX communicator backend
   zlib1g-dev dataset-fashion-mnist                       # IDX data (gzip) and the real data set
+  libjpeg62-turbo-dev                                    # TinyImageNet's JPEGs (libjpeg-turbo)
   nlohmann-json3-dev libcli11-dev
   python3 python3-matplotlib                             # tools/plot_metrics.py
   openmpi-bin iproute2 bc                                # launcher tests: mpirun, netns hosts

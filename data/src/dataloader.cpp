@@ -18,10 +18,24 @@
 //   - batch use: the compute stream waits for `uploaded` before the copy-out.
 // Nothing here blocks the host on the compute stream. With two stages the prefetch thread runs at
 // most one batch ahead of next(), as without staging.
+//
+// Worker threads (num_workers >= 1). Whoever assembles a batch (the prefetch thread, or next()
+// without prefetch) posts it as a Job and waits for it; each worker claims the job's next row,
+// builds that sample into the job's own buffers and counts it done; the assembler then copies
+// the whole batch into its destination. Each sample goes through build_sample() exactly as
+// without workers, so the batch is bit-identical whatever thread built each row. The job owns
+// its buffers (and is shared with the workers) so that an assembler that gives up at its timeout
+// leaves a stuck worker writing into memory nobody else uses, not into a tensor or staging
+// buffer handed out since; the extra copy of the batch is small next to building it. After a
+// row fails, rows not yet claimed are skipped, and the error reported is the one of the lowest
+// failing row: every row before it was claimed before the skipping started, so this is the
+// error the loop without workers would have raised.
 #include "cohort/data/dataloader.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -75,6 +89,27 @@ struct DataLoader::Impl {
   std::optional<Slot> ready;
   bool stop = false;
   std::thread worker;
+
+  // Worker threads (see the file comment), guarded by pool_mu.
+  struct Job {
+    std::vector<std::int64_t> samples;  // the batch's samples, in row order
+    std::int64_t batch = 0, epoch = 0;
+    std::vector<float> images;          // rows x sample
+    std::vector<std::int64_t> labels;
+    std::int64_t claimed = 0, done = 0;
+    std::int64_t error_row = -1;
+    std::exception_ptr error;
+  };
+  struct Busy {  // what worker w is building, for the timeout message
+    std::int64_t batch = -1, sample = -1;
+    std::chrono::steady_clock::time_point since{};
+  };
+  std::mutex pool_mu;
+  std::condition_variable pool_work, pool_done;
+  std::deque<std::shared_ptr<Job>> jobs;  // jobs with rows left to claim
+  std::vector<Busy> busy;
+  bool pool_stop = false;
+  std::vector<std::thread> pool;
 
   Impl(DatasetPtr ds, DataLoaderOptions o, std::vector<TransformPtr> t, Device& h, Device* d)
       : dataset(std::move(ds)), opt(o), transforms(std::move(t)), host(&h), device(d ? d : &h),
@@ -141,45 +176,169 @@ struct DataLoader::Impl {
                                   static_cast<std::int64_t>(idx.size()) - k * opt.batch_size);
   }
 
-  // Writes batch `k` of the epoch whose indices are given into `out` (rows x sample floats) and
-  // `labels`, checking each label on the host (no lock held).
-  void assemble(const std::vector<std::int64_t>& idx, std::int64_t k, std::int64_t epoch,
-                float* out, std::int64_t* labels) const {
-    const std::int64_t begin = k * opt.batch_size;
-    const std::int64_t count = rows_of(idx, k);
+  std::chrono::milliseconds wait_limit() const {
+    return opt.timeout.count() > 0 ? opt.timeout : default_timeout();
+  }
+
+  // Floats of the biggest stage: the size of each scratch buffer of build_sample.
+  std::size_t scratch_size() const {
     std::int64_t biggest = 0;
     for (const auto& s : stage_shapes) biggest = std::max(biggest, s.numel());
-    std::vector<float> bufa(static_cast<std::size_t>(biggest)), bufb(bufa.size());
-    const std::int64_t per = sample_shape.numel();
+    return static_cast<std::size_t>(biggest);
+  }
+
+  // Sample `sample` (row `row` of batch `k` of `epoch`) through get() and the transforms into
+  // `dst` (one sample of sample_shape); returns its label, checked on the host. bufa and bufb
+  // are scratch of scratch_size() floats. Thread-safe (the dataset and transforms are).
+  std::int64_t build_sample(std::int64_t sample, std::int64_t row, std::int64_t k,
+                            std::int64_t epoch, float* bufa, float* bufb, float* dst) const {
     const std::int64_t classes = dataset->num_classes();
-    for (std::int64_t i = 0; i < count; ++i) {
-      const std::int64_t sample = idx[static_cast<std::size_t>(begin + i)];
-      const std::int64_t label = dataset->get(sample, bufa.data());
-      // Checked here, on the host, because the loss ops do not read device labels back (that
-      // would stop the device every step); a bad label on a GPU would only show as a NaN loss.
-      COHORT_CHECK(label >= 0 && label < classes, "DataLoader: sample ", sample, " of ",
-                   dataset->describe(), " (row ", i, " of batch ", k, ", epoch ", epoch,
-                   ") has label ", label, ", not a class index in [0, ", classes, ")");
-      labels[i] = label;
-      float* cur = bufa.data();
-      float* nxt = bufb.data();
-      for (std::size_t t = 0; t < transforms.size(); ++t) {
-        // The key depends only on (seed, epoch, sample, transform position).
-        const rng::U32x4 r = rng::philox_block(
-            opt.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(epoch + 1)),
-            static_cast<std::uint64_t>(sample) * 16 + t);
-        const std::uint64_t key = (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
-        transforms[t]->apply(cur, stage_shapes[t], nxt, key);
-        std::swap(cur, nxt);
-      }
-      std::copy(cur, cur + per, out + i * per);
+    const std::int64_t label = dataset->get(sample, bufa);
+    // Checked here, on the host, because the loss ops do not read device labels back (that
+    // would stop the device every step); a bad label on a GPU would only show as a NaN loss.
+    COHORT_CHECK(label >= 0 && label < classes, "DataLoader: sample ", sample, " of ",
+                 dataset->describe(), " (row ", row, " of batch ", k, ", epoch ", epoch,
+                 ") has label ", label, ", not a class index in [0, ", classes, ")");
+    float* cur = bufa;
+    float* nxt = bufb;
+    for (std::size_t t = 0; t < transforms.size(); ++t) {
+      // The key depends only on (seed, epoch, sample, transform position).
+      const rng::U32x4 r = rng::philox_block(
+          opt.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(epoch + 1)),
+          static_cast<std::uint64_t>(sample) * 16 + t);
+      const std::uint64_t key = (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
+      transforms[t]->apply(cur, stage_shapes[t], nxt, key);
+      std::swap(cur, nxt);
     }
+    std::copy(cur, cur + sample_shape.numel(), dst);
+    return label;
+  }
+
+  // Writes batch `k` of the epoch whose indices are given into `out` (rows x sample floats) and
+  // `labels` (no lock held): alone, or with the worker threads.
+  void assemble(const std::vector<std::int64_t>& idx, std::int64_t k, std::int64_t epoch,
+                float* out, std::int64_t* labels) {
+    if (opt.num_workers > 0) return assemble_with_workers(idx, k, epoch, out, labels);
+    const std::int64_t begin = k * opt.batch_size;
+    const std::int64_t count = rows_of(idx, k);
+    std::vector<float> bufa(scratch_size()), bufb(bufa.size());
+    const std::int64_t per = sample_shape.numel();
+    for (std::int64_t i = 0; i < count; ++i)
+      labels[i] = build_sample(idx[static_cast<std::size_t>(begin + i)], i, k, epoch,
+                               bufa.data(), bufb.data(), out + i * per);
+  }
+
+  void assemble_with_workers(const std::vector<std::int64_t>& idx, std::int64_t k,
+                             std::int64_t epoch, float* out, std::int64_t* labels) {
+    const std::int64_t begin = k * opt.batch_size;
+    const std::int64_t count = rows_of(idx, k);
+    const std::int64_t per = sample_shape.numel();
+    const auto limit = wait_limit();
+    if (count <= 0) return;
+    auto job = std::make_shared<Job>();
+    job->samples.assign(idx.begin() + begin, idx.begin() + begin + count);
+    job->batch = k;
+    job->epoch = epoch;
+    job->images.resize(static_cast<std::size_t>(count * per));
+    job->labels.resize(static_cast<std::size_t>(count));
+    std::unique_lock<std::mutex> lock(pool_mu);
+    jobs.push_back(job);
+    pool_work.notify_all();
+    pool_done.wait_for(lock, limit, [&] { return job->done == count || pool_stop; });
+    if (job->done != count) {
+      // Given up: no worker claims another row of it; a worker still on one writes only into
+      // the job, which it keeps alive.
+      jobs.erase(std::remove(jobs.begin(), jobs.end(), job), jobs.end());
+      COHORT_CHECK(!pool_stop, "DataLoader: destroyed while batch ", k, " was being built");
+      std::string doing;
+      const auto now = std::chrono::steady_clock::now();
+      for (std::size_t w = 0; w < busy.size(); ++w) {
+        doing += (w ? ", " : "") + std::string("worker ") + std::to_string(w);
+        if (busy[w].sample < 0) {
+          doing += " idle";
+        } else {
+          doing += " on sample " + std::to_string(busy[w].sample) + " of batch " +
+                   std::to_string(busy[w].batch) + " for " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      now - busy[w].since)
+                                      .count()) +
+                   " ms";
+        }
+      }
+      COHORT_FAIL("DataLoader (rank ", opt.rank, "): only ", job->done, " of the ", count,
+                  " samples of batch ", k, " of epoch ", epoch, " were built within ",
+                  limit.count(), " ms by the ", opt.num_workers, " worker threads "
+                  "(DataLoaderOptions::timeout, or COHORT_TIMEOUT): ", doing,
+                  " (is the dataset's get() or a transform stuck?)");
+    }
+    lock.unlock();
+    if (job->error) std::rethrow_exception(job->error);
+    std::copy(job->images.begin(), job->images.end(), out);
+    std::copy(job->labels.begin(), job->labels.end(), labels);
+  }
+
+  void run_pool_worker(std::size_t w) {
+    std::vector<float> bufa(scratch_size()), bufb(bufa.size());
+    const std::int64_t per = sample_shape.numel();
+    std::unique_lock<std::mutex> lock(pool_mu);
+    for (;;) {
+      // Idle until there is work: no timeout here, the assembler's wait has one.
+      pool_work.wait(lock, [&] { return pool_stop || !jobs.empty(); });
+      if (pool_stop) return;
+      const std::shared_ptr<Job> job = jobs.front();
+      const auto count = static_cast<std::int64_t>(job->samples.size());
+      const std::int64_t row = job->claimed++;
+      if (job->claimed == count) jobs.pop_front();
+      if (!job->error) {  // after a failed row, the rows not yet claimed are skipped
+        const std::int64_t sample = job->samples[static_cast<std::size_t>(row)];
+        busy[w] = {job->batch, sample, std::chrono::steady_clock::now()};
+        lock.unlock();
+        std::exception_ptr error;
+        try {
+          job->labels[static_cast<std::size_t>(row)] =
+              build_sample(sample, row, job->batch, job->epoch, bufa.data(), bufb.data(),
+                           job->images.data() + row * per);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        lock.lock();
+        busy[w] = Busy{};
+        if (error && (!job->error || row < job->error_row)) {
+          job->error = error;
+          job->error_row = row;
+        }
+      }
+      if (++job->done == count) pool_done.notify_all();
+    }
+  }
+
+  void start_pool() {  // num_workers >= 0 was checked by the DataLoader's constructor
+    busy.assign(static_cast<std::size_t>(opt.num_workers), Busy{});
+    try {
+      for (int w = 0; w < opt.num_workers; ++w)
+        pool.emplace_back([this, w] { run_pool_worker(static_cast<std::size_t>(w)); });
+    } catch (...) {
+      stop_pool();
+      throw;
+    }
+  }
+
+  void stop_pool() {
+    {
+      std::lock_guard<std::mutex> lock(pool_mu);
+      pool_stop = true;
+    }
+    pool_work.notify_all();
+    pool_done.notify_all();
+    for (auto& t : pool)
+      if (t.joinable()) t.join();
+    pool.clear();
   }
 
   // Builds batch `k` into the slot: host tensors, or (staged) the stage's pinned buffer and an
   // upload enqueued on the upload stream. The stage was reserved by the caller.
   void build(Slot& slot, const std::vector<std::int64_t>& idx, std::int64_t k,
-             std::int64_t epoch) const {
+             std::int64_t epoch) {
     const std::int64_t count = rows_of(idx, k);
     slot.batch.index = k;
     slot.rows = count;
@@ -312,9 +471,19 @@ DataLoader::DataLoader(DatasetPtr dataset, DataLoaderOptions options,
                options.batch_size);
   COHORT_CHECK(host.host_accessible(), "DataLoader: the assembly device ", host.name(),
                " is not host memory");
+  COHORT_CHECK(options.num_workers >= 0, "DataLoader: num_workers must be >= 0, got ",
+               options.num_workers);
   impl_ = std::make_unique<Impl>(std::move(dataset), options, std::move(transforms), host, device);
   impl_->start_epoch(0);
-  if (options.prefetch) impl_->worker = std::thread([this] { impl_->run_worker(); });
+  impl_->start_pool();
+  if (options.prefetch) {
+    try {
+      impl_->worker = std::thread([this] { impl_->run_worker(); });
+    } catch (...) {  // no destructor runs for a constructor that throws
+      impl_->stop_pool();
+      throw;
+    }
+  }
 }
 
 DataLoader::~DataLoader() {
@@ -323,7 +492,14 @@ DataLoader::~DataLoader() {
     impl_->stop = true;
   }
   impl_->cv.notify_all();
+  // The pool stops first: a prefetch thread waiting for its workers' batch wakes and gives up.
+  {
+    std::lock_guard<std::mutex> lock(impl_->pool_mu);
+    impl_->pool_stop = true;
+  }
+  impl_->pool_done.notify_all();
   if (impl_->worker.joinable()) impl_->worker.join();
+  impl_->stop_pool();
 }
 
 void DataLoader::set_epoch(std::int64_t epoch) {

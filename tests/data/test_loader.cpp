@@ -404,3 +404,127 @@ TEST_CASE("DataLoader: waiting for a batch times out, naming the batch and what 
   ::unsetenv("COHORT_TIMEOUT");
   CHECK(cohort::default_timeout() == 300s);
 }
+
+// ---- worker threads (DataLoaderOptions::num_workers) ----
+
+namespace {
+// Samples in `bad` cannot be read; reading sample `slow` first sleeps `delay`, so with workers a
+// later row can fail before an earlier one.
+class FailingDataset final : public Dataset {
+ public:
+  FailingDataset(std::set<std::int64_t> bad, std::int64_t slow, std::chrono::milliseconds delay)
+      : bad_(std::move(bad)), slow_(slow), delay_(delay) {}
+  std::int64_t size() const override { return 20; }
+  cohort::Shape sample_shape() const override { return {1, 2, 3}; }
+  std::int64_t num_classes() const override { return 10; }
+  std::int64_t get(std::int64_t i, float* out) const override {
+    if (i == slow_) std::this_thread::sleep_for(delay_);
+    COHORT_CHECK(bad_.count(i) == 0, "FailingDataset: sample ", i, " is unreadable");
+    for (int k = 0; k < 6; ++k) out[k] = static_cast<float>(i);
+    return i % 10;
+  }
+  std::string describe() const override { return "failing"; }
+
+ private:
+  std::set<std::int64_t> bad_;
+  std::int64_t slow_;
+  std::chrono::milliseconds delay_;
+};
+}  // namespace
+
+TEST_CASE("DataLoader: num_workers gives bit-identical batches, on the host and staged") {
+  auto& host = cohort::host_device();
+  auto& remote = cohort::testing::remote_device();
+  auto ds = std::make_shared<SyntheticDataset>(50, cohort::Shape{3, 8, 8}, 10, 3);
+  const std::vector<TransformPtr> tf = {random_crop(6, 2), random_horizontal_flip(),
+                                        normalize({0.5f}, {0.25f})};
+  DataLoaderOptions o;
+  o.batch_size = 8;  // 7 batches, the last of 2 rows
+  o.shuffle = true;
+  o.seed = 11;
+  DataLoader serial(ds, o, tf, host);
+  const Seen want = run_epochs(serial, 3, &host);
+  REQUIRE(want.index.size() == 21);
+  for (const int workers : {1, 2, 3, 16}) {
+    for (const bool prefetch : {true, false}) {
+      CAPTURE(workers);
+      CAPTURE(prefetch);
+      DataLoaderOptions w = o;
+      w.num_workers = workers;
+      w.prefetch = prefetch;
+      DataLoader plain(ds, w, tf, host);
+      CHECK(run_epochs(plain, 3, &host) == want);
+      DataLoader staged(ds, w, tf, host, &remote);
+      CHECK(run_epochs(staged, 3, &remote) == want);
+    }
+  }
+  // Restarting an epoch mid-way with workers, and a loader destroyed with a batch in flight.
+  DataLoaderOptions w = o;
+  w.num_workers = 2;
+  {
+    DataLoader l(ds, w, tf, host);
+    Batch b;
+    REQUIRE(l.next(b));
+    l.set_epoch(0);
+    CHECK(run_epochs(l, 3, &host) == want);
+    l.set_epoch(1);
+    REQUIRE(l.next(b));
+  }
+  w.num_workers = -1;
+  CHECK(error_of([&] { DataLoader(ds, w, tf, host); })
+            .find("num_workers must be >= 0, got -1") != std::string::npos);
+}
+
+TEST_CASE("DataLoader: worker errors surface on next(), the batch's first failing row first") {
+  using namespace std::chrono_literals;
+  auto& host = cohort::host_device();
+  for (const bool prefetch : {true, false}) {
+    CAPTURE(prefetch);
+    DataLoaderOptions o;
+    o.batch_size = 5;
+    o.num_workers = 3;
+    o.prefetch = prefetch;
+    // Batch 1 holds samples 5..9: 6 and 7 fail at once, 5 fails after 100 ms. Without workers
+    // sample 5 is the error; so with them.
+    DataLoader l(std::make_shared<FailingDataset>(std::set<std::int64_t>{5, 6, 7}, 5, 100ms), o,
+                 {}, host);
+    Batch b;
+    REQUIRE(l.next(b));
+    const std::string e = error_of([&] { l.next(b); });
+    CHECK_MESSAGE(e.find("FailingDataset: sample 5 is unreadable") != std::string::npos, e);
+    REQUIRE(l.next(b));  // the loader goes on with the next batch
+    CHECK(b.index == 2);
+    // A bad label is checked in the worker, with the same message.
+    DataLoader labels(std::make_shared<CountingDataset>(20, -1, 7), o, {}, host);
+    REQUIRE(labels.next(b));
+    const std::string le = error_of([&] { labels.next(b); });
+    CHECK_MESSAGE(le.find("DataLoader: sample 7 of counting (row 2 of batch 1, epoch 0) has "
+                          "label 12, not a class index in [0, 10)") != std::string::npos,
+                  le);
+  }
+}
+
+TEST_CASE("DataLoader: waiting for the workers times out, naming the batch and each worker") {
+  using namespace std::chrono_literals;
+  auto& host = cohort::host_device();
+  DataLoaderOptions o;
+  o.batch_size = 5;
+  o.num_workers = 2;
+  o.prefetch = false;  // next() waits for the workers itself
+  o.timeout = 150ms;
+  DataLoader l(std::make_shared<SlowDataset>(7, 700ms), o, {}, host);  // sample 7: batch 1
+  Batch b;
+  REQUIRE(l.next(b));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = error_of([&] { l.next(b); });
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CAPTURE(msg);
+  CHECK(msg.find("only 4 of the 5 samples of batch 1 of epoch 0 were built within 150 ms by the "
+                 "2 worker threads") != std::string::npos);
+  CHECK(msg.find("on sample 7 of batch 1 for") != std::string::npos);
+  CHECK(msg.find(" idle") != std::string::npos);
+  CHECK(took < 600ms);
+  // The other worker builds the next batch meanwhile.
+  REQUIRE(l.next(b));
+  CHECK(b.index == 2);
+}

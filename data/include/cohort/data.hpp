@@ -1,5 +1,5 @@
-// Everything of cohort::data: data sets (IDX/MNIST, CIFAR-10, synthetic, subsets, partitions),
-// transforms, the DistributedSampler and the DataLoader.
+// Everything of cohort::data: data sets (IDX/MNIST, CIFAR-10, TinyImageNet, synthetic, subsets,
+// partitions), transforms, the DistributedSampler and the DataLoader.
 #pragma once
 
 #include "cohort/data/cifar10.hpp"
@@ -8,4 +8,5 @@
 #include "cohort/data/idx.hpp"
 #include "cohort/data/sampler.hpp"
 #include "cohort/data/synthetic.hpp"
+#include "cohort/data/tiny_imagenet.hpp"
 #include "cohort/data/transforms.hpp"

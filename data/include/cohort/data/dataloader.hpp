@@ -13,9 +13,10 @@
 //       ... b.images, b.labels ...
 //     }
 //   }
-// Errors raised while assembling a batch (in the prefetch thread) are rethrown by next(), among
-// them a label outside [0, dataset.num_classes()), checked here on the host because the loss ops do
-// not read labels back from a GPU.
+// Errors raised while assembling a batch (in the prefetch thread or a worker: the batch's first
+// failing sample in row order, as without workers) are rethrown by next(), among them a label
+// outside [0, dataset.num_classes()), checked here on the host because the loss ops do not read
+// labels back from a GPU.
 //
 // For a device the host cannot address (a GPU), batches are assembled in pinned host memory and
 // uploaded on the loader's own stream while the previous step computes (two buffers, so the next
@@ -47,6 +48,13 @@ struct DataLoaderOptions {
   int rank = 0, world_size = 1;    // shard of the data this loader serves (DistributedSampler)
   bool sampler_drop_last = false;  // DistributedSampler's drop_last (uneven shards)
   bool prefetch = true;            // assemble the next batch in a background thread
+  // Threads that decode and transform the samples of a batch in parallel (torch's num_workers,
+  // but splitting each batch across the threads rather than giving each a whole batch: the
+  // prefetch thread still runs one batch ahead, so memory stays at one batch in flight). 0: the
+  // prefetch thread (or next(), without prefetch) does it alone. The batches are bit-identical
+  // for any value: each sample's transforms are keyed by (seed, epoch, sample), not by thread.
+  // Worth it when get() is costly (JPEG decoding: TinyImageNetDataset), not for in-memory sets.
+  int num_workers = 0;
   // How long next() waits for the prefetch thread; 0: cohort::default_timeout() (COHORT_TIMEOUT,
   // 300 s). On expiry next() throws naming the batch, the epoch and what the thread is doing.
   std::chrono::milliseconds timeout{0};
