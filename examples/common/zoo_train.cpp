@@ -15,6 +15,7 @@
 #include "cohort/data/cifar10.hpp"
 #include "cohort/data/idx.hpp"
 #include "cohort/data/synthetic.hpp"
+#include "cohort/data/tiny_imagenet.hpp"
 #include "cohort/models.hpp"
 #include "common/flags.hpp"
 
@@ -30,6 +31,7 @@ struct Flags {
   std::string save_model, resume, metrics, trace, tensorboard, model_folder;
   std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 1, log_interval = 10;
   std::int64_t max_steps = -1, synthetic_size = 2048;
+  int workers = 0;
   double lr = 1e-3, gamma = 1.0, weight_decay = 0.0, momentum = 0.9;
   std::uint64_t seed = 1;
   bool synthetic = false, no_eval = false;
@@ -84,6 +86,18 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     d.test = data::load_cifar10_dir(dir, data::Split::test);
     mean = {0.4914f, 0.4822f, 0.4465f};
     stddev = {0.2470f, 0.2435f, 0.2616f};
+    augment = true;
+  } else if (f.dataset == "tinyimagenet") {
+    const std::string dir = f.data_dir.empty() ? "tiny-imagenet-200" : f.data_dir;
+    COHORT_CHECK(has_file(dir, "wnids.txt") && has_file(dir, "train") && has_file(dir, "val"),
+                 "no TinyImageNet in '", dir, "': unpack tiny-imagenet-200.zip there (wnids.txt, "
+                 "train/<wnid>/images/*.JPEG, val/images + val/val_annotations.txt) or pass --data DIR; "
+                 "--dataset fashion-mnist trains on the real data set this machine has, --synthetic on "
+                 "generated 64x64 images of 200 classes");
+    d.train = data::load_tiny_imagenet_dir(dir, data::Split::train);
+    d.test = data::load_tiny_imagenet_dir(dir, data::Split::test);
+    mean = {0.485f, 0.456f, 0.406f};
+    stddev = {0.229f, 0.224f, 0.225f};
     augment = true;
   } else {
     COHORT_FAIL("data set '", f.dataset, "' is not built into ", p.name);
@@ -148,9 +162,11 @@ int run(const Flags& f, const ZooProgram& p) {
   to.batch_size = f.batch_size;
   to.shuffle = true;
   to.seed = f.seed;
+  to.num_workers = f.workers;
   data::DataLoader train_loader(ds.train, to, ds.train_tf, host, &dev);
   data::DataLoaderOptions eo;
   eo.batch_size = f.test_batch_size;
+  eo.num_workers = f.workers;
   data::DataLoader test_loader(ds.test, eo, ds.test_tf, host, &dev);
 
   auto optimizer = make_optimizer(f, trained.parameters());
@@ -240,6 +256,8 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_flag("--synthetic", f.synthetic, "train on seeded synthetic images of the data set's shape (says so in the first line)");
   app.add_option("--synthetic-size", f.synthetic_size, "training images with --synthetic (test: a quarter)")->check(kPositive);
   app.add_option("--data", f.data_dir, "data directory (default: the data set's own)");
+  app.add_option("--workers", f.workers, "threads decoding and transforming each batch (0: the loader's one thread)")
+      ->check(CLI::Range(0, 256));
   app.add_option("--augment", f.augment, "1: random crop (padding 4) + horizontal flip, 0: none (default: on for cifar10 and tinyimagenet)")
       ->check(CLI::Range(0, 1));
   app.add_option("--optimizer", f.optimizer, "sgd|adam|adamw")->check(CLI::IsMember({"sgd", "adam", "adamw"}));
