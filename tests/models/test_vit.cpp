@@ -138,6 +138,18 @@ TEST_CASE("the registry knows the ViT; torchvision's initialisation") {
         static_cast<float>(std::sqrt(6.0 / (256 + 512))));
 }
 
+TEST_CASE("grad-ready hooks: once per parameter, in reverse state_dict order") {
+  const nn::ModulePtr m = models::vision_transformer(lt::host(), small_config());
+  std::vector<std::string> order;
+  m->register_grad_ready_hook([&](const cohort::NamedParameter& p) { order.push_back(p.name); });
+  const Tensor y = m->forward(lt::uniform({2, 3, 8, 8}, -1, 1, 4));
+  m->backward(lt::uniform(y.shape(), -1, 1, 5), false);
+  std::vector<std::string> want;
+  const auto params = m->named_parameters();
+  for (auto it = params.rbegin(); it != params.rend(); ++it) want.push_back(it->name);
+  CHECK(order == want);
+}
+
 }  // TEST_SUITE names
 
 TEST_SUITE("golden") {
