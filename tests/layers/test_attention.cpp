@@ -118,7 +118,9 @@ TEST_CASE("MultiheadAttention") {
     // PyTorch zeroes the biases: random ones put their gradients to the test too.
     m.in_proj_bias()->value.copy_from(lt::uniform({3 * c.e}, -0.5f, 0.5f, 41));
     m.out_proj()->bias()->value.copy_from(lt::uniform({c.e}, -0.5f, 0.5f, 42));
-    check_module(m, lt::uniform({c.n, c.t, c.e}, -1, 1, 43));
+    // Inputs in [-3, 3] make the attention peaked, so the keys' gradients are not negligible:
+    // with [-1, 1] a 1% error in dK passed unnoticed (tried); with these it fails.
+    check_module(m, lt::uniform({c.n, c.t, c.e}, -3, 3, 43));
   }
 }
 
