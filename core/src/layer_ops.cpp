@@ -599,8 +599,8 @@ PermuteArgs simplify_permutation(const char* op, const Shape& s, const std::vect
   const int rank = static_cast<int>(s.rank());
   // Output axes that carry data, as input axes.
   std::vector<int> out_axes;
-  for (int a = 0; a < rank; ++a)
-    if (s[p[static_cast<std::size_t>(a)]] != 1) out_axes.push_back(p[static_cast<std::size_t>(a)]);
+  for (int ax : p)
+    if (s[ax] != 1) out_axes.push_back(ax);
   // Runs of output axes whose input axes are consecutive: each run is one merged axis, holding
   // the input axes [first, last] (no extent-1 axis lies between: those were dropped, and a run
   // over a dropped axis is still contiguous in memory, so it may span it).
@@ -644,14 +644,14 @@ PermuteArgs simplify_permutation(const char* op, const Shape& s, const std::vect
 }  // namespace
 
 std::vector<int> inverse_permutation(const std::vector<int>& perm) {
-  std::vector<int> q(perm.size(), -1);
   const int rank = static_cast<int>(perm.size());
-  for (int a = 0; a < rank; ++a) {
-    const int v = perm[static_cast<std::size_t>(a)] < 0 ? perm[static_cast<std::size_t>(a)] + rank
-                                                        : perm[static_cast<std::size_t>(a)];
+  std::vector<int> q(perm.size(), -1);
+  int a = 0;
+  for (int v : perm) {
+    if (v < 0) v += rank;
     COHORT_CHECK(v >= 0 && v < rank && q[static_cast<std::size_t>(v)] < 0,
                  "inverse_permutation: ", perm_str(perm), " is not a permutation");
-    q[static_cast<std::size_t>(v)] = a;
+    q[static_cast<std::size_t>(v)] = a++;
   }
   return q;
 }
