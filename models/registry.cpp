@@ -10,7 +10,8 @@ namespace {
 using Factory = std::function<nn::ModulePtr(Device&, const ModelConfig&)>;
 const std::vector<std::pair<std::string, Factory>>& table() {
   static const std::vector<std::pair<std::string, Factory>> t = {
-      {"cnn_a", cnn_a}, {"cnn_b", cnn_b}, {"resnet9", resnet9}, {"resnet50", resnet50}};
+      {"cnn_a", cnn_a}, {"cnn_b", cnn_b}, {"resnet9", resnet9}, {"resnet50", resnet50},
+      {"vit", vit}};
   return t;
 }
 }  // namespace

@@ -206,6 +206,20 @@ struct BiasActPlane {  // item: one (outer, channel) plane of `inner` elements
   }
 };
 
+// inner == 1 (a linear layer's [rows, features] output): one item per row, the bias read
+// contiguously along it, instead of one single-element plane per (row, feature).
+template <Activation F>
+struct BiasActRow {  // item: one row of `channels` elements
+  ChannelDims d;
+  const float* bias;  // nullable: activation only
+  float* y;
+  float alpha;
+  COHORT_HD void operator()(i64 row) const {
+    float* p = y + row * d.channels;
+    for (i64 c = 0; c < d.channels; ++c) p[c] = Act<F>::f(p[c] + (bias ? bias[c] : 0.0f), alpha);
+  }
+};
+
 struct BiasGradChannel {  // item: channel; dbias[c] += sum over (outer, inner)
   ChannelDims d;
   const float* dy;
@@ -214,6 +228,33 @@ struct BiasGradChannel {  // item: channel; dbias[c] += sum over (outer, inner)
     double acc = 0.0;
     for (i64 o = 0; o < d.outer; ++o) acc += sum_of(dy + (o * d.channels + c) * d.inner, d.inner);
     dbias[c] += static_cast<float>(acc);
+  }
+};
+
+// inner == 1: BiasGradChannel's sums (each channel in double, rows in order: the same
+// arithmetic), but one item per block of `block` neighbouring channels, so every row is read a
+// cache line at a time instead of one strided element per channel item. Items = ceil(C / block).
+struct BiasGradColumns {
+  static constexpr i64 block = 16;
+  ChannelDims d;
+  const float* dy;
+  float* dbias;
+  COHORT_HD void operator()(i64 item) const {
+    const i64 c0 = item * block;
+    const i64 n = d.channels - c0 < block ? d.channels - c0 : block;
+    double acc[block] = {};
+    if (n == block) {  // a constant trip count: the compiler keeps acc in vector registers
+      for (i64 o = 0; o < d.outer; ++o) {
+        const float* row = dy + o * d.channels + c0;
+        for (i64 k = 0; k < block; ++k) acc[k] += row[k];
+      }
+    } else {
+      for (i64 o = 0; o < d.outer; ++o) {
+        const float* row = dy + o * d.channels + c0;
+        for (i64 k = 0; k < n; ++k) acc[k] += row[k];
+      }
+    }
+    for (i64 k = 0; k < n; ++k) dbias[c0 + k] += static_cast<float>(acc[k]);
   }
 };
 
@@ -642,7 +683,11 @@ struct LayerNormBackwardRow {  // item: row; dx only
   }
 };
 
-struct LayerNormParamGradCol {  // item: column; dgamma[j] += sum dy * xhat, dbeta[j] += sum dy
+// item: a block of `block` neighbouring columns (each summed in double over the rows in order),
+// so each row is read a cache line at a time rather than one strided element per column item;
+// items = ceil(cols / block). dgamma[j] += sum dy * xhat, dbeta[j] += sum dy.
+struct LayerNormParamGradCols {
+  static constexpr i64 block = 16;
   LayerNormArgs a;
   const float* x;
   const float* dy;
@@ -650,15 +695,31 @@ struct LayerNormParamGradCol {  // item: column; dgamma[j] += sum dy * xhat, dbe
   const float* rstd;
   float* dgamma;  // nullable
   float* dbeta;   // nullable
-  COHORT_HD void operator()(i64 j) const {
-    double sg = 0.0, sb = 0.0;
-    for (i64 r = 0; r < a.rows; ++r) {
-      const float g = dy[r * a.cols + j];
-      sb += g;
-      sg += static_cast<double>(g) * ((x[r * a.cols + j] - mean[r]) * rstd[r]);
+  COHORT_HD void operator()(i64 item) const {
+    const i64 j0 = item * block;
+    const i64 n = a.cols - j0 < block ? a.cols - j0 : block;
+    double sg[block] = {}, sb[block] = {};
+    if (n == block)  // a constant trip count: the compiler keeps the sums in vector registers
+      sum_rows<block>(j0, sg, sb);
+    else
+      sum_rows<0>(j0, sg, sb, n);
+    for (i64 k = 0; k < n; ++k) {
+      if (dgamma) dgamma[j0 + k] += static_cast<float>(sg[k]);
+      if (dbeta) dbeta[j0 + k] += static_cast<float>(sb[k]);
     }
-    if (dgamma) dgamma[j] += static_cast<float>(sg);
-    if (dbeta) dbeta[j] += static_cast<float>(sb);
+  }
+  // Columns [j0, j0 + (N ? N : n)) summed over every row, in row order.
+  template <i64 N>
+  COHORT_HD void sum_rows(i64 j0, double* sg, double* sb, i64 n = N) const {
+    for (i64 r = 0; r < a.rows; ++r) {
+      const float* g = dy + r * a.cols + j0;
+      const float* xr = x + r * a.cols + j0;
+      const float mu = mean[r], rs = rstd[r];
+      for (i64 k = 0; k < (N ? N : n); ++k) {
+        sb[k] += g[k];
+        sg[k] += static_cast<double>(g[k]) * ((xr[k] - mu) * rs);
+      }
+    }
   }
 };
 
@@ -710,6 +771,59 @@ struct DropoutBlocks {
         const i64 i = first + j * 4 + lane;
         if (i < n) out[i] = in[i] * (u32_to_unit(r[lane]) >= a.p ? keep_scale : 0.0f);
       }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Data movement: axis permutation and row-block copies (no arithmetic: results are exact on
+// every backend).
+
+// item: a chunk of up to `chunk` consecutive elements of one output row (the last output axis);
+// items = rows * chunks_per_row. Chunks rather than whole rows so that a permutation with few,
+// long rows still spreads over many GPU threads; on the host a chunk is long enough that the
+// per-item index arithmetic is noise. Writes are contiguous; reads stride by in_stride[rank - 1]
+// (1 when the last axis stays last).
+struct PermuteChunk {
+  static constexpr i64 chunk = 1024;
+  int rank;
+  i64 out_dims[PermuteArgs::max_rank];   // the output's extents
+  i64 in_stride[PermuteArgs::max_rank];  // x's element stride along output axis a
+  i64 chunks_per_row;
+  const float* x;
+  float* out;
+  COHORT_HD void operator()(i64 item) const {
+    const i64 row = item / chunks_per_row;
+    const i64 cols = out_dims[rank - 1];
+    const i64 c0 = (item % chunks_per_row) * chunk;
+    const i64 c1 = c0 + chunk < cols ? c0 + chunk : cols;
+    i64 src = 0, r = row;  // row -> its index along each output axis but the last
+    for (int a = rank - 2; a >= 0; --a) {
+      src += (r % out_dims[a]) * in_stride[a];
+      r /= out_dims[a];
+    }
+    const i64 s = in_stride[rank - 1];
+    float* o = out + row * cols;
+    if (s == 1) {
+      for (i64 c = c0; c < c1; ++c) o[c] = x[src + c];
+    } else {
+      for (i64 c = c0; c < c1; ++c) o[c] = x[src + c * s];
+    }
+  }
+};
+
+struct SliceCopyRow {  // item: one row (o, j) of `inner` elements: items = outer * length
+  SliceCopyArgs a;
+  const float* src;
+  float* dst;
+  COHORT_HD void operator()(i64 item) const {
+    const i64 o = item / a.length, j = item % a.length;
+    const float* s = src + ((a.src_broadcast ? 0 : o) * a.src_len + a.src_start + j) * a.inner;
+    float* d = dst + (o * a.dst_len + a.dst_start + j) * a.inner;
+    if (a.accumulate) {
+      for (i64 i = 0; i < a.inner; ++i) d[i] += s[i];
+    } else {
+      for (i64 i = 0; i < a.inner; ++i) d[i] = s[i];
     }
   }
 };

@@ -166,13 +166,22 @@ void run(Exec& e, const calls::ActivationBackward& c) {
 template <class Exec>
 void run(Exec& e, const calls::BiasAdd& c) {
   dispatch_activation(c.f, [&](auto tag) {
-    e.for_each("cohort::bias_add", c.d.outer * c.d.channels,
-               BiasActPlane<decltype(tag)::value>{c.d, c.bias, c.y, c.alpha});
+    if (c.d.inner == 1)
+      e.for_each("cohort::bias_add", c.d.outer,
+                 BiasActRow<decltype(tag)::value>{c.d, c.bias, c.y, c.alpha});
+    else
+      e.for_each("cohort::bias_add", c.d.outer * c.d.channels,
+                 BiasActPlane<decltype(tag)::value>{c.d, c.bias, c.y, c.alpha});
   });
 }
 template <class Exec>
 void run(Exec& e, const calls::BiasGrad& c) {
-  e.for_each("cohort::bias_grad", c.d.channels, BiasGradChannel{c.d, c.dy, c.dbias});
+  if (c.d.inner == 1)
+    e.for_each("cohort::bias_grad",
+               (c.d.channels + BiasGradColumns::block - 1) / BiasGradColumns::block,
+               BiasGradColumns{c.d, c.dy, c.dbias});
+  else
+    e.for_each("cohort::bias_grad", c.d.channels, BiasGradChannel{c.d, c.dy, c.dbias});
 }
 
 template <class Exec>
@@ -210,8 +219,37 @@ void run(Exec& e, const calls::LayerNormBackward& c) {
     e.for_each("cohort::layer_norm_backward", c.a.rows,
                LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx});
   if (c.dgamma || c.dbeta)
-    e.for_each("cohort::layer_norm_param_grad", c.a.cols,
-               LayerNormParamGradCol{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma, c.dbeta});
+    e.for_each("cohort::layer_norm_param_grad",
+               (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,
+               LayerNormParamGradCols{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma,
+                                      c.dbeta});
+}
+
+template <class Exec>
+void run(Exec& e, const calls::Permute& c) {
+  const PermuteArgs& a = c.a;
+  PermuteChunk f{};
+  f.rank = a.rank;
+  i64 in_stride[PermuteArgs::max_rank];
+  i64 stride = 1;
+  for (int k = a.rank - 1; k >= 0; --k) {  // x is contiguous in its own axis order
+    in_stride[k] = stride;
+    stride *= a.dims[k];
+  }
+  for (int k = 0; k < a.rank; ++k) {
+    f.out_dims[k] = a.dims[a.perm[k]];
+    f.in_stride[k] = in_stride[a.perm[k]];
+  }
+  const i64 cols = f.out_dims[a.rank - 1];
+  if (stride == 0 || cols == 0) return;
+  f.chunks_per_row = (cols + PermuteChunk::chunk - 1) / PermuteChunk::chunk;
+  f.x = c.x;
+  f.out = c.out;
+  e.for_each("cohort::permute", stride / cols * f.chunks_per_row, f);
+}
+template <class Exec>
+void run(Exec& e, const calls::SliceCopy& c) {
+  e.for_each("cohort::slice_copy", c.a.outer * c.a.length, SliceCopyRow{c.a, c.src, c.dst});
 }
 
 template <class Exec>

@@ -323,6 +323,38 @@ std::vector<Row> rows() {
     return Outputs{dx};
   });
 
+  // ---- data movement (exact: nothing is computed) ----
+  struct PermuteCase {
+    std::string name;
+    Shape x;
+    std::vector<int> perm;
+  };
+  const std::vector<PermuteCase> perms = {
+      {"[N, T, H, dh] -> [N, H, T, dh]", {2, 5, 3, 4}, {0, 2, 1, 3}},
+      {"[N, D, T] -> [N, T, D]", {3, 8, 7}, {0, 2, 1}},
+      {"5-D [N, T, 3, H, dh] -> [3, N, H, T, dh]", {2, 3, 3, 2, 4}, {2, 0, 3, 1, 4}},
+      {"rows longer than a chunk", {2, 1500, 3}, {2, 0, 1}},
+      {"extent-1 axes, negative axes", {1, 4, 1, 6}, {-1, 0, 2, 1}},
+  };
+  for (const PermuteCase& pc : perms)
+    add(Op::permute, "permute " + pc.name, 0, [pc](Device& d) {
+      return Outputs{ops::permute(uni(d, pc.x, 100), pc.perm)};
+    });
+  add(Op::slice_copy, "slice_copy broadcast token into row 0", 0, [](Device& d) {
+    Tensor dst = uni(d, {4, 5, 8}, 101);
+    ops::slice_copy(uni(d, {1, 1, 8}, 102), 0, dst, 0, 1, 1);
+    return Outputs{dst};
+  });
+  add(Op::slice_copy, "slice_copy rows 1..4 accumulate at 2", 0, [](Device& d) {
+    Tensor dst = uni(d, {3, 6, 5}, 103);
+    ops::slice_copy(uni(d, {3, 5, 5}, 104), 1, dst, 2, 3, 1, true);
+    return Outputs{dst};
+  });
+  add(Op::slice_copy, "narrow last axis, cat first axis", 0, [](Device& d) {
+    Tensor a = ops::narrow(uni(d, {4, 9}, 105), -1, 3, 4);
+    return Outputs{a, ops::cat({a, uni(d, {2, 4}, 106)}, 0)};
+  });
+
   // ---- optimizers (bit-identical: no FMA contraction on either side) ----
   add(Op::sgd_step, "sgd momentum nesterov wd", 0, [](Device& d) {
     Tensor p = uni(d, {101}, 80), buf = uni(d, {101}, 82);

@@ -3,9 +3,11 @@
 #pragma once
 
 #include "cohort/layers/activation.hpp"
+#include "cohort/layers/attention.hpp"
 #include "cohort/layers/batchnorm.hpp"
 #include "cohort/layers/conv2d.hpp"
 #include "cohort/layers/dropout.hpp"
+#include "cohort/layers/encoder_block.hpp"
 #include "cohort/layers/flatten.hpp"
 #include "cohort/layers/init.hpp"
 #include "cohort/layers/layernorm.hpp"

@@ -13,6 +13,7 @@
 #include "cohort/models/cnn.hpp"
 #include "cohort/models/config.hpp"
 #include "cohort/models/resnet.hpp"
+#include "cohort/models/vit.hpp"
 
 namespace cohort::models {
 

@@ -83,6 +83,33 @@ struct LayerNormArgs {
   float eps = 1e-5f;
 };
 
+// Axis permutation of a contiguous row-major tensor (torch.permute followed by .contiguous()):
+// output axis a is input axis perm[a], so out[i_0, ..., i_{rank-1}] = x[j] with j[perm[a]] = i_a.
+// The front end (cohort::ops::permute) first drops extent-1 axes and merges axes that stay
+// neighbours in the same order, so any permutation that needs at most max_rank axes after that
+// fits: [N, T, H, dh] -> [N, H, T, dh] is 4 axes, [N, T, 3, H, dh] -> [3, N, H, T, dh] is 5.
+struct PermuteArgs {
+  static constexpr int max_rank = 6;
+  int rank = 1;                          // in [1, max_rank]
+  std::int64_t dims[max_rank] = {1};     // the input's extents, dims[0..rank)
+  int perm[max_rank] = {0};              // a permutation of 0..rank-1
+};
+
+// A block of rows copied between two tensors seen as [outer, len, inner] around one axis (the
+// rows are that axis; torch's dst.narrow(axis, dst_start, length).copy_(src.narrow(...))):
+//   dst[o, dst_start + j, i] = (accumulate ? dst[o, dst_start + j, i] : 0)
+//                              + src[src_broadcast ? 0 : o, src_start + j, i]
+// for o < outer, j < length, i < inner. src_broadcast: src has one outer slice, copied into
+// every one of dst's (the class token of a ViT into each image of the batch). src and dst do not
+// overlap.
+struct SliceCopyArgs {
+  std::int64_t outer = 1, inner = 1, length = 0;
+  std::int64_t src_len = 0, src_start = 0;  // src's extent along the axis, first row read
+  std::int64_t dst_len = 0, dst_start = 0;  // dst's extent along the axis, first row written
+  bool src_broadcast = false;
+  bool accumulate = false;
+};
+
 // Inverted dropout: element i is kept with probability 1 - p and scaled by 1 / (1 - p). Whether it
 // is kept is a pure function of (seed, step, i) (Philox4x32-10), so backward regenerates the mask
 // instead of storing it, and every device draws the same mask.

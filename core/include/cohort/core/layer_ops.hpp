@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "cohort/core/layer_args.hpp"
 #include "cohort/core/tensor.hpp"
@@ -95,5 +96,29 @@ void nll_backward(const Tensor& target, float scale, Tensor& dx);
 // dx [N, C] = scale * (exp(logp) - onehot(target)): the gradient of cross entropy w.r.t. the
 // logits, given their log-softmax.
 void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx);
+
+// ---- data movement: what attention and a vision transformer do between their GEMMs ----
+
+// out = x with its axes permuted, as x.permute(perm).contiguous(): out's axis a is x's axis
+// perm[a] (negative entries count from the end); out has the permuted shape and does not overlap
+// x. Any rank, as long as at most PermuteArgs::max_rank (6) axes remain once extent-1 axes are
+// dropped and axes that stay neighbours are merged. The backward of a permutation is the
+// inverse permutation (inverse_permutation below).
+void permute(const Tensor& x, const std::vector<int>& perm, Tensor& out);
+Tensor permute(const Tensor& x, const std::vector<int>& perm);
+// q with q[perm[a]] = a: permute(permute(x, p), inverse_permutation(p)) is x.
+std::vector<int> inverse_permutation(const std::vector<int>& perm);
+
+// dst.narrow(axis, dst_start, length) = src.narrow(axis, src_start, length), or += with
+// accumulate; the rest of dst is untouched. src and dst have the same rank and the same extents
+// on every axis but `axis`, except that src may have extent 1 on every axis before `axis`: it is
+// then broadcast over them (one class token into every image of a batch). src and dst must not
+// overlap.
+void slice_copy(const Tensor& src, std::int64_t src_start, Tensor& dst, std::int64_t dst_start,
+                std::int64_t length, int axis, bool accumulate = false);
+// A new tensor holding x.narrow(axis, start, length) (torch.narrow, copied: contiguous).
+Tensor narrow(const Tensor& x, int axis, std::int64_t start, std::int64_t length);
+// torch.cat(xs, axis): the tensors agree on every extent but `axis`, on one device.
+Tensor cat(const std::vector<Tensor>& xs, int axis);
 
 }  // namespace cohort::ops

@@ -238,6 +238,19 @@ struct DropoutBackward {  // regenerates the forward's mask from (seed, step)
   float* dx;
   std::size_t n;
 };
+// Data movement (semantics in cohort/core/layer_args.hpp): the head split and merge of
+// attention, and the token concatenation and selection of a vision transformer. Backward of
+// either is the same op (the inverse permutation; the slice copied the other way).
+struct Permute {
+  PermuteArgs a;
+  const float* x;
+  float* out;  // does not overlap x
+};
+struct SliceCopy {  // dst rows (+)= src rows; every other element of dst is left as it was
+  SliceCopyArgs a;
+  const float* src;
+  float* dst;
+};
 // Class-index losses over logp [rows, classes] and target [rows] (i64, each in [0, classes): the
 // front end checks on the host).
 struct NllForward {  // loss[r] = -logp[r, target[r]]

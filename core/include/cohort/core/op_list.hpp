@@ -48,6 +48,8 @@
   X(nll_forward, NllForward)                       \
   X(nll_backward, NllBackward)                     \
   X(cross_entropy_backward, CrossEntropyBackward)  \
+  X(permute, Permute)                              \
+  X(slice_copy, SliceCopy)                         \
   /* optimizer ops (cohort/core/optim_ops.hpp) */  \
   X(sgd_step, SgdStep)                             \
   X(adam_step, AdamStep)                           \

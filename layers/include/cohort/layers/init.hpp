@@ -25,4 +25,19 @@ std::uint64_t next_seed();
 // b = 1 / sqrt(fan_in); their biases are U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 Tensor kaiming_uniform(const Shape& shape, double a, std::int64_t fan_in, Device& device);
 
+// N(mean, stddev^2) of the given shape on `device`, drawn from the init stream (nn.init.normal_).
+Tensor init_normal(const Shape& shape, float mean, float stddev, Device& device);
+
+// PyTorch's trunc_normal_(w, mean, std, a, b): N(mean, stddev^2) restricted to [a, b] (absolute
+// bounds, as PyTorch's, not multiples of stddev). Values outside are redrawn from the init stream
+// (rejection: the exact truncated distribution); [a, b] must hold a reasonable share of the
+// distribution (an interval far in a tail is an error rather than an endless loop).
+Tensor init_trunc_normal(const Shape& shape, float mean, float stddev, float a, float b,
+                         Device& device);
+
+// PyTorch's xavier_uniform_(w, gain): U(-bound, bound), bound = gain * sqrt(6 / (fan_in +
+// fan_out)), with PyTorch's fans for a weight [out, in, *kernel]: fan_in = in * prod(kernel),
+// fan_out = out * prod(kernel). Shapes of rank >= 2.
+Tensor xavier_uniform(const Shape& shape, Device& device, double gain = 1.0);
+
 }  // namespace cohort::nn

@@ -172,6 +172,12 @@ class Module {
     int depth = 0;
   };
   virtual void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const;
+  // A container's summarize() adds its children's rows through this (each child for the input
+  // shape it receives), as Sequential and Residual do.
+  static void summarize_child(const Module& child, const Shape& input, int depth,
+                              std::vector<SummaryRow>& rows) {
+    child.summarize(input, depth, rows);
+  }
   friend class Sequential;
   friend class Residual;
 

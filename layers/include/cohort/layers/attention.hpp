@@ -1,0 +1,56 @@
+// MultiheadAttention: torch.nn.MultiheadAttention(embed_dim, num_heads, batch_first=True) used for
+// self-attention (query = key = value = x, need_weights=False), as a transformer encoder block
+// calls it:
+//
+//   [q | k | v] = x in_proj_weight^T + in_proj_bias            one GEMM, [N * T, 3E]
+//   head h:  o_h = softmax(q_h k_h^T / sqrt(dh)) v_h            dh = E / num_heads, batched GEMMs
+//   y = out_proj([o_1 | ... | o_H])                              the heads side by side, [N, T, E]
+//
+// Parameters with PyTorch's names, shapes and initialisation: in_proj_weight [3E, E]
+// (xavier-uniform), in_proj_bias [3E] (zeros) and the child out_proj (Linear E -> E with
+// PyTorch's default weight and a zero bias), so state_dict keys are in_proj_weight,
+// in_proj_bias, out_proj.weight, out_proj.bias.
+//
+// Not supported (PyTorch's defaults are what is implemented): attention dropout, masks, separate
+// key and value inputs (kdim, vdim), bias_k / bias_v, add_zero_attn, returning the weights.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "cohort/layers/linear.hpp"
+#include "cohort/layers/module.hpp"
+
+namespace cohort::nn {
+
+class MultiheadAttention : public Module {
+ public:
+  // embed_dim must be a positive multiple of num_heads.
+  MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, Device& device);
+
+  const ParameterPtr& in_proj_weight() const { return w_; }
+  const ParameterPtr& in_proj_bias() const { return b_; }
+  const std::shared_ptr<Linear>& out_proj() const { return out_proj_; }
+  std::int64_t embed_dim() const { return e_; }
+  std::int64_t num_heads() const { return h_; }
+  std::int64_t head_dim() const { return dh_; }
+
+ protected:
+  // Input [N, T, E] (batch first: N sequences of T tokens), output [N, T, E].
+  Tensor forward_impl(const Tensor& x) override;
+  Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
+  Shape output_shape_impl(const Shape& input) const override;
+  void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const override;
+
+ private:
+  std::int64_t e_, h_, dh_;
+  ParameterPtr w_, b_;
+  std::shared_ptr<Linear> out_proj_;
+  // What backward needs from the last forward.
+  std::int64_t n_ = 0, t_ = 0;
+  Tensor x_;    // the input as [N * T, E]
+  Tensor qkv_;  // [3, N * H, T, dh]: every head's queries, keys and values
+  Tensor p_;    // [N * H, T, T]: the attention probabilities
+};
+
+}  // namespace cohort::nn
