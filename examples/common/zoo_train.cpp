@@ -110,7 +110,9 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
   }
   d.train_tf.push_back(data::normalize(mean, stddev));
   d.test_tf.push_back(data::normalize(mean, stddev));
-  d.what = d.train->describe() + (augment ? " | augmented (crop 4, flip)" : "");
+  d.what = d.train->describe() +
+           (f.dataset == "fashion-mnist" ? " | padded by 2 to 32x32, grey copied to 3 channels" : "") +
+           (augment ? " | augmented (crop 4, flip)" : "");
   return d;
 }
 

@@ -8,6 +8,7 @@
 #include "cohort/data.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
+#include "cohort/models.hpp"
 #include "cohort/optim.hpp"
 #include "cohort/parallel.hpp"
 #include "cohort/train.hpp"
