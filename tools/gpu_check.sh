@@ -11,7 +11,8 @@
 #
 # Steps: configure and build with CUDA (cuDNN and NCCL from the CUDA toolkit, CUDNN_ROOT /
 # NCCL_ROOT, or the pip wheels nvidia-cudnn-cu13 / nvidia-nccl-cu13 that python3 can import); then,
-# on a GPU: every ctest test labelled gpu, the op parity table on cuda, one epoch of mnist_cnn on
+# on a GPU: every ctest test labelled gpu, the op parity table on cuda, the zoo models for a few
+# steps each (and ResNet9 on 2 ranks sharing the GPU), one epoch of mnist_cnn on
 # cuda and on the host (test accuracy within 0.5 points), 2 ranks sharing the GPU over shm, and
 # training images/s and per-layer times against PyTorch on the same GPU when python3 has torch
 # with CUDA. Without a GPU it stops after the build, says so, and exits 0. Exit status 1 when any
@@ -143,6 +144,26 @@ if [ $rc -eq 0 ] && grep -q "ranks hold identical weights: yes" "$build/ddp_shm_
   row "2 ranks on one GPU, shm" ok "$(grep -m1 'identical weights' "$build/ddp_shm_cuda.log" | sed 's/^.*(//; s/)$//'); $(ips_of "$build/ddp_shm_cuda.log") images/s"
 else
   row "2 ranks on one GPU, shm" FAIL "exit $rc; see $build/ddp_shm_cuda.log"
+fi
+
+# ---- the model zoo on cuda: every model trains a few steps (docs/MODELS.md) ----
+for m in cnn_a cnn_b resnet9 resnet50 vit; do
+  "$bin/cifar_cnn" --device cuda --model "$m" --synthetic --synthetic-size 256 --batch-size 32 \
+    --max-steps 8 --log-interval 1 --test-batch-size 64 >"$build/zoo_$m.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "final test accuracy" "$build/zoo_$m.log"; then
+    row "zoo $m on cuda" ok "$(grep -oE 'loss [0-9.]+' "$build/zoo_$m.log" | head -n1) -> $(grep -oE 'loss [0-9.]+' "$build/zoo_$m.log" | tail -n1); $(ips_of "$build/zoo_$m.log") images/s"
+  else
+    row "zoo $m on cuda" FAIL "exit $rc; see $build/zoo_$m.log"
+  fi
+done
+"$bin/cohortrun" --nproc-per-node 2 "$bin/cifar_cnn" --device cuda --comm shm --model resnet9 \
+  --dataset fashion-mnist --data "$data" --max-steps 50 --log-interval 100000 >"$build/zoo_ddp_shm_cuda.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "ranks hold identical weights: yes" "$build/zoo_ddp_shm_cuda.log"; then
+  row "resnet9 2 ranks on one GPU, shm" ok "$(ips_of "$build/zoo_ddp_shm_cuda.log") images/s"
+else
+  row "resnet9 2 ranks on one GPU, shm" FAIL "exit $rc; see $build/zoo_ddp_shm_cuda.log"
 fi
 
 # ---- training speed against PyTorch on the same GPU ----
