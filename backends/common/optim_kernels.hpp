@@ -80,12 +80,18 @@ struct AdadeltaUpdate {
     float g = a.maximize ? -grad[i] : grad[i];
     const float p = param[i];
     if (a.weight_decay != 0.0f) g = g + a.weight_decay * p;
-    const float sq = square_avg[i] * a.rho + a.one_minus_rho * g * g;
+    // See AdadeltaArgs::flush_subnormal_state: (2^-63)^2 is FLT_MIN. The product keeps torch's
+    // addcmul order, (one_minus_rho * g) * g, so unflushed results stay bit-identical.
+    const bool tiny_g = a.flush_subnormal_state && fabsf(g) < 1.0842022e-19f;
+    float sq = square_avg[i] * a.rho + (tiny_g ? 0.0f : a.one_minus_rho * g * g);
+    if (a.flush_subnormal_state && sq < 1.17549435e-38f) sq = 0.0f;
     square_avg[i] = sq;
     const float std_dev = sqrtf(sq + a.eps);
     const float acc = acc_delta[i];
     const float delta = sqrtf(acc + a.eps) / std_dev * g;
-    acc_delta[i] = acc * a.rho + a.one_minus_rho * delta * delta;
+    float acc_new = acc * a.rho + a.one_minus_rho * delta * delta;
+    if (a.flush_subnormal_state && acc_new < 1.17549435e-38f) acc_new = 0.0f;
+    acc_delta[i] = acc_new;
     param[i] = p + a.neg_lr * delta;
   }
 };

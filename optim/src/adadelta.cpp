@@ -1,5 +1,6 @@
 // torch.optim.Adadelta: option checks and the per-parameter update (one fused device op).
 #include "cohort/optim/adadelta.hpp"
+#include <cstdlib>
 
 #include "checks.hpp"
 #include "cohort/core/optim_ops.hpp"
@@ -34,6 +35,7 @@ void Adadelta::update(std::size_t group, Slot& slot) {
   a.eps = static_cast<float>(o.eps);
   a.weight_decay = static_cast<float>(o.weight_decay);
   a.maximize = o.maximize;
+  a.flush_subnormal_state = a.eps > 0x1p-102f && !std::getenv("COHORT_ADADELTA_NO_FLUSH");  // see AdadeltaArgs: then invisible in every result
   ops::adadelta_step(slot.param->value, slot.param->grad, buffer(slot, "square_avg"),
                      buffer(slot, "acc_delta"), a);
   ++slot.step;
