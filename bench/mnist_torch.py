@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--eval-batch", type=int, default=0,
+                    help="then evaluate the test set in batches of N under no_grad (as mnist_cnn does)")
     a = ap.parse_args()
     dev = torch.device(a.device)
     torch.set_num_threads(1)
@@ -81,6 +83,16 @@ def main():
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     print(f"torch images/s: {a.steps * b / dt:.1f}  (loss {loss.item():.4f}, {a.steps} steps)")
+    if a.eval_batch:
+        n = 10000
+        xt = load(os.path.join(a.data, "t10k-images-idx3-ubyte.gz"), 16, (n, 1, 28, 28))
+        yt = load(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz"), 8, (n,)).long().to(dev)
+        xt = ((xt.float() / 255.0 - 0.1307) / 0.3081).to(dev)
+        model.eval()
+        with torch.no_grad():
+            correct = sum((model(xt[i:i + a.eval_batch]).argmax(1) == yt[i:i + a.eval_batch]).sum().item()
+                          for i in range(0, n, a.eval_batch))
+        print(f"torch test accuracy: {100.0 * correct / n:.2f}%")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@ def parse():
     ap.add_argument("--eval", action="store_true", help="test accuracy after training")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--nproc", type=int, default=1, help="data-parallel ranks (gloo DDP)")
+    ap.add_argument("--init", help="start from these weights (cohort's cifar_cnn --save-init FILE)")
+    ap.add_argument("--no-shuffle", action="store_true", help="batches in data-set order")
     ap.add_argument("--port", type=int, default=29533)
     return ap.parse_args()
 
@@ -82,6 +84,9 @@ def worker(rank, a):
         xs, ys = fashion("train", a.data)
         xt, yt = fashion("test", a.data)
     model = torch_models.make(a.model, 10, 3, 32)
+    if a.init:
+        from safetensors.torch import load_file
+        model.load_state_dict(load_file(a.init), strict=True)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
     if a.optimizer == "sgd":
@@ -94,7 +99,8 @@ def worker(rank, a):
     shard = len(xs) // world
     step, seconds, per_epoch = 0, 0.0, shard // a.batch_size + (shard % a.batch_size > 0)
     while step < a.steps:
-        perm = torch.randperm(len(xs))[rank::world][:shard]
+        perm = torch.arange(len(xs)) if a.no_shuffle else torch.randperm(len(xs))
+        perm = perm[rank::world][:shard]
         for b in range(per_epoch):
             if step == a.steps:
                 break

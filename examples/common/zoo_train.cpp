@@ -28,10 +28,10 @@ namespace optim = cohort::optim;
 
 struct Flags {
   std::string model, dataset, data_dir, optimizer = "adam", device, comm;
-  std::string save_model, resume, metrics, trace, tensorboard, model_folder;
+  std::string save_model, resume, metrics, trace, tensorboard, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 1, log_interval = 10;
   std::int64_t max_steps = -1, synthetic_size = 2048;
-  int workers = 0;
+  int workers = 0, shuffle = 1;
   double lr = 1e-3, gamma = 1.0, weight_decay = 0.0, momentum = 0.9;
   std::uint64_t seed = 1;
   bool synthetic = false, no_eval = false;
@@ -156,13 +156,16 @@ int run(const Flags& f, const ZooProgram& p) {
   mc.in_channels = sample[0];
   mc.image_size = sample[1];
   auto model = cohort::models::make(f.model, dev, mc);
+  // The initial weights, for a side-by-side run that starts PyTorch from the same point
+  // (bench/zoo_torch.py --init FILE).
+  if (!f.save_init.empty() && lead) train::save_model(f.save_init, *model);
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
   if (comm) ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm);
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
 
   data::DataLoaderOptions to;
   to.batch_size = f.batch_size;
-  to.shuffle = true;
+  to.shuffle = f.shuffle == 1;
   to.seed = f.seed;
   to.num_workers = f.workers;
   data::DataLoader train_loader(ds.train, to, ds.train_tf, host, &dev);
@@ -273,6 +276,9 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_option("--log-interval", f.log_interval, "batches between progress lines")->check(kPositive);
   app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")->check(kPositive);
   app.add_option("--save-model", f.save_model, "save the model (safetensors) and training state after each epoch");
+  app.add_option("--save-init", f.save_init, "write the initial weights (safetensors) to FILE before training");
+  app.add_option("--shuffle", f.shuffle, "1: reshuffle the training set every epoch (default), 0: in order")
+      ->check(CLI::Range(0, 1));
   app.add_option("--model-folder", f.model_folder, "write DIR/<model>_epoch<N>.safetensors after every epoch");
   app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
   app.add_option("--seed", f.seed, "random seed");
