@@ -6,7 +6,8 @@
 #      and epoch, 10 epochs, so the loss measures learning rather than batch-to-batch noise): the
 #      first line says SYNTHETIC, the mean loss of the last 3 steps is below that of the first 3,
 #      and the ranks end with identical weights (batch-norm statistics included);
-#   3. --model-folder writes one safetensors file per epoch; where PyTorch and safetensors are
+#   3. ResNet9 over ucx ends with the weights it ends with over shm;
+#   4. --model-folder writes one safetensors file per epoch; where PyTorch and safetensors are
 #      importable (tools/setup.sh --peers) the file loads into the PyTorch definition with
 #      strict=True (models/torch_models.py), otherwise that step says it was skipped.
 # usage: test_cifar_cnn.sh CIFAR_CNN COHORTRUN SOURCE_DIR
@@ -33,6 +34,7 @@ expect_error 2 "--batch-size: must be a positive integer, got '0'" --batch-size 
 
 models=$("$bin" --help | sed -nE 's/.*model: ([a-z0-9_|]+).*/\1/p' | tr '|' ' ')
 [ -n "$models" ] || fail "--help lists no models"
+declare -A digest
 for m in $models; do
   out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" --model "$m" \
         --comm shm --synthetic --synthetic-size 16 --batch-size 8 --epochs 10 --log-interval 1 \
@@ -41,6 +43,7 @@ for m in $models; do
   [ $rc -eq 0 ] || { echo "$out" | tail -20; fail "$m on 2 ranks exited $rc"; }
   echo "$out" | grep -q "cifar_cnn: SYNTHETIC data" || fail "$m: the first line does not say SYNTHETIC"
   echo "$out" | grep -q "ranks hold identical weights: yes" || fail "$m: ranks differ"
+  digest[$m]=$(echo "$out" | sed -nE 's/.*identical weights: yes \(digest ([0-9a-f]+)\).*/\1/p')
   losses=$(echo "$out" | sed -nE 's/.*\[rank 0\] epoch [0-9]+\/10 step 1\/1 .* loss ([0-9.]+) .*/\1/p')
   echo "$m losses: $(echo $losses)"
   echo "$losses" | awk '{ l[NR] = $1 } END {
@@ -49,6 +52,20 @@ for m in $models; do
       if (!(b < a)) { print "loss did not fall: first 3 " a ", last 3 " b; exit 1 } }' \
     || fail "$m: loss did not fall on 2 ranks"
 done
+
+# The same job over ucx ends with the same weights as over shm (a 2-rank sum is exact either way).
+out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" --model resnet9 \
+      --comm ucx --synthetic --synthetic-size 16 --batch-size 8 --epochs 10 --log-interval 1 \
+      --test-batch-size 4 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q "not in this build"; then
+  echo "ucx not in this build: shm only"
+else
+  [ $rc -eq 0 ] || { echo "$out" | tail; fail "resnet9 over ucx exited $rc"; }
+  d=$(echo "$out" | sed -nE 's/.*identical weights: yes \(digest ([0-9a-f]+)\).*/\1/p')
+  [ "$d" = "${digest[resnet9]}" ] || fail "resnet9: ucx digest '$d', shm '${digest[resnet9]}'"
+  echo "resnet9 over ucx: the same weights as over shm ($d)"
+fi
 
 out=$(OMP_NUM_THREADS=1 "$bin" --model cnn_b --synthetic --synthetic-size 64 --batch-size 16 --epochs 2 \
       --model-folder ckpt 2>&1) || fail "--model-folder run failed: $out"
