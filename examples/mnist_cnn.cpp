@@ -27,6 +27,7 @@
 #include "cohort/train/trainer.hpp"
 #include "cohort/layers.hpp"
 #include "common/flags.hpp"
+#include "common/job.hpp"
 
 namespace nn = cohort::nn;
 namespace data = cohort::data;
@@ -43,14 +44,12 @@ struct Flags {
 };
 
 int run(const Flags& f) {
-  // Data parallel when launched with several ranks (cohortrun, mpirun, srun, torchrun's
-  // variables) or asked for a backend: each rank trains on its shard, DDP averages gradients.
-  const auto pg = cohort::comm::ProcessGroupInfo::from_env();
-  std::shared_ptr<cohort::comm::Communicator> comm;
-  if (pg.world_size > 1 || !f.comm.empty()) comm = cohort::comm::init_process_group(f.comm);
-  const int rank = comm ? comm->rank() : 0;
-  const int world = comm ? comm->size() : 1;
-  const bool lead = rank == 0;  // rank 0 alone prints (the Trainer writes files from rank 0 too)
+  // Data parallel when launched with several ranks or asked for a backend: each rank trains on
+  // its shard, DDP averages gradients.
+  const examples::Job job = examples::join_job(f.comm);
+  const auto& comm = job.comm;
+  const int world = job.world;
+  const bool lead = job.lead;
 
   cohort::Device& dev = cohort::device(f.device);
   auto& host = cohort::host_device();
@@ -90,10 +89,7 @@ int run(const Flags& f) {
                 comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
                 static_cast<long long>(f.epochs), f.lr, f.gamma);
   }
-  if (!f.trace.empty()) {
-    cohort::trace::enable(true);
-    cohort::trace::set_rank(rank);
-  }
+  examples::start_trace(f.trace, job);
 
   // Given the DDP module, the Trainer does the distributed rest: shards the loaders, averages the
   // metrics, prints, writes metrics and TensorBoard files on rank 0 only.
@@ -116,25 +112,11 @@ int run(const Flags& f) {
                   static_cast<long long>(got.progress.global_step));
   }
   trainer.after_epoch = [&](const train::EpochResult& r) {
-    if (!lead) return;
-    std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.0f images/s\n\n",
-                static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
-                static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
+    if (lead) examples::print_epoch(r);
   };
   const auto results = trainer.fit(train_loader, &test_loader);
-  // Each rank writes FILE.rank<N>; rank 0 then joins them into FILE (one process per rank,
-  // each with its compute, data and comm tracks).
-  if (!f.trace.empty()) {
-    cohort::trace::write_chrome_trace(f.trace + ".rank" + std::to_string(rank));
-    if (comm) comm->barrier()->wait();
-    if (lead) {
-      std::vector<std::string> parts;
-      for (int r = 0; r < world; ++r) parts.push_back(f.trace + ".rank" + std::to_string(r));
-      train::merge_chrome_traces(parts, f.trace);
-    }
-  }
-  if (ddp && !ddp->weights_identical_across_ranks())
-    COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ", rank, ")");
+  examples::finish_trace(f.trace, job);
+  examples::check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;
 
   std::printf("%s\n", train::ascii_plot(trainer.loss_history(), "training loss per step (cost history)").c_str());
@@ -171,18 +153,5 @@ int main(int argc, char** argv) {
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
   app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
   app.add_option("--comm", f.comm, "communicator backend: shm, ucx, self, auto (default: COHORT_COMM, then auto)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mnist_cnn: %s (see --help)\n", e.what());
-    return 2;
-  }
-  try {
-    return run(f);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mnist_cnn: %s\n", e.what());
-    return 1;
-  }
+  return examples::parse_and_run(app, argc, argv, "mnist_cnn", [&] { return run(f); });
 }

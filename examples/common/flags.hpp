@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <exception>
 #include <string>
 
 namespace examples {
@@ -29,5 +31,25 @@ inline const CLI::Validator kNonNegative(
       return "must be a non-negative number, got '" + s + "'";
     },
     "X>=0");
+
+// Parses argv with `app` and runs `run()`: a command-line error ends with one line and exit
+// status 2, a failure (an exception) with one line and 1; otherwise run()'s status.
+template <class Run>
+int parse_and_run(CLI::App& app, int argc, char** argv, const std::string& name, Run&& run) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", name.c_str(), e.what());
+    return 2;
+  }
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());
+    return 1;
+  }
+}
 
 }  // namespace examples

@@ -18,6 +18,7 @@
 #include "cohort/data/tiny_imagenet.hpp"
 #include "cohort/models.hpp"
 #include "common/flags.hpp"
+#include "common/job.hpp"
 
 namespace examples {
 namespace {
@@ -137,12 +138,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const std::vect
 }
 
 int run(const Flags& f, const ZooProgram& p) {
-  const auto pg = cohort::comm::ProcessGroupInfo::from_env();
-  std::shared_ptr<cohort::comm::Communicator> comm;
-  if (pg.world_size > 1 || !f.comm.empty()) comm = cohort::comm::init_process_group(f.comm);
-  const int rank = comm ? comm->rank() : 0;
-  const int world = comm ? comm->size() : 1;
-  const bool lead = rank == 0;
+  const Job job = join_job(f.comm);
+  const auto& comm = job.comm;
+  const int world = job.world;
+  const bool lead = job.lead;
 
   cohort::Device& dev = cohort::device(f.device);
   auto& host = cohort::host_device();
@@ -186,10 +185,7 @@ int run(const Flags& f, const ZooProgram& p) {
                 static_cast<long long>(f.batch_size), f.optimizer.c_str(), f.lr, f.weight_decay,
                 static_cast<long long>(f.epochs));
   }
-  if (!f.trace.empty()) {
-    cohort::trace::enable(true);
-    cohort::trace::set_rank(rank);
-  }
+  start_trace(f.trace, job);
   train::TrainerOptions opts;
   opts.epochs = f.epochs;
   opts.log_interval = f.log_interval;
@@ -214,23 +210,11 @@ int run(const Flags& f, const ZooProgram& p) {
       train::save_model(path, *model);
       std::printf("saved %s\n", path.c_str());
     }
-    if (f.no_eval) return;
-    std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.1f images/s\n\n",
-                static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
-                static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
+    if (!f.no_eval) print_epoch(r);
   };
   const auto results = trainer.fit(train_loader, f.no_eval ? nullptr : &test_loader);
-  if (!f.trace.empty()) {
-    cohort::trace::write_chrome_trace(f.trace + ".rank" + std::to_string(rank));
-    if (comm) comm->barrier()->wait();
-    if (lead) {
-      std::vector<std::string> parts;
-      for (int r = 0; r < world; ++r) parts.push_back(f.trace + ".rank" + std::to_string(r));
-      train::merge_chrome_traces(parts, f.trace);
-    }
-  }
-  if (ddp && !ddp->weights_identical_across_ranks())
-    COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ", rank, ")");
+  finish_trace(f.trace, job);
+  check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
   if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
@@ -287,20 +271,7 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
   app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR");
   app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", p.name.c_str(), e.what());
-    return 2;
-  }
-  try {
-    return run(f, p);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", p.name.c_str(), e.what());
-    return 1;
-  }
+  return examples::parse_and_run(app, argc, argv, p.name, [&] { return run(f, p); });
 }
 
 }  // namespace examples

@@ -1,0 +1,70 @@
+// The plumbing every training example shares: joining the job's ranks, Chrome traces across
+// ranks, the per-epoch line and the end-of-run checks. Header-only (the examples' own code).
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/collectives/registry.hpp"
+#include "cohort/core/error.hpp"
+#include "cohort/core/trace.hpp"
+#include "cohort/parallel/ddp.hpp"
+#include "cohort/train/metrics.hpp"
+#include "cohort/train/trainer.hpp"
+
+namespace examples {
+
+// This process's place in the job. Data parallel when launched with several ranks (cohortrun,
+// mpirun, srun, torchrun's variables) or asked for a backend (`comm_flag`, else COHORT_COMM).
+struct Job {
+  std::shared_ptr<cohort::comm::Communicator> comm;  // null: one process, no communicator
+  int rank = 0, world = 1;
+  bool lead = true;  // rank 0 alone prints (the Trainer writes files from rank 0 too)
+};
+
+inline Job join_job(const std::string& comm_flag) {
+  Job j;
+  const auto pg = cohort::comm::ProcessGroupInfo::from_env();
+  if (pg.world_size > 1 || !comm_flag.empty()) j.comm = cohort::comm::init_process_group(comm_flag);
+  j.rank = j.comm ? j.comm->rank() : 0;
+  j.world = j.comm ? j.comm->size() : 1;
+  j.lead = j.rank == 0;
+  return j;
+}
+
+// Starts recording a Chrome trace when `path` is set.
+inline void start_trace(const std::string& path, const Job& j) {
+  if (path.empty()) return;
+  cohort::trace::enable(true);
+  cohort::trace::set_rank(j.rank);
+}
+
+// Each rank writes PATH.rank<N>; rank 0 then joins them into PATH (one process per rank, each
+// with its compute, data and comm tracks).
+inline void finish_trace(const std::string& path, const Job& j) {
+  if (path.empty()) return;
+  cohort::trace::write_chrome_trace(path + ".rank" + std::to_string(j.rank));
+  if (j.comm) j.comm->barrier()->wait();
+  if (!j.lead) return;
+  std::vector<std::string> parts;
+  for (int r = 0; r < j.world; ++r) parts.push_back(path + ".rank" + std::to_string(r));
+  cohort::train::merge_chrome_traces(parts, path);
+}
+
+// PyTorch's examples' per-epoch test line.
+inline void print_epoch(const cohort::train::EpochResult& r) {
+  std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.0f images/s\n\n",
+              static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
+              static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
+}
+
+// Collective: every rank must hold the same weights and buffers at the end of a data-parallel
+// run; an error names the rank's digest otherwise.
+inline void check_ranks_identical(cohort::parallel::DistributedDataParallel* ddp, const Job& j) {
+  if (ddp && !ddp->weights_identical_across_ranks())
+    COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ", j.rank, ")");
+}
+
+}  // namespace examples
