@@ -181,10 +181,7 @@ class CollChannel final : public Channel {
     if (st != UCS_OK || (q.recv && info.length != q.bytes)) {
       // A wrong length usually means the ranks issued different collectives: say which.
       if (&q != &pending_[fp_recv_handle_]) check_fingerprint();
-      if (st != UCS_OK) {
-        await_peer_verdict();
-        transport_failure(q.peer, q.recv, st);
-      }
+      if (st != UCS_OK) transport_failure(q.peer, q.recv, st);
       check_length(q.peer, info.length, q.bytes);
     }
     return true;
@@ -221,8 +218,11 @@ class CollChannel final : public Channel {
   // A transport error is often the echo of a failure a peer has already reported: a rank that
   // found a mismatch gives up and releases its buffers, and a rendezvous transfer from it then
   // fails here (seen: "Shared memory error" from the sysv transport under load). Its abort message
-  // is on the way: wait for it a moment, so that every rank reports the cause, not the echo.
-  void await_peer_verdict() {
+  // is on the way: wait for it a moment, so that every rank reports the cause, not the echo. Both
+  // kinds of transport error wait: a request that completes with an error, and a send or receive
+  // refused at once because the endpoint already failed (seen: a 256-byte broadcast to a rank that
+  // had just aborted, in a fresh-clone CI run).
+  void await_peer_verdict() const {
     const auto until = Clock::now() + kDrainGrace;
     while (e_.peer_failure_rank < 0 && Clock::now() < until)
       if (e_.progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -230,6 +230,7 @@ class CollChannel final : public Channel {
   }
 
   [[noreturn]] void transport_failure(int peer, bool recv, ucs_status_t st) const {
+    if (st != UCS_ERR_MESSAGE_TRUNCATED) await_peer_verdict();
     if (st == UCS_ERR_MESSAGE_TRUNCATED)
       COHORT_UCX_FAIL(e_.rank, desc_.str(), ": rank ", peer,
                       " sent a message longer than the expected bytes (do all ranks pass the same "
