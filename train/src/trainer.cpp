@@ -305,8 +305,9 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
     // with its own batch after DDP's broadcast). PyTorch's DDP copies rank 0's buffers in every
     // forward, evaluation included; here all ranks take rank 0's once, at the epoch's end, so the
     // evaluation, the checkpoint and the ranks' weights digests agree (the test shards are uneven,
-    // so a broadcast per evaluation forward could not pair up).
-    if (ddp_) ddp_->sync_buffers();
+    // so a broadcast per evaluation forward could not pair up). A DDP built with
+    // broadcast_buffers = false keeps each rank's own statistics, as PyTorch's does.
+    if (ddp_ && ddp_->options().broadcast_buffers) ddp_->sync_buffers();
     if (test) {
       r.eval = evaluate(*test);
       metrics_.write("eval", {{"epoch", static_cast<double>(epoch)},

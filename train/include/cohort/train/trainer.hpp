@@ -11,7 +11,8 @@
 //    rank's evaluate() returns the whole test set's figures;
 //  - averages the epoch's training loss over the ranks, counts images/s over all of them;
 //  - gives every rank rank 0's buffers (batch-norm running statistics) at each epoch's end, before
-//    evaluating and saving, so the ranks evaluate and end with the same model;
+//    evaluating and saving, so the ranks evaluate and end with the same model (unless the DDP was
+//    built with broadcast_buffers = false);
 //  - prints progress, writes metrics, TensorBoard scalars and checkpoints on rank 0 only;
 //  - adds DDP's "comm" (waiting for all-reduces) and "overlap" (all-reduce time hidden under
 //    backward) rows to the phase table.
