@@ -77,6 +77,7 @@ struct RowSumItem {  // item: row; accumulated in double
   const float* x;
   i64 cols;
   float* out;
+  i64 cost() const { return cols; }
   COHORT_HD void operator()(i64 r) const {
     double acc = 0.0;
     for (i64 j = 0; j < cols; ++j) acc += x[r * cols + j];
@@ -88,6 +89,7 @@ struct RowMaxItem {  // item: row; NaN wins, as in torch.max
   const float* x;
   i64 cols;
   float* out;
+  i64 cost() const { return cols; }
   COHORT_HD void operator()(i64 r) const {
     float m = x[r * cols];
     for (i64 j = 1; j < cols && m == m; ++j) {
@@ -102,6 +104,7 @@ struct RowArgmaxItem {  // item: row; the first maximal column, NaN wins
   const float* x;
   i64 cols;
   std::int64_t* out;
+  i64 cost() const { return cols; }
   COHORT_HD void operator()(i64 r) const {
     i64 best = 0;
     float m = x[r * cols];
@@ -120,6 +123,7 @@ struct ScaleRowItem {  // item: row of a strided matrix; beta == 0 writes zeros 
   float* c;
   i64 cols, ldc;
   float beta;
+  i64 cost() const { return cols; }
   COHORT_HD void operator()(i64 r) const {
     for (i64 j = 0; j < cols; ++j) c[r * ldc + j] = beta == 0.0f ? 0.0f : beta * c[r * ldc + j];
   }

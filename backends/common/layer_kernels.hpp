@@ -1,14 +1,20 @@
 // The layer ops' arithmetic and index math, written once. Every functor here is one "work item"
-// function `operator()(i64 item)`: the host backend runs items 0..count-1 in a Kokkos
-// parallel_for, the CUDA backend runs them one per GPU thread (backends/common/op_impl.hpp says
-// which functor runs over how many items). CPU-only CI therefore tests the very code a GPU runs.
+// function `operator()(i64 item)`: the host backend runs items 0..count-1 in Kokkos parallel_fors
+// over contiguous ranges split between its threads, the CUDA backend runs them one per GPU thread
+// (backends/common/op_impl.hpp says which functor runs over how many items). CPU-only CI therefore
+// tests the very code a GPU runs.
 //
-// Why items are rows or planes rather than single elements: the host runs on one core, where a
-// work item that loops over a contiguous row (an im2col row, one pooling output row, one channel's
-// statistics) is what makes the loop vectorise and avoids recomputing divisions per element. On a GPU such items are coarser than ideal but still parallel (thousands of rows or
-// planes per launch); the CUDA backend trades that peak speed for sharing the math (DESIGN.md:
-// "kernels written once"). Items never write to memory another item writes, so no atomics and the
-// results are deterministic and equal on both backends.
+// Why items are rows or planes rather than single elements: on a CPU core, a work item that loops
+// over a contiguous row (an im2col row, one pooling output row, one channel's statistics) is what
+// makes the loop vectorise and avoids recomputing divisions per element. On a GPU such items are
+// coarser than ideal but still parallel (thousands of rows or planes per launch); the CUDA backend
+// trades that peak speed for sharing the math (DESIGN.md: "kernels written once"). Items never
+// write to memory another item writes, so no atomics, and the results are deterministic, equal on
+// both backends and independent of the host's thread count.
+//
+// `i64 cost() const` (host only): about how many elements one item touches, for functors whose
+// item is more than one element. The host splits a launch between threads only when count * cost
+// is worth a thread's wake-up (host_ops.cpp); functors without it count 1 per item.
 //
 // Reductions (batch-norm and layer-norm statistics, softmax denominators, bias gradients)
 // accumulate in double, over float partial sums of at most 32 elements (sum_of below).
@@ -199,6 +205,7 @@ struct BiasActPlane {  // item: one (outer, channel) plane of `inner` elements
   const float* bias;  // nullable: activation only
   float* y;
   float alpha;
+  i64 cost() const { return d.inner; }
   COHORT_HD void operator()(i64 plane) const {
     const float b = bias ? bias[plane % d.channels] : 0.0f;
     float* p = y + plane * d.inner;
@@ -214,6 +221,7 @@ struct BiasActRow {  // item: one row of `channels` elements
   const float* bias;  // nullable: activation only
   float* y;
   float alpha;
+  i64 cost() const { return d.channels; }
   COHORT_HD void operator()(i64 row) const {
     float* p = y + row * d.channels;
     for (i64 c = 0; c < d.channels; ++c) p[c] = Act<F>::f(p[c] + (bias ? bias[c] : 0.0f), alpha);
@@ -224,6 +232,7 @@ struct BiasGradChannel {  // item: channel; dbias[c] += sum over (outer, inner)
   ChannelDims d;
   const float* dy;
   float* dbias;
+  i64 cost() const { return d.outer * d.inner; }
   COHORT_HD void operator()(i64 c) const {
     double acc = 0.0;
     for (i64 o = 0; o < d.outer; ++o) acc += sum_of(dy + (o * d.channels + c) * d.inner, d.inner);
@@ -239,6 +248,7 @@ struct BiasGradColumns {
   ChannelDims d;
   const float* dy;
   float* dbias;
+  i64 cost() const { return d.outer * block; }
   COHORT_HD void operator()(i64 item) const {
     const i64 c0 = item * block;
     const i64 n = d.channels - c0 < block ? d.channels - c0 : block;
@@ -276,6 +286,7 @@ struct Im2colRow {  // item: one row (ci, p, q) of col, all oh * ow outputs: ite
   Conv2dArgs a;
   const float* x;  // one image [c, h, w]
   float* col;      // [c * r * s, oh * ow]
+  i64 cost() const { return a.oh * a.ow; }
   COHORT_HD void operator()(i64 row) const {
     const i64 q = row % a.s;
     const i64 p = (row / a.s) % a.r;
@@ -307,6 +318,7 @@ struct Col2imRow {  // item: one input row (ci, ih) of dx, summed over every tap
   Conv2dArgs a;
   const float* col;  // [c * r * s, oh * ow]
   float* dx;         // one image [c, h, w]
+  i64 cost() const { return a.r * a.s * a.w; }
   COHORT_HD void operator()(i64 item) const {
     const i64 ih = item % a.h;
     const i64 ci = item / a.h;
@@ -345,6 +357,7 @@ struct PoolForwardRow {  // item: one output row (plane, oh): items = n * c * oh
   // wins (the first maximum, a NaN over any number, the last NaN); but the inner loop runs over
   // independent outputs, which the compiler vectorises and the CPU overlaps, where a loop over one
   // window's taps is a serial chain of unpredictable comparisons.
+  i64 cost() const { return a.ow * a.kh * a.kw; }
   COHORT_HD void operator()(i64 item) const {
     const i64 oh = item % a.oh;
     const i64 plane = item / a.oh;
@@ -428,6 +441,7 @@ struct PoolBackwardPlane {  // item: one input plane of dx: items = n * c
   const float* dy;
   const std::int32_t* argmax;  // max pooling
   float* dx;
+  i64 cost() const { return a.h * a.w + a.oh * a.ow; }
   COHORT_HD void operator()(i64 plane) const {
     float* out = dx + plane * a.h * a.w;
     const float* g = dy + plane * a.oh * a.ow;
@@ -456,6 +470,7 @@ struct SoftmaxForward {  // item: one (outer, inner) position, reduced along cha
   bool log;
   const float* x;
   float* y;
+  i64 cost() const { return 3 * d.channels; }
   COHORT_HD void operator()(i64 item) const {
     const i64 base = (item / d.inner) * d.channels * d.inner + item % d.inner;
     const float* in = x + base;
@@ -483,6 +498,7 @@ struct SoftmaxBackward {  // item: one (outer, inner) position
   const float* y;
   const float* dy;
   float* dx;
+  i64 cost() const { return 3 * d.channels; }
   COHORT_HD void operator()(i64 item) const {
     const i64 base = (item / d.inner) * d.channels * d.inner + item % d.inner;
     const i64 st = d.inner;
@@ -521,6 +537,7 @@ struct NllBackwardRow {  // item: row
   i64 classes;
   float scale;
   float* dx;
+  i64 cost() const { return classes; }
   COHORT_HD void operator()(i64 r) const {
     float* out = dx + r * classes;
     const i64 t = target[r];
@@ -536,6 +553,7 @@ struct CrossEntropyBackwardRow {  // item: row; dx = scale * (softmax - onehot)
   i64 classes;
   float scale;
   float* dx;
+  i64 cost() const { return 2 * classes; }
   COHORT_HD void operator()(i64 r) const {
     const float* in = logp + r * classes;
     float* out = dx + r * classes;
@@ -556,6 +574,7 @@ struct BatchNormStats {  // item: channel
   float* running_var;   // nullable
   float* save_mean;
   float* save_invstd;
+  i64 cost() const { return 2 * a.n * a.inner; }
   COHORT_HD void operator()(i64 c) const {
     if (!a.training) {
       save_mean[c] = running_mean[c];
@@ -587,6 +606,7 @@ struct BatchNormApply {  // item: (image, channel) plane
   const float* mean;
   const float* invstd;
   float* y;
+  i64 cost() const { return a.inner; }
   COHORT_HD void operator()(i64 plane) const {
     const i64 c = plane % a.c;
     const float scale = invstd[c] * (gamma ? gamma[c] : 1.0f);
@@ -607,6 +627,7 @@ struct BatchNormBackward {  // item: channel
   float* dx;      // nullable
   float* dgamma;  // nullable
   float* dbeta;   // nullable
+  i64 cost() const { return 3 * a.n * a.inner; }
   COHORT_HD void operator()(i64 c) const {
     const float mu = mean[c], is = invstd[c];
     double sdy = 0.0, sdyx = 0.0;  // sum dy, sum dy * xhat
@@ -641,6 +662,7 @@ struct LayerNormForwardRow {  // item: row
   float* y;
   float* save_mean;
   float* save_rstd;
+  i64 cost() const { return 3 * a.cols; }
   COHORT_HD void operator()(i64 r) const {
     const float* in = x + r * a.cols;
     float* out = y + r * a.cols;
@@ -663,6 +685,7 @@ struct LayerNormBackwardRow {  // item: row; dx only
   const float* mean;
   const float* rstd;
   float* dx;
+  i64 cost() const { return 3 * a.cols; }
   COHORT_HD void operator()(i64 r) const {
     const float* in = x + r * a.cols;
     const float* g = dy + r * a.cols;
@@ -695,6 +718,7 @@ struct LayerNormParamGradCols {
   const float* rstd;
   float* dgamma;  // nullable
   float* dbeta;   // nullable
+  i64 cost() const { return a.rows * block; }
   COHORT_HD void operator()(i64 item) const {
     const i64 j0 = item * block;
     const i64 n = a.cols - j0 < block ? a.cols - j0 : block;
@@ -738,6 +762,7 @@ struct DropoutBlocks {
   i64 n;
   const float* in;  // x (forward) or dy (backward)
   float* out;
+  i64 cost() const { return 8 * kBlocks * 4; }
   COHORT_HD void operator()(i64 item) const {
     std::uint32_t c0[kBlocks], c1[kBlocks], c2[kBlocks], c3[kBlocks];
     for (int j = 0; j < kBlocks; ++j) {
@@ -792,6 +817,7 @@ struct PermuteChunk {
   i64 chunks_per_row;
   const float* x;
   float* out;
+  i64 cost() const { return chunk; }
   COHORT_HD void operator()(i64 item) const {
     const i64 row = item / chunks_per_row;
     const i64 cols = out_dims[rank - 1];
@@ -816,6 +842,7 @@ struct SliceCopyRow {  // item: one row (o, j) of `inner` elements: items = oute
   SliceCopyArgs a;
   const float* src;
   float* dst;
+  i64 cost() const { return a.inner; }
   COHORT_HD void operator()(i64 item) const {
     const i64 o = item / a.length, j = item % a.length;
     const float* s = src + ((a.src_broadcast ? 0 : o) * a.src_len + a.src_start + j) * a.inner;

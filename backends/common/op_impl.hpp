@@ -14,7 +14,10 @@
 // are shared. A backend that runs an op through a vendor library instead (cuDNN, say) overloads
 // run() for that call type in its own file and leaves the rest here.
 //
-// Convolution is im2col + GEMM per image, the layout PyTorch's own CPU fallback (slow_conv2d) uses:
+// Convolution here is im2col + GEMM per image: what runs where the vendor library does not (the
+// host device sends convolutions to oneDNN's primitives, host_conv.cpp, and the CUDA device to
+// cuDNN; COHORT_HOST_CONV=im2col and the deterministic backward filter keep this path on the host).
+// It is the layout PyTorch's own CPU fallback (slow_conv2d) uses:
 // the column matrix of one image stays in cache (conv2 of the MNIST CNN: 288 x 576 floats, 660
 // KB), the GEMMs write NCHW directly (no transposes), and bias + activation run on each image's
 // output right after its GEMM, while it is still in cache. 1x1 convolutions with stride 1 and no

@@ -1,23 +1,66 @@
 // The host device's op table: the shared implementation of backends/common/op_impl.hpp run by the
-// executor below. This file only says how the host launches work (a Kokkos parallel_for on the
-// calling thread), where its GEMM goes (oneDNN) and where scratch memory comes from.
+// executor below. This file only says how the host launches work (Kokkos parallel_fors split
+// between the host's OpenMP threads), where its GEMM goes (oneDNN), where scratch memory comes from, and which ops
+// go to oneDNN's primitives instead (the convolutions, host_conv.cpp), as the CUDA device sends
+// them to cuDNN.
 #include <Kokkos_Core.hpp>
+#include <omp.h>
 
 #include <cstdlib>
 
 #include "cohort/core/error.hpp"
 #include "common/op_impl.hpp"
+#include "host_conv.hpp"
 #include "host_device.hpp"
+#include "thread_governor.hpp"
 
 namespace cohort::host {
 namespace {
 
+using i64 = std::int64_t;
+
+// A functor's elements per item (layer_kernels.hpp): its cost() where it has one, else 1.
+template <class F>
+auto item_cost(const F& f, int) -> decltype(f.cost()) {
+  return f.cost();
+}
+template <class F>
+i64 item_cost(const F&, long) {
+  return 1;
+}
+
+// How many threads a launch of `work` elements gets: the GEMM's count (host_threads.cpp, and the
+// governor's 1 while other processes keep the CPUs busy), but none beyond the first for less than
+// kWorkPerThread elements each. Waking a sleeping OpenMP thread costs several microseconds; 16K
+// elements take about as long on one core, so smaller launches stay on the calling thread. Never
+// nested: a launch from inside an OpenMP team (a user's parallel region) runs on its caller.
+constexpr i64 kWorkPerThread = 16384;
+int launch_threads(i64 count, i64 work) {
+  if (work < 2 * kWorkPerThread || count < 2 || omp_in_parallel() || in_forked_child()) return 1;
+  follow_contention();
+  const i64 by_work = work / kWorkPerThread;
+  i64 n = omp_get_max_threads();
+  if (by_work < n) n = by_work;
+  if (count < n) n = count;
+  return static_cast<int>(n);
+}
+
 struct HostExec {
+  // Items in [0, count), split into one contiguous range per thread, each range a Kokkos
+  // parallel_for on the host execution space (Serial: Debian's Kokkos has no threaded host space).
+  // Items write disjoint memory (layer_kernels.hpp), so the split changes no result.
   template <class F>
-  void for_each(const char* label, std::int64_t count, const F& f) const {
+  void for_each(const char* label, i64 count, const F& f) const {
     if (count <= 0) return;
-    Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<Kokkos::Serial, Kokkos::IndexType<std::int64_t>>(0, count), f);
+    using Range = Kokkos::RangePolicy<Kokkos::Serial, Kokkos::IndexType<i64>>;
+    const int threads = launch_threads(count, count * item_cost(f, 0));
+    if (threads <= 1) return Kokkos::parallel_for(label, Range(0, count), f);
+#pragma omp parallel num_threads(threads)
+    {
+      const i64 t = omp_get_thread_num(), n = omp_get_num_threads();
+      const i64 begin = count * t / n, end = count * (t + 1) / n;
+      if (begin < end) Kokkos::parallel_for(label, Range(begin, end), f);
+    }
   }
   void gemm(const GemmArgs& g) const { sgemm(g); }
   // One grow-only buffer per thread: ops on the host run on the calling thread, so two threads
@@ -42,6 +85,29 @@ struct HostExec {
     return buf.p;
   }
 };
+
+// ---- oneDNN's ops (found by argument-dependent lookup from kernels::run_call) ----
+
+void run(HostExec& e, const calls::Conv2dForward& c) {
+  if (!onednn_conv_forward(c)) return kernels::run(e, c);
+  const Conv2dArgs& a = c.a;
+  if (a.act == Activation::identity) return;
+  kernels::dispatch_activation(a.act, [&](auto tag) {  // one pass over y for the whole batch
+    e.for_each("cohort::conv2d_act", a.n * a.k,
+               kernels::BiasActPlane<decltype(tag)::value>{ChannelDims{a.n, a.k, a.oh * a.ow},
+                                                           nullptr, c.y, a.act_alpha});
+  });
+}
+void run(HostExec& e, const calls::Conv2dBackwardData& c) {
+  if (!onednn_conv_backward_data(c)) kernels::run(e, c);
+}
+void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
+  if (!onednn_conv_backward_filter(c)) return kernels::run(e, c);
+  const Conv2dArgs& a = c.a;
+  if (c.dbias)
+    e.for_each("cohort::bias_grad", a.k,
+               kernels::BiasGradChannel{ChannelDims{a.n, a.k, a.oh * a.ow}, c.dy, c.dbias});
+}
 
 }  // namespace
 

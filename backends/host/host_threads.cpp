@@ -14,6 +14,7 @@
 // Rules 2 and 3 give the most the GEMM may use; while other processes keep the CPUs busy it runs
 // on one (thread_governor.hpp: a team waiting for a descheduled thread ran 2.9x slower).
 #include <omp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -80,6 +81,7 @@ HostThreads& decided() {
   // Decided once per process: the environment and the affinity mask are read at the host device's
   // creation, before any GEMM runs. set_threads() may replace it later.
   static HostThreads t = [] {
+    ::pthread_atfork(nullptr, nullptr, &on_fork_child);  // thread_governor.hpp says why
     HostThreads d = decide();
     omp_set_num_threads(d.threads);
     d.threads = omp_get_max_threads();

@@ -99,7 +99,19 @@ void stop_following_contention() {
   g.on = false;
 }
 
+namespace {
+std::atomic<bool> forked_child{false};
+}
+
+void on_fork_child() {
+  forked_child.store(true, std::memory_order_relaxed);
+  omp_set_num_threads(1);
+}
+
+bool in_forked_child() { return forked_child.load(std::memory_order_relaxed); }
+
 void follow_contention() {
+  if (in_forked_child()) return;
   Governor& g = governor();
   if (!g.on) return;
   const auto now = std::chrono::steady_clock::now();

@@ -49,4 +49,12 @@ void follow_contention();
 // Turns the governor off for good (set_host_threads: the user's count wins).
 void stop_following_contention();
 
+// fork() and OpenMP: GNU OpenMP's thread pool does not survive fork (a child that enters a
+// parallel region waits forever for threads that exist only in the parent). The host device
+// registers on_fork_child() with pthread_atfork when it decides its thread count: in a forked
+// child every host op, GEMM and convolution then runs on the calling thread (async-signal-safe:
+// an atomic store and the calling thread's own OpenMP setting), and the governor stays off.
+void on_fork_child();
+bool in_forked_child();
+
 }  // namespace cohort::host

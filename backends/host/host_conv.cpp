@@ -1,0 +1,381 @@
+// oneDNN's convolution primitives behind the host device's three convolution ops: what cuDNN is to
+// the CUDA device (cudnn_ops.cpp), and what PyTorch's CPU path runs for float NCHW convolutions.
+// host_ops.cpp routes the calls here; a case oneDNN refuses falls back to the shared per-image
+// im2col + GEMM path (common/op_impl.hpp), as does everything when COHORT_HOST_CONV=im2col.
+//
+// Layouts. The op contract is NCHW / OIHW in the caller's buffers. oneDNN's fast kernels want
+// blocked layouts (nChw16c, OIhw16i16o); the primitives are created with format `any` and the
+// operands reordered into the layout the primitive chose, and the results back, as PyTorch's
+// mkldnn_convolution does through ideep. Where the chosen layout is the plain one (oneDNN's gemm
+// kernels, the first layer's nchw source) no reorder runs.
+//
+// Contract details the primitives do not cover themselves:
+//   - backward filter accumulates (dw += ...): oneDNN overwrites diff_weights, so it writes into
+//     scratch and a reorder with a sum post-op adds that into dw;
+//   - dbias (+= sum dy, each channel in double) stays on the shared kernel, as on CUDA;
+//   - forward fuses the bias; the activation runs on the shared kernel afterwards (one pass over
+//     y), because oneDNN's fused ReLU turns NaN into 0 where torch.relu (and the contract) pass it
+//     through, and a NaN must reach the loss's finite check.
+//
+// Primitives are created once per shape, direction and activation (tens of milliseconds each) and
+// kept for the life of the process. Executing a primitive concurrently from several threads is
+// allowed; each thread has its own stream and its own scratch (user-managed scratchpads), so two
+// threads sharing the host device share nothing mutable here.
+//
+// Determinism: forward and backward data compute every output element on one thread in a fixed
+// order. Backward filter reduces over the batch across threads, so its rounding depends on the
+// thread count; under cohort::deterministic_algorithms() it runs the per-image path instead, whose
+// order is fixed (as the CUDA device restricts cuDNN to its deterministic algorithms).
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "cohort/core/error.hpp"
+#include "cohort/core/math_mode.hpp"
+#include "host_conv.hpp"
+#include "thread_governor.hpp"
+
+namespace cohort::host {
+namespace {
+
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+enum class Dir { forward, backward_data, backward_filter };
+
+ConvPath read_path() {
+  const char* v = std::getenv("COHORT_HOST_CONV");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return ConvPath::onednn;
+  if (std::strcmp(v, "onednn") == 0) return ConvPath::onednn;
+  if (std::strcmp(v, "im2col") == 0) return ConvPath::im2col;
+  ::cohort::detail::throw_error(
+      __FILE__, __LINE__, "", "host",
+      ::cohort::detail::concat("COHORT_HOST_CONV='", v,
+                               "' is not a host convolution path: use onednn (the default) or "
+                               "im2col"));
+}
+
+dnnl::engine& engine() {
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed:
+  return *e;  // primitives may run during static destruction of a user's objects
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// Per-thread grow-only buffers, one per role, reused across calls (the op returns before the next
+// call on this thread starts).
+enum Slot { slot_src, slot_wei, slot_dst, slot_pad, slot_count };
+void* slot_buffer(Slot slot, std::size_t bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    std::size_t n = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer bufs[slot_count];
+  Buffer& b = bufs[slot];
+  if (bytes > b.n) {
+    std::free(b.p);
+    b.p = nullptr;
+    b.n = 0;
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    b.p = std::aligned_alloc(64, rounded);
+    COHORT_CHECK_IN("host", b.p != nullptr, "out of host memory allocating ", rounded,
+                    " bytes of scratch for a oneDNN convolution");
+    b.n = rounded;
+  }
+  return b.p;
+}
+
+struct Dims {
+  memory::dims src, wei, dst, strides, dilates, pad_l, pad_r;
+  tag wei_tag;
+};
+
+Dims dims_of(const Conv2dArgs& a) {
+  Dims d;
+  d.src = {a.n, a.c, a.h, a.w};
+  d.dst = {a.n, a.k, a.oh, a.ow};
+  if (a.groups == 1) {
+    d.wei = {a.k, a.c, a.r, a.s};
+    d.wei_tag = tag::oihw;
+  } else {
+    d.wei = {a.groups, a.k / a.groups, a.c / a.groups, a.r, a.s};
+    d.wei_tag = tag::goihw;
+  }
+  d.strides = {a.stride_h, a.stride_w};
+  d.dilates = {a.dil_h - 1, a.dil_w - 1};  // oneDNN counts the gaps, PyTorch the step
+  d.pad_l = {a.pad_h, a.pad_w};
+  // The right padding that makes oneDNN's output extent equal the contract's (floor division
+  // drops trailing input rows PyTorch never reads; that is a smaller, possibly negative, pad_r).
+  d.pad_r = {(a.oh - 1) * a.stride_h + a.dil_h * (a.r - 1) + 1 - a.h - a.pad_h,
+             (a.ow - 1) * a.stride_w + a.dil_w * (a.s - 1) + 1 - a.w - a.pad_w};
+  return d;
+}
+
+// One operand's way between the caller's plain buffer and the primitive's layout.
+struct Operand {
+  memory::desc plain, want;
+  bool reorder = false;
+  dnnl::reorder to_want, to_plain;  // whichever directions this operand needs
+};
+
+Operand operand(const memory::dims& dims, tag plain_tag, const memory::desc& want, bool in,
+                bool out, bool accumulate = false) {
+  Operand o;
+  o.plain = memory::desc(dims, dt::f32, plain_tag);
+  o.want = want;
+  o.reorder = want != o.plain || accumulate;
+  if (!o.reorder) return o;
+  if (in) o.to_want = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), o.plain, engine(), want));
+  if (out) {
+    dnnl::primitive_attr attr;
+    if (accumulate) {  // plain += result
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      attr.set_post_ops(po);
+    }
+    o.to_plain = dnnl::reorder(
+        dnnl::reorder::primitive_desc(engine(), want, engine(), o.plain, attr));
+  }
+  return o;
+}
+
+// A created primitive with its operands' ways in and out.
+struct Plan {
+  dnnl::primitive prim;
+  Operand src, wei, dst;   // forward: src=x, wei=w, dst=y; backward data: src=dx, dst=dy;
+  memory::desc bias;       // backward filter: src=x, wei=dw (accumulating), dst=dy
+  std::size_t scratchpad_bytes = 0;
+};
+
+using i64 = std::int64_t;
+// The thread count is part of the key: oneDNN fixes a primitive's thread count when it creates
+// it, so a primitive made for 2 threads would keep using 2 after the governor dropped to 1, and
+// would wait forever in a forked child, where only 1 exists (thread_governor.hpp).
+using Key = std::tuple<int, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
+                       i64, i64, bool, int>;
+
+Key key_of(Dir dir, const Conv2dArgs& a, bool bias) {
+  return Key{static_cast<int>(dir), a.n,      a.c,        a.h,        a.w,     a.k,
+             a.r,                   a.s,      a.stride_h, a.stride_w, a.pad_h, a.pad_w,
+             a.dil_h,               a.dil_w,  a.groups,   a.oh,       a.ow,    bias,
+             omp_get_max_threads()};
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const Dims& d,
+                                                     bool bias, const dnnl::primitive_attr& attr) {
+  const memory::desc any_src(d.src, dt::f32, tag::any), any_wei(d.wei, dt::f32, tag::any),
+      any_dst(d.dst, dt::f32, tag::any);
+  const memory::desc bias_md = bias ? memory::desc({a.k}, dt::f32, tag::x) : memory::desc();
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
+                                       dnnl::algorithm::convolution_direct, any_src, any_wei,
+                                       bias_md, any_dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+  return dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
+  const Dims d = dims_of(a);
+  auto plan = std::make_unique<Plan>();
+  // The forward descriptor is every direction's hint (oneDNN's backward kernels are chosen to
+  // match the forward's layouts).
+  const auto fwd = forward_pd(a, d, dir == Dir::forward && bias, user_scratchpad());
+  switch (dir) {
+    case Dir::forward: {
+      plan->prim = dnnl::convolution_forward(fwd);
+      plan->src = operand(d.src, tag::nchw, fwd.src_desc(), true, false);
+      plan->wei = operand(d.wei, d.wei_tag, fwd.weights_desc(), true, false);
+      plan->dst = operand(d.dst, tag::nchw, fwd.dst_desc(), false, true);
+      plan->bias = fwd.bias_desc();
+      plan->scratchpad_bytes = fwd.scratchpad_desc().get_size();
+      break;
+    }
+    case Dir::backward_data: {
+      dnnl::convolution_backward_data::desc desc(
+          dnnl::algorithm::convolution_direct, memory::desc(d.src, dt::f32, tag::any),
+          memory::desc(d.wei, dt::f32, tag::any), memory::desc(d.dst, dt::f32, tag::any),
+          d.strides, d.dilates, d.pad_l, d.pad_r);
+      const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
+                                                               fwd);
+      plan->prim = dnnl::convolution_backward_data(pd);
+      plan->src = operand(d.src, tag::nchw, pd.diff_src_desc(), false, true);
+      plan->wei = operand(d.wei, d.wei_tag, pd.weights_desc(), true, false);
+      plan->dst = operand(d.dst, tag::nchw, pd.diff_dst_desc(), true, false);
+      plan->scratchpad_bytes = pd.scratchpad_desc().get_size();
+      break;
+    }
+    case Dir::backward_filter: {
+      dnnl::convolution_backward_weights::desc desc(
+          dnnl::algorithm::convolution_direct, memory::desc(d.src, dt::f32, tag::any),
+          memory::desc(d.wei, dt::f32, tag::any), memory::desc(d.dst, dt::f32, tag::any),
+          d.strides, d.dilates, d.pad_l, d.pad_r);
+      const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(),
+                                                                  engine(), fwd);
+      plan->prim = dnnl::convolution_backward_weights(pd);
+      plan->src = operand(d.src, tag::nchw, pd.src_desc(), true, false);
+      plan->wei = operand(d.wei, d.wei_tag, pd.diff_weights_desc(), false, true,
+                          /*accumulate=*/true);
+      plan->dst = operand(d.dst, tag::nchw, pd.diff_dst_desc(), true, false);
+      plan->scratchpad_bytes = pd.scratchpad_desc().get_size();
+      break;
+    }
+  }
+  return plan;
+}
+
+// nullptr when oneDNN has no primitive for the case (remembered, so it is asked once).
+const Plan* plan_for(Dir dir, const Conv2dArgs& a, bool bias) {
+  follow_contention();  // before the key reads the thread count
+  static std::mutex mu;
+  static auto* plans = new std::map<Key, std::unique_ptr<Plan>>;  // never destroyed, as engine()
+  const Key key = key_of(dir, a, bias);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = plans->find(key);
+  if (it == plans->end()) {
+    std::unique_ptr<Plan> p;
+    try {
+      p = make_plan(dir, a, bias);
+    } catch (const dnnl::error&) {
+      p = nullptr;  // unsupported shape or layout: the shared path runs it
+    }
+    it = plans->emplace(key, std::move(p)).first;
+  }
+  return it->second.get();
+}
+
+// The operand's memory for the primitive: the caller's buffer when no reorder is needed, else
+// scratch in the wanted layout (filled from the caller's buffer when `in`).
+memory bind(const Operand& o, void* user, Slot slot, bool in, dnnl::stream& s) {
+  memory plain(o.plain, engine(), user);
+  if (!o.reorder) return plain;
+  memory want(o.want, engine(), slot_buffer(slot, o.want.get_size()));
+  if (in) o.to_want.execute(s, plain, want);
+  return want;
+}
+
+void run_plan(const Plan& p, Dir dir, void* src, void* wei, void* dst, const void* bias) {
+  dnnl::stream& s = thread_stream();
+  const bool src_in = dir != Dir::backward_data, wei_in = dir != Dir::backward_filter,
+             dst_in = dir != Dir::forward;
+  memory msrc = bind(p.src, src, slot_src, src_in, s);
+  memory mwei = bind(p.wei, wei, slot_wei, wei_in, s);
+  memory mdst = bind(p.dst, dst, slot_dst, dst_in, s);
+  std::unordered_map<int, memory> args;
+  if (p.scratchpad_bytes > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 memory(memory::desc({static_cast<memory::dim>(p.scratchpad_bytes)}, dt::u8,
+                                     tag::x),
+                        engine(), slot_buffer(slot_pad, p.scratchpad_bytes)));
+  switch (dir) {
+    case Dir::forward:
+      args.emplace(DNNL_ARG_SRC, msrc);
+      args.emplace(DNNL_ARG_WEIGHTS, mwei);
+      args.emplace(DNNL_ARG_DST, mdst);
+      if (bias) args.emplace(DNNL_ARG_BIAS, memory(p.bias, engine(), const_cast<void*>(bias)));
+      break;
+    case Dir::backward_data:
+      args.emplace(DNNL_ARG_DIFF_SRC, msrc);
+      args.emplace(DNNL_ARG_WEIGHTS, mwei);
+      args.emplace(DNNL_ARG_DIFF_DST, mdst);
+      break;
+    case Dir::backward_filter:
+      args.emplace(DNNL_ARG_SRC, msrc);
+      args.emplace(DNNL_ARG_DIFF_WEIGHTS, mwei);
+      args.emplace(DNNL_ARG_DIFF_DST, mdst);
+      break;
+  }
+  p.prim.execute(s, args);
+  // Results back into the caller's layout (backward filter: added to it).
+  if (dir == Dir::forward && p.dst.reorder) {
+    memory out(p.dst.plain, engine(), dst);
+    p.dst.to_plain.execute(s, mdst, out);
+  }
+  if (dir == Dir::backward_data && p.src.reorder) {
+    memory out(p.src.plain, engine(), src);
+    p.src.to_plain.execute(s, msrc, out);
+  }
+  if (dir == Dir::backward_filter) {
+    memory out(p.wei.plain, engine(), wei);
+    p.wei.to_plain.execute(s, mwei, out);
+  }
+  s.wait();
+}
+
+bool worth_it(const Conv2dArgs& a) {
+  // Every extent fits oneDNN's dims; an empty batch or output is the shared path's (nothing to do).
+  return a.n > 0 && a.k > 0 && a.c > 0 && a.oh > 0 && a.ow > 0;
+}
+
+template <class F>
+bool guarded(const char* op, const Conv2dArgs& a, F&& f) {
+  try {
+    return f();
+  } catch (const dnnl::error& e) {
+    ::cohort::detail::throw_error(
+        __FILE__, __LINE__, "", "host",
+        ::cohort::detail::concat("oneDNN ", op, " failed (status ", static_cast<int>(e.status),
+                                 ": ", e.what(), ") for n=", a.n, " c=", a.c, " h=", a.h,
+                                 " w=", a.w, " k=", a.k, " r=", a.r, " s=", a.s,
+                                 " groups=", a.groups));
+  }
+}
+
+}  // namespace
+
+ConvPath conv_path() {
+  static const ConvPath p = read_path();
+  return p;
+}
+
+bool onednn_conv_forward(const calls::Conv2dForward& c) {
+  if (conv_path() != ConvPath::onednn || !worth_it(c.a)) return false;
+  return guarded("convolution forward", c.a, [&] {
+    const Plan* p = plan_for(Dir::forward, c.a, c.bias != nullptr);
+    if (p == nullptr) return false;
+    run_plan(*p, Dir::forward, const_cast<float*>(c.x), const_cast<float*>(c.w), c.y, c.bias);
+    return true;
+  });
+}
+
+bool onednn_conv_backward_data(const calls::Conv2dBackwardData& c) {
+  if (conv_path() != ConvPath::onednn || !worth_it(c.a)) return false;
+  return guarded("convolution backward data", c.a, [&] {
+    const Plan* p = plan_for(Dir::backward_data, c.a, false);
+    if (p == nullptr) return false;
+    run_plan(*p, Dir::backward_data, c.dx, const_cast<float*>(c.w), const_cast<float*>(c.dy),
+             nullptr);
+    return true;
+  });
+}
+
+bool onednn_conv_backward_filter(const calls::Conv2dBackwardFilter& c) {
+  if (conv_path() != ConvPath::onednn || !worth_it(c.a) || deterministic_algorithms())
+    return false;
+  return guarded("convolution backward filter", c.a, [&] {
+    const Plan* p = plan_for(Dir::backward_filter, c.a, false);
+    if (p == nullptr) return false;
+    run_plan(*p, Dir::backward_filter, const_cast<float*>(c.x), c.dw, const_cast<float*>(c.dy),
+             nullptr);
+    return true;
+  });
+}
+
+}  // namespace cohort::host

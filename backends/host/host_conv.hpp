@@ -1,0 +1,23 @@
+// oneDNN's convolution primitives for the host device (host_conv.cpp says how and why). Internal
+// header, free of oneDNN types. Each entry point returns false, having done nothing, when the case
+// is left to the shared per-image im2col + GEMM path: COHORT_HOST_CONV=im2col, an empty extent, a
+// shape oneDNN has no primitive for, or (backward filter) deterministic_algorithms().
+#pragma once
+
+#include "cohort/core/op_calls.hpp"
+
+namespace cohort::host {
+
+enum class ConvPath { onednn, im2col };
+// COHORT_HOST_CONV read once: onednn (default, also "auto") or im2col; anything else is an error
+// naming the variable.
+ConvPath conv_path();
+
+// y = conv(x, w) + bias: the activation c.a.act is left to the caller.
+bool onednn_conv_forward(const calls::Conv2dForward& c);
+// dx = conv^T(dy, w).
+bool onednn_conv_backward_data(const calls::Conv2dBackwardData& c);
+// dw += dy (*) x; c.dbias is the caller's.
+bool onednn_conv_backward_filter(const calls::Conv2dBackwardFilter& c);
+
+}  // namespace cohort::host
