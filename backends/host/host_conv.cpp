@@ -24,8 +24,9 @@
 //
 // Determinism: forward and backward data compute every output element on one thread in a fixed
 // order. Backward filter reduces over the batch across threads, so its rounding depends on the
-// thread count; under cohort::deterministic_algorithms() it runs the per-image path instead, whose
-// order is fixed (as the CUDA device restricts cuDNN to its deterministic algorithms).
+// configured thread count (plan_threads()); under cohort::deterministic_algorithms() it runs the
+// per-image path instead, whose order is fixed (as the CUDA device restricts cuDNN to its
+// deterministic algorithms).
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -42,6 +43,7 @@
 #include "cohort/core/error.hpp"
 #include "cohort/core/math_mode.hpp"
 #include "host_conv.hpp"
+#include "host_device.hpp"
 #include "thread_governor.hpp"
 
 namespace cohort::host {
@@ -164,15 +166,27 @@ struct Plan {
 using i64 = std::int64_t;
 // The thread count is part of the key: oneDNN fixes a primitive's thread count when it creates
 // it, so a primitive made for 2 threads would keep using 2 after the governor dropped to 1, and
-// would wait forever in a forked child, where only 1 exists (thread_governor.hpp).
+// would wait forever in a forked child, where only 1 exists (thread_governor.hpp). See
+// plan_threads() for the count each direction is made with.
 using Key = std::tuple<int, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
                        i64, i64, bool, int>;
 
-Key key_of(Dir dir, const Conv2dArgs& a, bool bias) {
+// Forward and backward data compute each output on one thread, so their values do not depend on
+// the count (checked bit for bit at 1 and 2 threads on every shape of bench/conv_shapes.txt) and
+// they follow the governor's current count. Backward filter splits the batch's sum between the
+// threads, so its rounding depends on the count: it is made with the configured count
+// (cohort::host_threads()), never the governor's momentary one, so that a run's values do not
+// depend on what else was running (a training run repeated under load gave other weights).
+int plan_threads(Dir dir) {
+  if (in_forked_child()) return 1;
+  return dir == Dir::backward_filter ? configure_threads().threads : omp_get_max_threads();
+}
+
+Key key_of(Dir dir, const Conv2dArgs& a, bool bias, int threads) {
   return Key{static_cast<int>(dir), a.n,      a.c,        a.h,        a.w,     a.k,
              a.r,                   a.s,      a.stride_h, a.stride_w, a.pad_h, a.pad_w,
              a.dil_h,               a.dil_w,  a.groups,   a.oh,       a.ow,    bias,
-             omp_get_max_threads()};
+             threads};
 }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const Dims& d,
@@ -246,16 +260,21 @@ const Plan* plan_for(Dir dir, const Conv2dArgs& a, bool bias) {
   follow_contention();  // before the key reads the thread count
   static std::mutex mu;
   static auto* plans = new std::map<Key, std::unique_ptr<Plan>>;  // never destroyed, as engine()
-  const Key key = key_of(dir, a, bias);
+  const int threads = plan_threads(dir);
+  const Key key = key_of(dir, a, bias, threads);
   std::lock_guard<std::mutex> lock(mu);
   auto it = plans->find(key);
   if (it == plans->end()) {
     std::unique_ptr<Plan> p;
+    // oneDNN reads the calling thread's OpenMP count when it creates a primitive.
+    const int current = omp_get_max_threads();
+    if (threads != current) omp_set_num_threads(threads);
     try {
       p = make_plan(dir, a, bias);
     } catch (const dnnl::error&) {
       p = nullptr;  // unsupported shape or layout: the shared path runs it
     }
+    if (threads != current) omp_set_num_threads(current);
     it = plans->emplace(key, std::move(p)).first;
   }
   return it->second.get();
@@ -356,7 +375,11 @@ bool onednn_conv_forward(const calls::Conv2dForward& c) {
 }
 
 bool onednn_conv_backward_data(const calls::Conv2dBackwardData& c) {
-  if (conv_path() != ConvPath::onednn || !worth_it(c.a)) return false;
+  // Few input channels per group (a first layer's 1 or 3): oneDNN's backward data pads them to a
+  // block of 16 and ran 3-7x slower than the per-image path (bench/conv_compare.sh, 1 and 2
+  // threads: ResNet9's prep 8.35 against 2.26 ms, the ViT's patch embedding 4.24 against 0.85).
+  // Forward and backward filter stay on oneDNN there: even on one thread, faster on 2.
+  if (conv_path() != ConvPath::onednn || !worth_it(c.a) || c.a.c / c.a.groups <= 4) return false;
   return guarded("convolution backward data", c.a, [&] {
     const Plan* p = plan_for(Dir::backward_data, c.a, false);
     if (p == nullptr) return false;

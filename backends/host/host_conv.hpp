@@ -15,7 +15,7 @@ ConvPath conv_path();
 
 // y = conv(x, w) + bias: the activation c.a.act is left to the caller.
 bool onednn_conv_forward(const calls::Conv2dForward& c);
-// dx = conv^T(dy, w).
+// dx = conv^T(dy, w); false (the per-image path) also for 4 or fewer input channels per group.
 bool onednn_conv_backward_data(const calls::Conv2dBackwardData& c);
 // dw += dy (*) x; c.dbias is the caller's.
 bool onednn_conv_backward_filter(const calls::Conv2dBackwardFilter& c);

@@ -98,6 +98,26 @@ void run(HostExec& e, const calls::Conv2dForward& c) {
                                                            nullptr, c.y, a.act_alpha});
   });
 }
+// Batched GEMM (attention's per-head products): the batch split between the threads, each GEMM
+// on one thread (oneDNN's sgemm runs sequentially inside a team), because the products are too
+// small to split (the ViT's 65 x 65 x 32). Each GEMM is the same call as on one thread.
+void run(HostExec& e, const calls::GemmBatched& c) {
+  const int threads = c.m == 0 || c.n == 0 || c.k == 0
+                          ? 1
+                          : launch_threads(c.batch, c.batch * (c.m * c.n * c.k / 8));
+  if (threads <= 1) return kernels::run(e, c);
+#pragma omp parallel num_threads(threads)
+  {
+    const i64 t = omp_get_thread_num(), n = omp_get_num_threads();
+    for (i64 i = c.batch * t / n; i < c.batch * (t + 1) / n; ++i) {
+      GemmArgs g = c;
+      g.a = c.a + i * c.stride_a;
+      g.b = c.b + i * c.stride_b;
+      g.c = c.c + i * c.stride_c;
+      sgemm(g);
+    }
+  }
+}
 void run(HostExec& e, const calls::Conv2dBackwardData& c) {
   if (!onednn_conv_backward_data(c)) kernels::run(e, c);
 }

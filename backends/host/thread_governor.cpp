@@ -111,7 +111,9 @@ void on_fork_child() {
 bool in_forked_child() { return forked_child.load(std::memory_order_relaxed); }
 
 void follow_contention() {
-  if (in_forked_child()) return;
+  // Inside a team (a host launch split between threads) omp_set_num_threads would set only that
+  // worker's count while the governor believed it had changed the process's.
+  if (in_forked_child() || omp_in_parallel()) return;
   Governor& g = governor();
   if (!g.on) return;
   const auto now = std::chrono::steady_clock::now();
