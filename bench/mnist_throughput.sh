@@ -29,7 +29,7 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r: torch$t | cohort 1 rank$o | cohort 2 ranks$w" >&2
 done
 torch_ips=$(med "$t") one=$(med "$o") two=$(med "$w")
-echo "mnist_throughput: $(date -u +%F), $(nproc) cores, torch $tv, $rounds rounds, medians"
+echo "mnist_throughput: $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores, torch $tv, $rounds rounds, medians"
 printf '%-44s %10s\n' "run (batch 64 per rank, $steps steps)" "images/s"
 printf '%-44s %10.1f\n' "PyTorch $tv, 1 process x 1 thread" "$torch_ips"
 printf '%-44s %10.1f\n' "cohort, 1 process x 1 thread" "$one"
