@@ -481,13 +481,18 @@ struct SoftmaxForward {  // item: one (outer, inner) position, reduced along cha
       if (v > m || v != v) m = v;
     }
     double sum = 0.0;
-    for (i64 c = 0; c < d.channels; ++c) sum += expf(in[c * d.inner] - m);
     if (log) {
+      for (i64 c = 0; c < d.channels; ++c) sum += expf(in[c * d.inner] - m);
       const float lse = m + static_cast<float>(::log(sum));
       for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] = in[c * d.inner] - lse;
-    } else {
+    } else {  // each exponential once, kept in out until the sum is known (in may alias out)
+      for (i64 c = 0; c < d.channels; ++c) {
+        const float e = expf(in[c * d.inner] - m);
+        out[c * d.inner] = e;
+        sum += e;
+      }
       const float inv = static_cast<float>(1.0 / sum);
-      for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] = expf(in[c * d.inner] - m) * inv;
+      for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] *= inv;
     }
   }
 };
