@@ -37,6 +37,25 @@
 namespace cohort::kernels {
 
 
+// The passes a vendor convolution (cuDNN, oneDNN) leaves to the shared kernels, over the whole
+// batch: y = act(y + bias) (bias nullable; nothing to do for neither), and dbias += sum dy.
+template <class Exec>
+void conv2d_bias_act_pass(Exec& e, const Conv2dArgs& a, const float* bias, float* y) {
+  if (!bias && a.act == Activation::identity) return;
+  dispatch_activation(a.act, [&](auto tag) {
+    e.for_each("cohort::conv2d_bias_act", a.n * a.k,
+               BiasActPlane<decltype(tag)::value>{ChannelDims{a.n, a.k, a.oh * a.ow}, bias, y,
+                                                  a.act_alpha});
+  });
+}
+template <class Exec>
+void conv2d_bias_grad_pass(Exec& e, const calls::Conv2dBackwardFilter& c) {
+  const Conv2dArgs& a = c.a;
+  if (c.dbias)
+    e.for_each("cohort::bias_grad", a.k,
+               BiasGradChannel{ChannelDims{a.n, a.k, a.oh * a.ow}, c.dy, c.dbias});
+}
+
 inline bool pointwise(const Conv2dArgs& a) {
     return a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 &&
            a.pad_w == 0;
@@ -112,7 +131,7 @@ template <class Exec>
 void run(Exec& e, const calls::Conv2dBackwardFilter& c) {
     const Conv2dArgs& a = c.a;
     const float *x = c.x, *dy = c.dy;
-    float *dw = c.dw, *dbias = c.dbias;
+    float* dw = c.dw;
     const i64 kg = a.k / a.groups, crs = (a.c / a.groups) * a.r * a.s, ohw = a.oh * a.ow;
     const bool direct = pointwise(a);
     float* col = direct ? nullptr : e.scratch(static_cast<std::size_t>(a.c * a.r * a.s * ohw));
@@ -137,8 +156,7 @@ void run(Exec& e, const calls::Conv2dBackwardFilter& c) {
         e.gemm(ga);
       }
     }
-    if (dbias)
-      e.for_each("cohort::bias_grad", a.k, BiasGradChannel{ChannelDims{a.n, a.k, ohw}, dy, dbias});
+    conv2d_bias_grad_pass(e, c);
   }
 
 

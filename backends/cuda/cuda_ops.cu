@@ -91,23 +91,14 @@ void run(CudaExec& e, const calls::GemmBatched& c) {
 
 void run(CudaExec& e, const calls::Conv2dForward& c) {
   if (!e.cudnn().conv_forward(c)) return kernels::run(e, c);
-  const Conv2dArgs& a = c.a;
-  if (c.bias || a.act != Activation::identity)  // one pass over y for the whole batch
-    kernels::dispatch_activation(a.act, [&](auto tag) {
-      e.for_each("cohort::conv2d_bias_act", a.n * a.k,
-                 kernels::BiasActPlane<decltype(tag)::value>{
-                     ChannelDims{a.n, a.k, a.oh * a.ow}, c.bias, c.y, a.act_alpha});
-    });
+  kernels::conv2d_bias_act_pass(e, c.a, c.bias, c.y);  // one pass over y for the whole batch
 }
 void run(CudaExec& e, const calls::Conv2dBackwardData& c) {
   if (!e.cudnn().conv_backward_data(c)) kernels::run(e, c);
 }
 void run(CudaExec& e, const calls::Conv2dBackwardFilter& c) {
   if (!e.cudnn().conv_backward_filter(c)) return kernels::run(e, c);
-  const Conv2dArgs& a = c.a;
-  if (c.dbias)
-    e.for_each("cohort::bias_grad", a.k,
-               kernels::BiasGradChannel{ChannelDims{a.n, a.k, a.oh * a.ow}, c.dy, c.dbias});
+  kernels::conv2d_bias_grad_pass(e, c);
 }
 void run(CudaExec& e, const calls::BatchNormForward& c) {
   if (!e.cudnn().batch_norm_forward(c)) kernels::run(e, c);

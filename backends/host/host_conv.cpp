@@ -80,9 +80,9 @@ dnnl::stream& thread_stream() {
 // Per-thread buffers, one per role, reused across calls (the op returns before the next call on
 // this thread starts). A buffer grows to the largest need. It is released when it holds more than
 // 16 MiB and no call of the last 256 on this thread needed a quarter of it: an evaluation at batch
-// 1000 (mnist_cnn's conv2 output alone is 147 MiB in the blocked layout) then does not keep its
-// buffers through the training that follows, while a model whose layers need very different sizes
-// (ResNet9: 2 to 32 MiB per step) never reallocates within its steps.
+// 1000 (mnist_cnn's conv2 output alone is 147 MB) then does not keep its buffers through the
+// training that follows, while a model whose layers need very different sizes (ResNet9: 2 to
+// 32 MiB per step) never reallocates within its steps.
 constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 constexpr int kReleaseWindow = 256;
 enum Slot { slot_src, slot_wei, slot_dst, slot_pad, slot_count };

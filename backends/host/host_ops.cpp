@@ -1,8 +1,8 @@
 // The host device's op table: the shared implementation of backends/common/op_impl.hpp run by the
 // executor below. This file only says how the host launches work (Kokkos parallel_fors split
-// between the host's OpenMP threads), where its GEMM goes (oneDNN), where scratch memory comes from, and which ops
-// go to oneDNN's primitives instead (the convolutions, host_conv.cpp), as the CUDA device sends
-// them to cuDNN.
+// between the host's OpenMP threads), where its GEMM goes (oneDNN), where scratch memory comes
+// from, and which ops go to oneDNN's primitives instead (the convolutions, host_conv.cpp), as the
+// CUDA device sends them to cuDNN.
 #include <Kokkos_Core.hpp>
 #include <omp.h>
 
@@ -90,13 +90,7 @@ struct HostExec {
 
 void run(HostExec& e, const calls::Conv2dForward& c) {
   if (!onednn_conv_forward(c)) return kernels::run(e, c);
-  const Conv2dArgs& a = c.a;
-  if (a.act == Activation::identity) return;
-  kernels::dispatch_activation(a.act, [&](auto tag) {  // one pass over y for the whole batch
-    e.for_each("cohort::conv2d_act", a.n * a.k,
-               kernels::BiasActPlane<decltype(tag)::value>{ChannelDims{a.n, a.k, a.oh * a.ow},
-                                                           nullptr, c.y, a.act_alpha});
-  });
+  kernels::conv2d_bias_act_pass(e, c.a, nullptr, c.y);  // oneDNN added the bias
 }
 // Batched GEMM (attention's per-head products): the batch split between the threads, each GEMM
 // on one thread (oneDNN's sgemm runs sequentially inside a team), because the products are too
@@ -123,10 +117,7 @@ void run(HostExec& e, const calls::Conv2dBackwardData& c) {
 }
 void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
   if (!onednn_conv_backward_filter(c)) return kernels::run(e, c);
-  const Conv2dArgs& a = c.a;
-  if (c.dbias)
-    e.for_each("cohort::bias_grad", a.k,
-               kernels::BiasGradChannel{ChannelDims{a.n, a.k, a.oh * a.ow}, c.dy, c.dbias});
+  kernels::conv2d_bias_grad_pass(e, c);
 }
 
 }  // namespace
