@@ -3,9 +3,16 @@
 // rank's average over -n back-to-back ops; busbw = algbw * 2(n-1)/n), so bench/mpi_compare.sh can
 // put the two side by side.
 //
+// -z picks how the -n timed ops run, with the meaning cohort-bench gives it:
+//   -z 1 (default): blocking MPI_Allreduce in a loop (how MPI users and the OSU benchmarks call it);
+//   -z 0: -n MPI_Iallreduce issued, then one MPI_Waitall (how cohort-bench and nccl-tests time by
+//         default). All -n ops are in flight on the same buffers at once, as in nccl-tests; every
+//         op writes the same values, so the overlap changes timing only.
+//
 //   mpirun --allow-run-as-root -np 2 build/bin/mpi_allreduce_bench -b 8 -e 256M -f 4 -n 50 -w 5
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +43,7 @@ int main(int argc, char** argv) {
   double factor = 2;
   int iters = 20, warmup = 5;
   bool check = true;
+  bool blocking = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "-b") min_bytes = parse_size(argv[i + 1]);
@@ -44,6 +52,7 @@ int main(int argc, char** argv) {
     else if (a == "-n") iters = std::atoi(argv[i + 1]);
     else if (a == "-w") warmup = std::atoi(argv[i + 1]);
     else if (a == "-c") check = std::atoi(argv[i + 1]) != 0;
+    else if (a == "-z") blocking = std::atoi(argv[i + 1]) != 0;
     else {
       if (rank == 0) std::fprintf(stderr, "mpi_allreduce_bench: unknown option '%s'\n", argv[i]);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -60,10 +69,23 @@ int main(int argc, char** argv) {
   MPI_Get_library_version(version, &len);
   if (char* nl = std::strchr(version, ',')) *nl = '\0';
   const double bus = 2.0 * (n - 1) / n;
+  std::vector<MPI_Request> reqs(static_cast<std::size_t>(iters));
+  const auto run = [&](int count, int ops) {
+    if (blocking) {
+      for (int i = 0; i < ops; ++i)
+        MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      return;
+    }
+    for (int i = 0; i < ops; ++i)
+      MPI_Iallreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                     &reqs[static_cast<std::size_t>(i)]);
+    MPI_Waitall(ops, reqs.data(), MPI_STATUSES_IGNORE);
+  };
   if (rank == 0) {
-    std::printf("# mpi_allreduce_bench: MPI_Allreduce, %s, %d ranks, float, sum, out of place, "
-                "%d iters, %d warmup\n#\n",
-                version, n, iters, warmup);
+    std::printf("# mpi_allreduce_bench: %s, %s, %d ranks, float, sum, out of place, "
+                "%d iters (%s), %d warmup\n#\n",
+                blocking ? "MPI_Allreduce" : "MPI_Iallreduce + MPI_Waitall", version, n, iters,
+                blocking ? "each waited for" : "issued, then waited for", warmup);
     std::printf("# %10s %12s %9s %7s %10s %8s %8s %7s\n", "size", "count", "type", "redop", "time",
                 "algbw", "busbw", "#wrong");
     std::printf("# %10s %12s %9s %7s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)",
@@ -73,12 +95,10 @@ int main(int argc, char** argv) {
   for (double sz = static_cast<double>(min_bytes); sz <= static_cast<double>(max_bytes) * 1.0000001;
        sz *= factor) {
     const int count = static_cast<int>(static_cast<std::size_t>(sz) / 4);
-    for (int i = 0; i < warmup; ++i)
-      MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < warmup; i += iters) run(count, std::min(iters, warmup - i));
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i)
-      MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    run(count, iters);
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
                     .count() / iters;
     MPI_Allreduce(MPI_IN_PLACE, &us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

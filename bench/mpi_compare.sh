@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# cohort's shm (or COMM=ucx) all-reduce next to Open MPI's MPI_Allreduce, float32 sum, same sizes, same machine,
-# same run. Prints one row per size with both busbw figures and their ratio (shm / MPI).
+# cohort's shm (or COMM=ucx) all-reduce next to Open MPI's, float32 sum, same sizes, same machine,
+# same run, each side driven both ways:
+#   blocking: each op waited for before the next (MPI_Allreduce in a loop; cohort-bench -z 1);
+#   window:   all -n ops issued, then waited for (MPI_Iallreduce + MPI_Waitall; cohort-bench -z 0,
+#             which is how nccl-tests times).
+# Prints one row per size with the four times and three ratios (MPI time / cohort time, so > 1
+# means cohort is faster): blocking against blocking, window against window, and each side's
+# faster mode against the other's.
 #
 #   bench/mpi_compare.sh [BUILD_DIR]        (default: build)
 #
-# Environment: NP (ranks, default 2), ROUNDS (default 3: the two programs alternate ROUNDS times
-# and each size reports the median of its rounds, which tames the noise of a shared machine),
+# Environment: NP (ranks, default 2), ROUNDS (default 3: the programs alternate ROUNDS times and
+# each size reports the median of its rounds, which tames the noise of a shared machine),
 # LAT_ITERS / BW_ITERS (timed ops per size below / from 256 KiB; defaults 2000 / 20), MAX (largest
 # size, default 256M), BIND (1: pin each rank to a core, as mpirun does by default; 0: neither
-# pins; default 1), COMM (cohort backend: shm, default, or ucx).
+# pins; default 1), COMM (cohort backend: shm, default, or ucx), MPI_ARGS (extra mpirun arguments,
+# e.g. "--mca btl_vader_single_copy_mechanism none").
 set -euo pipefail
 
 build=${1:-build}
@@ -19,6 +26,7 @@ bw_iters=${BW_ITERS:-20}
 max=${MAX:-256M}
 bind=${BIND:-1}
 comm=${COMM:-shm}
+read -r -a mpi_args <<< "${MPI_ARGS:-}"
 
 for bin in cohortrun cohort-bench mpi_allreduce_bench; do
   if [ ! -x "$build/bin/$bin" ]; then
@@ -36,39 +44,45 @@ trap 'rm -rf "$tmp"' EXIT
 sweeps=("-b 8 -e 64K -f 4 -n $lat_iters -w 200" "-b 256K -e $max -f 4 -n $bw_iters -w 3")
 for r in $(seq 1 "$rounds"); do
   for s in "${sweeps[@]}"; do
-    # shellcheck disable=SC2086
-    mpirun --allow-run-as-root -np "$np" "${mpi_bind[@]}" "$build/bin/mpi_allreduce_bench" $s \
-      | grep -v '^#' >> "$tmp/mpi.$r"
-    # shellcheck disable=SC2086
-    "$build/bin/cohortrun" --nproc-per-node "$np" --master-port 0 "$build/bin/cohort-bench" \
-      --comm "$comm" --op allreduce "${shm_bind[@]}" $s | grep -v '#' | sed 's/^\[rank 0\] //' \
-      >> "$tmp/shm.$r"
+    for z in 1 0; do
+      # shellcheck disable=SC2086
+      mpirun --allow-run-as-root -np "$np" "${mpi_bind[@]}" "${mpi_args[@]}" \
+        "$build/bin/mpi_allreduce_bench" $s -z $z | grep -v '^#' >> "$tmp/mpi$z.$r"
+      # shellcheck disable=SC2086
+      "$build/bin/cohortrun" --nproc-per-node "$np" --master-port 0 "$build/bin/cohort-bench" \
+        --comm "$comm" --op allreduce "${shm_bind[@]}" $s -z $z | grep -v '#' \
+        | sed 's/^\[rank 0\] //' >> "$tmp/coh$z.$r"
+    done
   done
 done
 
 echo "# all-reduce, float32 sum, $np ranks, $(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')),"
-echo "# $(mpirun --version 2>/dev/null | head -1) vs cohort $comm; median of $rounds alternating rounds; bind=$bind"
-printf '%12s | %10s %9s | %10s %9s | %7s | %s\n' "size (B)" "MPI us" "MPI busbw" "$comm us" "$comm busbw" \
-  "$comm/MPI" "#wrong (MPI/$comm)"
-# Columns of both programs: size count type redop time algbw busbw #wrong
-python3 - "$tmp" "$rounds" <<'EOF'
+echo "# $(mpirun --version 2>/dev/null | head -1) ${MPI_ARGS:-} vs cohort $comm; median of $rounds alternating rounds; bind=$bind"
+echo "# blk = each op waited for (MPI_Allreduce / cohort-bench -z 1); win = all ops issued, then waited"
+echo "# for (MPI_Iallreduce + MPI_Waitall / cohort-bench -z 0); ratios are MPI time / $comm time (> 1: $comm faster)"
+python3 - "$tmp" "$rounds" "$comm" <<'EOF'
 import sys, statistics, collections
-tmp, rounds = sys.argv[1], int(sys.argv[2])
+tmp, rounds, comm = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def load(kind):
     rows = collections.defaultdict(list)
     for r in range(1, rounds + 1):
         for line in open(f"{tmp}/{kind}.{r}"):
-            f = line.split()
+            f = line.split()  # size count type redop time algbw busbw #wrong
             if len(f) >= 8 and f[0].isdigit():
                 rows[int(f[0])].append((float(f[4]), float(f[6]), f[7]))
     return rows
-mpi, shm = load("mpi"), load("shm")
-for size in sorted(set(mpi) & set(shm)):
-    mt = statistics.median(x[0] for x in mpi[size]); mb = statistics.median(x[1] for x in mpi[size])
-    st = statistics.median(x[0] for x in shm[size]); sb = statistics.median(x[1] for x in shm[size])
-    wrong = "/".join(",".join(sorted(set(x[2] for x in d[size]))) for d in (mpi, shm))
-    # Same bytes on both sides, so the busbw ratio is the time ratio (exact even where busbw
-    # rounds to 0.00 at tiny sizes).
-    ratio = mt / st if st > 0 else float("nan")
-    print(f"{size:12d} | {mt:10.2f} {mb:9.2f} | {st:10.2f} {sb:9.2f} | {ratio:7.2f} | {wrong}")
+d = {k: load(k) for k in ("mpi1", "mpi0", "coh1", "coh0")}
+print(f"{'size (B)':>10} | {'MPI blk us':>10} {'MPI win us':>10} | {comm + ' blk us':>10} {comm + ' win us':>10} |"
+      f" {'busbw MPI':>9} {'busbw ' + comm:>9} | {'blk':>5} {'win':>5} {'best':>5} | #wrong")
+for size in sorted(set.intersection(*(set(v) for v in d.values()))):
+    t = {k: statistics.median(x[0] for x in v[size]) for k, v in d.items()}
+    b = {k: statistics.median(x[1] for x in v[size]) for k, v in d.items()}
+    wrong = ",".join(sorted(set(x[2] for v in d.values() for x in v[size])))
+    # Same bytes on every side, so time ratios are busbw ratios (exact even where busbw rounds to 0).
+    r = lambda m, c: m / c if c > 0 else float("nan")
+    mbest, cbest = min(t["mpi1"], t["mpi0"]), min(t["coh1"], t["coh0"])
+    bm, bc = max(b["mpi1"], b["mpi0"]), max(b["coh1"], b["coh0"])
+    print(f"{size:10d} | {t['mpi1']:10.2f} {t['mpi0']:10.2f} | {t['coh1']:10.2f} {t['coh0']:10.2f} |"
+          f" {bm:9.2f} {bc:9.2f} | {r(t['mpi1'], t['coh1']):5.2f} {r(t['mpi0'], t['coh0']):5.2f}"
+          f" {r(mbest, cbest):5.2f} | {wrong}")
 EOF

@@ -4,7 +4,8 @@
 //
 // Every rank runs it; rank 0 prints one row per size: size (bytes), count (elements), type, redop,
 // time (us per op, the slowest rank's average over -n back-to-back ops issued asynchronously and
-// then waited for), algbw = size / time and busbw (GB/s, 1e9 bytes/s, as nccl-tests):
+// then waited for, as nccl-tests does; with -z 1 each op is waited for before the next is issued,
+// as a blocking MPI_Allreduce loop runs), algbw = size / time and busbw (GB/s, 1e9 bytes/s, as nccl-tests):
 // busbw = algbw * 2(n-1)/n for allreduce, (n-1)/n for allgather and reduce_scatter, 1 for
 // broadcast. size is the larger buffer (allgather: the gathered output; reduce_scatter: the
 // input), as nccl-tests prints it. #wrong counts wrong elements over all ranks after a separate
@@ -54,6 +55,7 @@ struct Options {
   bool inplace = false;
   bool json = false;
   bool bind = false;
+  bool blocking = false;
   std::string comm;
 };
 
@@ -70,6 +72,8 @@ const char* const kUsage =
     "  -o, --redop OP     sum | avg | min | max (default sum)\n"
     "  -r, --root R       broadcast root (default 0)\n"
     "  -i, --inplace 0|1  measure in place (default 0: out of place)\n"
+    "  -z, --blocking 0|1 1: wait for each op before issuing the next (default 0: issue all -n\n"
+    "                     ops, then wait for them, as nccl-tests)\n"
     "  --comm NAME        backend (default: COHORT_COMM, else auto)\n"
     "  --bind             pin each rank to core LOCAL_RANK (as mpirun does by default)\n"
     "  --json             rank 0 prints one JSON document instead of the table\n";
@@ -182,6 +186,8 @@ Options parse(int argc, char** argv) {
       o.root = static_cast<int>(parse_int(a, take(), 0, 1 << 20));
     } else if (a == "-i" || a == "--inplace") {
       o.inplace = parse_int(a, take(), 0, 1) != 0;
+    } else if (a == "-z" || a == "--blocking") {
+      o.blocking = parse_int(a, take(), 0, 1) != 0;
     } else if (a == "--comm") {
       o.comm = take();
     } else if (a == "--json") {
@@ -390,10 +396,11 @@ int main(int argc, char** argv) {
 
     std::vector<Row> rows;
     if (c.rank() == 0 && !o.json) {
-      std::printf("# cohort-bench: %s, backend %s, %d rank%s, %s, %s, %s, %d iters, %d warmup%s\n",
+      std::printf("# cohort-bench: %s, backend %s, %d rank%s, %s, %s, %s, %d iters (%s), %d warmup%s\n",
                   coll_name(o.coll), c.backend().c_str(), n, n == 1 ? "" : "s",
                   type_name(o.dtype), reduces ? reduce_op_name(o.redop) : "no reduction",
-                  o.inplace ? "in place" : "out of place", o.iters, o.warmup,
+                  o.inplace ? "in place" : "out of place", o.iters,
+                  o.blocking ? "each waited for" : "issued, then waited for", o.warmup,
                   gpu ? (", " + gpu->name() + " buffers").c_str() : "");
       std::printf("#\n# %10s %12s %9s %7s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
                   "time", "algbw", "busbw", "#wrong");
@@ -414,8 +421,12 @@ int main(int argc, char** argv) {
       for (int i = 0; i < o.warmup; ++i) issue(c, o, bufs, block)->wait();
       c.barrier()->wait();
       const auto t0 = Clock::now();
-      for (int i = 0; i < o.iters; ++i) handles[static_cast<std::size_t>(i)] = issue(c, o, bufs, block);
-      for (auto& h : handles) h->wait();
+      if (o.blocking) {
+        for (int i = 0; i < o.iters; ++i) issue(c, o, bufs, block)->wait();
+      } else {
+        for (int i = 0; i < o.iters; ++i) handles[static_cast<std::size_t>(i)] = issue(c, o, bufs, block);
+        for (auto& h : handles) h->wait();
+      }
       double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / o.iters;
       reduce_value(c, gpu, &us, DType::f64, ReduceOp::max);
       std::int64_t wrong = o.check ? check(c, o, bufs, block) : 0;
@@ -440,10 +451,10 @@ int main(int argc, char** argv) {
     if (c.rank() == 0 && o.json) {
       std::printf("{\"tool\": \"cohort-bench\", \"op\": \"%s\", \"backend\": \"%s\", "
                   "\"world_size\": %d, \"type\": \"%s\", \"redop\": \"%s\", \"inplace\": %s, "
-                  "\"iters\": %d, \"warmup\": %d, \"rows\": [",
+                  "\"iters\": %d, \"warmup\": %d, \"blocking\": %s, \"rows\": [",
                   coll_name(o.coll), c.backend().c_str(), n, type_name(o.dtype),
                   reduces ? reduce_op_name(o.redop) : "none", o.inplace ? "true" : "false",
-                  o.iters, o.warmup);
+                  o.iters, o.warmup, o.blocking ? "true" : "false");
       for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::printf("%s\n  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, "

@@ -2,7 +2,7 @@
 // sequence number and kind (tags.hpp). Created by Impl::start for each collective; the algorithm
 // posts sends and receives through it and blocks in wait(), which drives the worker and throws
 // when the op's deadline passes or a peer reports failure. silent_peers() feeds the timeout report.
-// Progress thread only.
+// The driver only (drive_mu held: progress.cpp).
 #pragma once
 
 #include <sched.h>

@@ -48,7 +48,7 @@ void Engine::Impl::setup() {
 
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // one thread at a time: drive_mu
   COHORT_CHECK_UCX(rank, ucp_worker_create(context, &wp, &worker), "creating the UCP worker");
 
   ucp_address_t* address = nullptr;
@@ -95,7 +95,13 @@ void Engine::Impl::teardown() {
       if (progress() == 0) std::this_thread::sleep_for(20us);
     auto key = [&](const char* what, int p) { return prefix + what + std::to_string(p); };
     std::vector<std::string> closed_keys;  // the peers this rank waits for, below
-    if (!prefix.empty()) {
+    // A failed communicator skips the store: its peers failed too (the abort told them) and wait
+    // for nobody, and the store may be gone with them (rank 0 hosts it; its exit left this rank's
+    // set() retrying for the whole store timeout, 30 s in parallel_api_errors_ucx_np2). A healthy
+    // peer that still waits finds no "closing" key, gets no answer to its status query, and
+    // presumes this rank gone.
+    const bool use_store = healthy && !prefix.empty();
+    if (use_store) {
       try {
         store->set(key("closing/", rank), {});
         if (healthy) closed_keys = live_peers_closed_keys();
@@ -123,7 +129,7 @@ void Engine::Impl::teardown() {
     // Keep serving peers until every live rank has closed its endpoints: a peer may still be
     // flushing towards this worker, and tearing it down under them is a transport error on
     // their side (the same fence Open MPI's UCX layer does after disconnecting).
-    if (!prefix.empty()) {
+    if (use_store) {
       try {
         store->set(key("closed/", rank), {});
         const auto limit = Clock::now() + std::min<Clock::duration>(default_timeout, 30s);

@@ -1,5 +1,6 @@
 // The engine of one UCX communicator: a progress thread that owns the UCP context, worker and
-// endpoints and runs the ops it is handed, in issue order. No UCX type appears here (pimpl: the
+// endpoints and runs the ops it is handed, in issue order (or lets a caller waiting for an op run
+// them, one thread at a time: progress.cpp). No UCX type appears here (pimpl: the
 // state is Engine::Impl in engine_impl.hpp, its members defined by job in context.cpp,
 // progress.cpp, p2p.cpp, control.cpp and timeouts.cpp).
 #pragma once
@@ -40,12 +41,17 @@ class Engine {
   // if an earlier op failed (the communicator is then unusable).
   void submit(std::shared_ptr<OpState> op);
 
+  // What an OpState's wait() may drive (see op.hpp).
+  std::weak_ptr<Driver> driver() const;
+
   // Defined in engine_impl.hpp, which only the engine's own files include (it holds the UCP
   // handles); named here so that they can refer to it.
   struct Impl;
 
  private:
-  std::unique_ptr<Impl> impl_;
+  // Shared with the ops' weak Driver pointers: a caller inside drive_until keeps the state alive
+  // even if another thread destroys the communicator meanwhile.
+  std::shared_ptr<Impl> impl_;
 };
 
 // Whether UCX can create a context in this process (tag matching feature); `why_not` gets UCX's

@@ -1,11 +1,13 @@
 // The state of one UCX engine (Engine::Impl) and what the engine's files share. Internal to
 // collectives/ucx/: the only header that names UCP types besides coll_channel.hpp.
 //
-// Why one thread per communicator owns everything: UCP workers are cheapest in
-// UCS_THREAD_MODE_SINGLE (no locks on the fast path), which requires that a single thread make
-// every call on the context, worker and endpoints. That thread creates them, runs the ops handed
-// over through a mutex-protected queue in issue order, and destroys them. Callers never touch UCP;
-// they wait on their op's condition variable (op.cpp).
+// Who calls UCP: one thread at a time, whoever holds `drive_mu` (the worker is created in
+// UCS_THREAD_MODE_SERIALIZED: no locks inside UCX, the caller serialises). The progress thread
+// creates the context, worker and endpoints, and destroys them. In between, ops handed over
+// through the mutex-protected queue run in issue order on whichever thread drives: a caller
+// waiting in Work::wait() drives itself (no thread hand-off on the path of a small blocking
+// collective); otherwise the progress thread does, so ops issued and not waited for still run in
+// the background (DDP's bucket all-reduces during backward).
 //
 // The engine's members are defined by job, one file each:
 //   context.cpp      UCP context, worker and endpoints: setup, address exchange, teardown
@@ -20,6 +22,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -79,7 +82,7 @@ inline ucp_request_param_t recv_param() {
 
 class CollChannel;
 
-struct Engine::Impl {
+struct Engine::Impl final : Driver {
   Impl(const ProcessGroupInfo& info, std::shared_ptr<Store> s, Timeout timeout, const Tuning& t)
       : rank(info.rank),
         size(info.world_size),
@@ -111,11 +114,17 @@ struct Engine::Impl {
   bool stop = false;
   bool ready = false;
   std::exception_ptr setup_error;
-  bool failed = false;  // written only by the progress thread (under mu)
+  bool failed = false;  // written only by the driver (under mu)
   std::string failure;  // why, for errors of later ops
   std::thread thread;
 
-  // ---- progress thread only ----
+  // ---- the driver: whoever holds drive_mu (the progress thread, or a caller in drive_until) ----
+  // Lock order: drive_mu before mu. Everything from here down to `scratch` is the driver's.
+  std::mutex drive_mu;
+  // Callers inside drive_until: while there are any, the progress thread stays out of their way
+  // (it sleeps instead of taking drive_mu), so a waiting caller gets the worker at once.
+  std::atomic<int> callers_driving{0};
+  bool torn_down = false;  // the worker is gone: callers no longer drive
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
   std::vector<ucp_ep_h> eps;
@@ -185,6 +194,13 @@ struct Engine::Impl {
   // At teardown: the "closed/<rank>" keys of the peers worth waiting for (alive).
   std::vector<std::string> live_peers_closed_keys();
 
+  // Runs ops on the caller's thread until `op` is complete (Driver, op.hpp).
+  void drive_until(OpState& op) override;
+  // One turn of the driver (drive_mu held): starts the next queued op, if any, and runs progress
+  // on the worker, the posted point-to-point ops and a peer's abort. `had_op`: an op was started;
+  // `idle`: nothing queued or posted before the turn; `posted`: point-to-point ops still in flight
+  // after it. Returns the number of events seen.
+  unsigned drive_round(bool& had_op, bool& idle, bool& posted);
   void start(std::shared_ptr<OpState> op);
   void run_collective(CollChannel& ch, const OpArgs& d);
   void post_p2p(std::shared_ptr<OpState> op);

@@ -1,13 +1,15 @@
 // One enqueued operation of the UCX communicator: what the caller asked for (OpArgs: the shared
 // op description of detail/op_desc.hpp plus this rank's buffers and timeout) and the Work handle
-// the caller waits on (OpState). The caller's thread creates an OpState, the progress
-// thread (progress.cpp) runs it and completes it exactly once, with or without an error.
+// the caller waits on (OpState). The caller's thread creates an OpState; whichever thread drives
+// the engine when the op's turn comes (the progress thread, or a caller waiting in wait(), see
+// progress.cpp) runs it and completes it exactly once, with or without an error.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -28,13 +30,27 @@ struct OpArgs : OpDesc {
   Timeout timeout{0};          // resolved (never kDefaultTimeout)
 };
 
-// The Work handle. complete() is called once by the progress thread; test() and wait() may be
+class OpState;
+
+// What lets a waiting caller run the engine's ops on its own thread (Engine::Impl, progress.cpp).
+// drive_until(op) returns once `op` is complete, or at once where the caller cannot drive (the
+// engine is torn down); the caller then sleeps on the op.
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual void drive_until(OpState& op) = 0;
+};
+
+// The Work handle. complete() is called once by the engine's driver; test() and wait() may be
 // called from any thread, any number of times, and throw the op's error every time: each throw
 // builds a new cohort::Error from the stored fields, so no exception object is shared between
 // threads (a std::exception_ptr rethrown on several threads would be).
 class OpState final : public Work {
  public:
-  explicit OpState(const OpArgs& a) : args(a) {}
+  // `driver`: the engine wait() may drive (empty: wait() only sleeps until another thread
+  // completes the op). Weak, so that a Work kept after its communicator is gone owns nothing.
+  explicit OpState(const OpArgs& a, std::weak_ptr<Driver> driver = {})
+      : args(a), driver_(std::move(driver)) {}
 
   bool test() override;
   void wait() override;
@@ -43,9 +59,10 @@ class OpState final : public Work {
   void complete(std::exception_ptr error);
   bool completed();
 
-  const OpArgs args;  // args.seq stays 0: the progress thread numbers a copy
+  const OpArgs args;  // args.seq stays 0: the driver numbers a copy
 
  private:
+  const std::weak_ptr<Driver> driver_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;

@@ -150,7 +150,7 @@ class UcxCommunicator final : public Communicator {
 
   // count == 0 ops go through the queue too, so that Work handles complete in issue order.
   WorkHandle submit(const OpArgs& d) {
-    auto op = std::make_shared<OpState>(d);
+    auto op = std::make_shared<OpState>(d, engine_.driver());
     engine_.submit(op);
     return op;
   }

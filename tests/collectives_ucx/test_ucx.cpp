@@ -276,6 +276,52 @@ TEST_CASE("ucx: many back-to-back asynchronous ops complete with the right data"
   CHECK_MESSAGE(failures.empty(), join(failures));
 }
 
+// A waiting caller drives the engine itself (progress.cpp, drive_until): several threads of one
+// rank waiting at once, on ops in any order, take turns and all get their data; ops nobody waits
+// for are still finished by the progress thread (test() alone sees them complete).
+TEST_CASE("ucx: ops waited for from several threads at once, and ops never waited for") {
+  const auto failures = run_ranks(2, [](Communicator& c) {
+    const int n = c.size(), r = c.rank();
+    constexpr int kOps = 60, kThreads = 3;
+    std::vector<std::vector<std::uint8_t>> bufs(kOps);
+    std::vector<WorkHandle> work;
+    for (int i = 0; i < kOps; ++i) {
+      const std::size_t count = static_cast<std::size_t>(1 + (i * 613) % 20000);
+      bufs[static_cast<std::size_t>(i)] = make_input(DType::f32, r, count, 2000 + i);
+      auto& b = bufs[static_cast<std::size_t>(i)];
+      work.push_back(c.allreduce(b.data(), b.data(), count, DType::f32, ReduceOp::sum));
+    }
+    // Thread t waits for ops t, t + 3, ... from the last down; the main thread only polls.
+    std::vector<std::thread> waiters;
+    std::atomic<int> thrown{0};
+    for (int t = 0; t < kThreads; ++t)
+      waiters.emplace_back([&, t] {
+        try {
+          for (int i = kOps - 1 - t; i >= 0; i -= kThreads) work[static_cast<std::size_t>(i)]->wait();
+        } catch (...) {
+          ++thrown;
+        }
+      });
+    for (auto& w : waiters) w.join();
+    if (thrown != 0) throw std::runtime_error(std::to_string(thrown.load()) + " waits threw");
+    for (int i = 0; i < kOps; ++i) {
+      const std::size_t count = static_cast<std::size_t>(1 + (i * 613) % 20000);
+      const auto e = check_reduced(DType::f32, ReduceOp::sum, n,
+                                   bufs[static_cast<std::size_t>(i)].data(), count, 0, 2000 + i);
+      if (!e.empty()) throw std::runtime_error("op " + std::to_string(i) + ": " + e);
+    }
+    // Never waited for: only the progress thread can finish these.
+    std::vector<float> x(50000, 1.0f);
+    auto w = c.allreduce(x.data(), x.data(), x.size(), DType::f32, ReduceOp::sum);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!w->test() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (!w->test()) throw std::runtime_error("an op polled with test() alone did not complete in 30 s");
+    if (x[0] != static_cast<float>(n) || x.back() != static_cast<float>(n))
+      throw std::runtime_error("polled all-reduce: wrong sum " + std::to_string(x[0]));
+  });
+  CHECK_MESSAGE(failures.empty(), join(failures));
+}
+
 // Messages from one peer with one tag are received in the order sent, whatever their sizes
 // (eager and rendezvous mixed), and different tags do not match each other.
 TEST_CASE("ucx: point-to-point order per (peer, tag)") {

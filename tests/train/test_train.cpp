@@ -107,6 +107,30 @@ TEST_CASE("metrics: JSON Lines that a JSON parser reads back") {
                        cohort::Error);
 }
 
+TEST_CASE("phase timer: parts of a phase are shown under it and not counted twice") {
+  PhaseTimer t;
+  t.add("forward", 0.030);
+  t.add("backward", 0.060);
+  t.add_within("comm", "backward", 0.015);
+  t.add("optimizer", 0.010);
+  t.add_within("overlap", "backward", 0.005);
+  t.add_within("orphan", "never_ran", 0.100);  // a parent that never ran: a phase of its own
+  t.end_step();
+  t.end_step();
+  const std::string sum = t.summary();
+  // step = 30 + 60 + 10 + 100 ms (comm and overlap are inside backward): 200 ms over 2 steps.
+  CHECK(sum.find("total                     0.200    100.000  100.0%  (2 steps)") != std::string::npos);
+  CHECK(sum.find("  of which comm           0.015      7.500    7.5%") != std::string::npos);
+  CHECK(sum.find("  of which overlap        0.005      2.500    2.5%") != std::string::npos);
+  CHECK(sum.find("backward                  0.060     30.000   30.0%") != std::string::npos);
+  CHECK(sum.find("orphan                    0.100     50.000   50.0%") != std::string::npos);
+  // Order: each part right under its parent, before the next phase.
+  CHECK(sum.find("backward") < sum.find("of which comm"));
+  CHECK(sum.find("of which comm") < sum.find("of which overlap"));
+  CHECK(sum.find("of which overlap") < sum.find("optimizer"));
+  CHECK(t.mean_ms().at("comm") == doctest::Approx(7.5));
+}
+
 TEST_CASE("phase timer and Chrome trace") {
   cohort::trace::clear();
   cohort::trace::enable(true);

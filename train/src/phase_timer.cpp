@@ -22,6 +22,11 @@ void PhaseTimer::add(const std::string& name, double seconds) {
   seconds_[name] += seconds;
 }
 
+void PhaseTimer::add_within(const std::string& name, const std::string& parent, double seconds) {
+  parent_[name] = parent;
+  add(name, seconds);
+}
+
 double PhaseTimer::total(const std::string& name) const {
   const auto it = seconds_.find(name);
   return it == seconds_.end() ? 0.0 : it->second;
@@ -34,27 +39,39 @@ std::map<std::string, double> PhaseTimer::mean_ms() const {
 }
 
 std::string PhaseTimer::summary() const {
+  // A part whose parent never ran is shown, and counted, as a phase of its own.
+  const auto nested = [&](const std::string& name) {
+    const auto p = parent_.find(name);
+    return p != parent_.end() && seconds_.count(p->second) != 0;
+  };
   double all = 0;
-  for (const auto& [k, v] : seconds_) all += v;
+  for (const auto& [k, v] : seconds_)
+    if (!nested(k)) all += v;
   std::string out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%-14s %10s %10s %7s\n", "phase", "total s", "ms/step", "share");
+  char line[192];
+  const double per_step = steps_ ? 1e3 / static_cast<double>(steps_) : 0.0;
+  std::snprintf(line, sizeof line, "%-20s %10s %10s %7s\n", "phase", "total s", "ms/step", "share");
   out += line;
-  for (const auto& name : order_) {
-    const double v = seconds_.at(name);
-    std::snprintf(line, sizeof line, "%-14s %10.3f %10.3f %6.1f%%\n", name.c_str(), v,
-                  steps_ ? 1e3 * v / static_cast<double>(steps_) : 0.0, all > 0 ? 100.0 * v / all : 0.0);
+  const auto row = [&](const std::string& label, double v) {
+    std::snprintf(line, sizeof line, "%-20s %10.3f %10.3f %6.1f%%\n", label.c_str(), v,
+                  per_step * v, all > 0 ? 100.0 * v / all : 0.0);
     out += line;
+  };
+  for (const auto& name : order_) {
+    if (nested(name)) continue;  // printed under its parent
+    row(name, seconds_.at(name));
+    for (const auto& child : order_)
+      if (nested(child) && parent_.at(child) == name) row("  of which " + child, seconds_.at(child));
   }
-  std::snprintf(line, sizeof line, "%-14s %10.3f %10.3f %6.1f%%  (%lld steps)\n", "total", all,
-                steps_ ? 1e3 * all / static_cast<double>(steps_) : 0.0, 100.0,
-                static_cast<long long>(steps_));
+  std::snprintf(line, sizeof line, "%-20s %10.3f %10.3f %6.1f%%  (%lld steps)\n", "total", all,
+                per_step * all, 100.0, static_cast<long long>(steps_));
   out += line;
   return out;
 }
 
 void PhaseTimer::reset() {
   order_.clear();
+  parent_.clear();
   seconds_.clear();
   steps_ = 0;
 }

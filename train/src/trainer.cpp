@@ -207,8 +207,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     if (k_done == 0) break;
     pending.end_step(k_done);
     if (ddp_) {  // reporting only: both are already inside backward
-      timer_.add("comm", ddp_->last_step().comm_wait_s);
-      timer_.add("overlap", ddp_->last_step().overlap_s);
+      timer_.add_within("comm", "backward", ddp_->last_step().comm_wait_s);
+      timer_.add_within("overlap", "backward", ddp_->last_step().overlap_s);
     }
     if (after_backward) after_backward();
     timer_.time("optimizer", [&] {

@@ -22,13 +22,18 @@ class PhaseTimer {
 
   // Manual form for phases measured elsewhere.
   void add(const std::string& name, double seconds);
+  // A phase that is part of another's wall time (DDP's comm and overlap happen inside backward):
+  // printed under `parent` as "of which <name>", its share of the step shown, but not added to
+  // the total again.
+  void add_within(const std::string& name, const std::string& parent, double seconds);
   void end_step() { ++steps_; }
 
   double total(const std::string& name) const;
   std::int64_t steps() const { return steps_; }
   // Per-step mean of each phase in ms, for metrics.
   std::map<std::string, double> mean_ms() const;
-  // Phase | total s | ms/step | share, in order of first use.
+  // Phase | total s | ms/step | share, in order of first use, each add_within phase right after
+  // its parent; the total is the sum of the top-level phases (the step), and every share is of it.
   std::string summary() const;
   void reset();
 
@@ -48,6 +53,7 @@ class PhaseTimer {
  private:
   std::vector<std::string> order_;
   std::map<std::string, double> seconds_;
+  std::map<std::string, std::string> parent_;  // add_within phases -> the phase they are part of
   std::int64_t steps_ = 0;
 };
 

@@ -15,7 +15,8 @@
 //    built with broadcast_buffers = false);
 //  - prints progress, writes metrics, TensorBoard scalars and checkpoints on rank 0 only;
 //  - adds DDP's "comm" (waiting for all-reduces) and "overlap" (all-reduce time hidden under
-//    backward) rows to the phase table.
+//    backward) to the phase table as parts of backward ("of which"), not counted twice in the
+//    step's total.
 //
 // One step: data (wait for the loader) -> forward (model + loss) -> backward -> [after_backward
 // hook] -> optimizer (step + zero_grad). With accumulation = k, k micro-batches run
