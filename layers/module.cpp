@@ -42,6 +42,14 @@ void Module::rethrow_labeled(const Error& e) const {
   throw LayerError(e, l + " " + e.why());
 }
 
+namespace {
+thread_local bool t_grad_enabled = true;
+}  // namespace
+
+bool grad_enabled() { return t_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+
 Tensor Module::forward(const Tensor& x) {
   Tensor y;
   try {
@@ -53,11 +61,16 @@ Tensor Module::forward(const Tensor& x) {
     rethrow_labeled(e);
   }
   last_output_shape_ = y.shape();
-  pending_backward_ = true;
+  forward_without_grad_ = !grad_enabled();
+  pending_backward_ = !forward_without_grad_;
+  if (forward_without_grad_) release_saved();
   return y;
 }
 
 Tensor Module::backward(const Tensor& grad_output, bool need_input_grad) {
+  COHORT_MODULE_CHECK(!forward_without_grad_,
+                      "backward after a forward under NoGradGuard (evaluation without gradients): "
+                      "that forward kept nothing for backward; run the forward with gradients on");
   COHORT_MODULE_CHECK(pending_backward_,
                       "backward without a forward to match (one backward per forward; a module "
                       "instance may appear only once in a model's forward pass)");

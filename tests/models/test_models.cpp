@@ -356,3 +356,60 @@ TEST_CASE("unknown names and bad configurations say what is wrong") {
   CHECK_MESSAGE(e.find("Linear(fc1): expected input [*, 4096]") != std::string::npos, e);
 }
 }
+
+// NoGradGuard (module.hpp): a forward under it keeps nothing for backward. Checked on every zoo
+// model, so every layer type that saves state (conv, linear, batch norm, layer norm, activations,
+// pooling, residual, attention, softmax) is covered: once the output is dropped, the device's
+// bytes in use are back where they were before the forward (a forward with gradients keeps its
+// activations); the output is bit-identical to a forward with gradients; a backward after it
+// says why it cannot run; and the next forward with gradients trains normally.
+TEST_SUITE("no_grad") {
+TEST_CASE("a forward under NoGradGuard keeps nothing, computes the same, and refuses backward") {
+  for (const std::string name : {"cnn_a", "cnn_b", "resnet9", "resnet50", "vit"}) {
+    CAPTURE(name);
+    nn::manual_seed(3);
+    auto model = cohort::models::make(name, host());
+    model->eval();
+    const Tensor x = Tensor::normal({2, 3, 32, 32}, 0.0f, 1.0f, 7, host());
+    const auto in_use = [] { return host().memory_stats().bytes_in_use; };
+
+    const std::size_t before_grad = in_use();
+    std::vector<float> with_grad;
+    {
+      const Tensor y = model->forward(x);
+      with_grad = y.to_vector<float>();
+    }
+    const std::size_t kept_with_grad = in_use() - before_grad;
+    CHECK(kept_with_grad > 0);  // the activations its backward would need
+
+    CHECK(nn::grad_enabled());
+    const std::size_t before = in_use();
+    std::vector<float> without_grad;
+    {
+      nn::NoGradGuard no_grad;
+      CHECK_FALSE(nn::grad_enabled());
+      {
+        nn::NoGradGuard nested;
+        CHECK_FALSE(nn::grad_enabled());
+      }
+      CHECK_FALSE(nn::grad_enabled());
+      const Tensor y = model->forward(x);
+      without_grad = y.to_vector<float>();
+    }
+    CHECK(nn::grad_enabled());
+    // The forward with gradients kept its state until this forward replaced it: everything the
+    // model held is released now, and nothing new is held.
+    CHECK(in_use() + kept_with_grad == before);
+    CHECK(without_grad == with_grad);
+
+    const Tensor g = Tensor::full(Shape{2, 10}, 1.0, cohort::DType::f32, host());
+    const std::string e = lt::error_of([&] { model->backward(g); });
+    CHECK_MESSAGE(e.find("backward after a forward under NoGradGuard") != std::string::npos, e);
+
+    model->train();
+    const Tensor y = model->forward(x);
+    const Tensor dx = model->backward(Tensor::full(y.shape(), 1.0, cohort::DType::f32, host()));
+    CHECK(dx.shape() == x.shape());
+  }
+}
+}

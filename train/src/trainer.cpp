@@ -250,6 +250,9 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   trace::Span span("evaluate", "compute");
   if (comm_) shard_loader(test, rank(), world_size(), false, "test");
   model_.eval();
+  // No layer keeps its input for a backward that never comes: activations are freed layer by
+  // layer, so evaluating a large batch needs about two layers' activations, not all of them.
+  nn::NoGradGuard no_grad;
   test.set_epoch(0);
   EvalResult r;
   double loss_sum = 0;
@@ -257,7 +260,6 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   while (test.next(batch)) {
     Tensor out = model_.forward(batch.images);
     loss_.forward(out, batch.labels);
-    // Forward without backward is fine in eval mode; discard the saved state.
     const std::int64_t n = batch.images.dim(0);
     loss_sum += loss_.value() * (loss_.reduction() == nn::Reduction::mean ? static_cast<double>(n) : 1.0);
     Tensor pred = Tensor::empty({n}, DType::i64, out.device());

@@ -23,6 +23,7 @@ class ActivationLayer : public Module {
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override { return input; }
+  void release_saved() override { x_ = y_ = Tensor(); }
 
  private:
   Activation f_;

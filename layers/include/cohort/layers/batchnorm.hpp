@@ -30,6 +30,7 @@ class BatchNorm2d : public Module {
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override;
+  void release_saved() override { x_ = save_mean_ = save_invstd_ = Tensor(); }
   void on_state_loaded() override;
 
  private:

@@ -20,6 +20,7 @@ class Linear : public Module {
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override;
+  void release_saved() override { x_ = Tensor(); }
 
  private:
   std::int64_t in_, out_;

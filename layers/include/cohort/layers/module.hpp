@@ -7,6 +7,10 @@
 //                              PyTorch's .grad), fires the grad-ready hooks and returns the
 //                              gradient w.r.t. the input of the last forward.
 //
+// Under NoGradGuard (evaluation, inference) forward keeps nothing: each module drops its saved
+// state as soon as its own forward returns, so activations are freed layer by layer, as under
+// PyTorch's torch.no_grad(); a backward after such a forward is an error that says so.
+//
 // One backward per forward. A module instance may appear only once in a model's forward pass
 // (use separate instances for repeated layers); a second backward without a new forward is an
 // error, which is how reuse is caught.
@@ -42,6 +46,22 @@ class LayerError : public Error {
   LayerError(const Error& cause, std::string why)
       : Error(cause.file(), cause.line(), cause.expression(), cause.backend(), cause.rank(),
               std::move(why)) {}
+};
+
+// Whether forwards on this thread keep what backward needs (true unless a NoGradGuard is alive).
+bool grad_enabled();
+
+// While alive, forwards on this thread keep no state for backward (torch.no_grad()). Nests;
+// restores the previous mode when destroyed. Trainer::evaluate runs under one.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
 };
 
 // A buffer (running statistics, counters) or a state_dict entry with its dotted name.
@@ -138,6 +158,9 @@ class Module {
   virtual Tensor forward_impl(const Tensor& x) = 0;
   virtual Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) = 0;
   virtual Shape output_shape_impl(const Shape& input) const = 0;
+  // Drops what forward_impl kept for backward (saved inputs, outputs, statistics). Called right
+  // after forward_impl under NoGradGuard; modules that keep tensors override it.
+  virtual void release_saved() {}
 
   // Registration (in constructors). Names must be unique within the module.
   ParameterPtr register_parameter(const std::string& name, Tensor value);
@@ -198,6 +221,7 @@ class Module {
   bool training_ = true;
   bool wrapper_ = false;  // register_wrapped_module: summary() is the wrapped module's
   bool pending_backward_ = false;  // a forward whose backward has not run yet
+  bool forward_without_grad_ = false;  // the last forward ran under NoGradGuard
   Shape last_output_shape_;
   std::vector<std::pair<std::string, ParameterPtr>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;

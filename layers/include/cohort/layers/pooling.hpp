@@ -50,6 +50,7 @@ class MaxPool2d : public Module {
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override;
+  void release_saved() override { argmax_ = Tensor(); }
 
  private:
   ops::Pool2dParams p_;

@@ -40,6 +40,7 @@ class Residual : public Module {
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override;
+  void release_saved() override { y_ = Tensor(); }
   void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const override;
 
  private:

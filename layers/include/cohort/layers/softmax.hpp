@@ -14,6 +14,7 @@ class SoftmaxLayer : public Module {
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override;
+  void release_saved() override { y_ = Tensor(); }
 
  private:
   bool log_;
