@@ -33,7 +33,9 @@ class CollChannel final : public Channel {
 
   // d.seq is the op's sequence number (set by Impl::start).
   CollChannel(Engine::Impl& e, const OpArgs& d, Clock::time_point deadline)
-      : e_(e), desc_(d), deadline_(deadline) {}
+      : e_(e), desc_(d), deadline_(deadline) {
+    pending_.reserve(8);  // a small op's requests (fingerprint + data) without a reallocation
+  }
   ~CollChannel() override { abandon(); }
 
   int rank() const override { return e_.rank; }

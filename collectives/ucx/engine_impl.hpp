@@ -199,7 +199,7 @@ struct Engine::Impl final : Driver {
   // One turn of the driver (drive_mu held): starts the next queued op, if any, and runs progress
   // on the worker, the posted point-to-point ops and a peer's abort. `had_op`: an op was started;
   // `idle`: nothing queued or posted before the turn; `posted`: point-to-point ops still in flight
-  // after it. Returns the number of events seen.
+  // after it, or ops still queued behind the one started. Returns the number of events seen.
   unsigned drive_round(bool& had_op, bool& idle, bool& posted);
   void start(std::shared_ptr<OpState> op);
   void run_collective(CollChannel& ch, const OpArgs& d);

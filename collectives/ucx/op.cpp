@@ -5,6 +5,7 @@
 namespace cohort::comm::ucx::detail {
 
 bool OpState::test() {
+  if (!done_flag_.load(std::memory_order_acquire)) return false;
   std::lock_guard<std::mutex> lk(mu_);
   if (failed_) throw_error();
   return done_;
@@ -48,13 +49,11 @@ void OpState::complete(std::exception_ptr error) {
     done_ = true;
     failed_ = error != nullptr;
     error_ = std::move(info);
+    done_flag_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
 
-bool OpState::completed() {
-  std::lock_guard<std::mutex> lk(mu_);
-  return done_;
-}
+bool OpState::completed() { return done_flag_.load(std::memory_order_acquire); }
 
 }  // namespace cohort::comm::ucx::detail

@@ -5,6 +5,7 @@
 // progress.cpp) runs it and completes it exactly once, with or without an error.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +68,8 @@ class OpState final : public Work {
   std::condition_variable cv_;
   bool done_ = false;
   bool failed_ = false;
+  // done_, readable without mu_: the driver checks it after every turn (drive_until).
+  std::atomic<bool> done_flag_{false};
   struct {
     std::string file, expr, backend, why;
     int line = 0, rank = -1;

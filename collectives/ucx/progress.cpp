@@ -76,6 +76,7 @@ void Engine::Impl::main() {
 
 unsigned Engine::Impl::drive_round(bool& had_op, bool& idle, bool& posted) {
   std::shared_ptr<OpState> op;
+  bool more_queued = false;
   {
     std::lock_guard<std::mutex> lk(mu);
     idle = queue.empty() && inflight.empty();
@@ -83,6 +84,7 @@ unsigned Engine::Impl::drive_round(bool& had_op, bool& idle, bool& posted) {
       op = std::move(queue.front());
       queue.pop_front();
     }
+    more_queued = !queue.empty();
   }
   had_op = op != nullptr;
   if (op) start(std::move(op));
@@ -92,7 +94,7 @@ unsigned Engine::Impl::drive_round(bool& had_op, bool& idle, bool& posted) {
     fail(nullptr, UCX_ERROR_PTR(rank, why), why);
     ++events;
   }
-  posted = !inflight.empty();
+  posted = more_queued || !inflight.empty();
   return events;
 }
 
@@ -152,6 +154,8 @@ void Engine::Impl::drive_until(OpState& op) {
       if (torn_down || op.completed()) break;
       events = drive_round(had_op, idle, posted);
       if (op.completed()) {
+        // Ops queued behind this one (also by other threads while this one drove: their
+        // submit's wake-up found the progress thread waiting for callers to leave).
         std::lock_guard<std::mutex> lk(mu);
         left_work = posted || !queue.empty();
         break;
