@@ -19,6 +19,9 @@
 // Reductions (batch-norm and layer-norm statistics, softmax denominators, bias gradients)
 // accumulate in double, over float partial sums of at most 32 elements (sum_of below).
 //
+// exp and erf in GELU, sigmoid and softmax are fast_exp / fast_erf (fast_math.hpp): inline and
+// branch-free on the host, so the element loops vectorise; CUDA's expf / erff on a GPU.
+//
 // Rules as in kernels.hpp: no allocation, no exceptions, only <cmath> functions nvcc provides.
 #pragma once
 
@@ -26,6 +29,7 @@
 #include <cstdint>
 
 #include "cohort/core/layer_args.hpp"
+#include "common/fast_math.hpp"
 #include "common/kernels.hpp"
 
 namespace cohort::kernels {
@@ -63,18 +67,18 @@ template <>
 struct Act<Activation::gelu> {  // exact (erf) form, PyTorch's approximate='none'
   static constexpr bool uses_x = true;
   static COHORT_HD float f(float x, float) {
-    return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
+    return x * 0.5f * (1.0f + fast_erf(x * 0.70710678118654752440f));
   }
   static COHORT_HD float df(float x, float, float dy, float) {
-    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
-    const float pdf = expf(-0.5f * x * x) * 0.39894228040143267794f;  // 1 / sqrt(2 pi)
+    const float cdf = 0.5f * (1.0f + fast_erf(x * 0.70710678118654752440f));
+    const float pdf = fast_exp(-0.5f * x * x) * 0.39894228040143267794f;  // 1 / sqrt(2 pi)
     return dy * (cdf + x * pdf);
   }
 };
 template <>
 struct Act<Activation::sigmoid> {
   static constexpr bool uses_x = false;
-  static COHORT_HD float f(float x, float) { return 1.0f / (1.0f + expf(-x)); }
+  static COHORT_HD float f(float x, float) { return 1.0f / (1.0f + fast_exp(-x)); }
   static COHORT_HD float df(float, float y, float dy, float) { return dy * (1.0f - y) * y; }
 };
 template <>
@@ -482,12 +486,12 @@ struct SoftmaxForward {  // item: one (outer, inner) position, reduced along cha
     }
     double sum = 0.0;
     if (log) {
-      for (i64 c = 0; c < d.channels; ++c) sum += expf(in[c * d.inner] - m);
+      for (i64 c = 0; c < d.channels; ++c) sum += fast_exp(in[c * d.inner] - m);
       const float lse = m + static_cast<float>(::log(sum));
       for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] = in[c * d.inner] - lse;
     } else {  // each exponential once, kept in out until the sum is known (in may alias out)
       for (i64 c = 0; c < d.channels; ++c) {
-        const float e = expf(in[c * d.inner] - m);
+        const float e = fast_exp(in[c * d.inner] - m);
         out[c * d.inner] = e;
         sum += e;
       }
@@ -512,7 +516,7 @@ struct SoftmaxBackward {  // item: one (outer, inner) position
       for (i64 c = 0; c < d.channels; ++c) s += dy[base + c * st];
       const float sf = static_cast<float>(s);
       for (i64 c = 0; c < d.channels; ++c)
-        dx[base + c * st] = dy[base + c * st] - expf(y[base + c * st]) * sf;
+        dx[base + c * st] = dy[base + c * st] - fast_exp(y[base + c * st]) * sf;
     } else {  // dx = y * (dy - sum(dy * y))
       for (i64 c = 0; c < d.channels; ++c)
         s += static_cast<double>(dy[base + c * st]) * y[base + c * st];
