@@ -258,32 +258,74 @@ TEST_CASE("GELU, sigmoid and softmax on the host device: the bits of one functor
   for (std::size_t i = 0; i < xv.size(); ++i) want[i] = sigmoid_f(xv[i]);
   require_same_bits(y.to_vector<float>(), want, xv);
 
-  // Softmax and log-softmax over rows of 65 (the ViT's attention rows), forward and backward,
-  // against the functors run item by item through a volatile pointer.
-  const std::int64_t rows = 301, cols = 65;
-  std::vector<float> sv(static_cast<std::size_t>(rows * cols)), sdy(sv.size());
-  for (auto& v : sv) v = normal(gen);
-  for (auto& v : sdy) v = normal(gen);
-  const Tensor s = Tensor::from_vector(sv, {rows, cols}, dev);
-  const Tensor sd = Tensor::from_vector(sdy, {rows, cols}, dev);
-  Tensor sy = Tensor::empty({rows, cols}, cohort::DType::f32, dev);
-  Tensor sdx = Tensor::empty({rows, cols}, cohort::DType::f32, dev);
-  const cohort::ChannelDims d{rows, cols, 1};
-  for (bool log : {false, true}) {
-    CAPTURE(log);
-    ops::softmax_forward(log, s, sy, -1);
-    std::vector<float> wy(sv.size()), wdx(sv.size());
-    const kernels::SoftmaxForward fwd{d, log, sv.data(), wy.data()};
-    static void (*volatile run_fwd)(const kernels::SoftmaxForward&, std::int64_t) =
-        [](const kernels::SoftmaxForward& f, std::int64_t i) { f(i); };
-    for (std::int64_t r = 0; r < rows; ++r) run_fwd(fwd, r);
-    require_same_bits(sy.to_vector<float>(), wy, sv);
-
-    ops::softmax_backward(log, sy, sd, sdx, -1);
-    const kernels::SoftmaxBackward bwd{d, log, wy.data(), sdy.data(), wdx.data()};
-    static void (*volatile run_bwd)(const kernels::SoftmaxBackward&, std::int64_t) =
-        [](const kernels::SoftmaxBackward& f, std::int64_t i) { f(i); };
-    for (std::int64_t r = 0; r < rows; ++r) run_bwd(bwd, r);
-    require_same_bits(sdx.to_vector<float>(), wdx, sv);
+  // Softmax and log-softmax forward and backward, along the last axis (rows of 65, the ViT's
+  // attention rows: the host's unit-stride loops) and along axis 1 of [7, 65, 9] (strided),
+  // out of place and in place, against the kernels' arithmetic written out with one exp call per
+  // element: the same maximum, the same double sums in the same order.
+  struct Layout {
+    std::int64_t outer, channels, inner;
+    int dim;
+  };
+  for (const Layout& l : {Layout{301, 65, 1, -1}, Layout{7, 65, 9, 1}}) {
+    CAPTURE(l.inner);
+    const std::int64_t count = l.outer * l.channels * l.inner;
+    const cohort::Shape shape = l.inner == 1 ? cohort::Shape{l.outer, l.channels}
+                                             : cohort::Shape{l.outer, l.channels, l.inner};
+    std::vector<float> sv(static_cast<std::size_t>(count)), sdy(sv.size());
+    for (auto& v : sv) v = normal(gen);
+    for (auto& v : sdy) v = normal(gen);
+    sv[5] = -kInf;  // a masked entry
+    const Tensor s = Tensor::from_vector(sv, shape, dev);
+    const Tensor sd = Tensor::from_vector(sdy, shape, dev);
+    Tensor sy = Tensor::empty(shape, cohort::DType::f32, dev);
+    Tensor sdx = Tensor::empty(shape, cohort::DType::f32, dev);
+    for (bool log : {false, true}) {
+      CAPTURE(log);
+      std::vector<float> wy(sv.size()), wdx(sv.size());
+      for (std::int64_t o = 0; o < l.outer; ++o) {
+        for (std::int64_t i = 0; i < l.inner; ++i) {
+          const std::int64_t base = o * l.channels * l.inner + i, st = l.inner;
+          float m = -kInf;
+          for (std::int64_t c = 0; c < l.channels; ++c) {
+            const float v = sv[base + c * st];
+            if (v > m || v != v) m = v;
+          }
+          double sum = 0.0;
+          if (log) {
+            for (std::int64_t c = 0; c < l.channels; ++c) sum += exp_per_element(sv[base + c * st] - m);
+            const float lse = m + static_cast<float>(std::log(sum));
+            for (std::int64_t c = 0; c < l.channels; ++c) wy[base + c * st] = sv[base + c * st] - lse;
+          } else {
+            for (std::int64_t c = 0; c < l.channels; ++c) {
+              const float e = exp_per_element(sv[base + c * st] - m);
+              wy[base + c * st] = e;
+              sum += e;
+            }
+            const float inv = static_cast<float>(1.0 / sum);
+            for (std::int64_t c = 0; c < l.channels; ++c) wy[base + c * st] *= inv;
+          }
+          double g = 0.0;
+          if (log) {
+            for (std::int64_t c = 0; c < l.channels; ++c) g += sdy[base + c * st];
+            const float gf = static_cast<float>(g);
+            for (std::int64_t c = 0; c < l.channels; ++c)
+              wdx[base + c * st] = sdy[base + c * st] - exp_per_element(wy[base + c * st]) * gf;
+          } else {
+            for (std::int64_t c = 0; c < l.channels; ++c)
+              g += static_cast<double>(sdy[base + c * st]) * wy[base + c * st];
+            const float gf = static_cast<float>(g);
+            for (std::int64_t c = 0; c < l.channels; ++c)
+              wdx[base + c * st] = wy[base + c * st] * (sdy[base + c * st] - gf);
+          }
+        }
+      }
+      ops::softmax_forward(log, s, sy, l.dim);
+      require_same_bits(sy.to_vector<float>(), wy, sv);
+      Tensor in_place = s.clone();
+      ops::softmax_forward(log, in_place, in_place, l.dim);
+      require_same_bits(in_place.to_vector<float>(), wy, sv);
+      ops::softmax_backward(log, sy, sd, sdx, l.dim);
+      require_same_bits(sdx.to_vector<float>(), wdx, sv);
+    }
   }
 }

@@ -469,6 +469,17 @@ struct PoolBackwardPlane {  // item: one input plane of dx: items = n * c
 // ---------------------------------------------------------------------------------------------
 // Softmax and the class-index losses.
 
+// out[c * so] = exp(in[c * si] - m) for c < n. With unit strides (softmax over the last axis)
+// the host vectorises the loop; its sum is taken afterwards, in order, by the caller, so results
+// are those of one fused loop bit for bit.
+COHORT_HD void exp_shifted(const float* in, i64 si, float* out, i64 so, i64 n, float m) {
+  if (si == 1 && so == 1) {
+    for (i64 c = 0; c < n; ++c) out[c] = fast_exp(in[c] - m);
+  } else {
+    for (i64 c = 0; c < n; ++c) out[c * so] = fast_exp(in[c * si] - m);
+  }
+}
+
 struct SoftmaxForward {  // item: one (outer, inner) position, reduced along channels
   ChannelDims d;
   bool log;
@@ -477,26 +488,30 @@ struct SoftmaxForward {  // item: one (outer, inner) position, reduced along cha
   i64 cost() const { return 3 * d.channels; }
   COHORT_HD void operator()(i64 item) const {
     const i64 base = (item / d.inner) * d.channels * d.inner + item % d.inner;
+    const i64 st = d.inner;
     const float* in = x + base;
     float* out = y + base;
     float m = -INFINITY;
     for (i64 c = 0; c < d.channels; ++c) {
-      const float v = in[c * d.inner];
+      const float v = in[c * st];
       if (v > m || v != v) m = v;
     }
     double sum = 0.0;
-    if (log) {
-      for (i64 c = 0; c < d.channels; ++c) sum += fast_exp(in[c * d.inner] - m);
-      const float lse = m + static_cast<float>(::log(sum));
-      for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] = in[c * d.inner] - lse;
-    } else {  // each exponential once, kept in out until the sum is known (in may alias out)
-      for (i64 c = 0; c < d.channels; ++c) {
-        const float e = fast_exp(in[c * d.inner] - m);
-        out[c * d.inner] = e;
-        sum += e;
+    if (log) {  // out may alias in and is read to the end: the exponentials go through a buffer
+      constexpr i64 kChunk = 32;
+      float e[kChunk];
+      for (i64 c0 = 0; c0 < d.channels; c0 += kChunk) {
+        const i64 n = d.channels - c0 < kChunk ? d.channels - c0 : kChunk;
+        exp_shifted(in + c0 * st, st, e, 1, n, m);
+        for (i64 k = 0; k < n; ++k) sum += e[k];
       }
+      const float lse = m + static_cast<float>(::log(sum));
+      for (i64 c = 0; c < d.channels; ++c) out[c * st] = in[c * st] - lse;
+    } else {  // each exponential once, kept in out until the sum is known (in may alias out)
+      exp_shifted(in, st, out, st, d.channels, m);
+      for (i64 c = 0; c < d.channels; ++c) sum += out[c * st];
       const float inv = static_cast<float>(1.0 / sum);
-      for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] *= inv;
+      for (i64 c = 0; c < d.channels; ++c) out[c * st] *= inv;
     }
   }
 };
