@@ -46,7 +46,8 @@ std::vector<float> sweep(double lo, double hi, double step) {
   std::vector<float> v;
   const auto n = static_cast<std::int64_t>(std::floor((hi - lo) / step + 0.5));
   v.reserve(static_cast<std::size_t>(n + 1));
-  for (std::int64_t i = 0; i <= n; ++i) v.push_back(static_cast<float>(lo + static_cast<double>(i) * step));
+  for (std::int64_t i = 0; i <= n; ++i)
+    v.push_back(static_cast<float>(lo + static_cast<double>(i) * step));
   return v;
 }
 
@@ -220,7 +221,7 @@ TEST_CASE("fast_exp / fast_erf: a vectorised loop gives the bits of one call per
   require_same_bits(vec, one, in);
 }
 
-TEST_CASE("GELU, sigmoid and softmax on the host device: the bits of one functor call per item") {
+TEST_CASE("GELU, sigmoid, bias_add + GELU, softmax on the host: the bits of calls per element") {
   auto& dev = cohort::host_device();
   // Finite inputs over the range where the functions vary, plus the extremes; odd length.
   std::vector<float> xv = sweep(-12.0, 12.0, 1.0e-3);
@@ -258,6 +259,25 @@ TEST_CASE("GELU, sigmoid and softmax on the host device: the bits of one functor
   for (std::size_t i = 0; i < xv.size(); ++i) want[i] = sigmoid_f(xv[i]);
   require_same_bits(y.to_vector<float>(), want, xv);
 
+  // bias_add with a fused GELU / sigmoid along rows (a linear layer's [rows, features] output).
+  {
+    const std::int64_t rows = 37, features = 515;
+    std::vector<float> yv(static_cast<std::size_t>(rows * features)), bv(features);
+    for (auto& v : yv) v = normal(gen);
+    for (auto& v : bv) v = normal(gen);
+    const Tensor bias = Tensor::from_vector(bv, {features}, dev);
+    for (Activation f : {Activation::gelu, Activation::sigmoid}) {
+      Tensor t = Tensor::from_vector(yv, {rows, features}, dev);
+      ops::bias_add(bias, t, -1, f);
+      std::vector<float> w(yv.size());
+      for (std::size_t i = 0; i < yv.size(); ++i) {
+        const float v = yv[i] + bv[i % static_cast<std::size_t>(features)];
+        w[i] = f == Activation::gelu ? gelu_f(v) : sigmoid_f(v);
+      }
+      require_same_bits(t.to_vector<float>(), w, yv);
+    }
+  }
+
   // Softmax and log-softmax forward and backward, along the last axis (rows of 65, the ViT's
   // attention rows: the host's unit-stride loops) and along axis 1 of [7, 65, 9] (strided),
   // out of place and in place, against the kernels' arithmetic written out with one exp call per
@@ -292,9 +312,11 @@ TEST_CASE("GELU, sigmoid and softmax on the host device: the bits of one functor
           }
           double sum = 0.0;
           if (log) {
-            for (std::int64_t c = 0; c < l.channels; ++c) sum += exp_per_element(sv[base + c * st] - m);
+            for (std::int64_t c = 0; c < l.channels; ++c)
+              sum += exp_per_element(sv[base + c * st] - m);
             const float lse = m + static_cast<float>(std::log(sum));
-            for (std::int64_t c = 0; c < l.channels; ++c) wy[base + c * st] = sv[base + c * st] - lse;
+            for (std::int64_t c = 0; c < l.channels; ++c)
+              wy[base + c * st] = sv[base + c * st] - lse;
           } else {
             for (std::int64_t c = 0; c < l.channels; ++c) {
               const float e = exp_per_element(sv[base + c * st] - m);
