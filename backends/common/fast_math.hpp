@@ -55,17 +55,20 @@
 namespace cohort::kernels {
 
 // Forced inline on the host: a call per element is what stops a loop from vectorising, and
-// GCC's -O3 heuristics otherwise leave exp_host, or fast_erf itself, out of line in the large
-// host_ops.cpp. (Under nvcc, COHORT_HD is __forceinline__ already.)
+// GCC's -O3 heuristics otherwise leave exp_host, fast_erf, or GELU's Act<>::f that calls it, out
+// of line in the large host_ops.cpp (which of them depends on the size of everything else there).
+// COHORT_HD_ALWAYS_INLINE is COHORT_HD that is always inlined on the host too (under nvcc,
+// COHORT_HD is __forceinline__ already); layer_kernels.hpp uses it for the functions on the path
+// from an element loop to these.
 #if defined(__GNUC__)
 #define COHORT_FAST_MATH_INLINE inline __attribute__((always_inline))
 #else
 #define COHORT_FAST_MATH_INLINE inline
 #endif
 #if defined(__CUDACC__)
-#define COHORT_FAST_MATH_HD COHORT_HD
+#define COHORT_HD_ALWAYS_INLINE COHORT_HD
 #else
-#define COHORT_FAST_MATH_HD COHORT_FAST_MATH_INLINE
+#define COHORT_HD_ALWAYS_INLINE COHORT_FAST_MATH_INLINE
 #endif
 
 #if !defined(__CUDA_ARCH__)
@@ -142,7 +145,7 @@ COHORT_FAST_MATH_INLINE float erf_host(float x) {
 #endif
 
 // exp(x); on the host to 1 ulp (contract above), on a GPU CUDA's expf.
-COHORT_FAST_MATH_HD float fast_exp(float x) {
+COHORT_HD_ALWAYS_INLINE float fast_exp(float x) {
 #if defined(__CUDA_ARCH__)
   return expf(x);
 #else
@@ -151,7 +154,7 @@ COHORT_FAST_MATH_HD float fast_exp(float x) {
 }
 
 // erf(x); on the host to 1.15e-7 absolute (contract above), on a GPU CUDA's erff.
-COHORT_FAST_MATH_HD float fast_erf(float x) {
+COHORT_HD_ALWAYS_INLINE float fast_erf(float x) {
 #if defined(__CUDA_ARCH__)
   return erff(x);
 #else

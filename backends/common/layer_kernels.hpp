@@ -20,7 +20,8 @@
 // accumulate in double, over float partial sums of at most 32 elements (sum_of below).
 //
 // exp and erf in GELU, sigmoid and softmax are fast_exp / fast_erf (fast_math.hpp): inline and
-// branch-free on the host, so the element loops vectorise; CUDA's expf / erff on a GPU.
+// branch-free on the host, so the element loops vectorise; CUDA's expf / erff on a GPU. The
+// functions between an element loop and them are COHORT_HD_ALWAYS_INLINE, for the same reason.
 //
 // Rules as in kernels.hpp: no allocation, no exceptions, only <cmath> functions nvcc provides.
 #pragma once
@@ -66,10 +67,10 @@ struct Act<Activation::leaky_relu> {
 template <>
 struct Act<Activation::gelu> {  // exact (erf) form, PyTorch's approximate='none'
   static constexpr bool uses_x = true;
-  static COHORT_HD float f(float x, float) {
+  static COHORT_HD_ALWAYS_INLINE float f(float x, float) {
     return x * 0.5f * (1.0f + fast_erf(x * 0.70710678118654752440f));
   }
-  static COHORT_HD float df(float x, float, float dy, float) {
+  static COHORT_HD_ALWAYS_INLINE float df(float x, float, float dy, float) {
     const float cdf = 0.5f * (1.0f + fast_erf(x * 0.70710678118654752440f));
     const float pdf = fast_exp(-0.5f * x * x) * 0.39894228040143267794f;  // 1 / sqrt(2 pi)
     return dy * (cdf + x * pdf);
@@ -78,7 +79,7 @@ struct Act<Activation::gelu> {  // exact (erf) form, PyTorch's approximate='none
 template <>
 struct Act<Activation::sigmoid> {
   static constexpr bool uses_x = false;
-  static COHORT_HD float f(float x, float) { return 1.0f / (1.0f + fast_exp(-x)); }
+  static COHORT_HD_ALWAYS_INLINE float f(float x, float) { return 1.0f / (1.0f + fast_exp(-x)); }
   static COHORT_HD float df(float, float y, float dy, float) { return dy * (1.0f - y) * y; }
 };
 template <>
@@ -112,7 +113,7 @@ struct ActForward {  // item: element
   float alpha;
   const float* x;
   float* y;
-  COHORT_HD void operator()(i64 i) const { y[i] = Act<F>::f(x[i], alpha); }
+  COHORT_HD_ALWAYS_INLINE void operator()(i64 i) const { y[i] = Act<F>::f(x[i], alpha); }
 };
 
 template <Activation F>
@@ -122,7 +123,7 @@ struct ActBackward {  // item: element
   const float* y;
   const float* dy;
   float* dx;
-  COHORT_HD void operator()(i64 i) const {
+  COHORT_HD_ALWAYS_INLINE void operator()(i64 i) const {
     const float xv = Act<F>::uses_x ? x[i] : 0.0f;
     const float yv = Act<F>::uses_x ? 0.0f : y[i];
     dx[i] = Act<F>::df(xv, yv, dy[i], alpha);
