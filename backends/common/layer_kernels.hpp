@@ -19,6 +19,10 @@
 // Reductions (batch-norm and layer-norm statistics, softmax denominators, bias gradients)
 // accumulate in double, over float partial sums of at most 32 elements (sum_of below).
 //
+// exp and erf in GELU, sigmoid and softmax are fast_exp / fast_erf (fast_math.hpp): inline and
+// branch-free on the host, so the element loops vectorise; CUDA's expf / erff on a GPU. The
+// functions between an element loop and them are COHORT_HD_ALWAYS_INLINE, for the same reason.
+//
 // Rules as in kernels.hpp: no allocation, no exceptions, only <cmath> functions nvcc provides.
 #pragma once
 
@@ -26,6 +30,7 @@
 #include <cstdint>
 
 #include "cohort/core/layer_args.hpp"
+#include "common/fast_math.hpp"
 #include "common/kernels.hpp"
 
 namespace cohort::kernels {
@@ -62,19 +67,19 @@ struct Act<Activation::leaky_relu> {
 template <>
 struct Act<Activation::gelu> {  // exact (erf) form, PyTorch's approximate='none'
   static constexpr bool uses_x = true;
-  static COHORT_HD float f(float x, float) {
-    return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
+  static COHORT_HD_ALWAYS_INLINE float f(float x, float) {
+    return x * 0.5f * (1.0f + fast_erf(x * 0.70710678118654752440f));
   }
-  static COHORT_HD float df(float x, float, float dy, float) {
-    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
-    const float pdf = expf(-0.5f * x * x) * 0.39894228040143267794f;  // 1 / sqrt(2 pi)
+  static COHORT_HD_ALWAYS_INLINE float df(float x, float, float dy, float) {
+    const float cdf = 0.5f * (1.0f + fast_erf(x * 0.70710678118654752440f));
+    const float pdf = fast_exp(-0.5f * x * x) * 0.39894228040143267794f;  // 1 / sqrt(2 pi)
     return dy * (cdf + x * pdf);
   }
 };
 template <>
 struct Act<Activation::sigmoid> {
   static constexpr bool uses_x = false;
-  static COHORT_HD float f(float x, float) { return 1.0f / (1.0f + expf(-x)); }
+  static COHORT_HD_ALWAYS_INLINE float f(float x, float) { return 1.0f / (1.0f + fast_exp(-x)); }
   static COHORT_HD float df(float, float y, float dy, float) { return dy * (1.0f - y) * y; }
 };
 template <>
@@ -108,7 +113,7 @@ struct ActForward {  // item: element
   float alpha;
   const float* x;
   float* y;
-  COHORT_HD void operator()(i64 i) const { y[i] = Act<F>::f(x[i], alpha); }
+  COHORT_HD_ALWAYS_INLINE void operator()(i64 i) const { y[i] = Act<F>::f(x[i], alpha); }
 };
 
 template <Activation F>
@@ -118,7 +123,7 @@ struct ActBackward {  // item: element
   const float* y;
   const float* dy;
   float* dx;
-  COHORT_HD void operator()(i64 i) const {
+  COHORT_HD_ALWAYS_INLINE void operator()(i64 i) const {
     const float xv = Act<F>::uses_x ? x[i] : 0.0f;
     const float yv = Act<F>::uses_x ? 0.0f : y[i];
     dx[i] = Act<F>::df(xv, yv, dy[i], alpha);
@@ -224,7 +229,13 @@ struct BiasActRow {  // item: one row of `channels` elements
   i64 cost() const { return d.channels; }
   COHORT_HD void operator()(i64 row) const {
     float* p = y + row * d.channels;
-    for (i64 c = 0; c < d.channels; ++c) p[c] = Act<F>::f(p[c] + (bias ? bias[c] : 0.0f), alpha);
+    // Two loops rather than a test per element, so that each vectorises (+ 0.0f as before: -0
+    // becomes +0).
+    if (bias) {
+      for (i64 c = 0; c < d.channels; ++c) p[c] = Act<F>::f(p[c] + bias[c], alpha);
+    } else {
+      for (i64 c = 0; c < d.channels; ++c) p[c] = Act<F>::f(p[c] + 0.0f, alpha);
+    }
   }
 };
 
@@ -465,6 +476,17 @@ struct PoolBackwardPlane {  // item: one input plane of dx: items = n * c
 // ---------------------------------------------------------------------------------------------
 // Softmax and the class-index losses.
 
+// out[c * so] = exp(in[c * si] - m) for c < n. With unit strides (softmax over the last axis)
+// the host vectorises the loop; its sum is taken afterwards, in order, by the caller, so results
+// are those of one fused loop bit for bit.
+COHORT_HD void exp_shifted(const float* in, i64 si, float* out, i64 so, i64 n, float m) {
+  if (si == 1 && so == 1) {
+    for (i64 c = 0; c < n; ++c) out[c] = fast_exp(in[c] - m);
+  } else {
+    for (i64 c = 0; c < n; ++c) out[c * so] = fast_exp(in[c * si] - m);
+  }
+}
+
 struct SoftmaxForward {  // item: one (outer, inner) position, reduced along channels
   ChannelDims d;
   bool log;
@@ -473,26 +495,30 @@ struct SoftmaxForward {  // item: one (outer, inner) position, reduced along cha
   i64 cost() const { return 3 * d.channels; }
   COHORT_HD void operator()(i64 item) const {
     const i64 base = (item / d.inner) * d.channels * d.inner + item % d.inner;
+    const i64 st = d.inner;
     const float* in = x + base;
     float* out = y + base;
     float m = -INFINITY;
     for (i64 c = 0; c < d.channels; ++c) {
-      const float v = in[c * d.inner];
+      const float v = in[c * st];
       if (v > m || v != v) m = v;
     }
     double sum = 0.0;
-    if (log) {
-      for (i64 c = 0; c < d.channels; ++c) sum += expf(in[c * d.inner] - m);
-      const float lse = m + static_cast<float>(::log(sum));
-      for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] = in[c * d.inner] - lse;
-    } else {  // each exponential once, kept in out until the sum is known (in may alias out)
-      for (i64 c = 0; c < d.channels; ++c) {
-        const float e = expf(in[c * d.inner] - m);
-        out[c * d.inner] = e;
-        sum += e;
+    if (log) {  // out may alias in and is read to the end: the exponentials go through a buffer
+      constexpr i64 kChunk = 32;
+      float e[kChunk];
+      for (i64 c0 = 0; c0 < d.channels; c0 += kChunk) {
+        const i64 n = d.channels - c0 < kChunk ? d.channels - c0 : kChunk;
+        exp_shifted(in + c0 * st, st, e, 1, n, m);
+        for (i64 k = 0; k < n; ++k) sum += e[k];
       }
+      const float lse = m + static_cast<float>(::log(sum));
+      for (i64 c = 0; c < d.channels; ++c) out[c * st] = in[c * st] - lse;
+    } else {  // each exponential once, kept in out until the sum is known (in may alias out)
+      exp_shifted(in, st, out, st, d.channels, m);
+      for (i64 c = 0; c < d.channels; ++c) sum += out[c * st];
       const float inv = static_cast<float>(1.0 / sum);
-      for (i64 c = 0; c < d.channels; ++c) out[c * d.inner] *= inv;
+      for (i64 c = 0; c < d.channels; ++c) out[c * st] *= inv;
     }
   }
 };
@@ -512,7 +538,7 @@ struct SoftmaxBackward {  // item: one (outer, inner) position
       for (i64 c = 0; c < d.channels; ++c) s += dy[base + c * st];
       const float sf = static_cast<float>(s);
       for (i64 c = 0; c < d.channels; ++c)
-        dx[base + c * st] = dy[base + c * st] - expf(y[base + c * st]) * sf;
+        dx[base + c * st] = dy[base + c * st] - fast_exp(y[base + c * st]) * sf;
     } else {  // dx = y * (dy - sum(dy * y))
       for (i64 c = 0; c < d.channels; ++c)
         s += static_cast<double>(dy[base + c * st]) * y[base + c * st];
