@@ -55,7 +55,7 @@ tmp, rounds, models, backends = sys.argv[1], int(sys.argv[2]), sys.argv[3].split
 def parse(path):
     text = open(path).read()
     ph = {m.group(1): float(m.group(2)) for m in
-          re.finditer(r"\[rank 0\] (\w+)\s+[0-9.]+\s+([0-9.]+)\s+[0-9.]+%", text)}
+          re.finditer(r"\[rank 0\]\s+(?:of which )?(\w+)\s+[0-9.]+\s+([0-9.]+)\s+[0-9.]+%", text)}
     ips = re.search(r"training throughput: ([0-9.]+) images/s", text)
     steps = re.search(r"total\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+%\s+\((\d+) steps\)", text)
     return ph, float(ips.group(1)) if ips else float("nan"), int(steps.group(1)) if steps else 0

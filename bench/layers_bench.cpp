@@ -88,6 +88,16 @@ std::map<std::string, double> run_torch(const std::string& python, const std::st
   return out;
 }
 
+// "2.15.0+cu132", as the peer's interpreter reports it (empty if it cannot say), for the header.
+std::string torch_version(const std::string& python) {
+  FILE* p = popen((python + " -c 'import torch; print(torch.__version__)' 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return "";
+  char v[64] = {0};
+  if (std::fscanf(p, "%63s", v) != 1) v[0] = 0;
+  pclose(p);
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -217,9 +227,10 @@ int main(int argc, char** argv) {
               min_time,
               gpu ? (dev.name() + " (cuDNN, cuBLAS, Thrust; TF32 off)").c_str()
                   : "host device (Kokkos Serial + oneDNN sgemm)",
-              torch ? (torch_failed ? "PyTorch (FAILED to run)"
-                                    : gpu ? "PyTorch on the same GPU (TF32 off)"
-                                          : "PyTorch CPU, 1 thread")
+              torch ? (torch_failed ? std::string("PyTorch (FAILED to run)")
+                                    : "PyTorch " + torch_version(python) +
+                                          (gpu ? " on the same GPU (TF32 off)" : " CPU, 1 thread"))
+                            .c_str()
                     : "none");
   std::printf("%-12s %10s %10s %13s %13s\n", "layer", "cohort ms", "torch ms", "cohort/torch",
               "(median rnd)");
