@@ -52,7 +52,12 @@ int main(int argc, char** argv) {
     else if (a == "-n") iters = std::atoi(argv[i + 1]);
     else if (a == "-w") warmup = std::atoi(argv[i + 1]);
     else if (a == "-c") check = std::atoi(argv[i + 1]) != 0;
-    else if (a == "-z") blocking = std::atoi(argv[i + 1]) != 0;
+    else if (a == "-z" && (std::strcmp(argv[i + 1], "0") == 0 || std::strcmp(argv[i + 1], "1") == 0))
+      blocking = argv[i + 1][0] == '1';
+    else if (a == "-z") {
+      if (rank == 0) std::fprintf(stderr, "mpi_allreduce_bench: -z expects 0 or 1, got '%s'\n", argv[i + 1]);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     else {
       if (rank == 0) std::fprintf(stderr, "mpi_allreduce_bench: unknown option '%s'\n", argv[i]);
       MPI_Abort(MPI_COMM_WORLD, 2);

@@ -104,7 +104,7 @@ void Engine::Impl::teardown() {
     if (use_store) {
       try {
         store->set(key("closing/", rank), {});
-        if (healthy) closed_keys = live_peers_closed_keys();
+        closed_keys = live_peers_closed_keys();
       } catch (...) {
         // The store may already be gone at exit; closing goes on without it.
       }
