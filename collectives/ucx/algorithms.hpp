@@ -19,6 +19,16 @@ namespace cohort::comm::ucx::detail {
 // Picks recursive doubling or ring by size (Tuning::ring_min_bytes) and handles size() == 1.
 void allreduce(Channel& ch, const Tuning& t, const void* send, void* recv, std::size_t count,
                DType dtype, ReduceOp op);
+// Whether allreduce() picks the ring for a vector of `bytes` bytes.
+bool allreduce_uses_ring(const Tuning& t, std::size_t bytes);
+// Whether allreduce() on `size` ranks is one exchange of whole vectors between the two ranks
+// (recursive doubling at 2 ranks): the engine then sends the vector inside the op's fingerprint
+// message (progress.cpp) and finishes with allreduce_pair_reduce().
+bool allreduce_is_one_exchange(const Tuning& t, int size, std::size_t bytes);
+// recv = send (op) theirs, and / 2 for avg: what recursive doubling computes at 2 ranks, so both
+// ranks' results are bit-identical to it and to each other.
+void allreduce_pair_reduce(const void* send, void* recv, const void* theirs, std::size_t count,
+                           DType dtype, ReduceOp op);
 // Reduce-scatter then allgather around the ring, pipelined in chunks: each rank sends and
 // receives 2 (n-1)/n of the data; bandwidth-optimal, latency 2 (n-1) steps.
 void allreduce_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void* recv,

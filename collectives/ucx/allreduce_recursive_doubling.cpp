@@ -58,4 +58,11 @@ void allreduce_recursive_doubling(Channel& ch, const void* send, void* recv, std
   }
 }
 
+void allreduce_pair_reduce(const void* send, void* recv, const void* theirs, std::size_t count,
+                           DType dtype, ReduceOp op) {
+  if (send != recv) std::memcpy(recv, send, count * dtype_size(dtype));
+  common::reduce_into(recv, theirs, count, dtype, op);
+  if (op == ReduceOp::avg) common::finish_avg(recv, count, dtype, 2);
+}
+
 }  // namespace cohort::comm::ucx::detail

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -95,31 +96,48 @@ class CollChannel final : public Channel {
   // (UCP delivers one sender's tagged messages in order), and the op completes only once the
   // predecessor's has been checked: a broadcast root, which receives nothing, learns of a
   // mismatch too.
-  void start_fingerprint() {
+  //
+  // The fingerprint may carry up to kFoldMaxBytes of `payload` after the description (a 2-rank
+  // small all-reduce sends its data in it: one message each way instead of two; progress.cpp).
+  // Every fingerprint receive has room for the largest payload, so a rank that folded and one
+  // that did not (their ops differ) still receive each other's description and report the
+  // difference, instead of a truncated message.
+  static constexpr std::size_t kFoldMaxBytes = 4096;
+
+  void start_fingerprint(const void* payload = nullptr, std::size_t payload_bytes = 0) {
     if (size() < 2) return;
-    fp_send_ = desc_;
+    if (payload_bytes > kFoldMaxBytes)
+      COHORT_UCX_FAIL(e_.rank, desc_.str(), ": internal: a ", payload_bytes,
+                      "-byte payload does not fit a fingerprint (", kFoldMaxBytes, " at most)");
+    std::memcpy(fp_send_, &static_cast<const OpDesc&>(desc_), sizeof(OpDesc));
+    if (payload_bytes != 0) std::memcpy(fp_send_ + sizeof(OpDesc), payload, payload_bytes);
+    const std::size_t bytes = sizeof(OpDesc) + payload_bytes;
     const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
     ucp_request_param_t sp = host_param();
-    void* s = ucp_tag_send_nbx(e_.eps[static_cast<std::size_t>(next)], &fp_send_, sizeof(OpDesc),
+    void* s = ucp_tag_send_nbx(e_.eps[static_cast<std::size_t>(next)], fp_send_, bytes,
                                fingerprint_tag(desc_.seq, rank()), &sp);
     if (UCS_PTR_IS_ERR(s)) transport_failure(next, false, UCS_PTR_STATUS(s));
-    pending_.push_back(Pending{s, next, false, s == nullptr, sizeof(OpDesc)});
+    pending_.push_back(Pending{s, next, false, s == nullptr, bytes});
     fp_send_handle_ = pending_.size() - 1;
     ucp_request_param_t rp = recv_param();
-    void* r = ucp_tag_recv_nbx(e_.worker, &fp_recv_, sizeof(OpDesc),
+    void* r = ucp_tag_recv_nbx(e_.worker, fp_recv_, sizeof(fp_recv_),
                                fingerprint_tag(desc_.seq, prev), kExact, &rp);
     if (UCS_PTR_IS_ERR(r)) transport_failure(prev, true, UCS_PTR_STATUS(r));
-    pending_.push_back(Pending{r, prev, true, false, sizeof(OpDesc)});
+    // Expected: a description and a payload as long as this rank's (checked in test()).
+    pending_.push_back(Pending{r, prev, true, false, bytes});
     fp_recv_handle_ = pending_.size() - 1;
     fp_state_ = FpState::posted;
   }
 
   // Waits for the predecessor's fingerprint (and this rank's own to leave) and checks it.
-  void finish_fingerprint() {
-    if (fp_state_ == FpState::none) return;
+  // Returns the predecessor's payload (as many bytes as this rank's), or nullptr when no
+  // fingerprint was started.
+  const void* finish_fingerprint() {
+    if (fp_state_ == FpState::none) return nullptr;
     wait(fp_recv_handle_);
     check_fingerprint();
     wait(fp_send_handle_);
+    return fp_recv_ + sizeof(OpDesc);
   }
 
   void wait_all() override {
@@ -181,8 +199,12 @@ class CollChannel final : public Channel {
     q.req = nullptr;
     q.done = true;
     if (st != UCS_OK || (q.recv && info.length != q.bytes)) {
-      // A wrong length usually means the ranks issued different collectives: say which.
-      if (&q != &pending_[fp_recv_handle_]) check_fingerprint();
+      // A wrong length usually means the ranks issued different collectives: say which. A
+      // fingerprint of the wrong length names the difference itself.
+      if (fp_state_ == FpState::none || &q != &pending_[fp_recv_handle_])
+        check_fingerprint();
+      else if (st == UCS_OK && info.length >= sizeof(OpDesc))
+        compare_fingerprint();
       if (st != UCS_OK) transport_failure(q.peer, q.recv, st);
       check_length(q.peer, info.length, q.bytes);
     }
@@ -192,10 +214,17 @@ class CollChannel final : public Channel {
   // Throws detail::mismatch_message once the predecessor's fingerprint has arrived and differs.
   void check_fingerprint() {
     if (fp_state_ != FpState::posted || !test(pending_[fp_recv_handle_])) return;
+    compare_fingerprint();
+  }
+
+  // The predecessor's description has arrived: throws unless it equals this rank's.
+  void compare_fingerprint() {
     fp_state_ = FpState::checked;
-    if (!common::same_collective(fp_recv_, desc_))
-      COHORT_UCX_FAIL(e_.rank, common::mismatch_message(e_.rank, desc_, pending_[fp_recv_handle_].peer,
-                                                        fp_recv_));
+    OpDesc theirs;
+    std::memcpy(&theirs, fp_recv_, sizeof(OpDesc));
+    if (!common::same_collective(theirs, desc_))
+      COHORT_UCX_FAIL(e_.rank, common::mismatch_message(e_.rank, desc_,
+                                                        pending_[fp_recv_handle_].peer, theirs));
   }
 
   static constexpr auto kDrainGrace = std::chrono::milliseconds(500);
@@ -246,7 +275,10 @@ class CollChannel final : public Channel {
   Engine::Impl& e_;
   const OpArgs& desc_;
   enum class FpState { none, posted, checked } fp_state_ = FpState::none;
-  OpDesc fp_send_{}, fp_recv_{};
+  // Description, then payload; 64-byte aligned so that the payload (at +32) is aligned for
+  // every dtype the reductions read.
+  alignas(64) unsigned char fp_send_[sizeof(OpDesc) + kFoldMaxBytes];
+  alignas(64) unsigned char fp_recv_[sizeof(OpDesc) + kFoldMaxBytes];
   Handle fp_send_handle_ = 0, fp_recv_handle_ = 0;
   const Clock::time_point deadline_;
   std::vector<Pending> pending_;

@@ -23,16 +23,23 @@ Tuning default_tuning() {
   return t;
 }
 
+bool allreduce_uses_ring(const Tuning& t, std::size_t bytes) {
+  if (t.allreduce == Tuning::Allreduce::ring) return true;
+  if (t.allreduce == Tuning::Allreduce::recursive_doubling) return false;
+  return bytes >= t.ring_min_bytes;
+}
+
+bool allreduce_is_one_exchange(const Tuning& t, int size, std::size_t bytes) {
+  return size == 2 && bytes > 0 && !allreduce_uses_ring(t, bytes);
+}
+
 void allreduce(Channel& ch, const Tuning& t, const void* send, void* recv, std::size_t count,
                DType dtype, ReduceOp op) {
   if (ch.size() == 1) {
     if (send != recv) std::memcpy(recv, send, count * dtype_size(dtype));
     return;  // avg over one rank is the value itself
   }
-  bool ring = count * dtype_size(dtype) >= t.ring_min_bytes;
-  if (t.allreduce == Tuning::Allreduce::ring) ring = true;
-  if (t.allreduce == Tuning::Allreduce::recursive_doubling) ring = false;
-  if (ring)
+  if (allreduce_uses_ring(t, count * dtype_size(dtype)))
     allreduce_ring(ch, t.chunk_bytes, send, recv, count, dtype, op);
   else
     allreduce_recursive_doubling(ch, send, recv, count, dtype, op);

@@ -188,9 +188,19 @@ void Engine::Impl::start(std::shared_ptr<OpState> op) {
   std::string why;
   std::exception_ptr error;
   try {
-    if (check_fingerprints) ch.start_fingerprint();
-    run_collective(ch, d);
-    ch.finish_fingerprint();
+    const std::size_t bytes = d.count * dtype_size(d.dtype);
+    if (check_fingerprints && d.kind == OpKind::allreduce &&
+        bytes <= CollChannel::kFoldMaxBytes && allreduce_is_one_exchange(tuning, size, bytes)) {
+      // The two ranks' vectors travel in their fingerprints: one message each way, not two
+      // (8-128 B all-reduces took 30% longer with the separate fingerprint; docs/UCX.md).
+      ch.start_fingerprint(d.send, bytes);
+      const void* theirs = ch.finish_fingerprint();
+      allreduce_pair_reduce(d.send, d.recv, theirs, d.count, d.dtype, d.op);
+    } else {
+      if (check_fingerprints) ch.start_fingerprint();
+      run_collective(ch, d);
+      ch.finish_fingerprint();
+    }
   } catch (const DeadlinePassed&) {
     why = collective_timeout(ch, d);
   } catch (const PeerDead& dead) {

@@ -106,6 +106,11 @@ TEST_SUITE("failures") {
         "large-count", [](Communicator& c, B& b) { return allreduce(c, b, 4 << 20, DType::f32); },
         [](Communicator& c, B& b) { return allreduce(c, b, 3 << 20, DType::f32); },
         "allreduce #2 (4194304 x f32, sum)", "allreduce #2 (3145728 x f32, sum)");
+    // One side small (ucx at 2 ranks: its data rides in the fingerprint message), one large.
+    expect_mismatch(
+        "small-large", [](Communicator& c, B& b) { return allreduce(c, b, 8, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 1 << 20, DType::f32); },
+        "allreduce #2 (8 x f32, sum)", "allreduce #2 (1048576 x f32, sum)");
     expect_mismatch(
         "dtype", [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f32); },
         [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f64); },
