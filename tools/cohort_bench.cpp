@@ -56,6 +56,7 @@ struct Options {
   bool json = false;
   bool bind = false;
   bool blocking = false;
+  bool registered = false;
   std::string comm;
 };
 
@@ -74,6 +75,8 @@ const char* const kUsage =
     "  -i, --inplace 0|1  measure in place (default 0: out of place)\n"
     "  -z, --blocking 0|1 1: wait for each op before issuing the next (default 0: issue all -n\n"
     "                     ops, then wait for them, as nccl-tests)\n"
+    "  -R, --registered 0|1  1: host buffers from Communicator::alloc_buffer (shm reads the\n"
+    "                     peers' all-reduce data in place; nccl-tests' -R; default 0: malloc)\n"
     "  --comm NAME        backend (default: COHORT_COMM, else auto)\n"
     "  --bind             pin each rank to core LOCAL_RANK (as mpirun does by default)\n"
     "  --json             rank 0 prints one JSON document instead of the table\n";
@@ -188,6 +191,8 @@ Options parse(int argc, char** argv) {
       o.inplace = parse_int(a, take(), 0, 1) != 0;
     } else if (a == "-z" || a == "--blocking") {
       o.blocking = parse_int(a, take(), 0, 1) != 0;
+    } else if (a == "-R" || a == "--registered") {
+      o.registered = parse_int(a, take(), 0, 1) != 0;
     } else if (a == "--comm") {
       o.comm = take();
     } else if (a == "--json") {
@@ -385,9 +390,21 @@ int main(int argc, char** argv) {
       std::memset(p, 0, bytes);
       return p;
     };
-    std::unique_ptr<char, void (*)(void*)> send(alloc(cap), std::free), recv(alloc(cap), std::free);
+    std::unique_ptr<char, void (*)(void*)> send(nullptr, std::free), recv(nullptr, std::free);
+    std::unique_ptr<CommBuffer> reg_send, reg_recv;
+    if (o.registered) {
+      COHORT_CHECK(c.capabilities().host_memory, "-R 1: backend ", c.backend(),
+                   " takes no host memory");
+      reg_send = c.alloc_buffer(cap);
+      reg_recv = c.alloc_buffer(cap);
+    } else {
+      send.reset(alloc(cap));
+      recv.reset(alloc(cap));
+    }
+    char* hsend = o.registered ? static_cast<char*>(reg_send->data()) : send.get();
+    char* hrecv = o.registered ? static_cast<char*>(reg_recv->data()) : recv.get();
     Device* gpu = c.capabilities().host_memory ? nullptr : &cohort::device("cuda");
-    Buffers bufs{cap, send.get(), recv.get(), send.get(), recv.get(), gpu};
+    Buffers bufs{cap, hsend, hrecv, hsend, hrecv, gpu};
     if (gpu) {
       bufs.send = static_cast<char*>(gpu->allocate(cap));
       bufs.recv = static_cast<char*>(gpu->allocate(cap));
@@ -396,10 +413,11 @@ int main(int argc, char** argv) {
 
     std::vector<Row> rows;
     if (c.rank() == 0 && !o.json) {
-      std::printf("# cohort-bench: %s, backend %s, %d rank%s, %s, %s, %s, %d iters (%s), %d warmup%s\n",
+      std::printf("# cohort-bench: %s, backend %s, %d rank%s, %s, %s, %s%s, %d iters (%s), %d warmup%s\n",
                   coll_name(o.coll), c.backend().c_str(), n, n == 1 ? "" : "s",
                   type_name(o.dtype), reduces ? reduce_op_name(o.redop) : "no reduction",
-                  o.inplace ? "in place" : "out of place", o.iters,
+                  o.inplace ? "in place" : "out of place",
+                  o.registered ? ", alloc_buffer memory" : "", o.iters,
                   o.blocking ? "each waited for" : "issued, then waited for", o.warmup,
                   gpu ? (", " + gpu->name() + " buffers").c_str() : "");
       std::printf("#\n# %10s %12s %9s %7s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
@@ -451,10 +469,11 @@ int main(int argc, char** argv) {
     if (c.rank() == 0 && o.json) {
       std::printf("{\"tool\": \"cohort-bench\", \"op\": \"%s\", \"backend\": \"%s\", "
                   "\"world_size\": %d, \"type\": \"%s\", \"redop\": \"%s\", \"inplace\": %s, "
-                  "\"iters\": %d, \"warmup\": %d, \"blocking\": %s, \"rows\": [",
+                  "\"iters\": %d, \"warmup\": %d, \"blocking\": %s, \"registered\": %s, \"rows\": [",
                   coll_name(o.coll), c.backend().c_str(), n, type_name(o.dtype),
                   reduces ? reduce_op_name(o.redop) : "none", o.inplace ? "true" : "false",
-                  o.iters, o.warmup, o.blocking ? "true" : "false");
+                  o.iters, o.warmup, o.blocking ? "true" : "false",
+                  o.registered ? "true" : "false");
       for (std::size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::printf("%s\n  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, "

@@ -7,8 +7,18 @@
 // Tried in the order B, A, C: the work peers wait for first (my reduced slice, then my posted
 // data), my own copy-out last. Per rank that is about 2 reads and 2 writes of the buffer in all,
 // the minimum for processes that cannot read each other's private memory.
+//
+// Direct ranks: a rank whose input (at least Params::peer_read_bytes of it) lies in its
+// communicator buffers (buffers.cpp), which every peer maps, says so before its first step
+// (RankCtl::direct) and skips stage A: the peers reduce straight from its input. Each rank
+// decides for itself and each reader looks at each peer's choice, so direct and slotted ranks
+// mix. A direct rank's input is read by peers only in their stage B, and its own stage C of a
+// step waits for every peer's B of that step, so once it has run C for the last step no peer
+// reads its input any more: completion needs no extra wait.
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "detail/copy.hpp"
 #include "detail/reduce.hpp"
@@ -31,10 +41,19 @@ class AllreducePipelined final : public PipelinedOp {
         dtype_(dtype),
         op_(op),
         esz_(dtype_size(dtype)),
-        stream_(count * esz_ >= eng.params.stream_bytes),
+        // In place, the output's lines were just read (they are in the caches): there plain
+        // stores measured faster (16 MiB, 2 ranks: 2.1 against 3.4 ms), out of place the
+        // non-temporal ones (2.0 against 2.4 ms; docs/COLLECTIVES.md).
+        stream_(send != recv && count * esz_ >= eng.params.stream_bytes),
         slice_max_(slice) {}
 
   bool advance() override {
+    if (!announced_) announce_direct();
+    return move();
+  }
+
+ private:
+  bool move() {
     static constexpr std::array<Stage, 3> kStages = {{
         {Wait::slot_free, Flag::posted},  // A
         {Wait::posted, Flag::reduced},    // B
@@ -50,7 +69,52 @@ class AllreducePipelined final : public PipelinedOp {
     });
   }
 
- private:
+  // Publishes where my input lives for this collective, before my first step is posted (the
+  // posted flag's release store publishes it): buffer id and offset when it lies in my
+  // communicator buffers, else id 0 (my slots).
+  void announce_direct() {
+    announced_ = true;
+    std::uint64_t id = 0, off = 0;
+    direct_self_ = eng.world > 1 && count_ * esz_ >= eng.params.peer_read_bytes &&
+                   eng.find_buffer(in_, count_ * esz_, &id, &off);
+    RankCtl::Direct& d = eng.seg().ctl(eng.rank).direct[desc.seq % RankCtl::kFpSlots];
+    d.send_id.store(direct_self_ ? id : 0, std::memory_order_relaxed);
+    d.send_off.store(off, std::memory_order_relaxed);
+    d.seq.store(desc.seq, std::memory_order_relaxed);
+  }
+
+  // Where rank q's input of this op is in this process: in its buffer when q is direct, nullptr
+  // when it goes through q's slots. Called once q has posted a step of this op (the posted flag's
+  // acquire load makes q's announcement visible).
+  void resolve_peers() {
+    resolved_ = true;
+    peer_in_.assign(static_cast<std::size_t>(eng.world), nullptr);
+    for (int q = 0; q < eng.world; ++q) {
+      if (q == eng.rank) continue;
+      const RankCtl::Direct& d = eng.seg().ctl(q).direct[desc.seq % RankCtl::kFpSlots];
+      const std::uint64_t seq = d.seq.load(std::memory_order_relaxed);
+      if (seq != desc.seq)
+        eng.fail("shm " + desc.str() + ": rank " + std::to_string(q) +
+                 "'s buffer announcement is for collective #" + std::to_string(seq) +
+                 " (internal error)");
+      const std::uint64_t id = d.send_id.load(std::memory_order_relaxed);
+      if (id == 0) continue;
+      std::uint64_t size = 0;
+      const char* base = eng.buffer_of(q, id, &size);
+      const std::uint64_t off = d.send_off.load(std::memory_order_relaxed);
+      if (base == nullptr)
+        eng.fail("shm " + desc.str() + ": rank " + std::to_string(q) +
+                 " reduces from communicator buffer #" + std::to_string(id) + ", which rank " +
+                 std::to_string(eng.rank) +
+                 " has already freed (free a buffer on every rank only after the last op that "
+                 "uses it on any rank)");
+      if (off + count_ * esz_ > size)
+        eng.fail("shm " + desc.str() + ": rank " + std::to_string(q) +
+                 "'s input lies outside its buffer #" + std::to_string(id) + " (internal error)");
+      peer_in_[static_cast<std::size_t>(q)] = base + off;
+    }
+  }
+
   // Step k covers elements [k * n * slice_max, ...); within it, slice q (reduced by rank q) is
   // [q * L, min(m, (q + 1) * L)) with L = ceil(m / n) rounded to a cache line, m the step's size.
   struct Geometry {
@@ -67,8 +131,9 @@ class AllreducePipelined final : public PipelinedOp {
     return g;
   }
 
-  // Copy the slices the others reduce into my slot.
+  // Copy the slices the others reduce into my slot (a direct rank's peers read its input).
   void phase_a(uint64_t k) {
+    if (direct_self_) return;
     const Geometry g = geometry(k);
     char* slot = eng.seg().slot(eng.rank, t0 + k);
     for (int q = 0; q < eng.world; ++q) {
@@ -83,10 +148,14 @@ class AllreducePipelined final : public PipelinedOp {
     const uint64_t len = g.len(me);
     if (len == 0) return;
     const uint64_t off = g.off(me) * esz_;
+    if (!resolved_) resolve_peers();
     const void** srcs = eng.srcs();
-    for (int q = 0; q < eng.world; ++q)
-      srcs[q] = q == me ? static_cast<const void*>(in_ + g.base * esz_ + off)
-                        : eng.seg().slot(q, t0 + k) + off;
+    for (int q = 0; q < eng.world; ++q) {
+      const char* direct = peer_in_[static_cast<std::size_t>(q)];
+      srcs[q] = q == me       ? static_cast<const void*>(in_ + g.base * esz_ + off)
+                : direct      ? static_cast<const void*>(direct + g.base * esz_ + off)
+                              : eng.seg().slot(q, t0 + k) + off;
+    }
     char* out = out_ + g.base * esz_ + off;
     char* slot = eng.seg().slot(me, t0 + k) + off;
     if (stream_) {
@@ -113,9 +182,13 @@ class AllreducePipelined final : public PipelinedOp {
   DType dtype_;
   ReduceOp op_;
   std::size_t esz_;
-  bool stream_;  // write the output with non-temporal stores (it is larger than the caches)
+  bool stream_;  // write the output with non-temporal stores (out of place, larger than the caches)
   uint64_t slice_max_;
   std::array<uint64_t, 3> done_{};  // steps done in stages A, B, C
+  bool announced_ = false;           // announce_direct() ran
+  bool direct_self_ = false;         // my input is in a communicator buffer: peers read it there
+  bool resolved_ = false;            // resolve_peers() ran
+  std::vector<const char*> peer_in_;  // per rank: its input in its buffer, or nullptr (slots)
 };
 
 }  // namespace

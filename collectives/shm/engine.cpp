@@ -181,6 +181,7 @@ WorkHandle Engine::submit(std::shared_ptr<Op> op) {
     }
   }
   inflight_.push_back(op);
+  earliest_deadline_ = std::min(earliest_deadline_, op->deadline);
   progress_locked();
   return op;
 }
@@ -297,8 +298,16 @@ void Engine::wait(Op& op) {
 
 void Engine::check_time_locked() {
   const auto now = Clock::now();
-  for (const auto& op : inflight_)
-    if (!op->done && now >= op->deadline) fail_locked(timeout_message(*op));
+  // Only when the earliest deadline seen has passed: a window of thousands of ops in flight
+  // would otherwise cost a pass over all of them every few polls.
+  if (now >= earliest_deadline_) {
+    earliest_deadline_ = Clock::time_point::max();
+    for (const auto& op : inflight_) {
+      if (op->done) continue;
+      if (now >= op->deadline) fail_locked(timeout_message(*op));
+      earliest_deadline_ = std::min(earliest_deadline_, op->deadline);
+    }
+  }
   check_peer_abort_locked();
   if (now - last_liveness_check_ < std::chrono::milliseconds(100)) return;
   last_liveness_check_ = now;
@@ -311,23 +320,30 @@ void Engine::check_time_locked() {
     if (!op->done) op->blocked(&r, &what);
     waiting.insert(waiting.end(), r.begin(), r.end());
   }
+  const int q = exited_peer(waiting);
+  if (q < 0) return;
+  const Op* front = inflight_.front().get();
+  for (const auto& op : inflight_)
+    if (!op->done) {
+      front = op.get();
+      break;
+    }
+  fail_locked("rank " + std::to_string(q) + " (pid " +
+              std::to_string(seg_->ctl(q).pid.load(std::memory_order_relaxed)) +
+              ") exited while rank " + std::to_string(rank) + " waited for it in " +
+              front->describe());
+}
+
+int Engine::exited_peer(const std::vector<int>& ranks) const {
   const std::uint64_t my_ns = seg_->ctl(rank).pid_ns.load(std::memory_order_relaxed);
-  for (int q : waiting) {
+  for (int q : ranks) {
     const RankCtl& c = seg_->ctl(q);
     const pid_t pid = c.pid.load(std::memory_order_relaxed);
     if (pid > 0 && c.pid_ns.load(std::memory_order_relaxed) == my_ns && ::kill(pid, 0) != 0 &&
-        errno == ESRCH) {
-      const Op* front = inflight_.front().get();
-      for (const auto& op : inflight_)
-        if (!op->done) {
-          front = op.get();
-          break;
-        }
-      fail_locked("rank " + std::to_string(q) + " (pid " + std::to_string(pid) +
-                  ") exited while rank " + std::to_string(rank) + " waited for it in " +
-                  front->describe());
-    }
+        errno == ESRCH)
+      return q;
   }
+  return -1;
 }
 
 std::string Engine::timeout_message(const Op& op) const {

@@ -149,6 +149,17 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   // Scratch for the source pointers of a reduction (world entries); ops run under the engine lock.
   const void** srcs() { return srcs_.data(); }
+  // For ops (engine lock held): fails the communicator with `why` and throws.
+  [[noreturn]] void fail(const std::string& why) { fail_locked(why); }
+
+  // Communicator buffers (buffers.cpp): a collective allocation that every rank maps from every
+  // other rank, so that ops read the peers' data in place.
+  std::unique_ptr<CommBuffer> alloc_buffer(std::size_t bytes, Timeout timeout);
+  // Engine lock held. Whether [p, p + bytes) lies in one of my live buffers: its id and offset.
+  bool find_buffer(const void* p, std::size_t bytes, std::uint64_t* id, std::uint64_t* off) const;
+  // Engine lock held. This process's mapping of rank q's buffer of allocation `id` (q == rank:
+  // mine), or nullptr when this rank has freed that allocation; *bytes its size.
+  const char* buffer_of(int q, std::uint64_t id, std::uint64_t* bytes) const;
 
   // Point-to-point plumbing (shm/p2p.cpp).
   void post_recv(const std::shared_ptr<RecvOp>& op);
@@ -179,6 +190,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   [[noreturn]] void fail_locked(const std::string& why);
   [[noreturn]] void throw_failure() const;
   void check_peer_abort_locked();
+  // The first of `ranks` whose process has exited (same pid namespace only), or -1.
+  int exited_peer(const std::vector<int>& ranks) const;
   std::string timeout_message(const Op& op) const;
 
   std::unique_ptr<Segment> seg_;
@@ -202,11 +215,23 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<Incoming> incoming_;                          // per source
   std::size_t p2p_pending_ = 0;
   std::chrono::steady_clock::time_point last_liveness_check_{};
+  // No op in flight has an earlier deadline (check_time_locked).
+  std::chrono::steady_clock::time_point earliest_deadline_ =
+      std::chrono::steady_clock::time_point::max();
   std::uint64_t announced_seq_ = 0;
   // Bumped whenever this rank moves data or publishes a flag: a waiter that sees it change has
   // made progress and goes back to spinning (its backoff restarts).
   std::uint64_t moves_ = 0;
   std::vector<const void*> srcs_;
+  // Live communicator buffers (buffers.cpp), by allocation id: every rank's mapping.
+  struct Mapped {
+    std::uint64_t id = 0;
+    std::vector<char*> base;         // per rank
+    std::vector<std::size_t> bytes;  // per rank
+  };
+  friend class ShmBuffer;
+  std::vector<Mapped> buffers_;
+  std::uint64_t buffers_made_ = 0;  // allocations so far (ids 1, 2, ...)
 };
 
 }  // namespace cohort::comm::shm

@@ -21,7 +21,7 @@ namespace cohort::comm::shm {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31687374726f6863ull;  // "chortsh1"
-constexpr std::uint32_t kVersion = 2;  // 2: collective fingerprints in RankCtl
+constexpr std::uint32_t kVersion = 3;  // 2: collective fingerprints; 3: communicator buffers
 constexpr const char* kName = "shm";
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
@@ -82,6 +82,8 @@ Params Params::from_env(int world) {
   p.nslots = static_cast<std::uint32_t>(env_bytes("COHORT_SHM_SLOTS", p.nslots, 2, 64));
   p.direct_bytes = env_bytes("COHORT_SHM_DIRECT_BYTES", p.direct_bytes, 0, p.slot_bytes);
   p.stream_bytes = env_bytes("COHORT_SHM_STREAM_BYTES", p.stream_bytes, 0, ~0ull >> 1);
+  p.peer_read_bytes =
+      env_bytes("COHORT_SHM_PEER_READ_BYTES", p.peer_read_bytes, 0, ~0ull >> 1);
   return p;
 }
 

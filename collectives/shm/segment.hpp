@@ -38,11 +38,15 @@ struct Params {
   std::uint64_t slot_bytes = 256u << 10;   // one step of a collective, per rank
   std::uint64_t direct_bytes = 16u << 10;  // allreduce at most this large: one-step algorithm
   std::uint64_t stream_bytes = 8u << 20;   // outputs at least this large: non-temporal stores
+  // All-reduce inputs at least this large that lie in communicator buffers: peers reduce from
+  // them in place (allreduce_pipelined.cpp). Below it, reading a peer's input measured up to 2x
+  // slower than its slot copy (64-256 KiB, out of place, 2 ranks; docs/COLLECTIVES.md).
+  std::uint64_t peer_read_bytes = 512u << 10;
   std::uint32_t ring_slots = 8;            // point-to-point ring per ordered pair
   std::uint64_t ring_slot_bytes = 32u << 10;
 
   // Defaults, overridden by COHORT_SHM_SLOT_BYTES, COHORT_SHM_SLOTS, COHORT_SHM_DIRECT_BYTES,
-  // COHORT_SHM_STREAM_BYTES.
+  // COHORT_SHM_STREAM_BYTES, COHORT_SHM_PEER_READ_BYTES.
   static Params from_env(int world);
 };
 
@@ -70,6 +74,18 @@ struct RankCtl {
   static constexpr int kFpSlots = 4;
   alignas(64) std::atomic<std::uint64_t> fp_seq{0};
   std::atomic<std::uint64_t> fp[kFpSlots][4] = {};
+  // Communicator buffers (buffers.cpp): how many of my alloc_buffer allocations I have created,
+  // and for how many I have mapped every peer's buffer (the n-th allocation has id n on every
+  // rank).
+  alignas(64) std::atomic<std::uint64_t> buf_created{0};
+  std::atomic<std::uint64_t> buf_mapped{0};
+  // Where my input of all-reduce #s lives (direct[s % kFpSlots], written before I post its
+  // first step): buffer id and byte offset when it lies in my communicator buffers, so that peers
+  // reduce from it in place; send_id 0: in my slots, as usual (allreduce_pipelined.cpp).
+  struct Direct {
+    std::atomic<std::uint64_t> seq{0}, send_id{0}, send_off{0};
+  };
+  Direct direct[kFpSlots];
 };
 
 struct RingCtl {

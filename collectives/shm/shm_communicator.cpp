@@ -57,6 +57,10 @@ class ShmCommunicator final : public Communicator {
         make_reduce_scatter(eng_, send, recv, count, dtype, op, eng_->resolve(timeout)));
   }
 
+  std::unique_ptr<CommBuffer> alloc_buffer(std::size_t bytes, Timeout timeout) override {
+    return eng_->alloc_buffer(bytes, timeout);
+  }
+
   WorkHandle barrier(Timeout timeout) override {
     return eng_->submit(make_barrier(eng_, eng_->resolve(timeout)));
   }

@@ -1,7 +1,10 @@
-// The plain reducer: all-reduce(avg) in place on a flat f32 buffer that lives on the parameters'
-// device, for communicators that can take that memory (shm and ucx on host memory; nccl or
-// CUDA-aware ucx on GPU memory). Gradients are copied into the buffer and back by the device
-// itself (no host round trip); the backend does the averaging.
+// The plain reducer: all-reduce(avg) in place on a flat f32 buffer, for communicators that can
+// take the parameters' memory (shm and ucx on host memory; nccl or CUDA-aware ucx on GPU memory);
+// the backend does the averaging.
+//  - Host parameters: the buffer comes from Communicator::alloc_buffer, so that shm reduces from
+//    the peers' buckets in place instead of copying them through its segment (docs/PARALLEL.md).
+//  - Device parameters: the buffer is a tensor on that device; the device itself copies the
+//    gradients in and out (no host round trip).
 #include "reducer.hpp"
 
 namespace cohort::parallel::detail {
@@ -10,22 +13,36 @@ namespace {
 class PlainReducer final : public Reducer {
  public:
   PlainReducer(comm::Communicator& comm, Device& dev, std::int64_t numel)
-      : comm_(comm), flat_(Tensor::zeros(Shape{numel}, DType::f32, dev)) {}
+      : comm_(comm), numel_(numel), dev_(dev) {
+    if (dev.host_accessible())
+      host_ = comm.alloc_buffer(static_cast<std::size_t>(numel) * sizeof(float));
+    else
+      flat_ = Tensor::zeros(Shape{numel}, DType::f32, dev);
+  }
 
   const char* name() const override { return "plain"; }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
-    std::int64_t off = 0;
-    for (const Tensor& g : grads) {
-      flat_.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
-      off += g.numel();
+    if (host_) {
+      wait_for_compute(dev_);
+      gather_to_host(grads, flat());
+    } else {
+      std::int64_t off = 0;
+      for (const Tensor& g : grads) {
+        flat_.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
+        off += g.numel();
+      }
+      wait_for_compute(dev_);
     }
-    wait_for_compute(flat_.device());
-    return comm_.allreduce(flat_.raw(), flat_.raw(), static_cast<std::size_t>(flat_.numel()),
-                           DType::f32, comm::ReduceOp::avg);
+    return comm_.allreduce(flat(), flat(), static_cast<std::size_t>(numel_), DType::f32,
+                           comm::ReduceOp::avg);
   }
 
   void complete(const std::vector<Tensor>& grads) override {
+    if (host_) {
+      scatter_from_host(flat(), grads);
+      return;
+    }
     std::int64_t off = 0;
     for (const Tensor& g : grads) {
       Tensor dst = g;  // shares storage
@@ -35,8 +52,15 @@ class PlainReducer final : public Reducer {
   }
 
  private:
+  float* flat() const {
+    return host_ ? static_cast<float*>(host_->data()) : static_cast<float*>(flat_.raw());
+  }
+
   comm::Communicator& comm_;
-  Tensor flat_;
+  const std::int64_t numel_;
+  Device& dev_;
+  std::unique_ptr<comm::CommBuffer> host_;  // host parameters
+  Tensor flat_;                             // device parameters
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 // Sizes: 0, 1, odd ones on both sides of the small-message path, a multi-step odd one, and 64 MiB.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -57,9 +58,86 @@ void check_allreduce(DType dt, ReduceOp op, std::size_t n, bool in_place, std::u
   CHECK(same_everywhere(digest(dst, n * dtype_size(dt))));
 }
 
+// check_allreduce on memory the caller provides: n elements at `in`, the result at `out` (== in:
+// in place).
+void check_allreduce_at(void* in, void* out, DType dt, ReduceOp op, std::size_t n,
+                        std::uint64_t seed) {
+  CAPTURE(what(dt, n, in == out ? " in place" : " out of place"));
+  CAPTURE(reduce_op_name(op));
+  fill(in, dt, me(), n, seed);
+  const std::uint64_t before = digest(in, n * dtype_size(dt));
+  cm()->allreduce(in, out, n, dt, op)->wait();
+  std::size_t bad = 0, first_bad = n;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!reduction_ok(dt, op, world(), i, seed, get(out, dt, i))) {
+      if (!bad) first_bad = i;
+      ++bad;
+    }
+  CAPTURE(first_bad);
+  CHECK(bad == 0);
+  if (in != out) CHECK(digest(in, n * dtype_size(dt)) == before);
+  CHECK(same_everywhere(digest(out, n * dtype_size(dt))));
+}
+
 }  // namespace
 
 TEST_SUITE("conformance") {
+  // shm maps every rank's buffer into every rank and reduces from the peers' inputs in place from
+  // 512 KiB up (docs/COLLECTIVES.md); the other backends give plain memory. Either way the
+  // results must be the references, with buffers at different offsets on different ranks, in
+  // place and out of place, and with ranks that mix such memory with ordinary memory.
+  TEST_CASE("alloc_buffer: zeroed, aligned memory that every all-reduce takes, mixed freely") {
+    const std::size_t bytes = (3u << 20) + 12;
+    auto a = cm()->alloc_buffer(bytes);
+    auto b = cm()->alloc_buffer(bytes);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->bytes() == bytes);
+    CHECK(reinterpret_cast<std::uintptr_t>(a->data()) % 64 == 0);
+    const auto* z = static_cast<const unsigned char*>(a->data());
+    CHECK(std::all_of(z, z + bytes, [](unsigned char c) { return c == 0; }));
+    CHECK(a->data() != b->data());
+
+    std::uint64_t seed = 5000;
+    for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::i32}) {
+      const std::size_t esz = dtype_size(dt);
+      const std::size_t n = (1u << 20) / esz + 7;  // above shm's 512 KiB threshold, odd
+      // A different offset on every rank: each rank announces its own.
+      char* in = static_cast<char*>(a->data()) + 64 * static_cast<std::size_t>(me());
+      char* out = static_cast<char*>(b->data()) + 128 * static_cast<std::size_t>(me() % 2);
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+        check_allreduce_at(in, out, dt, op, n, ++seed);  // both in communicator buffers
+        check_allreduce_at(in, in, dt, op, n, ++seed);   // in place
+      }
+      // Rank 0 in a communicator buffer, the others in ordinary memory, and the other way round.
+      auto plain = buffer(dt, n);
+      auto plain_out = buffer(dt, n);
+      void* p = plain.data();
+      check_allreduce_at(me() == 0 ? static_cast<void*>(in) : p, plain_out.data(), dt,
+                         ReduceOp::sum, n, ++seed);
+      void* q = me() == 0 ? p : static_cast<void*>(in);
+      check_allreduce_at(q, q, dt, ReduceOp::sum, n, ++seed);
+    }
+    // Small inputs (below the threshold) and a multi-step large one, in the buffer.
+    check_allreduce_at(a->data(), b->data(), DType::f32, ReduceOp::sum, 1000, ++seed);
+    check_allreduce_at(a->data(), a->data(), DType::f32, ReduceOp::avg, (3u << 20) / 4, ++seed);
+  }
+
+  TEST_CASE("alloc_buffer: zero bytes, and buffers freed in any order") {
+    auto z = cm()->alloc_buffer(0);
+    REQUIRE(z);
+    CHECK(z->bytes() == 0);
+    auto a = cm()->alloc_buffer(1 << 20);
+    auto c = cm()->alloc_buffer(1 << 20);
+    a.reset();  // freed first: c keeps working
+    float* x = static_cast<float*>(c->data());
+    const std::size_t n = (1u << 20) / 4;
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(me() + 1);
+    cm()->allreduce(x, x, n, DType::f32, ReduceOp::sum)->wait();
+    const float want = static_cast<float>(world() * (world() + 1) / 2);
+    CHECK(std::all_of(x, x + n, [want](float v) { return v == want; }));
+  }
+
   TEST_CASE("capabilities") {
     const Capabilities c = cm()->capabilities();
     CHECK(c.host_memory);

@@ -134,6 +134,53 @@ TEST_SUITE("failures") {
         "barrier #2", "allreduce #2 (0 x f32, sum)");
   }
 
+  // shm's alloc_buffer is collective (every rank maps every rank's buffer); elsewhere it is a
+  // local allocation and there is nothing to wait for.
+  TEST_CASE("alloc_buffer that a rank skips fails the others within their timeout, naming it") {
+    if (conformance::backend != "shm") return;
+    auto c = conformance::make_communicator("alloc-skipped");
+    const int late = c->size() - 1;
+    if (c->rank() == late) {
+      std::this_thread::sleep_for(1500ms);
+      // The others have failed the communicator: this rank learns it at its next call.
+      CHECK_THROWS_AS(c->barrier(2000ms)->wait(), cohort::Error);
+      return;
+    }
+    std::string msg;
+    const auto t0 = Clock::now();
+    try {
+      c->alloc_buffer(4096, 500ms);
+    } catch (const cohort::Error& e) {
+      msg = e.what();
+    }
+    CAPTURE(msg);
+    CHECK(Clock::now() - t0 < 1500ms);
+    CHECK(msg.find("alloc_buffer #1") != std::string::npos);
+    CHECK(msg.find("500 ms") != std::string::npos);
+    CHECK(msg.find("rank " + std::to_string(late)) != std::string::npos);
+    CHECK_THROWS_AS(c->barrier(2000ms)->wait(), cohort::Error);
+  }
+
+  // A peer reduces from its buffer of an allocation this rank has freed: the data is gone here.
+  TEST_CASE("an all-reduce from a buffer a peer has freed is an error that says so") {
+    if (conformance::backend != "shm") return;
+    auto c = conformance::make_communicator("alloc-freed");
+    auto buf = c->alloc_buffer(1 << 20);
+    std::vector<float> plain((1u << 20) / 4, 1.0f);
+    const bool freer = c->rank() == c->size() - 1;
+    if (freer) buf.reset();
+    float* x = freer ? plain.data() : static_cast<float*>(buf->data());
+    std::string msg;
+    try {
+      c->allreduce(x, x, plain.size(), DType::f32, ReduceOp::sum, 2000ms)->wait();
+    } catch (const cohort::Error& e) {
+      msg = e.what();
+    }
+    CAPTURE(msg);
+    CHECK(msg.find("already freed") != std::string::npos);
+    CHECK(msg.find("communicator buffer #1") != std::string::npos);
+  }
+
   // Last: the dying rank is gone for every later case.
   TEST_CASE("a rank that dies makes the others fail") {
     auto c = conformance::make_communicator("dies");

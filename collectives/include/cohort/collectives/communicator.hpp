@@ -52,6 +52,14 @@ class Work {
 };
 using WorkHandle = std::shared_ptr<Work>;
 
+// Host memory from Communicator::alloc_buffer; freed when the handle goes.
+class CommBuffer {
+ public:
+  virtual ~CommBuffer() = default;
+  virtual void* data() const = 0;
+  virtual std::size_t bytes() const = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -82,6 +90,21 @@ class Communicator {
                           Timeout timeout = kDefaultTimeout) = 0;
   virtual WorkHandle recv(void* buf, std::size_t count, DType dtype, int peer, int tag = 0,
                           Timeout timeout = kDefaultTimeout) = 0;
+
+  // `bytes` of zero-filled, 64-byte aligned host memory that this communicator's collectives can
+  // use without staging where the backend can (as NCCL's ncclMemAlloc, or PyTorch's symmetric
+  // memory). shm maps every rank's buffer into every other rank, so an all-reduce whose buffers
+  // lie in such memory reads the peers' data in place instead of copying it through the shared
+  // segment (docs/COLLECTIVES.md, "Communicator buffers"); the other backends return plain
+  // memory. Collective: every rank calls it, in the same order relative to its other
+  // alloc_buffer calls (sizes may differ), within `timeout`. Such buffers and ordinary ones mix
+  // freely in every op. Free a buffer (drop its handle) on every rank only after the last op
+  // that uses the same allocation on any rank: that op reads the peers' buffers of it too.
+  virtual std::unique_ptr<CommBuffer> alloc_buffer(std::size_t bytes,
+                                                   Timeout timeout = kDefaultTimeout);
 };
+
+// Plain host memory for backends with nothing better (the default alloc_buffer).
+std::unique_ptr<CommBuffer> alloc_plain_buffer(std::size_t bytes);
 
 }  // namespace cohort::comm
