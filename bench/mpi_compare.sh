@@ -15,7 +15,8 @@
 # LAT_ITERS / BW_ITERS (timed ops per size below / from 256 KiB; defaults 2000 / 20), MAX (largest
 # size, default 256M), BIND (1: pin each rank to a core, as mpirun does by default; 0: neither
 # pins; default 1), COMM (cohort backend: shm, default, or ucx), MPI_ARGS (extra mpirun arguments,
-# e.g. "--mca btl_vader_single_copy_mechanism none").
+# e.g. "--mca btl_vader_single_copy_mechanism none"), REG (1: cohort's buffers come from
+# Communicator::alloc_buffer, cohort-bench -R 1, as DDP's buckets do; default 0: malloc, as MPI's).
 set -euo pipefail
 
 build=${1:-build}
@@ -26,6 +27,7 @@ bw_iters=${BW_ITERS:-20}
 max=${MAX:-256M}
 bind=${BIND:-1}
 comm=${COMM:-shm}
+reg=${REG:-0}
 read -r -a mpi_args <<< "${MPI_ARGS:-}"
 
 for bin in cohortrun cohort-bench mpi_allreduce_bench; do
@@ -50,14 +52,14 @@ for r in $(seq 1 "$rounds"); do
         "$build/bin/mpi_allreduce_bench" $s -z $z | grep -v '^#' >> "$tmp/mpi$z.$r"
       # shellcheck disable=SC2086
       "$build/bin/cohortrun" --nproc-per-node "$np" --master-port 0 "$build/bin/cohort-bench" \
-        --comm "$comm" --op allreduce "${shm_bind[@]}" $s -z $z | grep -v '#' \
+        --comm "$comm" --op allreduce "${shm_bind[@]}" $s -z $z -R "$reg" | grep -v '#' \
         | sed 's/^\[rank 0\] //' >> "$tmp/coh$z.$r"
     done
   done
 done
 
 echo "# all-reduce, float32 sum, $np ranks, $(date -u +%Y-%m-%d), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')),"
-echo "# $(mpirun --version 2>/dev/null | head -1) ${MPI_ARGS:-} vs cohort $comm; median of $rounds alternating rounds; bind=$bind"
+echo "# $(mpirun --version 2>/dev/null | head -1) ${MPI_ARGS:-} vs cohort $comm; median of $rounds alternating rounds; bind=$bind; cohort buffers: $([ "$reg" = 1 ] && echo alloc_buffer || echo malloc)"
 echo "# blk = each op waited for (MPI_Allreduce / cohort-bench -z 1); win = all ops issued, then waited"
 echo "# for (MPI_Iallreduce + MPI_Waitall / cohort-bench -z 0); ratios are MPI time / $comm time (> 1: $comm faster)"
 python3 - "$tmp" "$rounds" "$comm" <<'EOF'
