@@ -38,28 +38,8 @@ bool same_everywhere(std::uint64_t v) {
   return true;
 }
 
-void check_allreduce(DType dt, ReduceOp op, std::size_t n, bool in_place, std::uint64_t seed) {
-  CAPTURE(what(dt, n, in_place ? " in place" : " out of place"));
-  CAPTURE(reduce_op_name(op));
-  auto in = buffer(dt, n), out = buffer(dt, n);
-  fill(in.data(), dt, me(), n, seed);
-  const auto original = in;
-  void* dst = in_place ? in.data() : out.data();
-  cm()->allreduce(in.data(), dst, n, dt, op)->wait();
-  std::size_t bad = 0, first_bad = n;
-  for (std::size_t i = 0; i < n; ++i)
-    if (!reduction_ok(dt, op, world(), i, seed, get(dst, dt, i))) {
-      if (!bad) first_bad = i;
-      ++bad;
-    }
-  CAPTURE(first_bad);
-  CHECK(bad == 0);
-  if (!in_place) CHECK(in == original);  // the input is not touched
-  CHECK(same_everywhere(digest(dst, n * dtype_size(dt))));
-}
-
-// check_allreduce on memory the caller provides: n elements at `in`, the result at `out` (== in:
-// in place).
+// All-reduces n elements at `in` (filled here) into `out` (== in: in place) and checks every
+// result against the reference, the input untouched (out of place), and the same bits everywhere.
 void check_allreduce_at(void* in, void* out, DType dt, ReduceOp op, std::size_t n,
                         std::uint64_t seed) {
   CAPTURE(what(dt, n, in == out ? " in place" : " out of place"));
@@ -77,6 +57,11 @@ void check_allreduce_at(void* in, void* out, DType dt, ReduceOp op, std::size_t 
   CHECK(bad == 0);
   if (in != out) CHECK(digest(in, n * dtype_size(dt)) == before);
   CHECK(same_everywhere(digest(out, n * dtype_size(dt))));
+}
+
+void check_allreduce(DType dt, ReduceOp op, std::size_t n, bool in_place, std::uint64_t seed) {
+  auto in = buffer(dt, n), out = buffer(dt, n);
+  check_allreduce_at(in.data(), in_place ? in.data() : out.data(), dt, op, n, seed);
 }
 
 }  // namespace
