@@ -405,13 +405,16 @@ void run(Exec& e, const calls::SgdStep& c) {
 }
 template <class Exec>
 void run(Exec& e, const calls::AdamStep& c) {
-  e.for_each("cohort::adam_step", static_cast<i64>(c.n),
-             AdamUpdate{c.a, c.param, c.grad, c.exp_avg, c.exp_avg_sq, c.max_exp_avg_sq});
+  visit_adam(c.a, c.param, c.grad, c.exp_avg, c.exp_avg_sq, c.max_exp_avg_sq,
+             [&](const auto& update) {
+               e.for_each("cohort::adam_step", static_cast<i64>(c.n), update);
+             });
 }
 template <class Exec>
 void run(Exec& e, const calls::AdadeltaStep& c) {
-  e.for_each("cohort::adadelta_step", static_cast<i64>(c.n),
-             AdadeltaUpdate{c.a, c.param, c.grad, c.square_avg, c.acc_delta});
+  visit_adadelta(c.a, c.param, c.grad, c.square_avg, c.acc_delta, [&](const auto& update) {
+    e.for_each("cohort::adadelta_step", static_cast<i64>(c.n), update);
+  });
 }
 template <class Exec>
 void run(Exec& e, const calls::RmspropStep& c) {

@@ -154,14 +154,17 @@ void run(const Policy& p, const calls::SgdStep& c) {
 }
 template <class Policy>
 void run(const Policy& p, const calls::AdamStep& c) {
-  detail::for_each_item(
-      p, static_cast<i64>(c.n),
-      kernels::AdamUpdate{c.a, c.param, c.grad, c.exp_avg, c.exp_avg_sq, c.max_exp_avg_sq});
+  kernels::visit_adam(c.a, c.param, c.grad, c.exp_avg, c.exp_avg_sq, c.max_exp_avg_sq,
+                      [&](const auto& update) {
+                        detail::for_each_item(p, static_cast<i64>(c.n), update);
+                      });
 }
 template <class Policy>
 void run(const Policy& p, const calls::AdadeltaStep& c) {
-  detail::for_each_item(p, static_cast<i64>(c.n),
-                        kernels::AdadeltaUpdate{c.a, c.param, c.grad, c.square_avg, c.acc_delta});
+  kernels::visit_adadelta(c.a, c.param, c.grad, c.square_avg, c.acc_delta,
+                          [&](const auto& update) {
+                            detail::for_each_item(p, static_cast<i64>(c.n), update);
+                          });
 }
 template <class Policy>
 void run(const Policy& p, const calls::RmspropStep& c) {
