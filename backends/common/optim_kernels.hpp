@@ -40,6 +40,16 @@ struct SgdUpdate {
   }
 };
 
+// next(std::true_type{}) or next(std::false_type{}): turns a runtime option into a template
+// argument of the update instance (visit_adam, visit_adadelta). Host code.
+template <class Next>
+void with_flag(bool b, Next&& next) {
+  if (b)
+    next(std::true_type{});
+  else
+    next(std::false_type{});
+}
+
 // Adam and AdamW. Like Adadelta below, the options that change the arithmetic's shape are
 // template parameters (kDecay: 0 none, 1 L2 into the gradient, 2 decoupled, AdamW), so that the
 // host loop vectorises; visit_adam() picks the instance.
@@ -78,28 +88,22 @@ struct AdamUpdate {
 template <class Fn>
 void visit_adam(const AdamArgs& a, float* param, const float* grad, float* exp_avg,
                 float* exp_avg_sq, float* max_exp_avg_sq, Fn&& fn) {
-  auto go = [&](auto m, auto d, auto ams) {
-    fn(AdamUpdate<decltype(m)::value, decltype(d)::value, decltype(ams)::value>{
-        a, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq});
-  };
-  auto pick_ams = [&](auto m, auto d) {
-    if (a.amsgrad)
-      go(m, d, std::true_type{});
-    else
-      go(m, d, std::false_type{});
-  };
-  auto pick_decay = [&](auto m) {
+  auto with_decay = [&](auto next) {
     if (a.decoupled_weight_decay)
-      pick_ams(m, std::integral_constant<int, 2>{});
+      next(std::integral_constant<int, 2>{});
     else if (a.weight_decay != 0.0f)
-      pick_ams(m, std::integral_constant<int, 1>{});
+      next(std::integral_constant<int, 1>{});
     else
-      pick_ams(m, std::integral_constant<int, 0>{});
+      next(std::integral_constant<int, 0>{});
   };
-  if (a.maximize)
-    pick_decay(std::true_type{});
-  else
-    pick_decay(std::false_type{});
+  with_flag(a.maximize, [&](auto m) {
+    with_decay([&](auto d) {
+      with_flag(a.amsgrad, [&](auto ams) {
+        fn(AdamUpdate<decltype(m)::value, decltype(d)::value, decltype(ams)::value>{
+            a, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq});
+      });
+    });
+  });
 }
 
 // Adadelta. The options that change the shape of the arithmetic (maximize, weight decay, the
@@ -139,26 +143,14 @@ struct AdadeltaUpdate {
 template <class Fn>
 void visit_adadelta(const AdadeltaArgs& a, float* param, const float* grad, float* square_avg,
                     float* acc_delta, Fn&& fn) {
-  auto go = [&](auto m, auto w, auto f) {
-    fn(AdadeltaUpdate<decltype(m)::value, decltype(w)::value, decltype(f)::value>{
-        a, param, grad, square_avg, acc_delta});
-  };
-  auto pick_flush = [&](auto m, auto w) {
-    if (a.flush_subnormal_state)
-      go(m, w, std::true_type{});
-    else
-      go(m, w, std::false_type{});
-  };
-  auto pick_decay = [&](auto m) {
-    if (a.weight_decay != 0.0f)
-      pick_flush(m, std::true_type{});
-    else
-      pick_flush(m, std::false_type{});
-  };
-  if (a.maximize)
-    pick_decay(std::true_type{});
-  else
-    pick_decay(std::false_type{});
+  with_flag(a.maximize, [&](auto m) {
+    with_flag(a.weight_decay != 0.0f, [&](auto w) {
+      with_flag(a.flush_subnormal_state, [&](auto f) {
+        fn(AdadeltaUpdate<decltype(m)::value, decltype(w)::value, decltype(f)::value>{
+            a, param, grad, square_avg, acc_delta});
+      });
+    });
+  });
 }
 
 struct RmspropUpdate {
