@@ -92,11 +92,10 @@ class AllreducePipelined final : public PipelinedOp {
     for (int q = 0; q < eng.world; ++q) {
       if (q == eng.rank) continue;
       const RankCtl::Direct& d = eng.seg().ctl(q).direct[desc.seq % RankCtl::kFpSlots];
-      const std::uint64_t seq = d.seq.load(std::memory_order_relaxed);
-      if (seq != desc.seq)
-        eng.fail("shm " + desc.str() + ": rank " + std::to_string(q) +
-                 "'s buffer announcement is for collective #" + std::to_string(seq) +
-                 " (internal error)");
+      // A peer that posted this step without announcing this collective is in another one (a
+      // user's mismatch): read its slots, and let the fingerprint check, which runs before the
+      // op may complete, report the mismatch (engine.cpp).
+      if (d.seq.load(std::memory_order_relaxed) != desc.seq) continue;
       const std::uint64_t id = d.send_id.load(std::memory_order_relaxed);
       if (id == 0) continue;
       std::uint64_t size = 0;
@@ -108,9 +107,9 @@ class AllreducePipelined final : public PipelinedOp {
                  std::to_string(eng.rank) +
                  " has already freed (free a buffer on every rank only after the last op that "
                  "uses it on any rank)");
-      if (off + count_ * esz_ > size)
-        eng.fail("shm " + desc.str() + ": rank " + std::to_string(q) +
-                 "'s input lies outside its buffer #" + std::to_string(id) + " (internal error)");
+      // Past its buffer's end with this rank's count: the ranks disagree on the count; the slots
+      // are read instead and the fingerprint check reports the mismatch, as above.
+      if (off + count_ * esz_ > size) continue;
       peer_in_[static_cast<std::size_t>(q)] = base + off;
     }
   }

@@ -161,6 +161,30 @@ TEST_SUITE("failures") {
     CHECK_THROWS_AS(c->barrier(2000ms)->wait(), cohort::Error);
   }
 
+  // Counts that differ, both inputs in communicator buffers (shm reads the peers' inputs in
+  // place): the mismatch is reported, not a read past a buffer or a wrong sum.
+  TEST_CASE("a count mismatch between ranks reading each other's buffers is named") {
+    if (conformance::backend != "shm") return;
+    auto c = conformance::make_communicator("alloc-mismatch");
+    auto buf = c->alloc_buffer(8u << 20);
+    c->barrier()->wait();
+    const bool odd = c->rank() == c->size() - 1;
+    const std::size_t n = odd ? (2u << 20) : (1u << 20);  // floats
+    float* x = static_cast<float*>(buf->data());
+    std::string msg;
+    const auto t0 = Clock::now();
+    try {
+      c->allreduce(x, x, n, DType::f32, ReduceOp::sum, 5000ms)->wait();
+    } catch (const cohort::Error& e) {
+      msg = e.what();
+    }
+    CAPTURE(msg);
+    CHECK(Clock::now() - t0 < 1500ms);
+    CHECK(msg.find("collective mismatch") != std::string::npos);
+    CHECK(msg.find("allreduce #2 (1048576 x f32, sum)") != std::string::npos);
+    CHECK(msg.find("allreduce #2 (2097152 x f32, sum)") != std::string::npos);
+  }
+
   // A peer reduces from its buffer of an allocation this rank has freed: the data is gone here.
   TEST_CASE("an all-reduce from a buffer a peer has freed is an error that says so") {
     if (conformance::backend != "shm") return;
