@@ -166,10 +166,12 @@ TEST_SUITE("failures") {
   TEST_CASE("a count mismatch between ranks reading each other's buffers is named") {
     if (conformance::backend != "shm") return;
     auto c = conformance::make_communicator("alloc-mismatch");
-    auto buf = c->alloc_buffer(8u << 20);
-    c->barrier()->wait();
     const bool odd = c->rank() == c->size() - 1;
     const std::size_t n = odd ? (2u << 20) : (1u << 20);  // floats
+    // Each buffer just holds its own rank's count (sizes may differ between ranks): the odd
+    // rank's count runs past the others' buffers.
+    auto buf = c->alloc_buffer(n * sizeof(float));
+    c->barrier()->wait();
     float* x = static_cast<float*>(buf->data());
     std::string msg;
     const auto t0 = Clock::now();
