@@ -8,12 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <cstring>
 
 #include "cohort/collectives/store.hpp"
 
@@ -39,14 +41,33 @@ Fixture& fixture() {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  Fixture& f = fixture();
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// A connection to the server. Tens of thousands of short connections in a run: each is closed
+// with a reset (SO_LINGER 0) so that closed ones do not pile up in TIME_WAIT until the ephemeral
+// ports run out (a fresh-clone CI run failed so, connect() refused after ~23000 inputs), and a
+// refused connect is retried for a while before it counts as the server's failure.
+int connect_to(int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(f.port));
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
   ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) std::abort();
+  int err = 0;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) std::abort();
+    const linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+    err = errno;
+    ::close(fd);
+    ::usleep(10000);
+  }
+  std::fprintf(stderr, "cannot connect to the store for 2 s: %s\n", std::strerror(err));
+  std::abort();
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Fixture& f = fixture();
+  const int fd = connect_to(f.port);
   std::size_t off = 0;
   while (off < size) {
     const ssize_t k = ::send(fd, data + off, size - off, MSG_NOSIGNAL);
