@@ -82,6 +82,9 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
   COHORT_CHECK(opt_.bucket_cap_mb > 0 && opt_.first_bucket_mb > 0,
                "DistributedDataParallel: bucket sizes must be > 0 MiB, got bucket_cap_mb=",
                opt_.bucket_cap_mb, ", first_bucket_mb=", opt_.first_bucket_mb);
+  COHORT_CHECK(!(opt_.bf16_compression && opt_.f16_compression),
+               "DistributedDataParallel: bf16_compression and f16_compression are both set; "
+               "pick one");
   register_wrapped_module(model_);
   detail::check_same_parameters(*model_, *comm_);
 

@@ -10,9 +10,10 @@ bool comm_can_use(const comm::Communicator& comm, const Device& dev) {
 
 std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communicator& comm,
                                       Device& dev, std::int64_t numel) {
-  // Deterministic and bf16 do their arithmetic on the host, whatever the device.
+  // Deterministic and the compressed reducers do their arithmetic on the host, whatever the device.
   if (options.deterministic) return make_deterministic_reducer(comm, numel);
-  if (options.bf16_compression) return make_bf16_reducer(comm, numel);
+  if (options.bf16_compression) return make_compressed_reducer(comm, numel, DType::bf16);
+  if (options.f16_compression) return make_compressed_reducer(comm, numel, DType::f16);
   if (comm_can_use(comm, dev)) return make_plain_reducer(comm, dev, numel);
   return make_host_staged_reducer(comm, numel);
 }

@@ -11,7 +11,8 @@
 //                      for nccl or CUDA-aware ucx)
 //   host_staged.cpp    the same all-reduce(avg) on a host copy, for memory the communicator
 //                      cannot take (GPU parameters with a host-only communicator)
-//   bf16.cpp           host copy rounded to bf16, all-reduce(sum) in bf16, back to f32, / n
+//   compressed.cpp     host copy rounded to bf16 (then / n) or f16 (/ n first), 16-bit sum
+//                      all-reduce, back to f32
 //   deterministic.cpp  host copy all-gathered, summed in rank order 0..n-1 in f32, / n
 //
 // make_reducer() picks one from DDPOptions and the communicator's capabilities. Every reducer
@@ -33,7 +34,7 @@ namespace cohort::parallel::detail {
 class Reducer {
  public:
   virtual ~Reducer() = default;
-  // "plain", "host_staged", "bf16", "deterministic" (traces, tests, docs).
+  // "plain", "host_staged", "bf16", "f16", "deterministic" (traces, tests, docs).
   virtual const char* name() const = 0;
   // Copies `grads` (the bucket's f32 gradients in member order, numel() elements in all, all on
   // the device the reducer was made for) into the flat buffer, waits for the compute that wrote
@@ -45,7 +46,8 @@ class Reducer {
 };
 
 // The reducer for a bucket of `numel` f32 elements on `dev`: deterministic if
-// options.deterministic, else bf16 if options.bf16_compression, else plain when `comm` can use
+// options.deterministic, else bf16 / f16 if options.bf16_compression / f16_compression (the
+// constructor rejects both at once), else plain when `comm` can use
 // `dev`'s memory, else host_staged. `comm` must outlive the reducer.
 std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communicator& comm,
                                       Device& dev, std::int64_t numel);
@@ -53,7 +55,9 @@ std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communica
 std::unique_ptr<Reducer> make_plain_reducer(comm::Communicator& comm, Device& dev,
                                             std::int64_t numel);
 std::unique_ptr<Reducer> make_host_staged_reducer(comm::Communicator& comm, std::int64_t numel);
-std::unique_ptr<Reducer> make_bf16_reducer(comm::Communicator& comm, std::int64_t numel);
+// wire: DType::bf16 or DType::f16; throws if `comm` does not reduce it.
+std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, std::int64_t numel,
+                                                 DType wire);
 std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, std::int64_t numel);
 
 // Whether `comm` can read and write `dev`'s memory directly.

@@ -42,7 +42,7 @@ TEST_CASE("dtype: sizes, names, bf16 rounding") {
   CHECK(cohort::dtype_size(DType::u8) == 1);
   CHECK(std::string(cohort::dtype_name(DType::i32)) == "i32");
   CHECK(cohort::dtype_from_name("u8") == DType::u8);
-  CHECK(error_of([] { cohort::dtype_from_name("f16"); }).find("known: f32, f64, bf16, i32, i64, u8") !=
+  CHECK(error_of([] { cohort::dtype_from_name("f8"); }).find("known: f32, f64, bf16, f16, i32, i64, u8") !=
         std::string::npos);
   // 1.0 = 0x3f800000 -> 0x3f80; 1 + 2^-8 is exactly halfway between bf16 neighbours 1 and 1+2^-7:
   // round to even gives 1.0. 1 + 3*2^-9 rounds up to 1 + 2^-7.

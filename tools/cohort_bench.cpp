@@ -69,7 +69,8 @@ const char* const kUsage =
     "  -n, --iters N      timed ops per size (default 20)\n"
     "  -w, --warmup N     untimed ops per size first (default 5)\n"
     "  -c, --check 0|1    verify results and count #wrong (default 1)\n"
-    "  -d, --datatype T   float double bfloat16 int32 int64 uint8 (or f32 f64 bf16 i32 i64 u8)\n"
+    "  -d, --datatype T   float double bfloat16 half int32 int64 uint8\n"
+    "                     (or f32 f64 bf16 f16 i32 i64 u8)\n"
     "  -o, --redop OP     sum | avg | min | max (default sum)\n"
     "  -r, --root R       broadcast root (default 0)\n"
     "  -i, --inplace 0|1  measure in place (default 0: out of place)\n"
@@ -114,8 +115,9 @@ struct TypeName {
   const char* cohort;
 };
 constexpr TypeName kTypes[] = {{DType::f32, "float", "f32"},     {DType::f64, "double", "f64"},
-                               {DType::bf16, "bfloat16", "bf16"}, {DType::i32, "int32", "i32"},
-                               {DType::i64, "int64", "i64"},      {DType::u8, "uint8", "u8"}};
+                               {DType::bf16, "bfloat16", "bf16"}, {DType::f16, "half", "f16"},
+                               {DType::i32, "int32", "i32"},      {DType::i64, "int64", "i64"},
+                               {DType::u8, "uint8", "u8"}};
 const char* type_name(DType dt) {
   for (const auto& t : kTypes)
     if (t.dt == dt) return t.nccl;
@@ -208,7 +210,7 @@ Options parse(int argc, char** argv) {
 }
 
 // Integer-valued test data: exact in every dtype (|v| <= 15; sums over ranks stay exact in bf16
-// up to 17 ranks), so every op has one right answer.
+// up to 17 ranks, in f16 up to 136), so every op has one right answer.
 double pattern(int rank, std::size_t i, DType dt) {
   const long v = static_cast<long>((i * 7 + static_cast<std::size_t>(rank) * 13) % 31);
   return dt == DType::u8 ? static_cast<double>(v) : static_cast<double>(v - 15);
@@ -238,6 +240,8 @@ double expected_reduction(const Options& o, int world, std::size_t i) {
       case DType::f64: return acc / world;
       case DType::bf16:
         return bf16_to_float(float_to_bf16(static_cast<float>(acc) / static_cast<float>(world)));
+      case DType::f16:
+        return f16_to_float(float_to_f16(static_cast<float>(acc) / static_cast<float>(world)));
       default: return std::trunc(acc / world);
     }
   }

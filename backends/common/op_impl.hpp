@@ -306,7 +306,7 @@ void run(Exec& e, const calls::CrossEntropyBackward& c) {
 // ---------------------------------------------------------------------------------------------
 // Tensor ops.
 
-// Calls fn(v) with the fill value converted to the element type of c.dtype (bf16: its bits as
+// Calls fn(v) with the fill value converted to the element type of c.dtype (bf16, f16: its bits as
 // std::uint16_t). The conversion happens here, on the host, exactly once for every backend and for
 // the Thrust path (thrust_ops.hpp).
 template <class Fn>
@@ -315,6 +315,7 @@ void with_fill_value(const calls::Fill& c, Fn&& fn) {
     case DType::f32: return fn(static_cast<float>(c.value));
     case DType::f64: return fn(c.value);
     case DType::bf16: return fn(float_to_bf16(static_cast<float>(c.value)));
+    case DType::f16: return fn(float_to_f16(static_cast<float>(c.value)));
     case DType::i32: return fn(static_cast<std::int32_t>(c.value));
     case DType::i64: return fn(static_cast<std::int64_t>(c.value));
     case DType::u8: return fn(static_cast<std::uint8_t>(c.value));

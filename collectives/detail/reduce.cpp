@@ -42,24 +42,21 @@ struct F64 {
   static COHORT_INLINE A add(A a, A b) { return a + b; }
   static COHORT_INLINE A div(A a, int n) { return a / static_cast<A>(n); }
 };
-// Same rounding as cohort::float_to_bf16 (nearest even, NaN stays a quiet NaN), written inline
-// so that the loops vectorise.
+// bf16 and f16 combine in float and round back once per store (the header's inline, branch-free
+// conversions, so these loops vectorise too).
 struct BF16 {
   using S = std::uint16_t;
   using A = float;
-  static COHORT_INLINE A load(S b) {
-    const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  static COHORT_INLINE S store(A f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    const bool nan = (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0;
-    const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    return static_cast<S>(nan ? ((u >> 16) | 0x0040u) : rounded);
-  }
+  static COHORT_INLINE A load(S b) { return bf16_to_float(b); }
+  static COHORT_INLINE S store(A f) { return float_to_bf16(f); }
+  static COHORT_INLINE A add(A a, A b) { return a + b; }
+  static COHORT_INLINE A div(A a, int n) { return a / static_cast<A>(n); }
+};
+struct F16 {
+  using S = std::uint16_t;
+  using A = float;
+  static COHORT_INLINE A load(S b) { return f16_to_float(b); }
+  static COHORT_INLINE S store(A f) { return float_to_f16(f); }
   static COHORT_INLINE A add(A a, A b) { return a + b; }
   static COHORT_INLINE A div(A a, int n) { return a / static_cast<A>(n); }
 };
@@ -227,6 +224,7 @@ COHORT_INLINE void divide(void* buf, std::size_t count, int world) {
 COHORT_KERNELS(f32, F32)
 COHORT_KERNELS(f64, F64)
 COHORT_KERNELS(bf16, BF16)
+COHORT_KERNELS(f16, F16)
 COHORT_KERNELS(i32, I32)
 COHORT_KERNELS(i64, I64)
 COHORT_KERNELS(u8, U8)
@@ -239,6 +237,7 @@ bool reducible(DType dtype) {
     case DType::f32:
     case DType::f64:
     case DType::bf16:
+    case DType::f16:
     case DType::i32:
     case DType::i64:
     case DType::u8: return true;
@@ -247,7 +246,7 @@ bool reducible(DType dtype) {
 }
 
 std::vector<DType> reducible_dtypes() {
-  return {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8};
+  return {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8};
 }
 
 void reduce_sources(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count,
@@ -259,6 +258,7 @@ void reduce_sources(void* dst, void* dst2, const void* const* srcs, int nsrc, st
     case DType::f32: return reduce_f32(dst, dst2, srcs, nsrc, count, op, world);
     case DType::f64: return reduce_f64(dst, dst2, srcs, nsrc, count, op, world);
     case DType::bf16: return reduce_bf16(dst, dst2, srcs, nsrc, count, op, world);
+    case DType::f16: return reduce_f16(dst, dst2, srcs, nsrc, count, op, world);
     case DType::i32: return reduce_i32(dst, dst2, srcs, nsrc, count, op, world);
     case DType::i64: return reduce_i64(dst, dst2, srcs, nsrc, count, op, world);
     case DType::u8: return reduce_u8(dst, dst2, srcs, nsrc, count, op, world);
@@ -278,6 +278,7 @@ void finish_avg(void* buf, std::size_t count, DType dtype, int world) {
     case DType::f32: return avg_f32(buf, count, world);
     case DType::f64: return avg_f64(buf, count, world);
     case DType::bf16: return avg_bf16(buf, count, world);
+    case DType::f16: return avg_f16(buf, count, world);
     case DType::i32: return avg_i32(buf, count, world);
     case DType::i64: return avg_i64(buf, count, world);
     case DType::u8: return avg_u8(buf, count, world);

@@ -1,14 +1,15 @@
 // Element-wise reductions shared by every communicator backend (shm, self, ucx, ...). Written once
 // here so that every backend computes bit-identical results for the same inputs in the same order.
 //
-// Semantics, for every dtype the reductions accept (f32, f64, bf16, i32, i64, u8):
+// Semantics, for every dtype the reductions accept (f32, f64, bf16, f16, i32, i64, u8):
 //  - sum: integers wrap (two's complement, like NCCL); floats add in their own precision, except
-//    bf16, which is widened to float, combined in float and rounded back to nearest-even.
+//    bf16 and f16, which are widened to float, combined in float and rounded back to nearest-even
+//    (f16 sums beyond 65504 become infinity).
 //  - min / max: NaN handling is unspecified (the comparison is a plain `<`).
 //  - avg: the sum, then divided by `world` (integers: truncating division of the wrapped sum).
 //    reduce_sources() divides before its single rounding; reduce_into() treats avg as sum and the
 //    caller finishes with finish_avg() once, after the last reduce_into().
-//  - bf16 rounding: reduce_sources() rounds once per output element; a chain of reduce_into()
+//  - bf16 / f16 rounding: reduce_sources() rounds once per output element; a chain of reduce_into()
 //    calls rounds after every step. Both are deterministic, so all ranks agree as long as they
 //    use the same algorithm.
 // Pointers are host memory. count == 0 is allowed (pointers may then be null).

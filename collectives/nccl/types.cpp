@@ -1,6 +1,5 @@
 // cohort's element types and reductions as NCCL names them. Every cohort::DType has an NCCL
-// counterpart today (f32, f64, bf16, i32, i64, u8); NCCL also has f16, which cohort::DType does
-// not define yet (adding it is one more case here). A type without a counterpart is rejected
+// counterpart (f32, f64, bf16, f16, i32, i64, u8). A type without one (a future DType) is rejected
 // naming it, before anything is enqueued.
 #include "nccl/context.hpp"
 
@@ -11,12 +10,13 @@ ncclDataType_t nccl_dtype(DType dt) {
     case DType::f32: return ncclFloat32;
     case DType::f64: return ncclFloat64;
     case DType::bf16: return ncclBfloat16;
+    case DType::f16: return ncclFloat16;
     case DType::i32: return ncclInt32;
     case DType::i64: return ncclInt64;
     case DType::u8: return ncclUint8;
   }
   COHORT_CHECK_IN(kName, false, "dtype ", static_cast<int>(dt),
-                  " has no NCCL counterpart (the nccl backend moves f32, f64, bf16, i32, i64, u8)");
+                  " has no NCCL counterpart (the nccl backend moves f32, f64, bf16, f16, i32, i64, u8)");
   return ncclFloat32;
 }
 

@@ -12,7 +12,8 @@ struct Info {
   std::size_t size;
 };
 constexpr Info kInfo[] = {{DType::f32, "f32", 4}, {DType::f64, "f64", 8}, {DType::bf16, "bf16", 2},
-                          {DType::i32, "i32", 4}, {DType::i64, "i64", 8}, {DType::u8, "u8", 1}};
+                          {DType::f16, "f16", 2}, {DType::i32, "i32", 4}, {DType::i64, "i64", 8},
+                          {DType::u8, "u8", 1}};
 const Info& info(DType dt) {
   for (const auto& i : kInfo)
     if (i.dt == dt) return i;
@@ -33,27 +34,12 @@ DType dtype_from_name(const std::string& name) {
   COHORT_FAIL("unknown dtype '", name, "' (known: ", known, ")");
 }
 
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0)
-    return static_cast<std::uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
-  const std::uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>((u + rounding) >> 16);
-}
-
-float bf16_to_float(std::uint16_t b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 double load_element(const void* buf, DType dt, std::size_t i) {
   switch (dt) {
     case DType::f32: return static_cast<const float*>(buf)[i];
     case DType::f64: return static_cast<const double*>(buf)[i];
     case DType::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
+    case DType::f16: return f16_to_float(static_cast<const std::uint16_t*>(buf)[i]);
     case DType::i32: return static_cast<const std::int32_t*>(buf)[i];
     case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
     case DType::u8: return static_cast<const std::uint8_t*>(buf)[i];
@@ -66,6 +52,7 @@ void store_element(void* buf, DType dt, std::size_t i, double v) {
     case DType::f32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
     case DType::f64: static_cast<double*>(buf)[i] = v; break;
     case DType::bf16: static_cast<std::uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case DType::f16: static_cast<std::uint16_t*>(buf)[i] = float_to_f16(static_cast<float>(v)); break;
     case DType::i32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
     case DType::i64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
     case DType::u8: static_cast<std::uint8_t*>(buf)[i] = static_cast<std::uint8_t>(v); break;

@@ -164,7 +164,7 @@ std::vector<char> host_bytes(const Tensor& t) {
 
 void format_element(std::ostream& os, const char* p, DType dt) {
   const double v = load_element(p, dt, 0);
-  if (dt == DType::f32 || dt == DType::f64 || dt == DType::bf16) {
+  if (dt == DType::f32 || dt == DType::f64 || dt == DType::bf16 || dt == DType::f16) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.4f", v);
     os << buf;

@@ -126,7 +126,7 @@ TEST_SUITE("conformance") {
   TEST_CASE("capabilities") {
     const Capabilities c = cm()->capabilities();
     CHECK(c.host_memory);
-    CHECK(c.dtypes.size() == 6);
+    CHECK(c.dtypes.size() == 7);
     CHECK(cm()->size() == conformance::info.world_size);
     CHECK(cm()->rank() == conformance::info.rank);
   }

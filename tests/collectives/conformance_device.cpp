@@ -74,7 +74,7 @@ TEST_SUITE("conformance_device") {
   TEST_CASE("capabilities: device memory") {
     const Capabilities c = cm()->capabilities();
     CHECK(c.device_memory);
-    CHECK(c.dtypes.size() == 6);
+    CHECK(c.dtypes.size() == 7);
   }
 
   TEST_CASE("allreduce: every dtype, op and size, in place and out of place") {

@@ -18,14 +18,19 @@ using cohort::DType;
 using cohort::comm::ReduceOp;
 using cohort::bf16_to_float;
 using cohort::float_to_bf16;
+using cohort::f16_to_float;
+using cohort::float_to_f16;
 using cohort::dtype_name;
 using cohort::dtype_size;
 
-constexpr DType kTypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8};
+constexpr DType kTypes[] = {DType::f32, DType::f64, DType::bf16, DType::f16,
+                            DType::i32, DType::i64, DType::u8};
 constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::min, ReduceOp::max};
 constexpr std::size_t kBig = (64u << 20) / 4;  // 64 MiB of f32
 
-inline bool is_float(DType dt) { return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16; }
+inline bool is_float(DType dt) {
+  return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16 || dt == DType::f16;
+}
 
 inline std::uint64_t mix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -43,6 +48,8 @@ inline double gen(DType dt, int r, std::size_t i, std::uint64_t seed) {
     case DType::f64: return static_cast<double>(h >> 11) * 0x1p-52 - 1.0;
     case DType::bf16:
       return bf16_to_float(float_to_bf16(static_cast<float>(static_cast<double>(h >> 11) * 0x1p-52 - 1.0)));
+    case DType::f16:
+      return f16_to_float(float_to_f16(static_cast<float>(static_cast<double>(h >> 11) * 0x1p-52 - 1.0)));
     case DType::i32: return static_cast<double>(static_cast<std::int64_t>(h % 2000001) - 1000000);
     case DType::i64:
       return static_cast<double>(static_cast<std::int64_t>(h % (1ull << 41)) - (1ll << 40));
@@ -81,11 +88,12 @@ inline bool reduction_ok(DType dt, ReduceOp op, int n, std::size_t i, std::uint6
     }
     if (op == ReduceOp::min || op == ReduceOp::max) return got == acc;
     if (op == ReduceOp::avg) acc /= n, mag /= n;
-    // Rounding: one per addition in the working precision (float for bf16), plus bf16's final
-    // rounding(s): a backend may round after each step (e.g. a ring), hence n of them.
+    // Rounding: one per addition in the working precision (float for bf16 and f16), plus their
+    // final rounding(s): a backend may round after each step (e.g. a ring), hence n of them.
     const double eps = dt == DType::f64 ? 0x1p-52 : 0x1p-23;
     double tol = (n + 1) * eps * mag;
     if (dt == DType::bf16) tol += (n + 1) * 0x1p-8 * mag;
+    if (dt == DType::f16) tol += (n + 1) * 0x1p-11 * mag;
     return std::fabs(got - acc) <= tol;
   }
   std::int64_t acc = static_cast<std::int64_t>(gen(dt, 0, i, seed));

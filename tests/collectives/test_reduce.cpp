@@ -28,6 +28,9 @@ std::vector<std::uint8_t> random_buffer(DType dt, std::size_t n, std::mt19937_64
       case DType::bf16:
         reinterpret_cast<std::uint16_t*>(b.data())[i] = float_to_bf16(static_cast<float>(u(rng)));
         break;
+      case DType::f16:
+        reinterpret_cast<std::uint16_t*>(b.data())[i] = float_to_f16(static_cast<float>(u(rng)));
+        break;
       case DType::i32:
         reinterpret_cast<std::int32_t*>(b.data())[i] = static_cast<std::int32_t>(rng());
         break;
@@ -58,7 +61,9 @@ std::int64_t wrap(DType dt, std::uint64_t v) {
   }
 }
 
-bool is_float(DType dt) { return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16; }
+bool is_float(DType dt) {
+  return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16 || dt == DType::f16;
+}
 
 // Checks dst against the reference over srcs (taken before the call, as copies).
 void check_result(DType dt, ReduceOp op, int world, const std::vector<std::vector<std::uint8_t>>& srcs,
@@ -78,15 +83,19 @@ void check_result(DType dt, ReduceOp op, int world, const std::vector<std::vecto
       const double got = as_double(dt, dst, i);
       double tol = 0;
       if (op == ReduceOp::sum || op == ReduceOp::avg) {
-        const double eps = dt == DType::f64 ? 0x1p-52 : dt == DType::f32 ? 0x1p-23 : 0x1p-8;
-        // bf16 is accumulated in float: one final rounding (or one per step for reduce_into).
+        // Unit roundoff of the storage type (f16: 2^-11 relative; its subnormal spacing 2^-24 is
+        // far below these inputs' sums).
+        const double eps = dt == DType::f64   ? 0x1p-52
+                           : dt == DType::f32 ? 0x1p-23
+                           : dt == DType::f16 ? 0x1p-11
+                                              : 0x1p-8;
         const double k = double(srcs.size());
-        // bf16 accumulates in float and rounds once (reduce_sources), or once per step plus once
-        // more in finish_avg (reduce_into).
-        tol = dt == DType::bf16 ? (single_rounding ? eps * std::fabs(acc)
-                                                   : k * eps * mag + eps * std::fabs(acc)) +
-                                      k * 0x1p-23 * mag
-                                : k * eps * mag;
+        // bf16 and f16 accumulate in float and round once (reduce_sources), or once per step plus
+        // once more in finish_avg (reduce_into).
+        const bool half = dt == DType::bf16 || dt == DType::f16;
+        tol = half ? (single_rounding ? eps * std::fabs(acc) : k * eps * mag + eps * std::fabs(acc)) +
+                         k * 0x1p-23 * mag
+                   : k * eps * mag;
         tol += 1e-300;
       }
       bad += std::fabs(got - acc) > tol;
@@ -106,7 +115,8 @@ void check_result(DType dt, ReduceOp op, int world, const std::vector<std::vecto
   CHECK(bad == 0);
 }
 
-constexpr DType kTypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8};
+constexpr DType kTypes[] = {DType::f32, DType::f64, DType::bf16, DType::f16,
+                            DType::i32, DType::i64, DType::u8};
 constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::min, ReduceOp::max};
 
 }  // namespace
@@ -191,7 +201,7 @@ TEST_SUITE("reduce") {
   }
 
   TEST_CASE("every dtype is reducible") {
-    CHECK(detail::reducible_dtypes().size() == 6);
+    CHECK(detail::reducible_dtypes().size() == 7);
     for (DType dt : kTypes) CHECK(detail::reducible(dt));
   }
 }

@@ -28,7 +28,7 @@ TEST_SUITE("self") {
     CHECK(c->size() == 1);
     CHECK(c->capabilities().host_memory);
     CHECK_FALSE(c->capabilities().device_memory);
-    CHECK(c->capabilities().dtypes.size() == 6);
+    CHECK(c->capabilities().dtypes.size() == 7);
     std::vector<float> in(7), out(7, -1.f);
     std::iota(in.begin(), in.end(), 1.f);
     auto w = c->allreduce(in.data(), out.data(), 7, DType::f32, ReduceOp::avg);

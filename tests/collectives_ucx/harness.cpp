@@ -221,7 +221,9 @@ std::vector<int> run_processes(int n, const std::vector<std::string>& args,
 
 // ---- typed data ----
 
-bool is_float(DType dt) { return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16; }
+bool is_float(DType dt) {
+  return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16 || dt == DType::f16;
+}
 
 double input_value(DType dt, int rank, std::size_t i, int salt) {
   // A cheap hash of (rank, i, salt): the big cases have millions of elements to check.
@@ -240,6 +242,8 @@ double input_value(DType dt, int rank, std::size_t i, int salt) {
       return f;
     case DType::bf16:
       return cohort::bf16_to_float(cohort::float_to_bf16(static_cast<float>(f)));
+    case DType::f16:
+      return cohort::f16_to_float(cohort::float_to_f16(static_cast<float>(f)));
     case DType::i32:
       return static_cast<double>(static_cast<std::int64_t>(h % 200001) - 100000);
     // beyond 32 bits, exact in a double, no overflow over 4 ranks
@@ -263,6 +267,11 @@ void store_value(DType dt, std::uint8_t* buf, std::size_t i, double v) {
       return;
     case DType::bf16: {
       const std::uint16_t x = cohort::float_to_bf16(static_cast<float>(v));
+      std::memcpy(buf + 2 * i, &x, 2);
+      return;
+    }
+    case DType::f16: {
+      const std::uint16_t x = cohort::float_to_f16(static_cast<float>(v));
       std::memcpy(buf + 2 * i, &x, 2);
       return;
     }
@@ -299,6 +308,11 @@ double load_value(DType dt, const std::uint8_t* buf, std::size_t i) {
       std::memcpy(&x, buf + 2 * i, 2);
       return cohort::bf16_to_float(x);
     }
+    case DType::f16: {
+      std::uint16_t x;
+      std::memcpy(&x, buf + 2 * i, 2);
+      return cohort::f16_to_float(x);
+    }
     case DType::i32: {
       std::int32_t x;
       std::memcpy(&x, buf + 4 * i, 4);
@@ -326,6 +340,7 @@ std::string check_reduced(DType dt, ReduceOp op, int n, const std::uint8_t* got,
                           std::size_t first, int salt) {
   const double eps = dt == DType::f32   ? std::ldexp(1.0, -24)
                      : dt == DType::f64 ? std::ldexp(1.0, -53)
+                     : dt == DType::f16 ? std::ldexp(1.0, -11)
                                         : std::ldexp(1.0, -8);
   for (std::size_t i = 0; i < count; ++i) {
     const std::size_t j = first + i;

@@ -36,7 +36,7 @@ std::vector<int> run_processes(int n, const std::vector<std::string>& args,
                                std::chrono::seconds limit);
 
 // ---- typed data ----
-constexpr DType kAllDtypes[] = {DType::f32, DType::f64, DType::bf16,
+constexpr DType kAllDtypes[] = {DType::f32, DType::f64, DType::bf16, DType::f16,
                                 DType::i32, DType::i64, DType::u8};
 constexpr ReduceOp kAllOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::min, ReduceOp::max};
 

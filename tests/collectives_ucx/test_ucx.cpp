@@ -182,7 +182,7 @@ TEST_CASE("ucx: factory, capabilities, argument checks") {
     const auto caps = c.capabilities();
     CHECK(caps.host_memory);
     CHECK_FALSE(caps.device_memory);
-    CHECK(caps.dtypes.size() == 6);
+    CHECK(caps.dtypes.size() == 7);
     float x[4] = {};
     CHECK_THROWS_WITH_AS(c.broadcast(x, 4, DType::f32, 2), doctest::Contains("root 2"),
                          cohort::Error);

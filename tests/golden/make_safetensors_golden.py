@@ -17,6 +17,7 @@ tensors = [
     ("counts", "I32", "i", [2, 2], [1, 2, 3, 4]),
     ("mask", "U8", "B", [3], [0, 1, 255]),
     ("half", "BF16", "H", [2], [0x3F80, 0xC020]),  # bf16 1.0 and -2.5
+    ("fp16", "F16", "e", [3], [1.0, -2.5, 65504.0]),  # IEEE half (struct's "e")
 ]
 
 header = {"__metadata__": {"format": "pt", "epoch": "3"}}

@@ -56,7 +56,7 @@ std::vector<Row> rows() {
     r.push_back(Row{op, std::move(name), tol, std::move(f)});
   };
   // ---- tensor ops ----
-  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8})
+  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8})
     add(Op::fill, std::string("fill ") + dtype_name(t), 0, [t](Device& d) {
       Tensor x = zeros(d, {37}, t);
       ops::fill(x, 3.7);

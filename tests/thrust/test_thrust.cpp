@@ -32,7 +32,7 @@ Tensor zeros(std::int64_t n, DType t = DType::f32) { return Tensor::zeros({n}, t
 
 // One call of every op thrust_ops covers (and a GEMM, which it does not).
 void tour() {
-  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8}) {
+  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8}) {
     Tensor x = zeros(5, t);
     ops::fill(x, 1.5);
   }

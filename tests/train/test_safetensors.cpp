@@ -45,7 +45,7 @@ TEST_CASE("safetensors: reads a file written from the specification") {
   const auto f = cohort::io::load_safetensors(std::string(COHORT_GOLDEN_DIR) + "/sample.safetensors");
   CHECK(f.metadata.at("format") == "pt");
   CHECK(f.metadata.at("epoch") == "3");
-  REQUIRE(f.tensors.size() == 6);
+  REQUIRE(f.tensors.size() == 7);
   CHECK(f.tensors[0].name == "conv1.weight");
   CHECK(f.find("conv1.weight")->shape == cohort::Shape{2, 1, 1, 2});
   CHECK(f.find("conv1.weight")->to(host).to_vector<float>() == std::vector<float>{0.5f, -1.25f, 3.0f, 1e-3f});
@@ -55,6 +55,10 @@ TEST_CASE("safetensors: reads a file written from the specification") {
   CHECK(f.find("mask")->to(host).to_vector<std::uint8_t>() == std::vector<std::uint8_t>{0, 1, 255});
   CHECK(f.find("half")->to(host).item(0) == 1.0);
   CHECK(f.find("half")->to(host).item(1) == -2.5);
+  CHECK(f.find("fp16")->dtype == DType::f16);
+  CHECK(f.find("fp16")->to(host).item(0) == 1.0);
+  CHECK(f.find("fp16")->to(host).item(1) == -2.5);
+  CHECK(f.find("fp16")->to(host).item(2) == 65504.0);
   CHECK(f.find("absent") == nullptr);
 }
 

@@ -21,6 +21,7 @@ const char* st_dtype(DType dt) {
     case DType::f32: return "F32";
     case DType::f64: return "F64";
     case DType::bf16: return "BF16";
+    case DType::f16: return "F16";
     case DType::i32: return "I32";
     case DType::i64: return "I64";
     case DType::u8: return "U8";
@@ -29,7 +30,7 @@ const char* st_dtype(DType dt) {
 }
 
 bool parse_dtype(const std::string& s, DType* dt) {
-  for (DType d : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8})
+  for (DType d : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8})
     if (s == st_dtype(d)) {
       *dt = d;
       return true;

@@ -59,6 +59,10 @@ struct DDPOptions {
   bool broadcast_buffers = true;
   // All-reduce gradients as bf16 (half the bytes, about 3 significant digits), then average.
   bool bf16_compression = false;
+  // All-reduce gradients as f16 (half the bytes, about 3.3 significant digits, largest 65504),
+  // divided by the world size before the rounding (PyTorch's fp16_compress_hook). Not together
+  // with bf16_compression.
+  bool f16_compression = false;
   // Fixed reduction order: every bucket is all-gathered and summed locally in rank order
   // 0..n-1, so the result does not depend on the backend's reduction algorithm and is
   // bit-identical on shm, ucx, ... (costs n times the receive bytes of an all-reduce).
@@ -139,7 +143,7 @@ class DistributedDataParallel : public nn::Module {
   // --- introspection (tests, docs) ---
   // Parameter names per bucket, bucket 0 first (issued first).
   std::vector<std::vector<std::string>> bucket_layout() const;
-  // The reducer of each bucket: "plain", "host_staged", "bf16" or "deterministic".
+  // The reducer of each bucket: "plain", "host_staged", "bf16", "f16" or "deterministic".
   std::vector<std::string> bucket_reducers() const;
   // Parameter names in the order the grad-ready hook saw them in the last synchronised backward.
   const std::vector<std::string>& last_ready_order() const { return ready_order_; }
