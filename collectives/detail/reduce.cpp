@@ -4,12 +4,21 @@
 // combined through a small accumulator block that lives in L1 (1024 elements), which makes exact
 // aliasing between dst and any source (in-place collectives) safe as well. Each dtype's kernel is
 // cloned for AVX-512 and AVX2 and picked when the library loads (GCC target_clones), so a portable
-// build still runs wide vectors.
+// build still runs wide vectors. f16 on a CPU with F16C converts whole blocks with those
+// instructions and combines them as f32 (same operations in the same order as the portable f16
+// loops, whose conversions F16C matches bit for bit, so the result is the same either way).
 #include "detail/reduce.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define COHORT_HAVE_F16C_PATH 1
+#endif
 
 #include "cohort/core/error.hpp"
 
@@ -230,6 +239,83 @@ COHORT_KERNELS(i64, I64)
 COHORT_KERNELS(u8, U8)
 #undef COHORT_KERNELS
 
+#ifdef COHORT_HAVE_F16C_PATH
+// Blocks of f16 widened to f32 and back with F16C (8 per instruction); the tails use the portable
+// conversions, which give the same bits.
+__attribute__((target("avx2,f16c"))) void widen_f16(float* __restrict d,
+                                                    const std::uint16_t* __restrict s,
+                                                    std::size_t m) {
+  std::size_t j = 0;
+  for (; j + 8 <= m; j += 8)
+    _mm256_store_ps(d + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j))));
+  for (; j < m; ++j) d[j] = f16_to_float(s[j]);
+}
+__attribute__((target("avx2,f16c"))) void narrow_f16(std::uint16_t* __restrict d,
+                                                     const float* __restrict s, std::size_t m) {
+  std::size_t j = 0;
+  for (; j + 8 <= m; j += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + j),
+                     _mm256_cvtps_ph(_mm256_load_ps(s + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; j < m; ++j) d[j] = float_to_f16(s[j]);
+}
+
+// The f16 reduction through f32 blocks: per element the same operations as combine<F16, Op>
+// (sources left to right, the division for avg, one rounding per store). Exact aliasing between
+// dst and a source is safe: a block is read whole before it is written.
+template <class Op>
+COHORT_INLINE void combine_f16c(std::uint16_t* dst, std::uint16_t* dst2,
+                                const std::uint16_t* const* srcs, int nsrc, std::size_t count,
+                                bool avg, int world) {
+  alignas(64) float acc[kBlock];
+  alignas(64) float in[kBlock];
+  for (std::size_t i0 = 0; i0 < count; i0 += kBlock) {
+    const std::size_t m = std::min(kBlock, count - i0);
+    widen_f16(acc, srcs[0] + i0, m);
+    for (int k = 1; k < nsrc; ++k) {
+      widen_f16(in, srcs[k] + i0, m);
+      for (std::size_t j = 0; j < m; ++j) acc[j] = Op::template apply<F32>(acc[j], in[j]);
+    }
+    if (avg) divide_block<F32>(acc, m, world);
+    narrow_f16(dst + i0, acc, m);
+    if (dst2) narrow_f16(dst2 + i0, acc, m);
+  }
+}
+COHORT_CLONES void reduce_f16c(void* dst, void* dst2, const void* const* srcs, int nsrc,
+                               std::size_t count, ReduceOp op, int world) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  auto* d2 = static_cast<std::uint16_t*>(dst2);
+  auto* s = reinterpret_cast<const std::uint16_t* const*>(srcs);
+  switch (op) {
+    case ReduceOp::sum: return combine_f16c<Sum>(d, d2, s, nsrc, count, false, world);
+    case ReduceOp::avg: return combine_f16c<Sum>(d, d2, s, nsrc, count, true, world);
+    case ReduceOp::min: return combine_f16c<Min>(d, d2, s, nsrc, count, false, world);
+    case ReduceOp::max: return combine_f16c<Max>(d, d2, s, nsrc, count, false, world);
+  }
+}
+COHORT_CLONES void avg_f16c(void* buf, std::size_t count, int world) {
+  auto* p = static_cast<std::uint16_t*>(buf);
+  alignas(64) float acc[kBlock];
+  for (std::size_t i0 = 0; i0 < count; i0 += kBlock) {
+    const std::size_t m = std::min(kBlock, count - i0);
+    widen_f16(acc, p + i0, m);
+    divide_block<F32>(acc, m, world);
+    narrow_f16(p + i0, acc, m);
+  }
+}
+
+// Whether f16 takes the F16C path: the CPU has it, and COHORT_REDUCE_F16C is not "0" (the test
+// suite runs the reductions both ways with it). Read once.
+bool use_f16c() {
+  static const bool on = [] {
+    const char* e = std::getenv("COHORT_REDUCE_F16C");
+    if (e && std::string(e) == "0") return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  }();
+  return on;
+}
+#endif
+
 }  // namespace
 
 bool reducible(DType dtype) {
@@ -258,7 +344,11 @@ void reduce_sources(void* dst, void* dst2, const void* const* srcs, int nsrc, st
     case DType::f32: return reduce_f32(dst, dst2, srcs, nsrc, count, op, world);
     case DType::f64: return reduce_f64(dst, dst2, srcs, nsrc, count, op, world);
     case DType::bf16: return reduce_bf16(dst, dst2, srcs, nsrc, count, op, world);
-    case DType::f16: return reduce_f16(dst, dst2, srcs, nsrc, count, op, world);
+    case DType::f16:
+#ifdef COHORT_HAVE_F16C_PATH
+      if (use_f16c()) return reduce_f16c(dst, dst2, srcs, nsrc, count, op, world);
+#endif
+      return reduce_f16(dst, dst2, srcs, nsrc, count, op, world);
     case DType::i32: return reduce_i32(dst, dst2, srcs, nsrc, count, op, world);
     case DType::i64: return reduce_i64(dst, dst2, srcs, nsrc, count, op, world);
     case DType::u8: return reduce_u8(dst, dst2, srcs, nsrc, count, op, world);
@@ -278,7 +368,11 @@ void finish_avg(void* buf, std::size_t count, DType dtype, int world) {
     case DType::f32: return avg_f32(buf, count, world);
     case DType::f64: return avg_f64(buf, count, world);
     case DType::bf16: return avg_bf16(buf, count, world);
-    case DType::f16: return avg_f16(buf, count, world);
+    case DType::f16:
+#ifdef COHORT_HAVE_F16C_PATH
+      if (use_f16c()) return avg_f16c(buf, count, world);
+#endif
+      return avg_f16(buf, count, world);
     case DType::i32: return avg_i32(buf, count, world);
     case DType::i64: return avg_i64(buf, count, world);
     case DType::u8: return avg_u8(buf, count, world);

@@ -200,6 +200,58 @@ TEST_SUITE("reduce") {
     CHECK(rn == -3);  // truncates toward zero
   }
 
+  // The F16C path (taken on CPUs that have it) and the portable one (COHORT_REDUCE_F16C=0: the
+  // collectives_reduce_portable_f16 entry) must both give exactly the scalar definition: widen,
+  // combine left to right in float, divide for avg, round once. The inputs cover the whole f16
+  // range (subnormals, +-65504, infinities), so sums overflow and cancel too.
+  TEST_CASE("f16: bit-exact against the scalar definition, every path and aliasing") {
+    std::mt19937_64 rng(16);
+    const std::size_t n = 3001;  // blocks of 1024 and a tail that is not a multiple of 8
+    for (int nsrc : {1, 2, 3, 5})
+      for (ReduceOp op : kOps)
+        for (int alias = -1; alias < std::min(nsrc, 2); ++alias) {
+          CAPTURE(nsrc);
+          CAPTURE(reduce_op_name(op));
+          CAPTURE(alias);
+          std::vector<std::vector<std::uint16_t>> src(static_cast<std::size_t>(nsrc),
+                                                      std::vector<std::uint16_t>(n));
+          for (auto& v : src)
+            for (auto& x : v) {
+              x = static_cast<std::uint16_t>(rng());
+              if ((x & 0x7c00) == 0x7c00 && (x & 0x3ff) != 0) x &= 0xfc00;  // NaN -> infinity
+            }
+          std::vector<std::uint16_t> want(n);
+          for (std::size_t i = 0; i < n; ++i) {
+            float acc = f16_to_float(src[0][i]);
+            for (int k = 1; k < nsrc; ++k) {
+              const float v = f16_to_float(src[static_cast<std::size_t>(k)][i]);
+              acc = op == ReduceOp::min ? (v < acc ? v : acc) : op == ReduceOp::max ? (acc < v ? v : acc) : acc + v;
+            }
+            if (op == ReduceOp::avg) acc /= static_cast<float>(nsrc);
+            want[i] = float_to_f16(acc);
+          }
+          std::vector<std::uint16_t> out(n), out2(n);
+          std::vector<const void*> ptrs;
+          for (auto& v : src) ptrs.push_back(v.data());
+          std::uint16_t* dst = alias >= 0 ? src[static_cast<std::size_t>(alias)].data() : out.data();
+          detail::reduce_sources(dst, out2.data(), ptrs.data(), nsrc, n, DType::f16, op, nsrc);
+          std::size_t bad = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            const bool same_nan = std::isnan(f16_to_float(dst[i])) && std::isnan(f16_to_float(want[i]));
+            bad += !(dst[i] == want[i] || same_nan) + !(out2[i] == want[i] || same_nan);
+          }
+          CHECK(bad == 0);
+        }
+    // finish_avg alone.
+    std::vector<std::uint16_t> v(2050), want(2050);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<std::uint16_t>(rng()) & 0xfbff;  // finite
+      want[i] = float_to_f16(f16_to_float(v[i]) / 3.0f);
+    }
+    detail::finish_avg(v.data(), v.size(), DType::f16, 3);
+    CHECK(v == want);
+  }
+
   TEST_CASE("every dtype is reducible") {
     CHECK(detail::reducible_dtypes().size() == 7);
     for (DType dt : kTypes) CHECK(detail::reducible(dt));
