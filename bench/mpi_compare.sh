@@ -49,7 +49,7 @@ for r in $(seq 1 "$rounds"); do
     for z in 1 0; do
       # shellcheck disable=SC2086
       mpirun --allow-run-as-root -np "$np" "${mpi_bind[@]}" "${mpi_args[@]}" \
-        "$build/bin/mpi_allreduce_bench" $s -z $z | grep -v '^#' >> "$tmp/mpi$z.$r"
+        "$build/bin/mpi_allreduce_bench" $s -z $z | grep -v '^#' >> "$tmp/peer$z.$r"
       # shellcheck disable=SC2086
       "$build/bin/cohortrun" --nproc-per-node "$np" --master-port 0 "$build/bin/cohort-bench" \
         --comm "$comm" --op allreduce "${shm_bind[@]}" $s -z $z -R "$reg" | grep -v '#' \
@@ -62,29 +62,4 @@ echo "# all-reduce, float32 sum, $np ranks, $(date -u +%Y-%m-%d), $(nproc) cores
 echo "# $(mpirun --version 2>/dev/null | head -1) ${MPI_ARGS:-} vs cohort $comm; median of $rounds alternating rounds; bind=$bind; cohort buffers: $([ "$reg" = 1 ] && echo alloc_buffer || echo malloc)"
 echo "# blk = each op waited for (MPI_Allreduce / cohort-bench -z 1); win = all ops issued, then waited"
 echo "# for (MPI_Iallreduce + MPI_Waitall / cohort-bench -z 0); ratios are MPI time / $comm time (> 1: $comm faster)"
-python3 - "$tmp" "$rounds" "$comm" <<'EOF'
-import sys, statistics, collections
-tmp, rounds, comm = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-def load(kind):
-    rows = collections.defaultdict(list)
-    for r in range(1, rounds + 1):
-        for line in open(f"{tmp}/{kind}.{r}"):
-            f = line.split()  # size count type redop time algbw busbw #wrong
-            if len(f) >= 8 and f[0].isdigit():
-                rows[int(f[0])].append((float(f[4]), float(f[6]), f[7]))
-    return rows
-d = {k: load(k) for k in ("mpi1", "mpi0", "coh1", "coh0")}
-print(f"{'size (B)':>10} | {'MPI blk us':>10} {'MPI win us':>10} | {comm + ' blk us':>10} {comm + ' win us':>10} |"
-      f" {'busbw MPI':>9} {'busbw ' + comm:>9} | {'blk':>5} {'win':>5} {'best':>5} | #wrong")
-for size in sorted(set.intersection(*(set(v) for v in d.values()))):
-    t = {k: statistics.median(x[0] for x in v[size]) for k, v in d.items()}
-    b = {k: statistics.median(x[1] for x in v[size]) for k, v in d.items()}
-    wrong = ",".join(sorted(set(x[2] for v in d.values() for x in v[size])))
-    # Same bytes on every side, so time ratios are busbw ratios (exact even where busbw rounds to 0).
-    r = lambda m, c: m / c if c > 0 else float("nan")
-    mbest, cbest = min(t["mpi1"], t["mpi0"]), min(t["coh1"], t["coh0"])
-    bm, bc = max(b["mpi1"], b["mpi0"]), max(b["coh1"], b["coh0"])
-    print(f"{size:10d} | {t['mpi1']:10.2f} {t['mpi0']:10.2f} | {t['coh1']:10.2f} {t['coh0']:10.2f} |"
-          f" {bm:9.2f} {bc:9.2f} | {r(t['mpi1'], t['coh1']):5.2f} {r(t['mpi0'], t['coh0']):5.2f}"
-          f" {r(mbest, cbest):5.2f} | {wrong}")
-EOF
+python3 "$(dirname "$0")/compare_table.py" "$tmp" "$rounds" MPI "$comm"

@@ -136,6 +136,7 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
     b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
     b->ready.assign(b->members.size(), 0);
     b->pending = static_cast<int>(b->members.size());
+    if (opt_.gradient_as_bucket_view) view_gradients_in(*b);
   }
 
   std::unordered_map<const Parameter*, int> index;
@@ -148,6 +149,21 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
   });
 }
 
+// Points each member's gradient at its slice of the bucket (the order launch() packs them), keeping
+// the values it had. Nothing to do for reducers without a flat bucket on the parameters' device.
+void DistributedDataParallel::view_gradients_in(Bucket& b) {
+  const Tensor flat = b.reducer->flat_bucket();
+  if (!flat.defined()) return;
+  std::int64_t off = 0;
+  for (int m : b.members) {
+    Parameter& p = *params_[static_cast<std::size_t>(m)].param;
+    Tensor view = flat.slice(off, off + p.value.numel()).reshape(p.value.shape());
+    if (p.grad.defined()) view.copy_from(p.grad);  // else the bucket's zeros
+    p.grad = view;
+    off += p.value.numel();
+  }
+}
+
 DistributedDataParallel::~DistributedDataParallel() {
   model_->clear_grad_ready_hooks();
   // Outstanding ops write into the reducers' buffers: let them finish before the buffers go.
@@ -157,6 +173,24 @@ DistributedDataParallel::~DistributedDataParallel() {
         b->work->wait();
       } catch (const std::exception&) {
         // A failed communicator cannot be helped here; destructors do not throw.
+      }
+    }
+  }
+  // The wrapped model may outlive this module: its gradients get memory of their own again
+  // instead of keeping the buckets (and, for communicator buffers, the communicator) alive.
+  for (auto& b : buckets_) {
+    const Tensor flat = b->reducer->flat_bucket();
+    if (!flat.defined()) continue;
+    const char* lo = static_cast<const char*>(flat.raw());
+    for (int m : b->members) {
+      Parameter& p = *params_[static_cast<std::size_t>(m)].param;
+      const char* g = p.grad.defined() ? static_cast<const char*>(p.grad.raw()) : nullptr;
+      if (g && g >= lo && g < lo + flat.nbytes()) {
+        try {
+          p.grad = p.grad.clone();
+        } catch (const std::exception&) {
+          // Out of memory: the view stays and keeps its bucket alive; still correct.
+        }
       }
     }
   }

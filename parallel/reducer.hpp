@@ -41,6 +41,11 @@ class Reducer {
   // them (wait_for_compute) and starts the collective. Does not wait for the collective; the
   // returned Work must be done (test() true or wait() returned) before complete().
   virtual comm::WorkHandle launch(const std::vector<Tensor>& grads) = 0;
+  // The flat f32 bucket the collective runs on, on the parameters' device, when the gradients
+  // may be views into it (DDPOptions::gradient_as_bucket_view); undefined for reducers that work
+  // on a host copy (host_staged, bf16, f16, deterministic). launch() and complete() skip the copy
+  // of every gradient that is such a view.
+  virtual Tensor flat_bucket() const { return Tensor(); }
   // Writes the average over ranks into `grads` (the same tensors as launch). Blocks.
   virtual void complete(const std::vector<Tensor>& grads) = 0;
 };

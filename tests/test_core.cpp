@@ -10,7 +10,10 @@ using cohort::testing::error_of;
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <vector>
 
+#include "cohort/core/ops.hpp"
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
 
@@ -106,6 +109,38 @@ TEST_CASE("tensor: reshape and slice are views; clone is not") {
   CHECK(error_of([&] { t.slice(2, 5); })
             .find("slice [2, 5) out of range for leading dimension 4 of shape [4, 3]") !=
         std::string::npos);
+}
+
+TEST_CASE("tensor: wrap views memory owned elsewhere, keeps the owner alive, never frees it") {
+  auto& dev = cohort::host_device();
+  bool freed = false;
+  auto mem = std::shared_ptr<std::vector<float>>(new std::vector<float>{1, 2, 3, 4, 5, 6},
+                                                 [&freed](std::vector<float>* v) {
+                                                   freed = true;
+                                                   delete v;
+                                                 });
+  float* p = mem->data();
+  Tensor t = Tensor::wrap(p, {2, 3}, DType::f32, dev, mem);
+  mem.reset();  // the tensor holds the owner now
+  CHECK_FALSE(freed);
+  CHECK(t.raw() == p);
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+  Tensor row = t.slice(1, 2);  // a view keeps it alive too
+  cohort::ops::fill(row, 9.0);
+  CHECK(p[3] == 9.0f);
+  t = Tensor();
+  CHECK_FALSE(freed);
+  row = Tensor();
+  CHECK(freed);  // the last view gone: the owner's deleter ran (cohort freed nothing itself)
+  auto owner = std::make_shared<int>(0);
+  CHECK(error_of([&] { Tensor::wrap(p, {2}, DType::f32, dev, nullptr); }).find("owner of the memory is null") !=
+        std::string::npos);
+  CHECK(error_of([&] { Tensor::wrap(nullptr, {2}, DType::f32, dev, owner); }).find("null data for 8 bytes") !=
+        std::string::npos);
+  alignas(8) char raw[16] = {};
+  CHECK(error_of([&] { Tensor::wrap(raw + 1, {2}, DType::f32, dev, owner); }).find("not aligned") !=
+        std::string::npos);
+  CHECK(Tensor::wrap(nullptr, {0}, DType::f32, dev, owner).numel() == 0);
 }
 
 TEST_CASE("tensor: copy_from checks dtype and size") {

@@ -1,9 +1,11 @@
 #include "cohort/core/tensor.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 #include "cohort/core/dispatch.hpp"
 #include "cohort/core/ops.hpp"
@@ -13,7 +15,26 @@ namespace cohort {
 Storage::Storage(Device& device, std::size_t bytes)
     : device_(&device), data_(device.allocate(bytes)), bytes_(bytes) {}
 
-Storage::~Storage() { device_->deallocate(data_, bytes_); }
+Storage::Storage(Device& device, void* data, std::size_t bytes, std::shared_ptr<void> owner)
+    : device_(&device), data_(data), bytes_(bytes), owner_(std::move(owner)) {}
+
+Storage::~Storage() {
+  if (!owner_) device_->deallocate(data_, bytes_);
+}
+
+Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device& device,
+                    std::shared_ptr<void> owner) {
+  COHORT_CHECK(owner != nullptr, "Tensor::wrap: the owner of the memory is null");
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  COHORT_CHECK(data != nullptr || t.nbytes() == 0, "Tensor::wrap: null data for ", t.nbytes(),
+               " bytes");
+  COHORT_CHECK(reinterpret_cast<std::uintptr_t>(data) % dtype_size(dtype) == 0,
+               "Tensor::wrap: data is not aligned to its ", dtype_name(dtype), " elements");
+  t.storage_ = std::make_shared<Storage>(device, data, t.nbytes(), std::move(owner));
+  return t;
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device& device) {
   Tensor t;

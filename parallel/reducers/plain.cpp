@@ -1,11 +1,16 @@
-// The plain reducer: all-reduce(avg) in place on a flat f32 buffer, for communicators that can
-// take the parameters' memory (shm and ucx on host memory; nccl or CUDA-aware ucx on GPU memory);
-// the backend does the averaging.
-//  - Host parameters: the buffer comes from Communicator::alloc_buffer, so that shm reduces from
-//    the peers' buckets in place instead of copying them through its segment (docs/PARALLEL.md).
-//  - Device parameters: the buffer is a tensor on that device; the device itself copies the
-//    gradients in and out (no host round trip).
+// The plain reducer: all-reduce(avg) in place on a flat f32 bucket on the parameters' device, for
+// communicators that can take that memory (shm and ucx on host memory; nccl or CUDA-aware ucx on
+// GPU memory); the backend does the averaging.
+//  - Host parameters: the bucket is Communicator::alloc_buffer memory (wrapped as a tensor), so
+//    that shm reduces from the peers' buckets in place instead of copying them through its
+//    segment (docs/PARALLEL.md).
+//  - Device parameters: the bucket is a tensor on that device.
+// Gradients may be views into the bucket (DDPOptions::gradient_as_bucket_view: DDP points them
+// there through flat_bucket()); those need no copy in or out. Any other gradient (a view that was
+// replaced since) is copied in before and out after, on the device, so nothing is lost either way.
 #include "reducer.hpp"
+
+#include <utility>
 
 namespace cohort::parallel::detail {
 namespace {
@@ -14,53 +19,51 @@ class PlainReducer final : public Reducer {
  public:
   PlainReducer(comm::Communicator& comm, Device& dev, std::int64_t numel)
       : comm_(comm), numel_(numel), dev_(dev) {
-    if (dev.host_accessible())
-      host_ = comm.alloc_buffer(static_cast<std::size_t>(numel) * sizeof(float));
-    else
+    if (dev.host_accessible()) {
+      std::shared_ptr<comm::CommBuffer> buf =
+          comm.alloc_buffer(static_cast<std::size_t>(numel) * sizeof(float));
+      void* p = buf->data();
+      flat_ = Tensor::wrap(p, Shape{numel}, DType::f32, dev, std::move(buf));
+    } else {
       flat_ = Tensor::zeros(Shape{numel}, DType::f32, dev);
+    }
   }
 
   const char* name() const override { return "plain"; }
+  Tensor flat_bucket() const override { return flat_; }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
-    if (host_) {
-      wait_for_compute(dev_);
-      gather_to_host(grads, flat());
-    } else {
-      std::int64_t off = 0;
-      for (const Tensor& g : grads) {
-        flat_.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
-        off += g.numel();
-      }
-      wait_for_compute(dev_);
+    std::int64_t off = 0;
+    for (const Tensor& g : grads) {
+      if (!in_place(g, off)) flat_.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
+      off += g.numel();
     }
-    return comm_.allreduce(flat(), flat(), static_cast<std::size_t>(numel_), DType::f32,
-                           comm::ReduceOp::avg);
+    wait_for_compute(dev_);
+    return comm_.allreduce(flat_.raw(), flat_.raw(), static_cast<std::size_t>(numel_),
+                           DType::f32, comm::ReduceOp::avg);
   }
 
   void complete(const std::vector<Tensor>& grads) override {
-    if (host_) {
-      scatter_from_host(flat(), grads);
-      return;
-    }
     std::int64_t off = 0;
     for (const Tensor& g : grads) {
-      Tensor dst = g;  // shares storage
-      dst.copy_from(flat_.slice(off, off + g.numel()));
+      if (!in_place(g, off)) {
+        Tensor dst = g;  // shares storage
+        dst.copy_from(flat_.slice(off, off + g.numel()));
+      }
       off += g.numel();
     }
   }
 
  private:
-  float* flat() const {
-    return host_ ? static_cast<float*>(host_->data()) : static_cast<float*>(flat_.raw());
+  // Whether g already is the bucket's elements [off, off + numel).
+  bool in_place(const Tensor& g, std::int64_t off) const {
+    return g.raw() == static_cast<char*>(flat_.raw()) + off * static_cast<std::int64_t>(sizeof(float));
   }
 
   comm::Communicator& comm_;
   const std::int64_t numel_;
   Device& dev_;
-  std::unique_ptr<comm::CommBuffer> host_;  // host parameters
-  Tensor flat_;                             // device parameters
+  Tensor flat_;
 };
 
 }  // namespace

@@ -20,10 +20,12 @@
 
 namespace cohort {
 
-// Device memory with its owner; frees itself through the device that allocated it.
+// Device memory with its owner: either allocated here and freed through the device, or memory
+// owned elsewhere (Tensor::wrap) whose owner this storage keeps alive and never frees itself.
 class Storage {
  public:
   Storage(Device& device, std::size_t bytes);
+  Storage(Device& device, void* data, std::size_t bytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -35,6 +37,7 @@ class Storage {
   Device* device_;
   void* data_;
   std::size_t bytes_;
+  std::shared_ptr<void> owner_;  // set for wrapped memory: not freed through the device
 };
 
 class Tensor {
@@ -53,6 +56,12 @@ class Tensor {
                         std::uint64_t offset = 0);
   static Tensor normal(const Shape& shape, float mean, float stddev, std::uint64_t seed,
                        Device& device, std::uint64_t offset = 0);
+  // A tensor over memory that something else owns (torch.from_blob with a deleter): `data` is in
+  // `device`'s address space, holds at least shape.numel() elements of `dtype` and is suitably
+  // aligned; `owner` (not null) is kept alive as long as any tensor views this memory, and cohort
+  // never frees the memory itself. DDP uses it to make gradients views into a communicator buffer.
+  static Tensor wrap(void* data, const Shape& shape, DType dtype, Device& device,
+                     std::shared_ptr<void> owner);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

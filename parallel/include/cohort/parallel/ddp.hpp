@@ -63,6 +63,13 @@ struct DDPOptions {
   // divided by the world size before the rounding (PyTorch's fp16_compress_hook). Not together
   // with bf16_compression.
   bool f16_compression = false;
+  // Gradients become views into the buckets (PyTorch's gradient_as_bucket_view): backward writes
+  // them straight into the memory the all-reduce runs on, which saves a copy into the bucket and
+  // one back per bucket per step, and the separate gradient memory. Only with the plain reducer
+  // (not with compression, the deterministic mode or host staging, which work on host copies). A
+  // gradient replaced by another tensor after construction is copied as before, so nothing is
+  // lost; when the DDP module is destroyed, gradients get memory of their own again.
+  bool gradient_as_bucket_view = true;
   // Fixed reduction order: every bucket is all-gathered and summed locally in rank order
   // 0..n-1, so the result does not depend on the backend's reduction algorithm and is
   // bit-identical on shm, ucx, ... (costs n times the receive bytes of an all-reduce).
@@ -162,6 +169,7 @@ class DistributedDataParallel : public nn::Module {
  private:
   struct Bucket;
   void on_grad_ready(int index);
+  void view_gradients_in(Bucket& b);
   void launch_ready_buckets();
   void sync_buffers_now();
   void finish_gradients_now();
