@@ -41,6 +41,7 @@ struct Flags {
   std::uint64_t seed = 1;
   std::string data_dir = data::kFashionMnistDir, device, save_model, metrics, trace, resume, comm;
   std::string tensorboard;
+  std::string grad_compression = "none";  // none | bf16 | f16 (DDP's all-reduce of gradients)
 };
 
 int run(const Flags& f) {
@@ -58,7 +59,12 @@ int run(const Flags& f) {
   // With a communicator the DDP module wraps the model and is what the Trainer trains: its
   // forward syncs buffers, its backward averages gradients. Checkpoints save the plain model.
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
-  if (comm) ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm);
+  if (comm) {
+    cohort::parallel::DDPOptions o;
+    o.bf16_compression = f.grad_compression == "bf16";
+    o.f16_compression = f.grad_compression == "f16";
+    ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
+  }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
 
   auto train_set = data::load_mnist_dir(f.data_dir, data::Split::train);
@@ -84,10 +90,11 @@ int run(const Flags& f) {
 
   if (lead) {
     std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
-    std::printf("cohort mnist_cnn: %s | device %s | %d rank%s (%s) x batch %lld | %lld epochs | Adadelta lr %g, StepLR gamma %g\n",
+    std::printf("cohort mnist_cnn: %s | device %s | %d rank%s (%s%s) x batch %lld | %lld epochs | Adadelta lr %g, StepLR gamma %g\n",
                 train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
-                comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
-                static_cast<long long>(f.epochs), f.lr, f.gamma);
+                comm ? comm->backend().c_str() : "no communicator",
+                ddp && f.grad_compression != "none" ? (", " + f.grad_compression + " gradients").c_str() : "",
+                static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
   }
   examples::start_trace(f.trace, job);
 
@@ -152,6 +159,9 @@ int main(int argc, char** argv) {
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
   app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
+  app.add_option("--grad-compression", f.grad_compression,
+                 "data parallel: all-reduce gradients as bf16 or f16 (half the bytes; default none)")
+      ->check(CLI::IsMember({"none", "bf16", "f16"}));
   app.add_option("--comm", f.comm, "communicator backend: shm, ucx, self, auto (default: COHORT_COMM, then auto)");
   return examples::parse_and_run(app, argc, argv, "mnist_cnn", [&] { return run(f); });
 }

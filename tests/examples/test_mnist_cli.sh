@@ -32,6 +32,7 @@ expect "truncated image file" 1 "train-images-idx3-ubyte' is truncated: expected
 expect "unknown flag" 2 "mnist_cnn: The following argument was not expected: --bogus" -- --bogus
 expect "batch size 0" 2 "mnist_cnn: --batch-size: must be a positive integer, got '0'" -- --batch-size 0
 expect "non-numeric epochs" 2 "mnist_cnn: --epochs: must be a positive integer, got 'many'" -- --epochs many
+expect "unknown gradient compression" 2 "mnist_cnn: --grad-compression: f8 not in {none,bf16,f16}" -- --grad-compression f8
 expect "unknown device" 1 "unknown device 'tpu'" -- --device tpu --data "$tmp/none"
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
