@@ -10,10 +10,11 @@ bool comm_can_use(const comm::Communicator& comm, const Device& dev) {
 
 std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communicator& comm,
                                       Device& dev, std::int64_t numel) {
-  // Deterministic and the compressed reducers do their arithmetic on the host, whatever the device.
+  // The deterministic reducer does its arithmetic on the host, whatever the device; the compressed
+  // ones on the parameters' device.
   if (options.deterministic) return make_deterministic_reducer(comm, numel);
-  if (options.bf16_compression) return make_compressed_reducer(comm, numel, DType::bf16);
-  if (options.f16_compression) return make_compressed_reducer(comm, numel, DType::f16);
+  if (options.bf16_compression) return make_compressed_reducer(comm, dev, numel, DType::bf16);
+  if (options.f16_compression) return make_compressed_reducer(comm, dev, numel, DType::f16);
   if (comm_can_use(comm, dev)) return make_plain_reducer(comm, dev, numel);
   return make_host_staged_reducer(comm, numel);
 }

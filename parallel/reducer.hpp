@@ -11,8 +11,8 @@
 //                      for nccl or CUDA-aware ucx)
 //   host_staged.cpp    the same all-reduce(avg) on a host copy, for memory the communicator
 //                      cannot take (GPU parameters with a host-only communicator)
-//   compressed.cpp     host copy rounded to bf16 (then / n) or f16 (/ n first), 16-bit sum
-//                      all-reduce, back to f32
+//   compressed.cpp     flat f32 bucket on the parameters' device, cast there to bf16 (then x 1/n)
+//                      or f16 (x 1/n first), 16-bit sum all-reduce, cast back
 //   deterministic.cpp  host copy all-gathered, summed in rank order 0..n-1 in f32, / n
 //
 // make_reducer() picks one from DDPOptions and the communicator's capabilities. Every reducer
@@ -42,8 +42,8 @@ class Reducer {
   // returned Work must be done (test() true or wait() returned) before complete().
   virtual comm::WorkHandle launch(const std::vector<Tensor>& grads) = 0;
   // The flat f32 bucket the collective runs on, on the parameters' device, when the gradients
-  // may be views into it (DDPOptions::gradient_as_bucket_view); undefined for reducers that work
-  // on a host copy (host_staged, bf16, f16, deterministic). launch() and complete() skip the copy
+  // may be views into it (DDPOptions::gradient_as_bucket_view): plain, bf16 and f16; undefined
+  // for the reducers that work on a host copy (host_staged, deterministic). launch() and complete() skip the copy
   // of every gradient that is such a view.
   virtual Tensor flat_bucket() const { return Tensor(); }
   // Writes the average over ranks into `grads` (the same tensors as launch). Blocks.
@@ -61,8 +61,8 @@ std::unique_ptr<Reducer> make_plain_reducer(comm::Communicator& comm, Device& de
                                             std::int64_t numel);
 std::unique_ptr<Reducer> make_host_staged_reducer(comm::Communicator& comm, std::int64_t numel);
 // wire: DType::bf16 or DType::f16; throws if `comm` does not reduce it.
-std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, std::int64_t numel,
-                                                 DType wire);
+std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, Device& dev,
+                                                 std::int64_t numel, DType wire);
 std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, std::int64_t numel);
 
 // Whether `comm` can read and write `dev`'s memory directly.

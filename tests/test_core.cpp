@@ -143,6 +143,53 @@ TEST_CASE("tensor: wrap views memory owned elsewhere, keeps the owner alive, nev
   CHECK(Tensor::wrap(nullptr, {0}, DType::f32, dev, owner).numel() == 0);
 }
 
+TEST_CASE("ops::cast: every pair of f32, f64, bf16, f16, bit for bit against the scalar conversions") {
+  auto& dev = cohort::host_device();
+  // Values that exercise rounding ties, subnormals of f16 and f32, overflow, infinities and NaN,
+  // plus values with more bits than f32 holds (for f64 sources).
+  std::vector<double> v = {0.0, -0.0, 1.0, -2.5, 1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 65504.0, 65519.0, 65520.0,
+                           1e30, -1e30, 0x1p-24, 0x1p-25, 3 * 0x1p-25, 0x1p-140, 1.0 / 3.0, 0.1,
+                           1.0 + 0x1p-8, 1.0 + 0x1p-30, 123456.789,
+                           std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN()};
+  for (int i = 0; i < 2000; ++i) v.push_back(std::ldexp(std::sin(i * 0.37) , (i % 60) - 30));
+  const std::int64_t n = static_cast<std::int64_t>(v.size());
+  for (DType s : {DType::f32, DType::f64, DType::bf16, DType::f16})
+    for (DType d : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
+      CAPTURE(cohort::dtype_name(s));
+      CAPTURE(cohort::dtype_name(d));
+      Tensor src = Tensor::empty({n}, s, dev), dst = Tensor::zeros({n}, d, dev);
+      for (std::int64_t i = 0; i < n; ++i) cohort::store_element(src.raw(), s, static_cast<std::size_t>(i), v[static_cast<std::size_t>(i)]);
+      cohort::ops::cast(src, dst);
+      // The reference: read the source exactly, then store_element's conversion, except that a
+      // 16-bit destination from f64 goes through f32 (as documented; so does store_element).
+      std::vector<unsigned char> want(dst.nbytes());
+      for (std::int64_t i = 0; i < n; ++i)
+        cohort::store_element(want.data(), d, static_cast<std::size_t>(i), cohort::load_element(src.raw(), s, static_cast<std::size_t>(i)));
+      std::size_t bad = 0;
+      const auto* got = static_cast<const unsigned char*>(dst.raw());
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::size_t k = static_cast<std::size_t>(i), w = cohort::dtype_size(d);
+        const bool nan = std::isnan(cohort::load_element(got, d, k)) && std::isnan(cohort::load_element(want.data(), d, k));
+        bad += !nan && std::memcmp(got + k * w, want.data() + k * w, w) != 0;
+      }
+      CHECK(bad == 0);
+    }
+  // Hand-checked: f32 1 + 2^-11 is a tie for f16 (to even: 1.0); 65520 overflows to infinity.
+  Tensor a = Tensor::from_vector(std::vector<float>{1.0f + 0x1p-11f, 65520.0f, -0.0f}, {3}, dev);
+  Tensor h = Tensor::zeros({3}, DType::f16, dev);
+  cohort::ops::cast(a, h);
+  const auto* hb = static_cast<const std::uint16_t*>(h.raw());
+  CHECK(hb[0] == 0x3c00);
+  CHECK(hb[1] == 0x7c00);
+  CHECK(hb[2] == 0x8000);
+  // Bad input names what is wrong.
+  Tensor i32 = Tensor::zeros({3}, DType::i32, dev), four = Tensor::zeros({4}, DType::f16, dev);
+  CHECK(error_of([&] { cohort::ops::cast(i32, h); }).find("cast: i32 -> f16 is not supported") != std::string::npos);
+  CHECK(error_of([&] { cohort::ops::cast(a, four); }).find("'src' has 3 elements [3], 'dst' has 4 [4]") !=
+        std::string::npos);
+}
+
 TEST_CASE("tensor: copy_from checks dtype and size") {
   auto& dev = cohort::host_device();
   Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}, dev);

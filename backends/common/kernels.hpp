@@ -10,7 +10,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "cohort/core/dtype.hpp"
 #include "cohort/core/rng.hpp"
 
 #if defined(__CUDACC__)
@@ -46,6 +48,47 @@ struct FillItem {  // item: element
   T* x;
   T v;
   COHORT_HD void operator()(i64 i) const { x[i] = v; }
+};
+
+// The element types of the cast op: storage type T and the widening / narrowing through float (or
+// double, where f64 is involved: kWide). bf16 and f16 are both std::uint16_t, hence the tags.
+struct CastF32 {
+  using T = float;
+  static constexpr bool kWide = false;
+  static COHORT_HD float to_float(T x) { return x; }
+  static COHORT_HD T from_float(float x) { return x; }
+};
+struct CastF64 {
+  using T = double;
+  static constexpr bool kWide = true;
+};
+struct CastBf16 {
+  using T = std::uint16_t;
+  static constexpr bool kWide = false;
+  static COHORT_HD float to_float(T x) { return bf16_to_float(x); }
+  static COHORT_HD T from_float(float x) { return float_to_bf16(x); }
+};
+struct CastF16 {
+  using T = std::uint16_t;
+  static constexpr bool kWide = false;
+  static COHORT_HD float to_float(T x) { return f16_to_float(x); }
+  static COHORT_HD T from_float(float x) { return float_to_f16(x); }
+};
+template <class S, class D>
+struct CastItem {  // item: element
+  const typename S::T* src;
+  typename D::T* dst;
+  COHORT_HD void operator()(i64 i) const {
+    if constexpr (std::is_same_v<S, D>) {
+      dst[i] = src[i];
+    } else if constexpr (std::is_same_v<S, CastF64>) {
+      dst[i] = D::from_float(static_cast<float>(src[i]));  // f64 -> 16 bits: through f32
+    } else if constexpr (std::is_same_v<D, CastF64>) {
+      dst[i] = static_cast<double>(S::to_float(src[i]));  // exact
+    } else {
+      dst[i] = D::from_float(S::to_float(src[i]));
+    }
+  }
 };
 
 template <class F>

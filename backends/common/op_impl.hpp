@@ -29,6 +29,7 @@
 #include <variant>
 
 #include "cohort/core/dtype.hpp"
+#include "cohort/core/error.hpp"
 #include "cohort/core/op_list.hpp"
 #include "common/kernels.hpp"
 #include "common/layer_kernels.hpp"
@@ -320,6 +321,31 @@ void with_fill_value(const calls::Fill& c, Fn&& fn) {
     case DType::i64: return fn(static_cast<std::int64_t>(c.value));
     case DType::u8: return fn(static_cast<std::uint8_t>(c.value));
   }
+}
+// Calls fn(S{}, D{}) with the cast op's element types (kernels.hpp: CastF32, ...). The front end
+// (ops::cast) admits only these four dtypes.
+template <class Fn>
+void with_cast_types(const calls::Cast& c, Fn&& fn) {
+  auto with = [&](DType d, auto&& next) {
+    switch (d) {
+      case DType::f32: return next(CastF32{});
+      case DType::f64: return next(CastF64{});
+      case DType::bf16: return next(CastBf16{});
+      case DType::f16: return next(CastF16{});
+      default: COHORT_FAIL("cast: unsupported dtype ", dtype_name(d));
+    }
+  };
+  with(c.src_dtype, [&](auto s) { with(c.dst_dtype, [&](auto d) { fn(s, d); }); });
+}
+template <class Exec>
+void run(Exec& e, const calls::Cast& c) {
+  with_cast_types(c, [&](auto s, auto d) {
+    using S = decltype(s);
+    using D = decltype(d);
+    e.for_each("cohort::cast", static_cast<i64>(c.n),
+               CastItem<S, D>{static_cast<const typename S::T*>(c.src),
+                              static_cast<typename D::T*>(c.dst)});
+  });
 }
 template <class Exec>
 void run(Exec& e, const calls::Fill& c) {

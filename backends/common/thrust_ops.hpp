@@ -70,6 +70,16 @@ void run(const Policy& p, const calls::Fill& c) {
   });
 }
 template <class Policy>
+void run(const Policy& p, const calls::Cast& c) {
+  kernels::with_cast_types(c, [&](auto s, auto d) {
+    using S = decltype(s);
+    using D = decltype(d);
+    detail::for_each_item(p, static_cast<i64>(c.n),
+                          kernels::CastItem<S, D>{static_cast<const typename S::T*>(c.src),
+                                                  static_cast<typename D::T*>(c.dst)});
+  });
+}
+template <class Policy>
 void run(const Policy& p, const calls::Add& c) {
   detail::map2(p, c.a, c.b, c.out, c.n, kernels::Add{});
 }
@@ -179,7 +189,8 @@ void run(const Policy& p, const calls::RmspropStep& c) {
 // compiler says so in run_if_covered).
 template <class C>
 inline constexpr bool covered_v =
-    std::is_same_v<C, calls::Fill> || std::is_same_v<C, calls::Add> ||
+    std::is_same_v<C, calls::Fill> || std::is_same_v<C, calls::Cast> ||
+    std::is_same_v<C, calls::Add> ||
     std::is_same_v<C, calls::Sub> || std::is_same_v<C, calls::Mul> ||
     std::is_same_v<C, calls::Axpy> || std::is_same_v<C, calls::Scale> ||
     std::is_same_v<C, calls::ReduceSum> || std::is_same_v<C, calls::ReduceMax> ||

@@ -94,6 +94,24 @@ void fill(Tensor& x, double value) {
   });
 }
 
+void cast(const Tensor& src, Tensor& dst) {
+  require_defined("cast", "src", src);
+  require_defined("cast", "dst", dst);
+  require_same_device("cast", src, "src", dst, "dst");
+  auto floating = [](DType d) {
+    return d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16;
+  };
+  COHORT_CHECK(floating(src.dtype()) && floating(dst.dtype()), "cast: ", dtype_name(src.dtype()),
+               " -> ", dtype_name(dst.dtype()),
+               " is not supported (floating-point dtypes only: f32, f64, bf16, f16)");
+  COHORT_CHECK(src.numel() == dst.numel(), "cast: 'src' has ", src.numel(), " elements ",
+               src.shape().str(), ", 'dst' has ", dst.numel(), " ", dst.shape().str());
+  if (count(src) == 0) return;
+  dispatch::run(src.device(), {&src}, {&dst}, [&](const dispatch::Operands& o) {
+    return calls::Cast{o.in_raw(src), src.dtype(), o.out_raw(dst), dst.dtype(), count(src)};
+  });
+}
+
 void add(const Tensor& a, const Tensor& b, Tensor& out) {
   binary<calls::Add>("add", a, b, out);
 }

@@ -1,70 +1,99 @@
 // The compressed reducers (DDPOptions::bf16_compression, f16_compression): half the bytes on the
-// wire. The bucket is copied to the host, rounded to 16 bits, all-reduced as a 16-bit sum
-// (backends combine in float and round back) and widened again. No error feedback.
-//  - bf16 (8 significant bits, f32's range): rounded as it is, summed, then divided by n.
-//  - f16 (11 significant bits, largest 65504): divided by n before the rounding, as PyTorch's
+// wire. The bucket is a flat f32 tensor on the parameters' device (gradients may be views into
+// it, as with the plain reducer); it is converted on that device to a 16-bit buffer (ops::cast),
+// all-reduced as a 16-bit sum (backends combine in float and round back) and converted back.
+// No error feedback.
+//  - bf16 (8 significant bits, f32's range): rounded as it is, summed, then multiplied by 1/n.
+//  - f16 (11 significant bits, largest 65504): multiplied by 1/n before the rounding, as PyTorch's
 //    fp16_compress_hook does, so that the sum of n gradients stays within f16's range; a gradient
 //    element beyond +-65504 * n becomes infinity (the step then goes non-finite, as in PyTorch).
+// Where the 16-bit buffer lives: communicator-buffer memory for host parameters (shm reduces from
+// the peers' buffers in place); a device tensor when the communicator takes device memory (nccl);
+// otherwise a device tensor staged through a host copy of its 16 bits (half the staging bytes of
+// the host_staged reducer).
 #include "reducer.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "cohort/core/dtype.hpp"
 #include "cohort/core/error.hpp"
+#include "cohort/core/ops.hpp"
 
 namespace cohort::parallel::detail {
 namespace {
 
 class CompressedReducer final : public Reducer {
  public:
-  CompressedReducer(comm::Communicator& comm, std::int64_t numel, DType wire)
-      : comm_(comm),
-        wire_(wire),
-        host_(static_cast<std::size_t>(numel), 0.0f),
-        packed_(static_cast<std::size_t>(numel), 0) {}
+  CompressedReducer(comm::Communicator& comm, Device& dev, std::int64_t numel, DType wire)
+      : comm_(comm), dev_(dev), numel_(numel), wire_(wire) {
+    flat_ = Tensor::zeros(Shape{numel}, DType::f32, dev);
+    const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(wire);
+    if (dev.host_accessible()) {
+      std::shared_ptr<comm::CommBuffer> buf = comm.alloc_buffer(bytes);
+      void* p = buf->data();
+      packed_ = Tensor::wrap(p, Shape{numel}, wire, dev, std::move(buf));
+    } else {
+      packed_ = Tensor::zeros(Shape{numel}, wire, dev);
+      if (!comm_can_use(comm, dev)) staging_ = comm.alloc_buffer(bytes);
+    }
+  }
 
   const char* name() const override { return dtype_name(wire_); }
+  Tensor flat_bucket() const override { return flat_; }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
-    if (!grads.empty()) wait_for_compute(grads.front().device());
-    gather_to_host(grads, host_.data());
-    const std::size_t m = host_.size();
-    const float* h = host_.data();
-    std::uint16_t* p = packed_.data();
-    if (wire_ == DType::f16) {
-      const float inv = 1.0f / static_cast<float>(comm_.size());
-      for (std::size_t i = 0; i < m; ++i) p[i] = float_to_f16(h[i] * inv);
-    } else {
-      for (std::size_t i = 0; i < m; ++i) p[i] = float_to_bf16(h[i]);
+    std::int64_t off = 0;
+    for (const Tensor& g : grads) {
+      if (!in_place(g, off)) flat_.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
+      off += g.numel();
     }
-    return comm_.allreduce(p, p, m, wire_, comm::ReduceOp::sum);
+    if (wire_ == DType::f16) ops::scale(1.0f / static_cast<float>(comm_.size()), flat_, flat_);
+    ops::cast(flat_, packed_);
+    wait_for_compute(dev_);
+    void* wire = packed_.raw();
+    if (staging_) {
+      dev_.copy_to_host(staging_->data(), packed_.raw(), staging_->bytes());
+      wire = staging_->data();
+    }
+    return comm_.allreduce(wire, wire, static_cast<std::size_t>(numel_), wire_,
+                           comm::ReduceOp::sum);
   }
 
   void complete(const std::vector<Tensor>& grads) override {
-    const std::size_t m = host_.size();
-    float* h = host_.data();
-    const std::uint16_t* p = packed_.data();
-    if (wire_ == DType::f16) {
-      for (std::size_t i = 0; i < m; ++i) h[i] = f16_to_float(p[i]);
-    } else {
-      const auto n = static_cast<float>(comm_.size());
-      for (std::size_t i = 0; i < m; ++i) h[i] = bf16_to_float(p[i]) / n;
+    if (staging_) dev_.copy_from_host(packed_.raw(), staging_->data(), staging_->bytes());
+    ops::cast(packed_, flat_);
+    if (wire_ == DType::bf16) ops::scale(1.0f / static_cast<float>(comm_.size()), flat_, flat_);
+    std::int64_t off = 0;
+    for (const Tensor& g : grads) {
+      if (!in_place(g, off)) {
+        Tensor dst = g;  // shares storage
+        dst.copy_from(flat_.slice(off, off + g.numel()));
+      }
+      off += g.numel();
     }
-    scatter_from_host(host_.data(), grads);
   }
 
  private:
+  // Whether g already is the bucket's elements [off, off + numel).
+  bool in_place(const Tensor& g, std::int64_t off) const {
+    return g.raw() == static_cast<char*>(flat_.raw()) + off * static_cast<std::int64_t>(sizeof(float));
+  }
+
   comm::Communicator& comm_;
+  Device& dev_;
+  const std::int64_t numel_;
   const DType wire_;
-  std::vector<float> host_;
-  std::vector<std::uint16_t> packed_;
+  Tensor flat_;    // f32, the parameters' device
+  Tensor packed_;  // 16-bit, the parameters' device (host: communicator-buffer memory)
+  std::unique_ptr<comm::CommBuffer> staging_;  // device parameters, host-only communicator
 };
 
 }  // namespace
 
-std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, std::int64_t numel,
-                                                 DType wire) {
+std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, Device& dev,
+                                                 std::int64_t numel, DType wire) {
   COHORT_CHECK(wire == DType::bf16 || wire == DType::f16,
                "DistributedDataParallel: gradient compression is bf16 or f16, not ",
                dtype_name(wire));
@@ -73,7 +102,7 @@ std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, std::
                "DistributedDataParallel: ", dtype_name(wire),
                "_compression needs a communicator that reduces ", dtype_name(wire), "; '",
                comm.backend(), "' does not");
-  return std::make_unique<CompressedReducer>(comm, numel, wire);
+  return std::make_unique<CompressedReducer>(comm, dev, numel, wire);
 }
 
 }  // namespace cohort::parallel::detail

@@ -312,7 +312,13 @@ TEST_CASE("f16 compression stays closer to fp32 than bf16") {
   auto& c = ddp_test::comm();
   par::DDPOptions o;
   o.f16_compression = true;
-  par::DistributedDataParallel ddp(small_net(1), ddp_test::shared_comm(), o);
+  auto model = small_net(1);
+  par::DistributedDataParallel ddp(model, ddp_test::shared_comm(), o);
+  // The compressed reducers keep a flat f32 bucket too: the gradients are views into it.
+  const auto ps = model->parameters();
+  for (std::size_t i = ps.size() - 1; i > 0; --i)
+    CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
+          static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
   train_ddp(ddp, kSteps);
   auto ref = reference(kSteps);
   const double rel = max_relative_difference(ddp.module(), *ref);

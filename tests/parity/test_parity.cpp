@@ -62,6 +62,18 @@ std::vector<Row> rows() {
       ops::fill(x, 3.7);
       return Outputs{x};
     });
+  // Cast: every pair of the floating-point dtypes, through f32 values that round in each 16-bit
+  // type (uniform in [-4, 4), scaled so that some land among f16's subnormals).
+  for (DType s : {DType::f32, DType::f64, DType::bf16, DType::f16})
+    for (DType t : {DType::f32, DType::f64, DType::bf16, DType::f16})
+      add(Op::cast, std::string("cast ") + dtype_name(s) + " -> " + dtype_name(t), 0, [s, t](Device& d) {
+        Tensor f = uni(d, {1001}, 7);
+        ops::scale(1e-3f, f, f);
+        Tensor x = zeros(d, {1001}, s), y = zeros(d, {1001}, t);
+        ops::cast(f, x);
+        ops::cast(x, y);
+        return Outputs{y};
+      });
   add(Op::add, "add [1000]", 0, [](Device& d) {
     Tensor o = zeros(d, {1000});
     ops::add(uni(d, {1000}, 1), uni(d, {1000}, 2), o);

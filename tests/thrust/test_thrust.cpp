@@ -37,6 +37,11 @@ void tour() {
     ops::fill(x, 1.5);
   }
   Tensor a = uni(40, 1), b = uni(40, 2), o = zeros(40);
+  for (DType t : {DType::f64, DType::bf16, DType::f16}) {
+    Tensor c = zeros(40, t);
+    ops::cast(a, c);
+    ops::cast(c, o);
+  }
   ops::add(a, b, o);
   ops::sub(a, b, o);
   ops::mul(a, b, o);
@@ -79,7 +84,7 @@ TEST_CASE("every op thrust_ops covers runs through Thrust on thrust-host; the ot
       CHECK(testing::thrust_calls(op) == 0);
     }
   }
-  CHECK(covered == 19);  // the list in thrust_ops.hpp; update both together
+  CHECK(covered == 20);  // the list in thrust_ops.hpp; update both together
   CHECK_FALSE(testing::thrust_covers(Op::gemm));
   CHECK(testing::thrust_covers(Op::adam_step));
 }

@@ -45,6 +45,7 @@ class Operands {
     return t ? out<T>(*t) : nullptr;
   }
   void* out_raw(Tensor& t) const { return resolve(t).raw(); }
+  const void* in_raw(const Tensor& t) const { return resolve(t).raw(); }
 
   // The tensor the call uses in place of `t`: its copy on the fallback device, else `t` itself.
   const Tensor& resolve(const Tensor& t) const;

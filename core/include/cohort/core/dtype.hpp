@@ -8,6 +8,14 @@
 #include <cstring>
 #include <string>
 
+// The 16-bit conversions below are also device code under nvcc (the cast op's CUDA path); an
+// annotation only, no CUDA type in this header.
+#if defined(__CUDACC__)
+#define COHORT_DTYPE_HD __host__ __device__
+#else
+#define COHORT_DTYPE_HD
+#endif
+
 namespace cohort {
 
 // The codes are part of the collectives' fingerprints and of saved files: append, never reorder.
@@ -31,14 +39,14 @@ template <> constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
 // and keeps subnormals (no flush to zero). Inline and branch-free so that loops over arrays
 // vectorise (the collectives' reduction kernels use them; build those with -fno-trapping-math,
 // without which GCC keeps the selects as branches).
-inline std::uint16_t float_to_bf16(float f) {
+COHORT_DTYPE_HD inline std::uint16_t float_to_bf16(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   const bool nan = (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0;
   const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   return static_cast<std::uint16_t>(nan ? ((u >> 16) | 0x0040u) : rounded);
 }
-inline float bf16_to_float(std::uint16_t b) {
+COHORT_DTYPE_HD inline float bf16_to_float(std::uint16_t b) {
   const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
   float f;
   std::memcpy(&f, &u, 4);
@@ -48,7 +56,7 @@ inline float bf16_to_float(std::uint16_t b) {
 // After F. Giesen's float_to_half_fast3_rtne: values below 2^-14 (f16 subnormals) are rounded by
 // one float addition that lines the 10 mantissa bits up at the bottom (the FPU rounds to nearest
 // even there); normal values add the rounding bias to the bits directly.
-inline std::uint16_t float_to_f16(float f) {
+COHORT_DTYPE_HD inline std::uint16_t float_to_f16(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   const std::uint32_t sign = u & 0x80000000u;
@@ -69,7 +77,7 @@ inline std::uint16_t float_to_f16(float f) {
   return static_cast<std::uint16_t>(h | (sign >> 16));
 }
 // Exact: every f16 value is a float (a signalling NaN is quieted, payload kept).
-inline float f16_to_float(std::uint16_t h) {
+COHORT_DTYPE_HD inline float f16_to_float(std::uint16_t h) {
   constexpr std::uint32_t kExp = 0x7c00u << 13;
   std::uint32_t o = (static_cast<std::uint32_t>(h) & 0x7fffu) << 13;
   const std::uint32_t exp = o & kExp;

@@ -49,6 +49,16 @@ struct Fill {  // every dtype; the value converted as static_cast (bf16: round t
   std::size_t n;
   double value;
 };
+// dst[i] = src[i] converted to dst_dtype. Floating-point dtypes only (f32, f64, bf16, f16); bf16
+// and f16 round to nearest even (cohort::float_to_bf16 / float_to_f16); f64 to a 16-bit type goes
+// through f32, as PyTorch's does. src and dst do not overlap (unless the same dtype and pointer).
+struct Cast {
+  const void* src;
+  DType src_dtype;
+  void* dst;
+  DType dst_dtype;
+  std::size_t n;
+};
 struct Binary {
   const float* a;
   const float* b;

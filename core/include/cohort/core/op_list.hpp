@@ -15,6 +15,7 @@
 #define COHORT_OP_LIST(X)                          \
   /* tensor ops (cohort/core/ops.hpp) */           \
   X(fill, Fill)                                    \
+  X(cast, Cast)                                    \
   X(add, Add)                                      \
   X(sub, Sub)                                      \
   X(mul, Mul)                                      \

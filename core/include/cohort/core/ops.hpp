@@ -7,6 +7,9 @@
 namespace cohort::ops {
 
 void fill(Tensor& x, double value);
+// dst = src converted to dst's dtype (torch's dst.copy_(src) across dtypes): same numel, same
+// device, floating-point dtypes only (f32, f64, bf16, f16); 16-bit results round to nearest even.
+void cast(const Tensor& src, Tensor& dst);
 void add(const Tensor& a, const Tensor& b, Tensor& out);  // out = a + b
 void sub(const Tensor& a, const Tensor& b, Tensor& out);  // out = a - b
 void mul(const Tensor& a, const Tensor& b, Tensor& out);  // out = a * b (element-wise)
