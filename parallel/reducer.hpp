@@ -78,4 +78,10 @@ void wait_for_compute(Device& dev);
 void gather_to_host(const std::vector<Tensor>& grads, float* host);
 void scatter_from_host(const float* host, const std::vector<Tensor>& grads);
 
+// The same for a flat f32 bucket on the gradients' device (plain and compressed reducers), as
+// device copies, skipping every gradient that already is its view into `flat`
+// (gradient_as_bucket_view).
+void pack_into_bucket(const std::vector<Tensor>& grads, Tensor& flat);
+void unpack_from_bucket(const Tensor& flat, const std::vector<Tensor>& grads);
+
 }  // namespace cohort::parallel::detail

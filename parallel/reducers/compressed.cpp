@@ -44,11 +44,7 @@ class CompressedReducer final : public Reducer {
   Tensor flat_bucket() const override { return flat_; }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
-    std::int64_t off = 0;
-    for (const Tensor& g : grads) {
-      if (!in_place(g, off)) flat_.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
-      off += g.numel();
-    }
+    pack_into_bucket(grads, flat_);
     if (wire_ == DType::f16) ops::scale(1.0f / static_cast<float>(comm_.size()), flat_, flat_);
     ops::cast(flat_, packed_);
     wait_for_compute(dev_);
@@ -65,22 +61,10 @@ class CompressedReducer final : public Reducer {
     if (staging_) dev_.copy_from_host(packed_.raw(), staging_->data(), staging_->bytes());
     ops::cast(packed_, flat_);
     if (wire_ == DType::bf16) ops::scale(1.0f / static_cast<float>(comm_.size()), flat_, flat_);
-    std::int64_t off = 0;
-    for (const Tensor& g : grads) {
-      if (!in_place(g, off)) {
-        Tensor dst = g;  // shares storage
-        dst.copy_from(flat_.slice(off, off + g.numel()));
-      }
-      off += g.numel();
-    }
+    unpack_from_bucket(flat_, grads);
   }
 
  private:
-  // Whether g already is the bucket's elements [off, off + numel).
-  bool in_place(const Tensor& g, std::int64_t off) const {
-    return g.raw() == static_cast<char*>(flat_.raw()) + off * static_cast<std::int64_t>(sizeof(float));
-  }
-
   comm::Communicator& comm_;
   Device& dev_;
   const std::int64_t numel_;

@@ -33,33 +33,17 @@ class PlainReducer final : public Reducer {
   Tensor flat_bucket() const override { return flat_; }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
-    std::int64_t off = 0;
-    for (const Tensor& g : grads) {
-      if (!in_place(g, off)) flat_.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
-      off += g.numel();
-    }
+    pack_into_bucket(grads, flat_);
     wait_for_compute(dev_);
     return comm_.allreduce(flat_.raw(), flat_.raw(), static_cast<std::size_t>(numel_),
                            DType::f32, comm::ReduceOp::avg);
   }
 
   void complete(const std::vector<Tensor>& grads) override {
-    std::int64_t off = 0;
-    for (const Tensor& g : grads) {
-      if (!in_place(g, off)) {
-        Tensor dst = g;  // shares storage
-        dst.copy_from(flat_.slice(off, off + g.numel()));
-      }
-      off += g.numel();
-    }
+    unpack_from_bucket(flat_, grads);
   }
 
  private:
-  // Whether g already is the bucket's elements [off, off + numel).
-  bool in_place(const Tensor& g, std::int64_t off) const {
-    return g.raw() == static_cast<char*>(flat_.raw()) + off * static_cast<std::int64_t>(sizeof(float));
-  }
-
   comm::Communicator& comm_;
   const std::int64_t numel_;
   Device& dev_;
