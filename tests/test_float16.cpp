@@ -16,6 +16,7 @@
 #include "cohort/core/dtype.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define COHORT_TEST_F16C 1
 #endif
@@ -135,7 +136,9 @@ TEST_CASE("f16: digests of PyTorch's conversions (tests/golden/f16.json)") {
 
   Fnv wid;
   for (std::uint32_t h = 0; h < 65536; ++h) wid.add(bits(f16_to_float(static_cast<std::uint16_t>(h))));
-  for (const auto& [h, v] : doc["to_float"]["samples"].items()) {
+  for (const auto& item : doc["to_float"]["samples"].items()) {
+    const std::string h = item.key();  // (a named copy: INFO cannot capture a structured binding)
+    const auto& v = item.value();
     INFO("f16 0x" << h);
     CHECK(bits(f16_to_float(static_cast<std::uint16_t>(parse_hex(h)))) == parse_hex(v.get<std::string>()));
   }
@@ -144,7 +147,9 @@ TEST_CASE("f16: digests of PyTorch's conversions (tests/golden/f16.json)") {
   // Specials: exact, except that PyTorch makes every NaN 0x7e00 (sign kept) where cohort keeps
   // the upper payload bits (as F16C does): NaNs must be NaN with the same sign.
   REQUIRE(doc["to_f16"]["specials"].size() == 21);
-  for (const auto& [x, h] : doc["to_f16"]["specials"].items()) {
+  for (const auto& item : doc["to_f16"]["specials"].items()) {
+    const std::string x = item.key();
+    const auto& h = item.value();
     INFO("float 0x" << x);
     const std::uint16_t mine = float_to_f16(from_bits(parse_hex(x)));
     const auto torch = static_cast<std::uint16_t>(parse_hex(h.get<std::string>()));
@@ -162,7 +167,8 @@ TEST_CASE("f16: digests of PyTorch's conversions (tests/golden/f16.json)") {
 
 TEST_CASE("f16: the CPU's F16C instructions agree (every f16, 16.7M floats)") {
 #ifdef COHORT_TEST_F16C
-  if (!__builtin_cpu_supports("f16c")) {
+  unsigned a = 0, b = 0, c = 0, d = 0;  // F16C: CPUID.1:ECX bit 29
+  if (!(__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0)) {
     MESSAGE("this CPU has no F16C: the hardware cross-check does not run here");
     return;
   }

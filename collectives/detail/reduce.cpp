@@ -16,6 +16,7 @@
 #include <string>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define COHORT_HAVE_F16C_PATH 1
 #endif
@@ -309,8 +310,12 @@ bool use_f16c() {
   static const bool on = [] {
     const char* e = std::getenv("COHORT_REDUCE_F16C");
     if (e && std::string(e) == "0") return false;
+    // F16C is CPUID.1:ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c"); AVX2's
+    // check also covers the OS saving the YMM registers.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+    return f16c && __builtin_cpu_supports("avx2");
   }();
   return on;
 }

@@ -86,7 +86,7 @@ COHORT_DTYPE_HD inline float f16_to_float(std::uint16_t h) {
   // F16C's. Selects, not branches, so that loops over arrays vectorise.
   const bool special = exp == kExp;
   o += special ? (128u - 16u) << 23 : 0u;
-  o |= special & ((h & 0x3ffu) != 0) ? 0x00400000u : 0u;
+  o |= (special && (h & 0x3ffu) != 0) ? 0x00400000u : 0u;
   float f;
   std::memcpy(&f, &o, 4);
   constexpr std::uint32_t kMagicBits = 113u << 23;
