@@ -150,7 +150,7 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
 }
 
 // Points each member's gradient at its slice of the bucket (the order launch() packs them), keeping
-// the values it had. Nothing to do for reducers without a flat bucket on the parameters' device.
+// the values it had.
 void DistributedDataParallel::view_gradients_in(Bucket& b) {
   const Tensor flat = b.reducer->flat_bucket();
   if (!flat.defined()) return;

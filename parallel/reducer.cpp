@@ -12,11 +12,11 @@ std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communica
                                       Device& dev, std::int64_t numel) {
   // The deterministic reducer does its arithmetic on the host, whatever the device; the compressed
   // ones on the parameters' device.
-  if (options.deterministic) return make_deterministic_reducer(comm, numel);
+  if (options.deterministic) return make_deterministic_reducer(comm, dev, numel);
   if (options.bf16_compression) return make_compressed_reducer(comm, dev, numel, DType::bf16);
   if (options.f16_compression) return make_compressed_reducer(comm, dev, numel, DType::f16);
   if (comm_can_use(comm, dev)) return make_plain_reducer(comm, dev, numel);
-  return make_host_staged_reducer(comm, numel);
+  return make_host_staged_reducer(comm, dev, numel);
 }
 
 }  // namespace cohort::parallel::detail

@@ -9,23 +9,28 @@
 //   plain.cpp          all-reduce(avg) on a flat buffer on the parameters' device, when the
 //                      communicator can take that memory (host memory for shm/ucx, GPU memory
 //                      for nccl or CUDA-aware ucx)
-//   host_staged.cpp    the same all-reduce(avg) on a host copy, for memory the communicator
-//                      cannot take (GPU parameters with a host-only communicator)
+//   host_staged.cpp    the same flat bucket, all-reduced(avg) in an asynchronous host copy
+//                      (HostStage), for memory the communicator cannot take (GPU parameters
+//                      with a host-only communicator)
 //   compressed.cpp     flat f32 bucket on the parameters' device, cast there to bf16 (then x 1/n)
 //                      or f16 (x 1/n first), 16-bit sum all-reduce, cast back
-//   deterministic.cpp  host copy all-gathered, summed in rank order 0..n-1 in f32, / n
+//   deterministic.cpp  the same flat bucket all-gathered, summed on the host in rank order
+//                      0..n-1 in f32, / n
 //
 // make_reducer() picks one from DDPOptions and the communicator's capabilities. Every reducer
-// calls wait_for_compute() before the communicator reads gradients, so the ordering "the
-// gradients of this bucket are written before communication reads them" lives in one function.
+// calls wait_for_compute() (or, for an asynchronous host copy, order_after_compute()) before the
+// communicator reads gradients, so the ordering "the gradients of this bucket are written before
+// communication reads them" lives in one file (wait_for_compute.cpp).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "cohort/collectives/communicator.hpp"
 #include "cohort/core/device.hpp"
+#include "cohort/core/stream.hpp"
 #include "cohort/core/tensor.hpp"
 #include "cohort/parallel/ddp.hpp"
 
@@ -41,12 +46,12 @@ class Reducer {
   // them (wait_for_compute) and starts the collective. Does not wait for the collective; the
   // returned Work must be done (test() true or wait() returned) before complete().
   virtual comm::WorkHandle launch(const std::vector<Tensor>& grads) = 0;
-  // The flat f32 bucket the collective runs on, on the parameters' device, when the gradients
-  // may be views into it (DDPOptions::gradient_as_bucket_view): plain, bf16 and f16; undefined
-  // for the reducers that work on a host copy (host_staged, deterministic). launch() and complete() skip the copy
-  // of every gradient that is such a view.
-  virtual Tensor flat_bucket() const { return Tensor(); }
-  // Writes the average over ranks into `grads` (the same tensors as launch). Blocks.
+  // The flat f32 bucket on the parameters' device that the gradients may be views into
+  // (DDPOptions::gradient_as_bucket_view); every reducer has one. launch() and complete() skip
+  // the copy of every gradient that is such a view.
+  virtual Tensor flat_bucket() const = 0;
+  // Writes the average over ranks into `grads` (the same tensors as launch): done when it
+  // returns on a host device; on a GPU, enqueued on the compute stream (later ops see it).
   virtual void complete(const std::vector<Tensor>& grads) = 0;
 };
 
@@ -59,11 +64,13 @@ std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communica
 
 std::unique_ptr<Reducer> make_plain_reducer(comm::Communicator& comm, Device& dev,
                                             std::int64_t numel);
-std::unique_ptr<Reducer> make_host_staged_reducer(comm::Communicator& comm, std::int64_t numel);
+std::unique_ptr<Reducer> make_host_staged_reducer(comm::Communicator& comm, Device& dev,
+                                                  std::int64_t numel);
 // wire: DType::bf16 or DType::f16; throws if `comm` does not reduce it.
 std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, Device& dev,
                                                  std::int64_t numel, DType wire);
-std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, std::int64_t numel);
+std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, Device& dev,
+                                                    std::int64_t numel);
 
 // Whether `comm` can read and write `dev`'s memory directly.
 bool comm_can_use(const comm::Communicator& comm, const Device& dev);
@@ -73,14 +80,55 @@ bool comm_can_use(const comm::Communicator& comm, const Device& dev);
 // communication after compute (wait_for_compute.cpp); blocks.
 void wait_for_compute(Device& dev);
 
-// Host staging shared by the host reducers (reducers/staging.cpp): the gradients, back to back,
-// into / out of `host` (sum of their numel() floats). Blocking copies.
-void gather_to_host(const std::vector<Tensor>& grads, float* host);
-void scatter_from_host(const float* host, const std::vector<Tensor>& grads);
+// Makes work enqueued on `stream` from now on wait for everything already queued on `dev`'s
+// compute stream; the host does not block. The asynchronous form of wait_for_compute, for
+// copies that run on a stream of their own (HostStage).
+void order_after_compute(Device& dev, Stream& stream);
 
-// The same for a flat f32 bucket on the gradients' device (plain and compressed reducers), as
-// device copies, skipping every gradient that already is its view into `flat`
-// (gradient_as_bucket_view).
+// A host copy of a device buffer, for a communicator that cannot take the device's memory (GPU
+// parameters with shm or ucx): the staging of reducers/staging.cpp, shared by the host_staged,
+// compressed and deterministic reducers. The host memory is Communicator::alloc_buffer memory
+// (shm reduces from the peers' copies in place), page-locked for the device
+// (Device::register_host_memory), so both copies are asynchronous and the host never waits for
+// the device:
+//   download(src)   on the stage's own stream, after the compute enqueued so far; returns at once
+//   then(start)     a Work that calls start() (the collective on data()) once the download has
+//                   landed: at once if it already has, else in the first test() that finds it
+//                   landed, or in wait(); so DDP's polling issues it and backward is not held up
+//   upload(dst)     the host copy back to `dst` on the compute stream, which orders it before
+//                   the optimizer step; returns at once
+// The host copy is not written again before the upload has run: the next download waits for the
+// compute stream (order_after_compute), and the next collective for that download.
+// Buckets issue their collectives in bucket order on every rank; DDP's poll() tests bucket k+1
+// only once bucket k is done, so a deferred start never overtakes an earlier bucket's.
+class HostStage {
+ public:
+  HostStage(comm::Communicator& comm, Device& dev, std::size_t bytes);
+  ~HostStage();  // waits for copies in flight (they use the host memory)
+  HostStage(const HostStage&) = delete;
+  HostStage& operator=(const HostStage&) = delete;
+
+  void* data() const { return host_->data(); }
+  std::size_t bytes() const { return host_->bytes(); }
+  bool pinned() const { return pinned_; }  // register_host_memory succeeded
+  void download(const void* device_src);
+  comm::WorkHandle then(std::function<comm::WorkHandle()> start);
+  void upload(void* device_dst);
+  // Blocks until the last download has landed (for host arithmetic right after it).
+  void wait_download() { downloaded_.synchronize(); }
+
+ private:
+  Device& dev_;
+  std::unique_ptr<comm::CommBuffer> host_;
+  bool pinned_ = false;
+  Stream stream_;
+  Event downloaded_;
+  Event uploaded_;
+};
+
+// The bucket's gradients, back to back, into / out of its flat f32 tensor on their device, as
+// device copies (reducers/staging.cpp), skipping every gradient that already is its view into
+// `flat` (gradient_as_bucket_view).
 void pack_into_bucket(const std::vector<Tensor>& grads, Tensor& flat);
 void unpack_from_bucket(const Tensor& flat, const std::vector<Tensor>& grads);
 

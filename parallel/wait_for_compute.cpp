@@ -19,3 +19,13 @@ void wait_for_compute(Device& dev) {
 }
 
 }  // namespace cohort::parallel::detail
+
+namespace cohort::parallel::detail {
+
+void order_after_compute(Device& dev, Stream& stream) {
+  Event written(dev);
+  written.record();
+  stream.wait(written);
+}
+
+}  // namespace cohort::parallel::detail

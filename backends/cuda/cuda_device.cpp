@@ -201,6 +201,31 @@ void CudaDevice::copy_from_host_async(void* dst, const void* src, std::size_t by
                                     as_stream(stream ? stream : compute)));
 }
 
+void CudaDevice::copy_to_host_async(void* dst, const void* src, std::size_t bytes,
+                                    void* stream) {
+  if (bytes == 0) return;
+  void* compute = this->stream();
+  COHORT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
+                                    as_stream(stream ? stream : compute)));
+}
+
+bool CudaDevice::register_host_memory(void* p, std::size_t bytes) {
+  if (p == nullptr || bytes == 0) return true;
+  activate();
+  // Portable: page-locked for every device's context. A failure (memory the driver cannot lock,
+  // such as some file mappings, or the lock limit) is not an error: copies then stage through
+  // the driver's own buffers and may block.
+  if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
+void CudaDevice::unregister_host_memory(void* p) noexcept {
+  if (p == nullptr) return;
+  if (cudaSetDevice(index_) == cudaSuccess) (void)cudaHostUnregister(p);
+  (void)cudaGetLastError();
+}
+
 void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   const cudaStream_t s = as_stream(stream());

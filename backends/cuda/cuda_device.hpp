@@ -58,6 +58,10 @@ class CudaDevice final : public Device {
   void* allocate_pinned(std::size_t bytes) override;
   void deallocate_pinned(void* p, std::size_t bytes) noexcept override;
   void copy_from_host_async(void* dst, const void* src, std::size_t bytes, void* stream) override;
+  void copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream) override;
+  // cudaHostRegister (portable) / cudaHostUnregister.
+  bool register_host_memory(void* p, std::size_t bytes) override;
+  void unregister_host_memory(void* p) noexcept override;
 
   void* create_stream() override;
   void destroy_stream(void* stream) noexcept override;

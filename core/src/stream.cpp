@@ -38,6 +38,11 @@ void Device::deallocate_pinned(void* p, std::size_t) noexcept { std::free(p); }
 void Device::copy_from_host_async(void* dst, const void* host_src, std::size_t bytes, void*) {
   copy_from_host(dst, host_src, bytes);
 }
+void Device::copy_to_host_async(void* host_dst, const void* src, std::size_t bytes, void*) {
+  copy_to_host(host_dst, src, bytes);
+}
+bool Device::register_host_memory(void*, std::size_t) { return true; }
+void Device::unregister_host_memory(void*) noexcept {}
 
 Stream::Stream(Device& device) : device_(&device), handle_(device.create_stream()), owned_(true) {}
 Stream Stream::compute(Device& device) { return Stream(device, nullptr, false); }

@@ -9,12 +9,13 @@
 //    element beyond +-65504 * n becomes infinity (the step then goes non-finite, as in PyTorch).
 // Where the 16-bit buffer lives: communicator-buffer memory for host parameters (shm reduces from
 // the peers' buffers in place); a device tensor when the communicator takes device memory (nccl);
-// otherwise a device tensor staged through a host copy of its 16 bits (half the staging bytes of
-// the host_staged reducer).
+// otherwise a device tensor staged through a HostStage copy of its 16 bits (asynchronous, half the
+// staging bytes of the host_staged reducer).
 #include "reducer.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "cohort/core/dtype.hpp"
@@ -36,7 +37,7 @@ class CompressedReducer final : public Reducer {
       packed_ = Tensor::wrap(p, Shape{numel}, wire, dev, std::move(buf));
     } else {
       packed_ = Tensor::zeros(Shape{numel}, wire, dev);
-      if (!comm_can_use(comm, dev)) staging_ = comm.alloc_buffer(bytes);
+      if (!comm_can_use(comm, dev)) stage_ = std::make_unique<HostStage>(comm, dev, bytes);
     }
   }
 
@@ -47,18 +48,20 @@ class CompressedReducer final : public Reducer {
     pack_into_bucket(grads, flat_);
     if (wire_ == DType::f16) ops::scale(1.0f / static_cast<float>(comm_.size()), flat_, flat_);
     ops::cast(flat_, packed_);
-    wait_for_compute(dev_);
-    void* wire = packed_.raw();
-    if (staging_) {
-      dev_.copy_to_host(staging_->data(), packed_.raw(), staging_->bytes());
-      wire = staging_->data();
+    if (stage_) {
+      stage_->download(packed_.raw());
+      return stage_->then([this] {
+        return comm_.allreduce(stage_->data(), stage_->data(), static_cast<std::size_t>(numel_),
+                               wire_, comm::ReduceOp::sum);
+      });
     }
-    return comm_.allreduce(wire, wire, static_cast<std::size_t>(numel_), wire_,
+    wait_for_compute(dev_);
+    return comm_.allreduce(packed_.raw(), packed_.raw(), static_cast<std::size_t>(numel_), wire_,
                            comm::ReduceOp::sum);
   }
 
   void complete(const std::vector<Tensor>& grads) override {
-    if (staging_) dev_.copy_from_host(packed_.raw(), staging_->data(), staging_->bytes());
+    if (stage_) stage_->upload(packed_.raw());
     ops::cast(packed_, flat_);
     if (wire_ == DType::bf16) ops::scale(1.0f / static_cast<float>(comm_.size()), flat_, flat_);
     unpack_from_bucket(flat_, grads);
@@ -71,7 +74,7 @@ class CompressedReducer final : public Reducer {
   const DType wire_;
   Tensor flat_;    // f32, the parameters' device
   Tensor packed_;  // 16-bit, the parameters' device (host: communicator-buffer memory)
-  std::unique_ptr<comm::CommBuffer> staging_;  // device parameters, host-only communicator
+  std::unique_ptr<HostStage> stage_;  // device parameters, host-only communicator
 };
 
 }  // namespace

@@ -1,29 +1,44 @@
-// Staging: the bucket's gradients back to back in one float array, on the host for the reducers
-// that work on a host copy (host_staged, deterministic), or in a flat tensor on the gradients'
-// device (plain, bf16, f16), where gradients that are views into it need no copy.
+// Staging: a flat tensor on the gradients' device that holds the bucket's gradients back to back
+// (every reducer), where gradients that are views into it need no copy; and HostStage, the
+// asynchronous host copy of such a bucket for a communicator that cannot take device memory.
+#include <utility>
+
 #include "reducer.hpp"
 
 namespace cohort::parallel::detail {
-
-void gather_to_host(const std::vector<Tensor>& grads, float* host) {
-  for (const Tensor& g : grads) {
-    g.device().copy_to_host(host, g.raw(), g.nbytes());
-    host += g.numel();
-  }
-}
-
-void scatter_from_host(const float* host, const std::vector<Tensor>& grads) {
-  for (const Tensor& g : grads) {
-    g.device().copy_from_host(g.raw(), host, g.nbytes());
-    host += g.numel();
-  }
-}
 
 namespace {
 // Whether g already is flat's elements [off, off + numel).
 bool is_view(const Tensor& g, const Tensor& flat, std::int64_t off) {
   return g.raw() == static_cast<char*>(flat.raw()) + off * static_cast<std::int64_t>(sizeof(float));
 }
+
+// The collective of a HostStage, started once the download it reads has landed.
+class DeferredWork final : public comm::Work {
+ public:
+  DeferredWork(const Event& downloaded, std::function<comm::WorkHandle()> start)
+      : downloaded_(downloaded), start_(std::move(start)) {}
+
+  bool test() override {
+    if (!inner_) {
+      if (!downloaded_.query()) return false;
+      inner_ = start_();
+    }
+    return inner_->test();
+  }
+  void wait() override {
+    if (!inner_) {
+      downloaded_.synchronize();
+      inner_ = start_();
+    }
+    inner_->wait();
+  }
+
+ private:
+  const Event& downloaded_;  // the HostStage's; it outlives the Work (DDP waits before it goes)
+  std::function<comm::WorkHandle()> start_;
+  comm::WorkHandle inner_;
+};
 }  // namespace
 
 void pack_into_bucket(const std::vector<Tensor>& grads, Tensor& flat) {
@@ -43,6 +58,37 @@ void unpack_from_bucket(const Tensor& flat, const std::vector<Tensor>& grads) {
     }
     off += g.numel();
   }
+}
+
+HostStage::HostStage(comm::Communicator& comm, Device& dev, std::size_t bytes)
+    : dev_(dev), host_(comm.alloc_buffer(bytes)), stream_(dev), downloaded_(dev), uploaded_(dev) {
+  pinned_ = dev.register_host_memory(host_->data(), host_->bytes());
+}
+
+HostStage::~HostStage() {
+  try {
+    downloaded_.synchronize();
+    uploaded_.synchronize();
+  } catch (const std::exception&) {
+    // A failed device: nothing more can land in the host memory; destructors do not throw.
+  }
+  if (pinned_) dev_.unregister_host_memory(host_->data());
+}
+
+void HostStage::download(const void* device_src) {
+  order_after_compute(dev_, stream_);
+  dev_.copy_to_host_async(host_->data(), device_src, host_->bytes(), stream_.handle());
+  downloaded_.record(stream_);
+}
+
+comm::WorkHandle HostStage::then(std::function<comm::WorkHandle()> start) {
+  if (downloaded_.query()) return start();  // landed already (always, on a synchronous device)
+  return std::make_shared<DeferredWork>(downloaded_, std::move(start));
+}
+
+void HostStage::upload(void* device_dst) {
+  dev_.copy_from_host_async(device_dst, host_->data(), host_->bytes(), nullptr);
+  uploaded_.record();
 }
 
 }  // namespace cohort::parallel::detail

@@ -25,6 +25,7 @@
 #include "cohort/data/dataloader.hpp"
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/train/trainer.hpp"
+#include "../common/lazy_stream_device.hpp"
 #include "ddp_test.hpp"
 
 namespace nn = cohort::nn;
@@ -37,8 +38,8 @@ constexpr std::int64_t kGlobalBatch = 64;
 constexpr int kSteps = 20;
 constexpr double kLr = 0.1;
 
-nn::ModulePtr small_net(std::uint64_t seed, std::int64_t fc_out = 10) {
-  auto& dev = cohort::host_device();
+nn::ModulePtr small_net(std::uint64_t seed, std::int64_t fc_out = 10,
+                        cohort::Device& dev = cohort::host_device()) {
   nn::manual_seed(seed);
   return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
       {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
@@ -54,14 +55,13 @@ struct Batch {
 };
 // Samples [begin, end) of the step's global batch.
 Batch batch(const cohort::data::SyntheticDataset& ds, int step, std::int64_t begin,
-            std::int64_t end) {
+            std::int64_t end, cohort::Device& dev = cohort::host_device()) {
   const std::int64_t n = end - begin, per = ds.sample_shape().numel();
   std::vector<float> x(static_cast<std::size_t>(n * per));
   std::vector<std::int64_t> y(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i)
     y[static_cast<std::size_t>(i)] =
         ds.get((step * kGlobalBatch + begin + i) % ds.size(), x.data() + i * per);
-  auto& dev = cohort::host_device();
   return {Tensor::from_vector(x, cohort::Shape{n, 1, 8, 8}, dev),
           Tensor::from_vector(y, cohort::Shape{n}, dev)};
 }
@@ -78,8 +78,11 @@ optim::SGDOptions sgd() {
 }
 
 // One forward + backward of `m` on `b` with the loss scaled by `scale`.
+// The loss is not read back (set_check_finite(false)), so a device's readbacks count only what
+// DDP does.
 void forward_backward(nn::Module& m, const Batch& b, float scale = 1.0f) {
   nn::NLLLoss loss;
+  loss.set_check_finite(false);
   loss.forward(m.forward(b.x), b.y);
   m.backward(loss.backward(scale), false);
 }
@@ -115,13 +118,14 @@ double max_relative_difference(const nn::Module& a, const nn::Module& b) {
 
 // `steps` data-parallel steps: this rank takes its share of each global batch. The DDP module is
 // used exactly like a model: its backward returns with averaged gradients.
-void train_ddp(par::DistributedDataParallel& ddp, int steps) {
+void train_ddp(par::DistributedDataParallel& ddp, int steps,
+               cohort::Device& dev = cohort::host_device()) {
   auto& c = ddp.communicator();
   const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per;
   optim::SGD opt(ddp.parameters(), sgd());
   for (int s = 0; s < steps; ++s) {
     ddp.zero_grad();
-    forward_backward(ddp, batch(dataset(), s, begin, begin + per));
+    forward_backward(ddp, batch(dataset(), s, begin, begin + per, dev));
     opt.step();
   }
 }
@@ -435,10 +439,16 @@ class CountingComm final : public cohort::comm::Communicator {
   explicit CountingComm(std::shared_ptr<cohort::comm::Communicator> inner)
       : inner_(std::move(inner)) {}
   int broadcasts = 0, allreduces = 0, allgathers = 0;
+  // Says it takes device memory, as nccl does (for a device whose memory is host memory).
+  bool claim_device_memory = false;
   std::string backend() const override { return inner_->backend(); }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
-  cohort::comm::Capabilities capabilities() const override { return inner_->capabilities(); }
+  cohort::comm::Capabilities capabilities() const override {
+    cohort::comm::Capabilities caps = inner_->capabilities();
+    caps.device_memory = caps.device_memory || claim_device_memory;
+    return caps;
+  }
   cohort::comm::WorkHandle allreduce(const void* s, void* r, std::size_t n, cohort::DType d,
                                      cohort::comm::ReduceOp op, cohort::comm::Timeout t) override {
     ++allreduces;
@@ -527,6 +537,73 @@ TEST_CASE("reducers: one per bucket, picked from the options and the communicato
   o.bf16_compression = true;  // both: an error that names them
   CHECK_THROWS_WITH_AS(reducers(o), doctest::Contains("bf16_compression and f16_compression are both set"),
                        cohort::Error);
+}
+
+TEST_CASE("device buckets: parameters on a device with late side streams train as host parameters do") {
+  // Parameters on a device the host cannot address, whose side streams run late
+  // (tests/common/lazy_stream_device.hpp). The same ops run underneath, so the weights must equal
+  // the host run's bit for bit, for every reducer and both kinds of communicator:
+  //  - host-only (the job's shm/ucx): every reducer stages its bucket through page-locked host
+  //    memory asynchronously; a collective started before its download landed, or an upload
+  //    read after the host memory changed, changes the weights;
+  //  - one that claims device memory (as nccl does; the wrapper below passes the memory, host
+  //    memory underneath, to the job's communicator): the collectives run on the device bucket.
+  auto& c = ddp_test::comm();
+  auto& lazy = cohort::testing::lazy_stream_device();
+  struct Mode {
+    std::string reducer;  // with a host-only communicator
+    par::DDPOptions options;
+  };
+  std::vector<Mode> modes(4);
+  modes[0].reducer = "host_staged";
+  modes[1].reducer = "bf16";
+  modes[1].options.bf16_compression = true;
+  modes[2].reducer = "f16";
+  modes[2].options.f16_compression = true;
+  modes[3].reducer = "deterministic";
+  modes[3].options.deterministic = true;
+  const int steps = 6;
+  for (const bool device_comm : {false, true}) {
+    for (const Mode& mode : modes) {
+      CAPTURE(device_comm);
+      CAPTURE(mode.reducer);
+      par::DistributedDataParallel on_host(small_net(1), ddp_test::shared_comm(), mode.options);
+      train_ddp(on_host, steps);
+      std::string digest;
+      {
+        auto comm = std::make_shared<CountingComm>(ddp_test::shared_comm());
+        comm->claim_device_memory = device_comm;
+        auto model = small_net(1, 10, lazy);
+        par::DistributedDataParallel ddp(model, comm, mode.options);
+        const std::string expected =
+            device_comm && mode.reducer == "host_staged" ? "plain" : mode.reducer;
+        CHECK(ddp.bucket_reducers() == std::vector<std::string>{expected});
+        const auto ps = model->parameters();  // views into one flat bucket on the device
+        for (std::size_t i = ps.size() - 1; i > 0; --i)
+          CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
+                static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
+        lazy.reset_counts();
+        train_ddp(ddp, steps, lazy);
+        if (c.size() > 1) {
+          // Staged: one bucket, one asynchronous download and upload per step, from page-locked
+          // memory, and the host never waits on a blocking copy. On the device: no copies at all,
+          // but for the deterministic mode's read-back of the n gathered copies.
+          const bool staged = !device_comm;
+          CHECK(lazy.async_downloads == (staged ? steps : 0));
+          CHECK(lazy.async_uploads == (staged ? steps : 0));
+          CHECK(lazy.unlocked_async == 0);
+          const bool reads_back = device_comm && mode.reducer == "deterministic";
+          CHECK(lazy.readbacks == (reads_back ? steps : 0));
+        }
+        digest = ddp.weights_digest();
+        CHECK(ddp.weights_identical_across_ranks());
+      }
+      CHECK(digest == on_host.weights_digest());
+      CHECK(lazy.registrations == lazy.unregistrations);  // the stages unlocked their memory
+    }
+  }
+  CHECK(lazy.streams_alive == 0);
+  MESSAGE("device buckets on " << c.size() << " ranks: 4 reducers x 2 communicators match the host run");
 }
 
 TEST_CASE("buffers: one broadcast per training forward with buffers, none without") {

@@ -113,6 +113,20 @@ class Device {
   // device).
   virtual void copy_from_host_async(void* dst, const void* host_src, std::size_t bytes,
                                     void* stream);
+  // The other direction: enqueues a copy of `bytes` from this device's `src` into host memory
+  // on `stream` (nullptr: the compute stream) and returns, possibly before it ran. The host must
+  // not read or write `host_dst` until an event recorded on `stream` after this call has
+  // completed; `src` must not be written before then either. Asynchronous only into
+  // allocate_pinned() or register_host_memory() memory. The default is copy_to_host().
+  virtual void copy_to_host_async(void* host_dst, const void* src, std::size_t bytes,
+                                  void* stream);
+  // Page-locks `bytes` of existing host memory at `p` (memory from elsewhere, e.g. a
+  // communicator's shared buffer) so that asynchronous copies to and from it do not block;
+  // undone by unregister_host_memory(p) before the memory goes. Returns false when the memory
+  // could not be locked: copies stay correct, they just may block. The default (a synchronous
+  // device) locks nothing and returns true.
+  virtual bool register_host_memory(void* p, std::size_t bytes);
+  virtual void unregister_host_memory(void* p) noexcept;
 
   // --- streams and events (opaque handles; see cohort/core/stream.hpp for the RAII wrappers) ---
   virtual void* create_stream();

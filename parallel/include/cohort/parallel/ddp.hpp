@@ -65,14 +65,16 @@ struct DDPOptions {
   bool f16_compression = false;
   // Gradients become views into the buckets (PyTorch's gradient_as_bucket_view): backward writes
   // them straight into the memory the all-reduce runs on, which saves a copy into the bucket and
-  // one back per bucket per step, and the separate gradient memory. Only with the plain reducer
-  // (not with compression, the deterministic mode or host staging, which work on host copies). A
-  // gradient replaced by another tensor after construction is copied as before, so nothing is
+  // one back per bucket per step, and the separate gradient memory. Every reducer keeps its
+  // bucket as one flat f32 buffer on the parameters' device, so this holds for all of them
+  // (compression, the deterministic mode and host staging copy from that buffer). A gradient
+  // replaced by another tensor after construction is copied as before, so nothing is
   // lost; when the DDP module is destroyed, gradients get memory of their own again.
   bool gradient_as_bucket_view = true;
   // Fixed reduction order: every bucket is all-gathered and summed locally in rank order
-  // 0..n-1, so the result does not depend on the backend's reduction algorithm and is
-  // bit-identical on shm, ucx, ... (costs n times the receive bytes of an all-reduce).
+  // 0..n-1 on the host, so the result depends neither on the backend's reduction algorithm nor
+  // on the device: bit-identical on shm, ucx, nccl, host or GPU parameters (costs n times the
+  // receive bytes of an all-reduce).
   bool deterministic = false;
 };
 

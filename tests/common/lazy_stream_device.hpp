@@ -1,0 +1,189 @@
+// A device the host may not address whose side streams really are asynchronous: work enqueued on
+// a stream made by create_stream() (copies, waits) is queued and runs only when something waits
+// for it, one item per query_event() call, all of it on synchronize_event()/synchronize_stream().
+// The compute stream (nullptr) runs at once, as ops and blocking copies do. Host memory
+// underneath; every op runs on the host device.
+//
+// Why: RemoteDevice (remote_device.hpp) is synchronous, so code that forgets an event on a GPU
+// (reads a host buffer before the download into it landed, overwrites memory a queued copy still
+// reads, starts a collective too early) still passes there. Here such code reads stale bytes and
+// the results change, on CPU-only CI. It also counts blocking transfers and checks that every
+// asynchronous copy's host side is page-locked (allocate_pinned or register_host_memory).
+// Stream and event semantics follow CUDA's: a blocking copy or synchronize() waits for the
+// compute stream only, never for side streams.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <mutex>
+
+#include "cohort/core/device.hpp"
+#include "cohort/devices.hpp"
+
+namespace cohort::testing {
+
+class LazyStreamDevice final : public Device {
+ public:
+  std::string name() const override { return "lazy"; }
+  DeviceType type() const override { return DeviceType::host; }
+  bool host_accessible() const override { return false; }
+  void* allocate(std::size_t bytes) override {
+    return bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
+  }
+  void deallocate(void* p, std::size_t) noexcept override { std::free(p); }
+  void copy_from_host(void* d, const void* s, std::size_t n) override {
+    ++blocking_uploads;
+    std::memmove(d, s, n);
+  }
+  void copy_to_host(void* d, const void* s, std::size_t n) override {
+    ++readbacks;
+    std::memmove(d, s, n);
+  }
+  void copy(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
+  void synchronize() override {}  // the compute stream is always finished
+
+  void* allocate_pinned(std::size_t bytes) override {
+    void* p = Device::allocate_pinned(bytes);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    locked_[static_cast<const char*>(p)] = bytes;
+    return p;
+  }
+  void deallocate_pinned(void* p, std::size_t bytes) noexcept override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      locked_.erase(static_cast<const char*>(p));
+    }
+    Device::deallocate_pinned(p, bytes);
+  }
+  bool register_host_memory(void* p, std::size_t bytes) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    ++registrations;
+    locked_[static_cast<const char*>(p)] = bytes;
+    return true;
+  }
+  void unregister_host_memory(void* p) noexcept override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    ++unregistrations;
+    locked_.erase(static_cast<const char*>(p));
+  }
+
+  void copy_from_host_async(void* d, const void* s, std::size_t n, void* stream) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    ++async_uploads;
+    check_locked(s, n);
+    enqueue(stream, [d, s, n] { std::memmove(d, s, n); });
+  }
+  void copy_to_host_async(void* d, const void* s, std::size_t n, void* stream) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    ++async_downloads;
+    check_locked(d, n);
+    enqueue(stream, [d, s, n] { std::memmove(d, s, n); });
+  }
+
+  void* create_stream() override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    ++streams_alive;
+    return new Queue();
+  }
+  void destroy_stream(void* stream) noexcept override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto* q = static_cast<Queue*>(stream);
+    run_until(q, q->enqueued);  // as cudaStreamDestroy: queued work still runs
+    delete q;
+    --streams_alive;
+  }
+  void* create_event() override { return new Mark(); }
+  void destroy_event(void* event) noexcept override { delete static_cast<Mark*>(event); }
+  void record_event(void* event, void* stream) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto* q = static_cast<Queue*>(stream);
+    *static_cast<Mark*>(event) = Mark{q, q ? q->enqueued : 0};
+  }
+  void stream_wait_event(void* stream, void* event) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    const Mark m = *static_cast<Mark*>(event);  // the point recorded now, as CUDA takes it
+    if (stream == nullptr) {
+      run_until(m.q, m.target);  // the compute stream runs at once: it waits right here
+      return;
+    }
+    enqueue(stream, [this, m] { run_until(m.q, m.target); });
+  }
+  bool query_event(void* event) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    const Mark& m = *static_cast<Mark*>(event);
+    if (m.q == nullptr || m.q->done >= m.target) return true;
+    run_until(m.q, m.q->done + 1);  // one item per query: work "in flight" for a while
+    return m.q->done >= m.target;
+  }
+  void synchronize_event(void* event) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    const Mark& m = *static_cast<Mark*>(event);
+    run_until(m.q, m.target);
+  }
+  void synchronize_stream(void* stream) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto* q = static_cast<Queue*>(stream);
+    if (q) run_until(q, q->enqueued);
+  }
+
+  bool supports(const OpCall&) const override { return true; }
+  void run(const OpCall& call) override { host_device().run(call); }  // host pointers underneath
+
+  void reset_counts() {
+    readbacks = blocking_uploads = async_uploads = async_downloads = unlocked_async = 0;
+  }
+
+  int readbacks = 0, blocking_uploads = 0, async_uploads = 0, async_downloads = 0;
+  int unlocked_async = 0;  // asynchronous copies whose host side was not page-locked
+  int registrations = 0, unregistrations = 0, streams_alive = 0;
+
+ private:
+  struct Queue {
+    std::deque<std::function<void()>> items;
+    std::uint64_t enqueued = 0, done = 0;
+  };
+  struct Mark {
+    Queue* q = nullptr;  // nullptr: recorded on the compute stream (already reached)
+    std::uint64_t target = 0;
+  };
+
+  void enqueue(void* stream, std::function<void()> item) {
+    auto* q = static_cast<Queue*>(stream);
+    if (q == nullptr) {
+      item();
+      return;
+    }
+    q->items.push_back(std::move(item));
+    ++q->enqueued;
+  }
+  void run_until(Queue* q, std::uint64_t target) {
+    while (q && q->done < target) {
+      std::function<void()> item = std::move(q->items.front());
+      q->items.pop_front();
+      item();
+      ++q->done;
+    }
+  }
+  void check_locked(const void* p, std::size_t n) {
+    const char* c = static_cast<const char*>(p);
+    auto it = locked_.upper_bound(c);
+    if (it == locked_.begin() || c + n > std::prev(it)->first + std::prev(it)->second)
+      ++unlocked_async;
+  }
+
+  std::recursive_mutex mu_;
+  std::map<const char*, std::size_t> locked_;  // page-locked host blocks: start -> bytes
+};
+
+// One per program, never destroyed (tensors in statics may outlive any destruction order).
+inline LazyStreamDevice& lazy_stream_device() {
+  static LazyStreamDevice* d = new LazyStreamDevice();
+  return *d;
+}
+
+}  // namespace cohort::testing
