@@ -38,7 +38,7 @@ bool packed(const std::vector<Tensor>& tensors, comm::Communicator& comm, bool l
         dev->copy(base + off, t->raw(), t->nbytes());
         off += t->nbytes();
       }
-    wait_for_compute(*dev);
+    wait_for_compute(comm, *dev);
     run(base, bytes);
     if (!store) return false;
     off = 0;
@@ -53,7 +53,6 @@ bool packed(const std::vector<Tensor>& tensors, comm::Communicator& comm, bool l
   std::size_t off = 0;
   if (load)
     for (const Tensor* t : live) {
-      wait_for_compute(t->device());
       t->device().copy_to_host(staged.data() + off, t->raw(), t->nbytes());
       off += t->nbytes();
     }

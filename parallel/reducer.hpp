@@ -75,10 +75,12 @@ std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, De
 // Whether `comm` can read and write `dev`'s memory directly.
 bool comm_can_use(const comm::Communicator& comm, const Device& dev);
 
-// Returns once everything already queued on `dev` that writes memory (gradients, buffers,
-// parameters) has landed, so a communicator may read that memory. The one place that orders
-// communication after compute (wait_for_compute.cpp); blocks.
-void wait_for_compute(Device& dev);
+// Makes sure `comm` reads `dev`'s memory only after everything already queued on `dev` that
+// writes it (gradients, buffers, parameters): nothing to do for device memory and a
+// stream-ordered communicator (nccl orders its stream after compute itself); otherwise the host
+// waits for an event on the compute stream. The one place that orders communication after
+// compute (wait_for_compute.cpp).
+void wait_for_compute(const comm::Communicator& comm, Device& dev);
 
 // Makes work enqueued on `stream` from now on wait for everything already queued on `dev`'s
 // compute stream; the host does not block. The asynchronous form of wait_for_compute, for

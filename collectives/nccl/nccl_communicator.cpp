@@ -36,6 +36,7 @@ class NcclCommunicator final : public Communicator {
     Capabilities c;
     c.host_memory = false;  // refused with an error, never staged (memory.cpp)
     c.device_memory = true;
+    c.stream_ordered = true;  // collective() orders its stream after the compute stream
     c.dtypes = common::reducible_dtypes();
     return c;
   }

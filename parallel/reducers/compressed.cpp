@@ -55,7 +55,7 @@ class CompressedReducer final : public Reducer {
                                wire_, comm::ReduceOp::sum);
       });
     }
-    wait_for_compute(dev_);
+    wait_for_compute(comm_, dev_);
     return comm_.allreduce(packed_.raw(), packed_.raw(), static_cast<std::size_t>(numel_), wire_,
                            comm::ReduceOp::sum);
   }

@@ -59,7 +59,7 @@ class DeterministicReducer final : public Reducer {
       return stage_->then(
           [this] { return comm_.allgather(stage_->data(), gathered_.data(), count_, DType::f32); });
     }
-    wait_for_compute(dev_);
+    wait_for_compute(comm_, dev_);
     void* into = gathered_dev_.defined() ? gathered_dev_.raw() : gathered_.data();
     return comm_.allgather(flat_.raw(), into, count_, DType::f32);
   }

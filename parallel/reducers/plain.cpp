@@ -34,7 +34,7 @@ class PlainReducer final : public Reducer {
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
     pack_into_bucket(grads, flat_);
-    wait_for_compute(dev_);
+    wait_for_compute(comm_, dev_);
     return comm_.allreduce(flat_.raw(), flat_.raw(), static_cast<std::size_t>(numel_),
                            DType::f32, comm::ReduceOp::avg);
   }

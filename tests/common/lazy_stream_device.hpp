@@ -8,7 +8,8 @@
 // (reads a host buffer before the download into it landed, overwrites memory a queued copy still
 // reads, starts a collective too early) still passes there. Here such code reads stale bytes and
 // the results change, on CPU-only CI. It also counts blocking transfers and checks that every
-// asynchronous copy's host side is page-locked (allocate_pinned or register_host_memory).
+// asynchronous copy's host side is page-locked (allocate_pinned or register_host_memory), and
+// counts how often the host waited for the compute stream.
 // Stream and event semantics follow CUDA's: a blocking copy or synchronize() waits for the
 // compute stream only, never for side streams.
 #pragma once
@@ -45,7 +46,7 @@ class LazyStreamDevice final : public Device {
     std::memmove(d, s, n);
   }
   void copy(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
-  void synchronize() override {}  // the compute stream is always finished
+  void synchronize() override { ++compute_waits; }  // the compute stream is always finished
 
   void* allocate_pinned(std::size_t bytes) override {
     void* p = Device::allocate_pinned(bytes);
@@ -123,11 +124,13 @@ class LazyStreamDevice final : public Device {
   void synchronize_event(void* event) override {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     const Mark& m = *static_cast<Mark*>(event);
+    if (m.q == nullptr) ++compute_waits;
     run_until(m.q, m.target);
   }
   void synchronize_stream(void* stream) override {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     auto* q = static_cast<Queue*>(stream);
+    if (q == nullptr) ++compute_waits;
     if (q) run_until(q, q->enqueued);
   }
 
@@ -135,11 +138,13 @@ class LazyStreamDevice final : public Device {
   void run(const OpCall& call) override { host_device().run(call); }  // host pointers underneath
 
   void reset_counts() {
-    readbacks = blocking_uploads = async_uploads = async_downloads = unlocked_async = 0;
+    readbacks = blocking_uploads = async_uploads = async_downloads = unlocked_async =
+        compute_waits = 0;
   }
 
   int readbacks = 0, blocking_uploads = 0, async_uploads = 0, async_downloads = 0;
   int unlocked_async = 0;  // asynchronous copies whose host side was not page-locked
+  int compute_waits = 0;   // the host waited for the compute stream (event, stream or device)
   int registrations = 0, unregistrations = 0, streams_alive = 0;
 
  private:

@@ -439,7 +439,8 @@ class CountingComm final : public cohort::comm::Communicator {
   explicit CountingComm(std::shared_ptr<cohort::comm::Communicator> inner)
       : inner_(std::move(inner)) {}
   int broadcasts = 0, allreduces = 0, allgathers = 0;
-  // Says it takes device memory, as nccl does (for a device whose memory is host memory).
+  // Says it takes device memory and orders itself after the compute stream, as nccl does (for a
+  // device whose memory is host memory and whose compute stream runs at once).
   bool claim_device_memory = false;
   std::string backend() const override { return inner_->backend(); }
   int rank() const override { return inner_->rank(); }
@@ -447,6 +448,7 @@ class CountingComm final : public cohort::comm::Communicator {
   cohort::comm::Capabilities capabilities() const override {
     cohort::comm::Capabilities caps = inner_->capabilities();
     caps.device_memory = caps.device_memory || claim_device_memory;
+    caps.stream_ordered = caps.stream_ordered || claim_device_memory;
     return caps;
   }
   cohort::comm::WorkHandle allreduce(const void* s, void* r, std::size_t n, cohort::DType d,
@@ -546,8 +548,9 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
   //  - host-only (the job's shm/ucx): every reducer stages its bucket through page-locked host
   //    memory asynchronously; a collective started before its download landed, or an upload
   //    read after the host memory changed, changes the weights;
-  //  - one that claims device memory (as nccl does; the wrapper below passes the memory, host
-  //    memory underneath, to the job's communicator): the collectives run on the device bucket.
+  //  - one that claims device memory and orders itself after compute (as nccl does; the wrapper
+  //    below passes the memory, host memory underneath, to the job's communicator): the
+  //    collectives run on the device bucket.
   auto& c = ddp_test::comm();
   auto& lazy = cohort::testing::lazy_stream_device();
   struct Mode {
@@ -594,6 +597,9 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
           CHECK(lazy.unlocked_async == 0);
           const bool reads_back = device_comm && mode.reducer == "deterministic";
           CHECK(lazy.readbacks == (reads_back ? steps : 0));
+          // Neither path makes the host wait for the compute stream: the download waits for it
+          // on its own stream, the stream-ordered communicator on its own (wait_for_compute).
+          CHECK(lazy.compute_waits == 0);
         }
         digest = ddp.weights_digest();
         CHECK(ddp.weights_identical_across_ranks());

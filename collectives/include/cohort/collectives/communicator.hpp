@@ -38,6 +38,10 @@ inline constexpr Timeout kDefaultTimeout{-1};
 struct Capabilities {
   bool host_memory = true;
   bool device_memory = false;
+  // Ops on device memory start only after the work already enqueued on that device's compute
+  // stream (the communicator orders its own stream after it with an event, as nccl does), so a
+  // caller need not wait on the host before passing memory that compute is still writing.
+  bool stream_ordered = false;
   std::vector<DType> dtypes;  // element types the reductions accept (all ops move any dtype)
 };
 
