@@ -5,6 +5,7 @@
 
 #include "cohort/parallel/ddp.hpp"
 #include "digest.hpp"
+#include "host_gather.hpp"
 
 namespace cohort::parallel {
 
@@ -20,7 +21,10 @@ bool DistributedDataParallel::weights_identical_across_ranks() {
   std::vector<std::int64_t> all(static_cast<std::size_t>(comm_->size()));
   with_context("DistributedDataParallel::weights_identical_across_ranks (all-gather of the "
                "weights digests)",
-               [&] { comm_->allgather(&mine, all.data(), 1, DType::i64)->wait(); });
+               [&] {
+                 detail::allgather_host(*comm_, detail::model_device(*model_), &mine, all.data(),
+                                        sizeof mine, "weights_identical_across_ranks");
+               });
   return std::all_of(all.begin(), all.end(), [&](std::int64_t x) { return x == mine; });
 }
 

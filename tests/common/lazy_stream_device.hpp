@@ -34,9 +34,24 @@ class LazyStreamDevice final : public Device {
   DeviceType type() const override { return DeviceType::host; }
   bool host_accessible() const override { return false; }
   void* allocate(std::size_t bytes) override {
-    return bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
+    if (bytes == 0) return nullptr;
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    allocs_[static_cast<const char*>(p)] = bytes;
+    return p;
   }
-  void deallocate(void* p, std::size_t) noexcept override { std::free(p); }
+  void deallocate(void* p, std::size_t) noexcept override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      allocs_.erase(static_cast<const char*>(p));
+    }
+    std::free(p);
+  }
+  // Whether [p, p + n) lies in one live allocation of this device ("device memory").
+  bool owns(const void* p, std::size_t n) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    return inside(allocs_, p, n);
+  }
   void copy_from_host(void* d, const void* s, std::size_t n) override {
     ++blocking_uploads;
     std::memmove(d, s, n);
@@ -174,15 +189,19 @@ class LazyStreamDevice final : public Device {
       ++q->done;
     }
   }
-  void check_locked(const void* p, std::size_t n) {
+  static bool inside(const std::map<const char*, std::size_t>& blocks, const void* p,
+                     std::size_t n) {
     const char* c = static_cast<const char*>(p);
-    auto it = locked_.upper_bound(c);
-    if (it == locked_.begin() || c + n > std::prev(it)->first + std::prev(it)->second)
-      ++unlocked_async;
+    auto it = blocks.upper_bound(c);
+    return it != blocks.begin() && c + n <= std::prev(it)->first + std::prev(it)->second;
+  }
+  void check_locked(const void* p, std::size_t n) {
+    if (!inside(locked_, p, n)) ++unlocked_async;
   }
 
   std::recursive_mutex mu_;
   std::map<const char*, std::size_t> locked_;  // page-locked host blocks: start -> bytes
+  std::map<const char*, std::size_t> allocs_;  // live device allocations: start -> bytes
 };
 
 // One per program, never destroyed (tensors in statics may outlive any destruction order).

@@ -1,6 +1,8 @@
-// Entry point of the DDP tests: creates the job's communicator (COHORT_COMM, else auto), skips
-// with exit 77 (ctest: skipped) when that backend is not in this build or cannot serve the group,
-// runs the doctest cases on every rank, and ends all ranks together.
+// Entry point of the DDP tests: picks the test device (COHORT_TEST_DEVICE, else the host; on a
+// GPU with deterministic algorithms, so that a rank's gradients equal the local reference's bit
+// for bit), creates the job's communicator (COHORT_COMM, else auto), skips with exit 77 (ctest:
+// skipped) when that device or backend is not in this build or cannot serve the group, runs the
+// doctest cases on every rank, and ends all ranks together.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -10,17 +12,30 @@
 
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
+#include "cohort/core/math_mode.hpp"
+#include "cohort/devices.hpp"
 #include "ddp_test.hpp"
 
 namespace {
 std::shared_ptr<cohort::comm::Communicator> g_comm;
+cohort::Device* g_device = nullptr;
 }
 
 std::shared_ptr<cohort::comm::Communicator> ddp_test::shared_comm() { return g_comm; }
+cohort::Device& ddp_test::test_device() { return *g_device; }
 
 int main(int argc, char** argv) {
   using namespace cohort::comm;
   try {
+    const char* dev_env = std::getenv("COHORT_TEST_DEVICE");
+    const std::string dev_spec = dev_env && *dev_env ? dev_env : "host";
+    try {
+      g_device = &cohort::device(dev_spec);
+    } catch (const cohort::Error& e) {
+      std::printf("parallel tests: skipped: no device '%s': %s\n", dev_spec.c_str(), e.what());
+      return 77;
+    }
+    if (!g_device->host_accessible()) cohort::set_deterministic_algorithms(true);
     const char* env = std::getenv("COHORT_COMM");
     const std::string backend = env && *env ? env : "auto";
     const ProcessGroupInfo info = ProcessGroupInfo::from_env();
@@ -37,8 +52,8 @@ int main(int argc, char** argv) {
     }
     g_comm = init_process_group(backend == "auto" ? "" : backend);
     if (info.rank == 0)
-      std::printf("parallel tests: backend %s, %s\n", g_comm->backend().c_str(),
-                  info.str().c_str());
+      std::printf("parallel tests: backend %s, %s, device %s\n", g_comm->backend().c_str(),
+                  info.str().c_str(), g_device->name().c_str());
     std::fflush(stdout);
     doctest::Context ctx(argc, argv);
     const int rc = ctx.run();

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
@@ -39,7 +40,7 @@ constexpr int kSteps = 20;
 constexpr double kLr = 0.1;
 
 nn::ModulePtr small_net(std::uint64_t seed, std::int64_t fc_out = 10,
-                        cohort::Device& dev = cohort::host_device()) {
+                        cohort::Device& dev = ddp_test::test_device()) {
   nn::manual_seed(seed);
   return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
       {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
@@ -55,7 +56,7 @@ struct Batch {
 };
 // Samples [begin, end) of the step's global batch.
 Batch batch(const cohort::data::SyntheticDataset& ds, int step, std::int64_t begin,
-            std::int64_t end, cohort::Device& dev = cohort::host_device()) {
+            std::int64_t end, cohort::Device& dev = ddp_test::test_device()) {
   const std::int64_t n = end - begin, per = ds.sample_shape().numel();
   std::vector<float> x(static_cast<std::size_t>(n * per));
   std::vector<std::int64_t> y(static_cast<std::size_t>(n));
@@ -119,7 +120,7 @@ double max_relative_difference(const nn::Module& a, const nn::Module& b) {
 // `steps` data-parallel steps: this rank takes its share of each global batch. The DDP module is
 // used exactly like a model: its backward returns with averaged gradients.
 void train_ddp(par::DistributedDataParallel& ddp, int steps,
-               cohort::Device& dev = cohort::host_device()) {
+               cohort::Device& dev = ddp_test::test_device()) {
   auto& c = ddp.communicator();
   const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per;
   optim::SGD opt(ddp.parameters(), sgd());
@@ -162,7 +163,7 @@ TEST_CASE("digest: identical after training, different when one rank's weights c
       auto w = ddp.module().named_parameters()[0].param->value;
       auto v = w.to_vector<float>();
       v[0] += 1e-6f;  // one element, one ulp-scale change
-      w.copy_from(Tensor::from_vector(v, w.shape(), cohort::host_device()));
+      w.copy_from(Tensor::from_vector(v, w.shape(), w.device()));
     }
     CHECK_FALSE(ddp.weights_identical_across_ranks());
   }
@@ -224,7 +225,7 @@ TEST_CASE("deterministic mode: bit-identical to a fixed-order local reference on
       for (std::size_t i = 0; i < ps.size(); ++i) {
         for (auto& v : sum[i]) v /= static_cast<float>(n);
         ps[i]->grad.copy_from(
-            Tensor::from_vector(sum[i], ps[i]->grad.shape(), cohort::host_device()));
+            Tensor::from_vector(sum[i], ps[i]->grad.shape(), ps[i]->grad.device()));
       }
       opt.step();
     }
@@ -273,7 +274,7 @@ TEST_CASE("gradient_as_bucket_view: gradients live in the bucket; off, replaced 
     auto model = small_net(1);
     par::DistributedDataParallel ddp(model, ddp_test::shared_comm());
     const auto ps = model->parameters();
-    ps[2]->grad = Tensor::zeros(ps[2]->value.shape(), cohort::DType::f32, cohort::host_device());
+    ps[2]->grad = Tensor::zeros(ps[2]->value.shape(), cohort::DType::f32, ps[2]->value.device());
     train_ddp(ddp, kSteps);
     CHECK(max_relative_difference(ddp.module(), *ref) <= 1e-5);
   }
@@ -383,7 +384,7 @@ TEST_CASE("mismatch: a rank with a different model is named with the parameter a
 
 TEST_CASE("buffers: batch-norm running stats follow rank 0 (sync_buffers and forward)") {
   auto& c = ddp_test::comm();
-  auto& dev = cohort::host_device();
+  auto& dev = ddp_test::test_device();
   auto make = [&] {
     nn::manual_seed(1);
     return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
@@ -439,31 +440,39 @@ class CountingComm final : public cohort::comm::Communicator {
   explicit CountingComm(std::shared_ptr<cohort::comm::Communicator> inner)
       : inner_(std::move(inner)) {}
   int broadcasts = 0, allreduces = 0, allgathers = 0;
-  // Says it takes device memory and orders itself after the compute stream, as nccl does (for a
-  // device whose memory is host memory and whose compute stream runs at once).
-  bool claim_device_memory = false;
+  // Set: behaves as nccl does towards its callers. It takes only `device_only`'s memory (host
+  // pointers are an error, as nccl's are) and orders itself after the compute stream; the job's
+  // communicator underneath moves the bytes (the lazy device's memory is host memory).
+  cohort::testing::LazyStreamDevice* device_only = nullptr;
   std::string backend() const override { return inner_->backend(); }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   cohort::comm::Capabilities capabilities() const override {
     cohort::comm::Capabilities caps = inner_->capabilities();
-    caps.device_memory = caps.device_memory || claim_device_memory;
-    caps.stream_ordered = caps.stream_ordered || claim_device_memory;
+    if (device_only) {
+      caps.host_memory = false;
+      caps.device_memory = caps.stream_ordered = true;
+    }
     return caps;
   }
   cohort::comm::WorkHandle allreduce(const void* s, void* r, std::size_t n, cohort::DType d,
                                      cohort::comm::ReduceOp op, cohort::comm::Timeout t) override {
     ++allreduces;
+    check("allreduce", s, n, d);
+    check("allreduce", r, n, d);
     return inner_->allreduce(s, r, n, d, op, t);
   }
   cohort::comm::WorkHandle broadcast(void* b, std::size_t n, cohort::DType d, int root,
                                      cohort::comm::Timeout t) override {
     ++broadcasts;
+    check("broadcast", b, n, d);
     return inner_->broadcast(b, n, d, root, t);
   }
   cohort::comm::WorkHandle allgather(const void* s, void* r, std::size_t n, cohort::DType d,
                                      cohort::comm::Timeout t) override {
     ++allgathers;
+    check("allgather", s, n, d);
+    check("allgather", r, n * static_cast<std::size_t>(size()), d);
     return inner_->allgather(s, r, n, d, t);
   }
   cohort::comm::WorkHandle reduce_scatter(const void* s, void* r, std::size_t n, cohort::DType d,
@@ -482,12 +491,17 @@ class CountingComm final : public cohort::comm::Communicator {
   }
 
  private:
+  void check(const char* op, const void* p, std::size_t n, cohort::DType d) const {
+    if (device_only && n > 0)
+      COHORT_CHECK(device_only->owns(p, n * cohort::dtype_size(d)), "device-only test ", op,
+                   ": not device memory");
+  }
   std::shared_ptr<cohort::comm::Communicator> inner_;
 };
 
 // conv -> bn1 -> relu -> conv -> bn2 -> flatten: two batch norms, six buffers.
 nn::ModulePtr two_bn_net() {
-  auto& dev = cohort::host_device();
+  auto& dev = ddp_test::test_device();
   nn::manual_seed(1);
   return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
       {"conv1", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
@@ -548,9 +562,10 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
   //  - host-only (the job's shm/ucx): every reducer stages its bucket through page-locked host
   //    memory asynchronously; a collective started before its download landed, or an upload
   //    read after the host memory changed, changes the weights;
-  //  - one that claims device memory and orders itself after compute (as nccl does; the wrapper
-  //    below passes the memory, host memory underneath, to the job's communicator): the
-  //    collectives run on the device bucket.
+  //  - one that takes only device memory and orders itself after compute, as nccl does
+  //    (CountingComm::device_only: host pointers are an error): the collectives run on the device
+  //    bucket, and construction (broadcast, same-model check) and the digest comparison stage
+  //    their few host bytes through the device.
   auto& c = ddp_test::comm();
   auto& lazy = cohort::testing::lazy_stream_device();
   struct Mode {
@@ -575,9 +590,16 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
       std::string digest;
       {
         auto comm = std::make_shared<CountingComm>(ddp_test::shared_comm());
-        comm->claim_device_memory = device_comm;
+        if (device_comm) comm->device_only = &lazy;
         auto model = small_net(1, 10, lazy);
         par::DistributedDataParallel ddp(model, comm, mode.options);
+        if (device_comm) {  // the wrapper does refuse host memory, as nccl does
+          std::int64_t x = 0;
+          std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
+          CHECK_THROWS_WITH_AS(comm->allgather(&x, all.data(), 1, cohort::DType::i64,
+                                               cohort::comm::kDefaultTimeout),
+                               doctest::Contains("not device memory"), cohort::Error);
+        }
         const std::string expected =
             device_comm && mode.reducer == "host_staged" ? "plain" : mode.reducer;
         CHECK(ddp.bucket_reducers() == std::vector<std::string>{expected});
@@ -649,7 +671,7 @@ TEST_CASE("trainer: the DDP module goes to the Trainer like a model, accumulatio
   auto& c = ddp_test::comm();
   auto& dev = cohort::host_device();
   auto model = nn::make<par::DistributedDataParallel>(
-      small_net(1 + static_cast<std::uint64_t>(c.rank())), ddp_test::shared_comm());
+      small_net(1 + static_cast<std::uint64_t>(c.rank()), 10, dev), ddp_test::shared_comm());
   auto ds = std::make_shared<cohort::data::SyntheticDataset>(512, cohort::Shape{1, 8, 8}, 10, 5);
   cohort::data::DataLoaderOptions lo;
   lo.batch_size = 16;
