@@ -82,9 +82,9 @@ Row run(const std::string& backend, const comm::ProcessGroupInfo& info,
   std::shared_ptr<comm::Communicator> c =
       comm::create_communicator(backend, info, comm::make_prefix_store(store, backend + "/"));
   if (!c->capabilities().host_memory) {
-    // nccl takes GPU memory only, and this experiment trains on the host: DDP's same-model
-    // check and its deterministic reducer hand the communicator host buffers. Only the all-reduce
-    // sweep runs (on GPU buffers); the training columns stay empty.
+    // nccl takes GPU memory only, and this experiment trains on the host (so that every row
+    // trains the same bits): only the all-reduce sweep runs (on GPU buffers); the training
+    // columns stay empty. (DDP itself runs on nccl with the model on the GPU: mnist_cnn.)
     Row r;
     r.backend = backend;
     r.images_per_s = r.comm_ms = r.overlap_ms = r.final_loss = std::nan("");

@@ -266,6 +266,13 @@ void Module::notify_state_loaded() {
   for (auto& [n, c] : children_) c->notify_state_loaded();
 }
 
+Device* Module::device() const {
+  const auto ps = named_parameters();
+  if (!ps.empty()) return &ps.front().param->value.device();
+  const auto bs = named_buffers();
+  return bs.empty() ? nullptr : &bs.front().tensor.device();
+}
+
 std::int64_t Module::num_parameters() const {
   std::int64_t n = 0;
   for (const auto& p : parameters()) n += p->value.numel();

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/collectives/host_values.hpp"
 #include "cohort/core/error.hpp"
 #include "digest.hpp"
-#include "host_gather.hpp"
 
 namespace cohort::parallel::detail {
 namespace {
@@ -46,20 +46,20 @@ void check_same_parameters(const nn::Module& model, comm::Communicator& comm) {
   if (n == 1) return;
   const std::string mine = describe_parameters(model);
   const auto h = static_cast<std::int64_t>(fnv1a(mine.data(), mine.size()));
-  Device* dev = model_device(model);
-  const char* what = "DistributedDataParallel: the same-model check";
+  Device* dev = model.device();  // where a device-only communicator (nccl) stages these bytes
   std::vector<std::int64_t> hashes(static_cast<std::size_t>(n));
-  allgather_host(comm, dev, &h, hashes.data(), sizeof h, what);
+  comm::allgather_host(comm, dev, &h, hashes.data(), 1, DType::i64);
   if (std::all_of(hashes.begin(), hashes.end(), [&](std::int64_t x) { return x == hashes[0]; }))
     return;
   const auto len = static_cast<std::int64_t>(mine.size());
   std::vector<std::int64_t> lens(static_cast<std::size_t>(n));
-  allgather_host(comm, dev, &len, lens.data(), sizeof len, what);
+  comm::allgather_host(comm, dev, &len, lens.data(), 1, DType::i64);
   const std::int64_t maxlen = *std::max_element(lens.begin(), lens.end());
   std::vector<char> padded(static_cast<std::size_t>(maxlen), '\0');
   std::memcpy(padded.data(), mine.data(), mine.size());
   std::vector<char> all(static_cast<std::size_t>(maxlen * n));
-  allgather_host(comm, dev, padded.data(), all.data(), static_cast<std::size_t>(maxlen), what);
+  comm::allgather_host(comm, dev, padded.data(), all.data(), static_cast<std::size_t>(maxlen),
+                       DType::u8);
   auto desc_of = [&](int r) {
     return std::string(all.data() + static_cast<std::size_t>(r * maxlen),
                        static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));

@@ -5,7 +5,7 @@
 
 #include "cohort/parallel/ddp.hpp"
 #include "digest.hpp"
-#include "host_gather.hpp"
+#include "cohort/collectives/host_values.hpp"
 
 namespace cohort::parallel {
 
@@ -22,8 +22,7 @@ bool DistributedDataParallel::weights_identical_across_ranks() {
   with_context("DistributedDataParallel::weights_identical_across_ranks (all-gather of the "
                "weights digests)",
                [&] {
-                 detail::allgather_host(*comm_, detail::model_device(*model_), &mine, all.data(),
-                                        sizeof mine, "weights_identical_across_ranks");
+                 comm::allgather_host(*comm_, model_->device(), &mine, all.data(), 1, DType::i64);
                });
   return std::all_of(all.begin(), all.end(), [&](std::int64_t x) { return x == mine; });
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/collectives/host_values.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/data/synthetic.hpp"
@@ -632,6 +633,35 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
   }
   CHECK(lazy.streams_alive == 0);
   MESSAGE("device buckets on " << c.size() << " ranks: 4 reducers x 2 communicators match the host run");
+}
+
+TEST_CASE("host values: reduced on every communicator, staged through the device where it takes only device memory") {
+  auto& c = ddp_test::comm();
+  auto& lazy = cohort::testing::lazy_stream_device();
+  const auto n = static_cast<double>(c.size());
+  for (const bool device_only : {false, true}) {
+    CAPTURE(device_only);
+    auto comm = std::make_shared<CountingComm>(ddp_test::shared_comm());
+    if (device_only) comm->device_only = &lazy;
+    double v[2] = {1.0 + c.rank(), -2.0};
+    cohort::comm::allreduce_host(*comm, &lazy, v, 2, cohort::DType::f64, cohort::comm::ReduceOp::sum);
+    CHECK(v[0] == n * (n + 1) / 2);
+    CHECK(v[1] == -2.0 * n);
+    const std::int64_t mine = 10 + c.rank();
+    std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
+    cohort::comm::allgather_host(*comm, &lazy, &mine, all.data(), 1, cohort::DType::i64);
+    for (int r = 0; r < c.size(); ++r) CHECK(all[static_cast<std::size_t>(r)] == 10 + r);
+    if (device_only) {  // nothing to stage through: an error that names the call and the fix
+      CHECK_THROWS_WITH_AS(cohort::comm::allreduce_host(*comm, nullptr, v, 2, cohort::DType::f64,
+                                                        cohort::comm::ReduceOp::sum),
+                           doctest::Contains("allreduce of host values: communicator"),
+                           cohort::Error);
+      CHECK_THROWS_WITH_AS(
+          cohort::comm::allgather_host(*comm, &cohort::host_device(), &mine, all.data(), 1,
+                                       cohort::DType::i64),
+          doctest::Contains("'host' is not a device it can take"), cohort::Error);
+    }
+  }
 }
 
 TEST_CASE("buffers: one broadcast per training forward with buffers, none without") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/collectives/host_values.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/train/checkpoint.hpp"
@@ -41,9 +42,9 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     o_.world_size = comm_->size();
     o_.distributed_eval = comm_->size() > 1;
     if (comm_->size() > 1) {
-      reduce_metric = [c = comm_](double v) {
+      reduce_metric = [c = comm_, dev = model_.device()](double v) {
         with_context("Trainer (averaging the epoch's training loss over the ranks)", [&] {
-          c->allreduce(&v, &v, 1, DType::f64, comm::ReduceOp::avg)->wait();
+          comm::allreduce_host(*c, dev, &v, 1, DType::f64, comm::ReduceOp::avg);
         });
         return v;
       };
@@ -273,7 +274,7 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   if (comm_ && comm_->size() > 1) {  // every rank evaluated its shard: sum them
     double sums[3] = {loss_sum, static_cast<double>(r.correct), static_cast<double>(r.samples)};
     with_context("Trainer::evaluate (summing loss and accuracy over the ranks)", [&] {
-      comm_->allreduce(sums, sums, 3, DType::f64, comm::ReduceOp::sum)->wait();
+      comm::allreduce_host(*comm_, model_.device(), sums, 3, DType::f64, comm::ReduceOp::sum);
     });
     loss_sum = sums[0];
     r.correct = std::llround(sums[1]);

@@ -118,6 +118,9 @@ class Module {
   // present and every entry must be used.
   void load_state_dict(const std::vector<NamedTensor>& state, bool strict = true);
   std::int64_t num_parameters() const;  // elements over all parameters
+  // The device of the first parameter, else of the first buffer; nullptr for a module with
+  // neither (PyTorch's next(model.parameters()).device).
+  Device* device() const;
 
   void zero_grad();
   // Training mode (dropout active, batch norm uses and updates batch statistics) or evaluation.
