@@ -72,18 +72,11 @@ std::string available_names(const ProcessGroupInfo& info) {
 }
 
 const CommunicatorFactory& select(const std::string& spec, const std::string& origin,
-                                  const ProcessGroupInfo& info) {
+                                  const ProcessGroupInfo& info, bool gpu_training) {
   if (spec == "auto") {
-    const CommunicatorFactory* best = nullptr;
     std::string reasons;
-    for (const auto& f : communicator_factories()) {
-      std::string why;
-      if (f.available(info, &why)) {
-        if (!best || f.score > best->score) best = &f;
-      } else {
-        reasons += (reasons.empty() ? "" : "; ") + f.name + ": " + why;
-      }
-    }
+    const CommunicatorFactory* best =
+        pick_auto(communicator_factories(), info, gpu_training, &reasons);
     COHORT_CHECK(best, "no communicator backend can serve ", info.str(), " (", reasons, ")");
     return *best;
   }
@@ -105,9 +98,28 @@ const CommunicatorFactory& select(const std::string& spec, const std::string& or
 
 }  // namespace
 
+const CommunicatorFactory* pick_auto(const std::vector<CommunicatorFactory>& factories,
+                                     const ProcessGroupInfo& info, bool gpu_training,
+                                     std::string* reasons) {
+  const CommunicatorFactory* best_gpu = nullptr;
+  const CommunicatorFactory* best_host = nullptr;
+  for (const auto& f : factories) {
+    if (f.gpu_memory && !gpu_training) continue;  // it would refuse host training's buffers
+    std::string why;
+    if (!f.available(info, &why)) {
+      if (reasons) *reasons += (reasons->empty() ? "" : "; ") + f.name + ": " + why;
+      continue;
+    }
+    const CommunicatorFactory*& best = f.gpu_memory ? best_gpu : best_host;
+    if (!best || f.score > best->score) best = &f;
+  }
+  return best_gpu ? best_gpu : best_host;
+}
+
 std::unique_ptr<Communicator> create_communicator(const std::string& name,
                                                   const ProcessGroupInfo& info,
-                                                  std::shared_ptr<Store> store) {
+                                                  std::shared_ptr<Store> store,
+                                                  const Device* device) {
   std::string spec = name;
   std::string origin = "the argument";
   if (spec.empty()) {
@@ -116,7 +128,8 @@ std::unique_ptr<Communicator> create_communicator(const std::string& name,
     origin = env && *env ? "COHORT_COMM" : "the default";
   }
   if (info.world_size > 1) set_error_rank(info.rank);
-  const CommunicatorFactory& f = select(spec, origin, info);
+  const bool gpu_training = device != nullptr && !device->host_accessible();
+  const CommunicatorFactory& f = select(spec, origin, info, gpu_training);
   return f.create(info, std::move(store));
 }
 
@@ -144,7 +157,7 @@ void check_launched(const std::string& name, const ProcessGroupInfo& info) {
 }
 }  // namespace
 
-std::shared_ptr<Communicator> init_process_group(const std::string& name) {
+std::shared_ptr<Communicator> init_process_group(const std::string& name, const Device* device) {
   const ProcessGroupInfo info = ProcessGroupInfo::from_env();
   check_launched(name, info);
   std::shared_ptr<Store> store;
@@ -174,7 +187,7 @@ std::shared_ptr<Communicator> init_process_group(const std::string& name) {
     std::string id;
     for (char c : info.job_id) id += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '_';
     auto comm = create_communicator(
-        name, info, make_file_store("/tmp/cohort-store-" + id));
+        name, info, make_file_store("/tmp/cohort-store-" + id), device);
     comm->barrier()->wait();  // every rank has finished reading the store
     if (comm->rank() == 0) std::filesystem::remove_all("/tmp/cohort-store-" + id);
     return comm;
@@ -186,7 +199,7 @@ std::shared_ptr<Communicator> init_process_group(const std::string& name) {
     store = make_tcp_store(info.master_addr, info.master_port, info.rank == 0,
                            detail::default_timeout_from_env());
   }
-  return create_communicator(name, info, std::move(store));
+  return create_communicator(name, info, std::move(store), device);
 }
 
 }  // namespace cohort::comm

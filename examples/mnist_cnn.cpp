@@ -47,12 +47,12 @@ struct Flags {
 int run(const Flags& f) {
   // Data parallel when launched with several ranks or asked for a backend: each rank trains on
   // its shard, DDP averages gradients.
-  const examples::Job job = examples::join_job(f.comm);
+  cohort::Device& dev = cohort::device(f.device);  // cuda: the local rank's GPU
+  const examples::Job job = examples::join_job(f.comm, dev);
   const auto& comm = job.comm;
   const int world = job.world;
   const bool lead = job.lead;
 
-  cohort::Device& dev = cohort::device(f.device);
   auto& host = cohort::host_device();
   nn::manual_seed(f.seed);
   auto model = nn::mnist_net(dev);
@@ -162,6 +162,6 @@ int main(int argc, char** argv) {
   app.add_option("--grad-compression", f.grad_compression,
                  "data parallel: all-reduce gradients as bf16 or f16 (half the bytes; default none)")
       ->check(CLI::IsMember({"none", "bf16", "f16"}));
-  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, self, auto (default: COHORT_COMM, then auto)");
+  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
   return examples::parse_and_run(app, argc, argv, "mnist_cnn", [&] { return run(f); });
 }

@@ -166,11 +166,10 @@ class NcclCommunicator final : public Communicator {
 CommunicatorFactory factory() {
   CommunicatorFactory f;
   f.name = kName;
-  // Below shm (50) and ucx (10): `auto` does not pick nccl yet. DDP's small collectives (the
-  // same-model check, the weights digest, the Trainer's metrics) and its bf16, deterministic and
-  // host-staged reducers hand the communicator host buffers, which nccl refuses; and nothing of
-  // this backend has run on a GPU. `--comm nccl` names it explicitly.
+  // `auto` picks it for GPU training where every rank has its own GPU (gpu_memory), never for
+  // host training; the score only orders it among GPU-memory backends (there is one).
   f.score = 5;
+  f.gpu_memory = true;
   f.available = [](const ProcessGroupInfo& info, std::string* why_not) {
     const detail::GpuChoice gpu = detail::choose_gpu(info);
     if (gpu.device < 0 && why_not) *why_not = gpu.why_not;

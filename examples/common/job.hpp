@@ -18,16 +18,19 @@ namespace examples {
 
 // This process's place in the job. Data parallel when launched with several ranks (cohortrun,
 // mpirun, srun, torchrun's variables) or asked for a backend (`comm_flag`, else COHORT_COMM).
+// `dev` is the device the program trains on: with "auto", GPU training picks nccl where every
+// rank has a GPU of its own (init_process_group).
 struct Job {
   std::shared_ptr<cohort::comm::Communicator> comm;  // null: one process, no communicator
   int rank = 0, world = 1;
   bool lead = true;  // rank 0 alone prints (the Trainer writes files from rank 0 too)
 };
 
-inline Job join_job(const std::string& comm_flag) {
+inline Job join_job(const std::string& comm_flag, const cohort::Device& dev) {
   Job j;
   const auto pg = cohort::comm::ProcessGroupInfo::from_env();
-  if (pg.world_size > 1 || !comm_flag.empty()) j.comm = cohort::comm::init_process_group(comm_flag);
+  if (pg.world_size > 1 || !comm_flag.empty())
+    j.comm = cohort::comm::init_process_group(comm_flag, &dev);
   j.rank = j.comm ? j.comm->rank() : 0;
   j.world = j.comm ? j.comm->size() : 1;
   j.lead = j.rank == 0;

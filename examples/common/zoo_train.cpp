@@ -138,12 +138,12 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const std::vect
 }
 
 int run(const Flags& f, const ZooProgram& p) {
-  const Job job = join_job(f.comm);
+  cohort::Device& dev = cohort::device(f.device);  // cuda: the local rank's GPU
+  const Job job = join_job(f.comm, dev);
   const auto& comm = job.comm;
   const int world = job.world;
   const bool lead = job.lead;
 
-  cohort::Device& dev = cohort::device(f.device);
   auto& host = cohort::host_device();
   DataSets ds = make_data(f, p);
   cohort::Shape sample = ds.train->sample_shape();
@@ -270,7 +270,7 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
   app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR");
-  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto)");
+  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
   return examples::parse_and_run(app, argc, argv, p.name, [&] { return run(f, p); });
 }
 

@@ -86,9 +86,9 @@ TEST_SUITE("registry") {
       return;
     }
     CHECK(f.front().name == "nccl");
-    // Until DDP runs on it (issue 11), auto prefers every other backend: the lowest score.
+    CHECK(f.front().gpu_memory);  // auto takes it for GPU training only (next case)
     for (const auto& x : f)
-      if (x.name != "nccl") CHECK(x.score > f.front().score);
+      if (x.name != "nccl") CHECK_FALSE(x.gpu_memory);
     std::string why;
     if (f.front().available(group(0, 1, 1), &why)) {
       MESSAGE("a GPU is visible, so nccl can serve one rank: the no-GPU error is not checked here");
@@ -101,6 +101,40 @@ TEST_SUITE("registry") {
     CHECK(e.find("(available for this group: self, shm") != std::string::npos);
     // ... and auto never picks it.
     CHECK(create_communicator("auto", group(0, 1, 1), nullptr)->backend() == "self");
+  }
+
+  TEST_CASE("auto: a GPU-memory backend for GPU training where it can serve, never for host training") {
+    // Made-up factories, so that the rule is checked without a GPU: "gpu" takes GPU memory only
+    // (as nccl) and serves groups of at most 2 ranks here.
+    auto make = [](std::string name, int score, bool gpu, int max_world) {
+      CommunicatorFactory f;
+      f.name = std::move(name);
+      f.score = score;
+      f.gpu_memory = gpu;
+      f.available = [max_world](const ProcessGroupInfo& info, std::string* why) {
+        if (info.world_size <= max_world) return true;
+        if (why) *why = "too many ranks";
+        return false;
+      };
+      return f;
+    };
+    const std::vector<CommunicatorFactory> fs = {make("gpu", 5, true, 2), make("shm", 50, false, 8),
+                                                 make("ucx", 10, false, 64)};
+    CHECK(pick_auto(fs, group(0, 2, 2), true)->name == "gpu");    // GPU training: the GPU backend
+    CHECK(pick_auto(fs, group(0, 2, 2), false)->name == "shm");   // host training: never it
+    std::string why;
+    CHECK(pick_auto(fs, group(0, 4, 4), true, &why)->name == "shm");  // it cannot serve: the best other
+    CHECK(why == "gpu: too many ranks");
+    why.clear();
+    CHECK(pick_auto(fs, group(0, 16, 16), false, &why)->name == "ucx");
+    CHECK(why == "shm: too many ranks");  // the GPU backend is not even asked for host training
+    CHECK(pick_auto(fs, group(0, 100, 100), true) == nullptr);
+    // The real list on this machine: a device the host cannot address is "GPU training"; without
+    // a visible GPU, nccl cannot serve, and auto falls back as for the host.
+    std::string reasons;
+    const CommunicatorFactory* real = pick_auto(communicator_factories(), group(0, 1, 1), true, &reasons);
+    REQUIRE(real != nullptr);
+    if (COHORT_HAVE_NCCL == 1 && real->name != "nccl") CHECK(reasons.find("nccl: ") == 0);
   }
 
   TEST_CASE("unavailable backends say why") {
