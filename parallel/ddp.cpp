@@ -86,6 +86,15 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
                "DistributedDataParallel: bf16_compression and f16_compression are both set; "
                "pick one");
   register_wrapped_module(model_);
+  // A communicator without host memory (nccl) cannot reduce host parameters, nor stage them: say
+  // so before any collective hands it host memory.
+  if (!comm_->capabilities().host_memory)
+    for (const auto& p : model_->named_parameters())
+      COHORT_CHECK(!p.param->value.device().host_accessible(), "DistributedDataParallel: parameter '",
+                   p.name, "' is on ", p.param->value.device().name(), ", and communicator '",
+                   comm_->backend(), "' takes only GPU memory: put the model on the GPU "
+                   "(--device cuda, or model.to(device) before wrapping it) or use a host backend "
+                   "(shm, ucx)");
   detail::check_same_parameters(*model_, *comm_);
 
   // Everyone starts from rank 0's weights and buffers.

@@ -651,6 +651,12 @@ TEST_CASE("host values: reduced on every communicator, staged through the device
     std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
     cohort::comm::allgather_host(*comm, &lazy, &mine, all.data(), 1, cohort::DType::i64);
     for (int r = 0; r < c.size(); ++r) CHECK(all[static_cast<std::size_t>(r)] == 10 + r);
+    if (device_only) {
+      // DDP of a host model on it: refused before any collective, naming the parameter and the fix.
+      CHECK_THROWS_WITH_AS(par::DistributedDataParallel(small_net(1, 10, cohort::host_device()), comm),
+                           doctest::Contains("parameter 'conv.weight' is on host, and communicator"),
+                           cohort::Error);
+    }
     if (device_only) {  // nothing to stage through: an error that names the call and the fix
       CHECK_THROWS_WITH_AS(cohort::comm::allreduce_host(*comm, nullptr, v, 2, cohort::DType::f64,
                                                         cohort::comm::ReduceOp::sum),
