@@ -27,6 +27,11 @@ bool collective_checks_from_env() {
   return v == "1";
 }
 
+bool collective_checks_requested() {
+  const char* env = std::getenv("COHORT_COLLECTIVE_CHECKS");
+  return env && *env && collective_checks_from_env();
+}
+
 Timeout resolve_timeout(Timeout t, Timeout fallback) {
   if (t == kDefaultTimeout) return fallback;
   COHORT_CHECK(t.count() >= 0, "timeout of ", t.count(),

@@ -18,6 +18,9 @@ Timeout default_timeout_from_env();
 // COHORT_COLLECTIVE_CHECKS=0 turns the check off (to measure its cost), 1 or unset keeps it on;
 // any other value throws naming the variable.
 bool collective_checks_from_env();
+// Whether COHORT_COLLECTIVE_CHECKS is set to 1 explicitly: the opt-in for backends whose check
+// costs a collective of its own (nccl: detail/checked.hpp). Invalid values throw as above.
+bool collective_checks_requested();
 // `t` unless it is kDefaultTimeout, then `fallback`. Throws for other negative values.
 Timeout resolve_timeout(Timeout t, Timeout fallback);
 

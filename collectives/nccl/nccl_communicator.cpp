@@ -7,6 +7,8 @@
 
 #include <functional>
 
+#include "cuda/cuda_device.hpp"
+#include "detail/checked.hpp"
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"
 #include "detail/work.hpp"
@@ -30,6 +32,7 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override = default;  // the Context finalizes once the last Work is gone
 
   std::string backend() const override { return kName; }
+  int gpu() const { return ctx_->device; }  // this rank's CUDA device index
   int rank() const override { return ctx_->rank; }
   int size() const override { return ctx_->size; }
   Capabilities capabilities() const override {
@@ -181,7 +184,14 @@ CommunicatorFactory factory() {
                     info.world_size);
     COHORT_CHECK_IN(kName, info.rank >= 0 && info.rank < info.world_size, "rank ", info.rank,
                     " is not in a group of ", info.world_size);
-    return std::make_unique<NcclCommunicator>(info, std::move(store));
+    auto comm = std::make_unique<NcclCommunicator>(info, std::move(store));
+    // COHORT_COLLECTIVE_CHECKS=1: every collective first checks that all ranks issue the same
+    // one, the fingerprints staged through this rank's GPU (opt-in: it costs a collective each).
+    if (common::collective_checks_requested()) {
+      Device* gpu = &cuda::factory().get(comm->gpu());
+      return common::make_checked(std::move(comm), gpu);
+    }
+    return comm;
   };
   return f;
 }

@@ -10,8 +10,9 @@
 
 namespace cohort::comm::nccl {
 
-// name "nccl", score 75: above shm (50) and ucx (10), below self (100, world size 1 needs no
-// communication). available() is true when this rank has a GPU of its own: at least one GPU is
+// name "nccl", gpu_memory: what "auto" picks for GPU training (never for host training).
+// With COHORT_COLLECTIVE_CHECKS=1 the communicator is wrapped by detail/checked.hpp (every
+// collective first checks that all ranks issue the same one). available() is true when this rank has a GPU of its own: at least one GPU is
 // visible and there are at least as many as ranks on this host (or CUDA_VISIBLE_DEVICES narrows
 // each rank's view, which create() checks); why_not says which of those fails. create() blocks
 // until every rank has joined (at most the communicator timeout, COHORT_COMM_TIMEOUT_MS or

@@ -14,6 +14,7 @@
 
 #include "cohort/core/error.hpp"
 #include "conformance.hpp"
+#include "detail/checked.hpp"
 
 namespace conformance {
 cohort::comm::Communicator* communicator = nullptr;
@@ -21,9 +22,18 @@ std::shared_ptr<cohort::comm::Store> store;
 cohort::comm::ProcessGroupInfo info;
 std::string backend;
 
+// COHORT_TEST_CHECKED=1: every communicator under test is wrapped by the collective checker
+// (detail/checked.hpp), to run the suite through it; its entries turn the backend's own check off.
+bool checked() {
+  const char* env = std::getenv("COHORT_TEST_CHECKED");
+  return env && std::string(env) == "1";
+}
+
 std::unique_ptr<cohort::comm::Communicator> make_communicator(const std::string& prefix) {
-  return cohort::comm::create_communicator(backend, info,
-                                           cohort::comm::make_prefix_store(store, prefix));
+  auto c = cohort::comm::create_communicator(backend, info,
+                                             cohort::comm::make_prefix_store(store, prefix));
+  if (checked()) return cohort::comm::detail::make_checked(std::move(c), nullptr);
+  return c;
 }
 }  // namespace conformance
 
@@ -51,10 +61,11 @@ int main(int argc, char** argv) {
       store = make_memory_store();
     else
       store = make_tcp_store(info.master_addr, info.master_port, info.rank == 0, 60000ms);
-    auto c = create_communicator(backend, info, make_prefix_store(store, "main"));
+    auto c = make_communicator("main");
     communicator = c.get();
     if (info.rank == 0)
-      std::printf("conformance: backend %s, %s\n", c->backend().c_str(), info.str().c_str());
+      std::printf("conformance: backend %s%s, %s\n", c->backend().c_str(),
+                  checked() ? " (checked)" : "", info.str().c_str());
 
     doctest::Context ctx(argc, argv);
     // Host-memory cases for backends that take host memory, device-memory cases for those that
