@@ -15,7 +15,8 @@
 # steps each (and ResNet9 on 2 ranks sharing the GPU), one epoch of mnist_cnn on
 # cuda and on the host (test accuracy within 0.5 points), 2 ranks sharing the GPU over shm, and
 # training images/s and per-layer times against PyTorch on the same GPU when python3 has torch
-# with CUDA. Without a GPU it stops after the build, says so, and exits 0. Exit status 1 when any
+# with CUDA, and the nccl all-reduce against nccl-tests when its source was carried
+# (DIR/nccl-tests, or NCCL_TESTS_SRC; bench/nccl_compare.sh). Without a GPU it stops after the build, says so, and exits 0. Exit status 1 when any
 # check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -196,5 +197,25 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   fi
 else
   row "mnist images/s vs torch" skipped "python3 has no torch with CUDA"
+fi
+
+# ---- nccl against NVIDIA's nccl-tests on the same GPUs (when its source was carried) ----
+nccl_tests=${NCCL_TESTS_SRC:-${deps:+$deps/nccl-tests}}
+if [ -n "$nccl_tests" ] && [ -f "$nccl_tests/src/all_reduce.cu" ]; then
+  if bench/nccl_compare.sh --nccl-tests "$nccl_tests" --build "$build" >"$build/nccl_compare.log" 2>&1; then
+    # Sizes from 64 MiB: the "win" ratio (nccl-tests time / cohort time), target >= 0.90.
+    worst=$(awk -F'|' '$1 + 0 >= 67108864 { split($5, r, " "); print r[2] }' "$build/nccl_compare.log" | sort -g | head -n1)
+    if [ -n "$worst" ]; then
+      res=ok
+      awk -v r="$worst" 'BEGIN { exit !(r >= 0.90) }' || res=FAIL
+      row "nccl vs nccl-tests (>= 64 MiB)" "$res" "worst time ratio $worst (target >= 0.90); table in $build/nccl_compare.log"
+    else
+      row "nccl vs nccl-tests" info "$(tail -n1 "$build/nccl_compare.log")"
+    fi
+  else
+    row "nccl vs nccl-tests" FAIL "see $build/nccl_compare.log"
+  fi
+else
+  row "nccl vs nccl-tests" skipped "no nccl-tests source (carry it: tools/gpu_deps.sh download .gpu --nccl-tests SRC)"
 fi
 finish

@@ -2,7 +2,12 @@
 # Carries cohort's Debian dependencies to a GPU machine that has the CUDA toolkit but no Debian
 # packages and no network (docs/GPU.md):
 #
-#   tools/gpu_deps.sh download [DIR]   on this machine: apt-get download the .deb files into DIR/debs
+#   tools/gpu_deps.sh download [DIR] [--nccl-tests SRC]
+#                                      on this machine: apt-get download the .deb files into
+#                                      DIR/debs; with --nccl-tests, also a copy of NVIDIA's
+#                                      nccl-tests source tree SRC (a checkout or `git archive` of
+#                                      github.com/NVIDIA/nccl-tests) into DIR/nccl-tests, for
+#                                      bench/nccl_compare.sh there
 #   tools/gpu_deps.sh unpack [DIR]     on the GPU machine: unpack them into DIR/prefix and print the
 #                                      variables a build needs (tools/gpu_check.sh does this itself)
 #
@@ -33,6 +38,12 @@ case "$cmd" in
     mkdir -p "$dir/debs"
     (cd "$dir/debs" && apt-get download "${packages[@]}")
     du -sh "$dir/debs"
+    if [ "${3:-}" = "--nccl-tests" ]; then
+      [ -f "${4:-}/src/all_reduce.cu" ] || { echo "gpu_deps.sh: ${4:-} is not an nccl-tests source tree" >&2; exit 1; }
+      rm -rf "$dir/nccl-tests" && mkdir -p "$dir/nccl-tests"
+      tar -C "$4" --exclude=.git --exclude=build -cf - . | tar -C "$dir/nccl-tests" -xf -
+      du -sh "$dir/nccl-tests"
+    fi
     ;;
   unpack)
     [ -d "$dir/debs" ] || { echo "gpu_deps.sh: no $dir/debs (run 'tools/gpu_deps.sh download' first)" >&2; exit 1; }
