@@ -283,7 +283,9 @@ void DistributedDataParallel::launch(Bucket& b) {
   b.launched = true;
 }
 
-// Advances outstanding ops (shm moves only when called) and notes when each one finished.
+// Advances outstanding ops (shm moves only when called) and notes when each one finished. A
+// staged bucket's test() may start its collective (reducers/staging.cpp): a later bucket is
+// tested only once every earlier one's collective is issued, so they start in bucket order.
 void DistributedDataParallel::poll() {
   for (std::size_t i = 0; i < next_launch_; ++i) {
     Bucket& b = *buckets_[i];
@@ -291,7 +293,7 @@ void DistributedDataParallel::poll() {
       b.done = true;
       b.done_t = now_s();
     }
-    if (!b.done) break;  // ops complete in issue order: later ones cannot be done yet
+    if (!b.done && !b.reducer->collective_issued()) break;
   }
 }
 

@@ -50,6 +50,11 @@ class Reducer {
   // (DDPOptions::gradient_as_bucket_view); every reducer has one. launch() and complete() skip
   // the copy of every gradient that is such a view.
   virtual Tensor flat_bucket() const = 0;
+  // Whether the collective of the last launch() has been handed to the communicator (a staged
+  // one starts only once its download has landed: HostStage). DDP tests the next bucket's Work
+  // only after this one's collective is issued, so collectives start in bucket order on every
+  // rank.
+  virtual bool collective_issued() const { return true; }
   // Writes the average over ranks into `grads` (the same tensors as launch): done when it
   // returns on a host device; on a GPU, enqueued on the compute stream (later ops see it).
   virtual void complete(const std::vector<Tensor>& grads) = 0;
@@ -102,7 +107,8 @@ void order_after_compute(Device& dev, Stream& stream);
 // The host copy is not written again before the upload has run: the next download waits for the
 // compute stream (order_after_compute), and the next collective for that download.
 // Buckets issue their collectives in bucket order on every rank; DDP's poll() tests bucket k+1
-// only once bucket k is done, so a deferred start never overtakes an earlier bucket's.
+// only once bucket k's collective is issued (Reducer::collective_issued, issued() here), so a
+// deferred start never overtakes an earlier bucket's.
 class HostStage {
  public:
   HostStage(comm::Communicator& comm, Device& dev, std::size_t bytes);
@@ -113,6 +119,7 @@ class HostStage {
   void* data() const { return host_->data(); }
   std::size_t bytes() const { return host_->bytes(); }
   bool pinned() const { return pinned_; }  // register_host_memory succeeded
+  bool issued() const { return issued_; }  // then()'s collective has started
   void download(const void* device_src);
   comm::WorkHandle then(std::function<comm::WorkHandle()> start);
   void upload(void* device_dst);
@@ -123,6 +130,7 @@ class HostStage {
   Device& dev_;
   std::unique_ptr<comm::CommBuffer> host_;
   bool pinned_ = false;
+  bool issued_ = true;  // nothing pending before the first download
   Stream stream_;
   Event downloaded_;
   Event uploaded_;

@@ -43,6 +43,7 @@ class CompressedReducer final : public Reducer {
 
   const char* name() const override { return dtype_name(wire_); }
   Tensor flat_bucket() const override { return flat_; }
+  bool collective_issued() const override { return !stage_ || stage_->issued(); }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
     pack_into_bucket(grads, flat_);

@@ -51,6 +51,7 @@ class DeterministicReducer final : public Reducer {
 
   const char* name() const override { return "deterministic"; }
   Tensor flat_bucket() const override { return flat_; }
+  bool collective_issued() const override { return !stage_ || stage_->issued(); }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
     pack_into_bucket(grads, flat_);

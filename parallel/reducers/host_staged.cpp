@@ -22,6 +22,7 @@ class HostStagedReducer final : public Reducer {
 
   const char* name() const override { return "host_staged"; }
   Tensor flat_bucket() const override { return flat_; }
+  bool collective_issued() const override { return stage_.issued(); }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
     pack_into_bucket(grads, flat_);

@@ -16,26 +16,33 @@ bool is_view(const Tensor& g, const Tensor& flat, std::int64_t off) {
 // The collective of a HostStage, started once the download it reads has landed.
 class DeferredWork final : public comm::Work {
  public:
-  DeferredWork(const Event& downloaded, std::function<comm::WorkHandle()> start)
-      : downloaded_(downloaded), start_(std::move(start)) {}
+  DeferredWork(const Event& downloaded, bool& issued, std::function<comm::WorkHandle()> start)
+      : downloaded_(downloaded), issued_(issued), start_(std::move(start)) {}
 
   bool test() override {
     if (!inner_) {
       if (!downloaded_.query()) return false;
-      inner_ = start_();
+      start();
     }
     return inner_->test();
   }
   void wait() override {
     if (!inner_) {
       downloaded_.synchronize();
-      inner_ = start_();
+      start();
     }
     inner_->wait();
   }
 
  private:
-  const Event& downloaded_;  // the HostStage's; it outlives the Work (DDP waits before it goes)
+  void start() {
+    inner_ = start_();
+    issued_ = true;
+  }
+  // The HostStage's event and flag; it outlives the Work (DDP waits for every Work before the
+  // reducers go).
+  const Event& downloaded_;
+  bool& issued_;
   std::function<comm::WorkHandle()> start_;
   comm::WorkHandle inner_;
 };
@@ -76,14 +83,19 @@ HostStage::~HostStage() {
 }
 
 void HostStage::download(const void* device_src) {
+  issued_ = false;
   order_after_compute(dev_, stream_);
   dev_.copy_to_host_async(host_->data(), device_src, host_->bytes(), stream_.handle());
   downloaded_.record(stream_);
 }
 
 comm::WorkHandle HostStage::then(std::function<comm::WorkHandle()> start) {
-  if (downloaded_.query()) return start();  // landed already (always, on a synchronous device)
-  return std::make_shared<DeferredWork>(downloaded_, std::move(start));
+  if (downloaded_.query()) {  // landed already (always, on a synchronous device)
+    comm::WorkHandle w = start();
+    issued_ = true;
+    return w;
+  }
+  return std::make_shared<DeferredWork>(downloaded_, issued_, std::move(start));
 }
 
 void HostStage::upload(void* device_dst) {

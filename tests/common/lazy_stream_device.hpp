@@ -1,6 +1,7 @@
 // A device the host may not address whose side streams really are asynchronous: work enqueued on
 // a stream made by create_stream() (copies, waits) is queued and runs only when something waits
-// for it, one item per query_event() call, all of it on synchronize_event()/synchronize_stream().
+// for it: at most one item per query_event() call (on about half of the calls, pseudo-randomly,
+// so streams finish in orders of their own), all of it on synchronize_event()/synchronize_stream().
 // The compute stream (nullptr) runs at once, as ops and blocking copies do. Host memory
 // underneath; every op runs on the host device.
 //
@@ -133,7 +134,9 @@ class LazyStreamDevice final : public Device {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     const Mark& m = *static_cast<Mark*>(event);
     if (m.q == nullptr || m.q->done >= m.target) return true;
-    run_until(m.q, m.q->done + 1);  // one item per query: work "in flight" for a while
+    // At most one item per query, and only on about half of them (a fixed pseudo-random
+    // sequence, different per rank): streams finish in an order of their own, as on a GPU.
+    if (next_coin()) run_until(m.q, m.q->done + 1);
     return m.q->done >= m.target;
   }
   void synchronize_event(void* event) override {
@@ -172,6 +175,14 @@ class LazyStreamDevice final : public Device {
     std::uint64_t target = 0;
   };
 
+  bool next_coin() {
+    rng_ = rng_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (rng_ >> 33) & 1;
+  }
+  static std::uint64_t rank_seed() {
+    const char* r = std::getenv("RANK");
+    return 0x9e3779b97f4a7c15ULL * (1 + (r ? std::strtoull(r, nullptr, 10) : 0));
+  }
   void enqueue(void* stream, std::function<void()> item) {
     auto* q = static_cast<Queue*>(stream);
     if (q == nullptr) {
@@ -200,6 +211,7 @@ class LazyStreamDevice final : public Device {
   }
 
   std::recursive_mutex mu_;
+  std::uint64_t rng_ = rank_seed();
   std::map<const char*, std::size_t> locked_;  // page-locked host blocks: start -> bytes
   std::map<const char*, std::size_t> allocs_;  // live device allocations: start -> bytes
 };

@@ -572,8 +572,9 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
   struct Mode {
     std::string reducer;  // with a host-only communicator
     par::DDPOptions options;
+    std::size_t buckets = 1;
   };
-  std::vector<Mode> modes(4);
+  std::vector<Mode> modes(6);
   modes[0].reducer = "host_staged";
   modes[1].reducer = "bf16";
   modes[1].options.bf16_compression = true;
@@ -581,6 +582,16 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
   modes[2].options.f16_compression = true;
   modes[3].reducer = "deterministic";
   modes[3].options.deterministic = true;
+  // Three buckets [fc.bias] [fc.weight] [conv.bias, conv.weight] (as the "buckets" case): staged
+  // collectives start in bucket order while earlier ones are still in flight.
+  for (std::size_t m : {4, 5}) {
+    modes[m].options.first_bucket_mb = 50.0 / (1 << 20);
+    modes[m].options.bucket_cap_mb = 200.0 / (1 << 20);
+    modes[m].buckets = 3;
+  }
+  modes[4].reducer = "host_staged";
+  modes[5].reducer = "deterministic";
+  modes[5].options.deterministic = true;
   const int steps = 6;
   for (const bool device_comm : {false, true}) {
     for (const Mode& mode : modes) {
@@ -603,11 +614,12 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
         }
         const std::string expected =
             device_comm && mode.reducer == "host_staged" ? "plain" : mode.reducer;
-        CHECK(ddp.bucket_reducers() == std::vector<std::string>{expected});
+        CHECK(ddp.bucket_reducers() == std::vector<std::string>(mode.buckets, expected));
         const auto ps = model->parameters();  // views into one flat bucket on the device
-        for (std::size_t i = ps.size() - 1; i > 0; --i)
-          CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
-                static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
+        if (mode.buckets == 1)
+          for (std::size_t i = ps.size() - 1; i > 0; --i)
+            CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
+                  static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
         lazy.reset_counts();
         train_ddp(ddp, steps, lazy);
         if (c.size() > 1) {
@@ -615,11 +627,12 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
           // memory, and the host never waits on a blocking copy. On the device: no copies at all,
           // but for the deterministic mode's read-back of the n gathered copies.
           const bool staged = !device_comm;
-          CHECK(lazy.async_downloads == (staged ? steps : 0));
-          CHECK(lazy.async_uploads == (staged ? steps : 0));
+          const int per_step = static_cast<int>(mode.buckets);
+          CHECK(lazy.async_downloads == (staged ? steps * per_step : 0));
+          CHECK(lazy.async_uploads == (staged ? steps * per_step : 0));
           CHECK(lazy.unlocked_async == 0);
           const bool reads_back = device_comm && mode.reducer == "deterministic";
-          CHECK(lazy.readbacks == (reads_back ? steps : 0));
+          CHECK(lazy.readbacks == (reads_back ? steps * per_step : 0));
           // Neither path makes the host wait for the compute stream: the download waits for it
           // on its own stream, the stream-ordered communicator on its own (wait_for_compute).
           CHECK(lazy.compute_waits == 0);
@@ -632,7 +645,7 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
     }
   }
   CHECK(lazy.streams_alive == 0);
-  MESSAGE("device buckets on " << c.size() << " ranks: 4 reducers x 2 communicators match the host run");
+  MESSAGE("device buckets on " << c.size() << " ranks: 4 reducers (1 and 3 buckets) x 2 communicators match the host run");
 }
 
 TEST_CASE("host values: reduced on every communicator, staged through the device where it takes only device memory") {
