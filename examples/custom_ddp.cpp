@@ -9,8 +9,8 @@ namespace nn = cohort::nn;
 namespace data = cohort::data;
 
 int main() try {
-  auto comm = cohort::comm::init_process_group();  // the launcher's ranks; one process: "self"
-  cohort::Device& dev = cohort::device();
+  cohort::Device& dev = cohort::device();  // COHORT_DEVICE, else a GPU when there is one
+  auto comm = cohort::comm::init_process_group("", &dev);  // launcher's ranks; nccl for GPUs
   nn::manual_seed(1);
   auto model = nn::sequential({{"flatten", nn::make<nn::Flatten>()},
                                {"fc1", nn::make<nn::Linear>(784, 256, dev)},
