@@ -193,20 +193,24 @@ void CudaDevice::deallocate_pinned(void* p, std::size_t bytes) noexcept {
   pinned_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-void CudaDevice::copy_from_host_async(void* dst, const void* src, std::size_t bytes,
-                                      void* stream) {
+// The asynchronous copies in either direction: on `stream`, or the compute stream for nullptr.
+void CudaDevice::copy_async(void* dst, const void* src, std::size_t bytes, int to_device,
+                            void* stream) {
   if (bytes == 0) return;
   void* compute = this->stream();
-  COHORT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+  COHORT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes,
+                                    to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
                                     as_stream(stream ? stream : compute)));
+}
+
+void CudaDevice::copy_from_host_async(void* dst, const void* src, std::size_t bytes,
+                                      void* stream) {
+  copy_async(dst, src, bytes, 1, stream);
 }
 
 void CudaDevice::copy_to_host_async(void* dst, const void* src, std::size_t bytes,
                                     void* stream) {
-  if (bytes == 0) return;
-  void* compute = this->stream();
-  COHORT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
-                                    as_stream(stream ? stream : compute)));
+  copy_async(dst, src, bytes, 0, stream);
 }
 
 bool CudaDevice::register_host_memory(void* p, std::size_t bytes) {

@@ -94,6 +94,9 @@ class CudaDevice final : public Device {
   void* blas();
   // One more blocking wait on the compute stream (MemoryStats::host_waits).
   void count_wait() { host_waits_.fetch_add(1, std::memory_order_relaxed); }
+  // cudaMemcpyAsync host -> device (to_device 1) or device -> host (0) on `stream` (nullptr: the
+  // compute stream).
+  void copy_async(void* dst, const void* src, std::size_t bytes, int to_device, void* stream);
 
   int index_;
   std::unique_ptr<memory::RawMemory> raw_;          // cudaMalloc / cudaFree on this device

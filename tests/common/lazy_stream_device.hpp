@@ -24,44 +24,31 @@
 #include <map>
 #include <mutex>
 
-#include "cohort/core/device.hpp"
-#include "cohort/devices.hpp"
+#include "host_backed_device.hpp"
 
 namespace cohort::testing {
 
-class LazyStreamDevice final : public Device {
+class LazyStreamDevice final : public HostBackedDevice {
  public:
-  std::string name() const override { return "lazy"; }
-  DeviceType type() const override { return DeviceType::host; }
-  bool host_accessible() const override { return false; }
+  LazyStreamDevice() : HostBackedDevice("lazy") {}
   void* allocate(std::size_t bytes) override {
-    if (bytes == 0) return nullptr;
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void* p = HostBackedDevice::allocate(bytes);
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    allocs_[static_cast<const char*>(p)] = bytes;
+    if (p) allocs_[static_cast<const char*>(p)] = bytes;
     return p;
   }
-  void deallocate(void* p, std::size_t) noexcept override {
+  void deallocate(void* p, std::size_t bytes) noexcept override {
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       allocs_.erase(static_cast<const char*>(p));
     }
-    std::free(p);
+    HostBackedDevice::deallocate(p, bytes);
   }
   // Whether [p, p + n) lies in one live allocation of this device ("device memory").
   bool owns(const void* p, std::size_t n) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     return inside(allocs_, p, n);
   }
-  void copy_from_host(void* d, const void* s, std::size_t n) override {
-    ++blocking_uploads;
-    std::memmove(d, s, n);
-  }
-  void copy_to_host(void* d, const void* s, std::size_t n) override {
-    ++readbacks;
-    std::memmove(d, s, n);
-  }
-  void copy(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
   void synchronize() override { ++compute_waits; }  // the compute stream is always finished
 
   void* allocate_pinned(std::size_t bytes) override {
@@ -152,15 +139,12 @@ class LazyStreamDevice final : public Device {
     if (q) run_until(q, q->enqueued);
   }
 
-  bool supports(const OpCall&) const override { return true; }
-  void run(const OpCall& call) override { host_device().run(call); }  // host pointers underneath
-
   void reset_counts() {
     readbacks = blocking_uploads = async_uploads = async_downloads = unlocked_async =
         compute_waits = 0;
   }
 
-  int readbacks = 0, blocking_uploads = 0, async_uploads = 0, async_downloads = 0;
+  int async_uploads = 0, async_downloads = 0;
   int unlocked_async = 0;  // asynchronous copies whose host side was not page-locked
   int compute_waits = 0;   // the host waited for the compute stream (event, stream or device)
   int registrations = 0, unregistrations = 0, streams_alive = 0;

@@ -14,29 +14,13 @@
 #include <utility>
 #include <vector>
 
-#include "cohort/core/device.hpp"
-#include "cohort/devices.hpp"
+#include "host_backed_device.hpp"
 
 namespace cohort::testing {
 
-class RemoteDevice final : public Device {
+class RemoteDevice final : public HostBackedDevice {
  public:
-  std::string name() const override { return "remote"; }
-  DeviceType type() const override { return DeviceType::host; }
-  bool host_accessible() const override { return false; }
-  void* allocate(std::size_t bytes) override {
-    return bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
-  }
-  void deallocate(void* p, std::size_t) noexcept override { std::free(p); }
-  void copy_from_host(void* d, const void* s, std::size_t n) override {
-    ++blocking_uploads;
-    std::memmove(d, s, n);
-  }
-  void copy_to_host(void* d, const void* s, std::size_t n) override {
-    ++readbacks;
-    std::memmove(d, s, n);
-  }
-  void copy(void* d, const void* s, std::size_t n) override { std::memmove(d, s, n); }
+  RemoteDevice() : HostBackedDevice("remote") {}
   void synchronize() override { ++syncs; }
 
   void* allocate_pinned(std::size_t bytes) override {
@@ -60,9 +44,6 @@ class RemoteDevice final : public Device {
     std::memmove(d, s, n);
   }
 
-  bool supports(const OpCall&) const override { return true; }
-  void run(const OpCall& call) override { host_device().run(call); }  // host pointers underneath
-
   // Sets every counter to 0.
   void reset() {
     readbacks = blocking_uploads = syncs = pinned_allocs = pinned_frees = async_uploads =
@@ -83,8 +64,8 @@ class RemoteDevice final : public Device {
     return true;
   }
 
-  std::atomic<int> readbacks{0}, blocking_uploads{0}, syncs{0}, pinned_allocs{0},
-      pinned_frees{0}, async_uploads{0}, async_on_compute{0};
+  std::atomic<int> syncs{0}, pinned_allocs{0}, pinned_frees{0}, async_uploads{0},
+      async_on_compute{0};
   std::mutex mu;
   std::set<const void*> sources;  // host addresses copy_from_host_async read from
   std::vector<std::pair<const char*, std::size_t>> pinned_blocks;  // since reset()
