@@ -162,7 +162,6 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
 // the values it had.
 void DistributedDataParallel::view_gradients_in(Bucket& b) {
   const Tensor flat = b.reducer->flat_bucket();
-  if (!flat.defined()) return;
   std::int64_t off = 0;
   for (int m : b.members) {
     Parameter& p = *params_[static_cast<std::size_t>(m)].param;
@@ -189,7 +188,6 @@ DistributedDataParallel::~DistributedDataParallel() {
   // instead of keeping the buckets (and, for communicator buffers, the communicator) alive.
   for (auto& b : buckets_) {
     const Tensor flat = b->reducer->flat_bucket();
-    if (!flat.defined()) continue;
     const char* lo = static_cast<const char*>(flat.raw());
     for (int m : b->members) {
       Parameter& p = *params_[static_cast<std::size_t>(m)].param;

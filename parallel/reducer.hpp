@@ -117,19 +117,15 @@ class HostStage {
   HostStage& operator=(const HostStage&) = delete;
 
   void* data() const { return host_->data(); }
-  std::size_t bytes() const { return host_->bytes(); }
-  bool pinned() const { return pinned_; }  // register_host_memory succeeded
   bool issued() const { return issued_; }  // then()'s collective has started
   void download(const void* device_src);
   comm::WorkHandle then(std::function<comm::WorkHandle()> start);
   void upload(void* device_dst);
-  // Blocks until the last download has landed (for host arithmetic right after it).
-  void wait_download() { downloaded_.synchronize(); }
 
  private:
   Device& dev_;
   std::unique_ptr<comm::CommBuffer> host_;
-  bool pinned_ = false;
+  bool pinned_ = false;  // register_host_memory succeeded: unregister at the end
   bool issued_ = true;  // nothing pending before the first download
   Stream stream_;
   Event downloaded_;

@@ -72,9 +72,9 @@ struct DDPOptions {
   // lost; when the DDP module is destroyed, gradients get memory of their own again.
   bool gradient_as_bucket_view = true;
   // Fixed reduction order: every bucket is all-gathered and summed locally in rank order
-  // 0..n-1 on the host, so the result depends neither on the backend's reduction algorithm nor
-  // on the device: bit-identical on shm, ucx, nccl, host or GPU parameters (costs n times the
-  // receive bytes of an all-reduce).
+  // 0..n-1 on the host, so the average of given gradients depends neither on the backend's
+  // reduction algorithm nor on where the bucket lives: bit-identical on shm, ucx and nccl (costs
+  // n times the receive bytes of an all-reduce).
   bool deterministic = false;
 };
 
