@@ -100,8 +100,9 @@ void order_after_compute(Device& dev, Stream& stream);
 // the device:
 //   download(src)   on the stage's own stream, after the compute enqueued so far; returns at once
 //   then(start)     a Work that calls start() (the collective on data()) once the download has
-//                   landed: at once if it already has, else in the first test() that finds it
-//                   landed, or in wait(); so DDP's polling issues it and backward is not held up
+//                   landed: in the first test() that finds it landed, or in wait(), never inside
+//                   then() itself (the caller's test order is the issue order); so DDP's polling
+//                   issues it and backward is not held up
 //   upload(dst)     the host copy back to `dst` on the compute stream, which orders it before
 //                   the optimizer step; returns at once
 // The host copy is not written again before the upload has run: the next download waits for the

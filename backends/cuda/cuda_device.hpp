@@ -50,6 +50,7 @@ class CudaDevice final : public Device {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override;
+  void make_current() override { activate(); }
 
   // The caching allocator's counts plus this device's host waits and pinned memory.
   MemoryStats memory_stats() const override;

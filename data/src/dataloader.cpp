@@ -422,6 +422,9 @@ struct DataLoader::Impl {
   }
 
   void run_worker() {
+    // This thread enqueues the staged uploads: it selects the device first, as every thread that
+    // uses a device but did not make it must (Device::make_current).
+    if (staged) device->make_current();
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       cv.wait(lock, [&] { return stop || (!ready && produced < num_batches()); });

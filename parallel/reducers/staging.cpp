@@ -89,12 +89,12 @@ void HostStage::download(const void* device_src) {
   downloaded_.record(stream_);
 }
 
+// Never starts the collective here, even when the download has landed already: DDP may launch
+// bucket k+1 while bucket k's deferred collective still waits for its first test(), and starting
+// k+1 inline would issue it first on this rank only (the other ranks' order differs: a collective
+// mismatch, review finding G1). The Work starts it in test() or wait(), which DDP calls in bucket
+// order (DistributedDataParallel::poll, finish_gradients_now).
 comm::WorkHandle HostStage::then(std::function<comm::WorkHandle()> start) {
-  if (downloaded_.query()) {  // landed already (always, on a synchronous device)
-    comm::WorkHandle w = start();
-    issued_ = true;
-    return w;
-  }
   return std::make_shared<DeferredWork>(downloaded_, issued_, std::move(start));
 }
 

@@ -19,6 +19,7 @@ using cohort::testing::error_of;
 #include "cohort/data/dataloader.hpp"
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
+#include "../common/lazy_stream_device.hpp"
 #include "../common/remote_device.hpp"
 
 using namespace cohort::data;
@@ -311,6 +312,35 @@ TEST_CASE("DataLoader: staged batches equal the host's and reuse two pinned buff
       CHECK(remote.syncs == 0);
     }
     CHECK(remote.pinned_frees == 2);
+  }
+}
+
+TEST_CASE("DataLoader: staged batches are right under every landing schedule of a lazy device") {
+  // The lazy-stream device (tests/common/lazy_stream_device.hpp) lands the uploads at moments of
+  // its own and holds the loader to CUDA's rules: the prefetch thread selects the device, no
+  // pinned buffer is refilled or freed while an upload still reads it, and the compute side reads
+  // a batch only after its upload's event.
+  auto& host = cohort::host_device();
+  auto& lazy = cohort::testing::lazy_stream_device();
+  auto ds = std::make_shared<SyntheticDataset>(50, cohort::Shape{1, 6, 6}, 10, 3);
+  DataLoaderOptions o;
+  o.batch_size = 8;
+  o.shuffle = true;
+  o.seed = 4;
+  DataLoader plain(ds, o, {normalize({0.5f}, {0.25f})}, host);
+  const Seen want = run_epochs(plain, 2, &host);
+  for (const std::uint64_t seed : {1, 2, 3, 4}) {
+    for (const bool prefetch : {true, false}) {
+      CAPTURE(seed);
+      CAPTURE(prefetch);
+      lazy.reseed(seed);
+      o.prefetch = prefetch;
+      {
+        DataLoader staged(ds, o, {normalize({0.5f}, {0.25f})}, host, &lazy);
+        CHECK(run_epochs(staged, 2, &lazy) == want);
+      }
+      CHECK(lazy.take_violations() == "");
+    }
   }
 }
 

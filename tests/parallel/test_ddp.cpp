@@ -593,59 +593,72 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
   modes[5].reducer = "deterministic";
   modes[5].options.deterministic = true;
   const int steps = 6;
-  for (const bool device_comm : {false, true}) {
-    for (const Mode& mode : modes) {
-      CAPTURE(device_comm);
-      CAPTURE(mode.reducer);
-      par::DistributedDataParallel on_host(small_net(1), ddp_test::shared_comm(), mode.options);
-      train_ddp(on_host, steps);
-      std::string digest;
-      {
-        auto comm = std::make_shared<CountingComm>(ddp_test::shared_comm());
-        if (device_comm) comm->device_only = &lazy;
-        auto model = small_net(1, 10, lazy);
-        par::DistributedDataParallel ddp(model, comm, mode.options);
-        if (device_comm) {  // the wrapper does refuse host memory, as nccl does
-          std::int64_t x = 0;
-          std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
-          CHECK_THROWS_WITH_AS(comm->allgather(&x, all.data(), 1, cohort::DType::i64,
-                                               cohort::comm::kDefaultTimeout),
-                               doctest::Contains("not device memory"), cohort::Error);
+  // Several landing schedules (the lazy device's seeds): each lands the staged copies at other
+  // moments, so the order in which DDP finds downloads landed differs from schedule to schedule
+  // and from rank to rank; the collectives must still start in bucket order on every rank.
+  std::vector<std::string> host_digests;
+  for (const Mode& mode : modes) {
+    par::DistributedDataParallel on_host(small_net(1), ddp_test::shared_comm(), mode.options);
+    train_ddp(on_host, steps);
+    host_digests.push_back(on_host.weights_digest());
+  }
+  for (const std::uint64_t seed : {1, 2, 3, 4, 5, 6}) {
+    lazy.reseed(seed);
+    for (const bool device_comm : {false, true}) {
+      for (std::size_t mi = 0; mi < modes.size(); ++mi) {
+        const Mode& mode = modes[mi];
+        CAPTURE(seed);
+        CAPTURE(device_comm);
+        CAPTURE(mode.reducer);
+        std::string digest;
+        {
+          auto comm = std::make_shared<CountingComm>(ddp_test::shared_comm());
+          if (device_comm) comm->device_only = &lazy;
+          auto model = small_net(1, 10, lazy);
+          par::DistributedDataParallel ddp(model, comm, mode.options);
+          if (device_comm) {  // the wrapper does refuse host memory, as nccl does
+            std::int64_t x = 0;
+            std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
+            CHECK_THROWS_WITH_AS(comm->allgather(&x, all.data(), 1, cohort::DType::i64,
+                                                 cohort::comm::kDefaultTimeout),
+                                 doctest::Contains("not device memory"), cohort::Error);
+          }
+          const std::string expected =
+              device_comm && mode.reducer == "host_staged" ? "plain" : mode.reducer;
+          CHECK(ddp.bucket_reducers() == std::vector<std::string>(mode.buckets, expected));
+          const auto ps = model->parameters();  // views into one flat bucket on the device
+          if (mode.buckets == 1)
+            for (std::size_t i = ps.size() - 1; i > 0; --i)
+              CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
+                    static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
+          lazy.reset_counts();
+          train_ddp(ddp, steps, lazy);
+          if (c.size() > 1) {
+            // Staged: one bucket, one asynchronous download and upload per step, from page-locked
+            // memory, and the host never waits on a blocking copy. On the device: no copies at all,
+            // but for the deterministic mode's read-back of the n gathered copies.
+            const bool staged = !device_comm;
+            const int per_step = static_cast<int>(mode.buckets);
+            CHECK(lazy.async_downloads == (staged ? steps * per_step : 0));
+            CHECK(lazy.async_uploads == (staged ? steps * per_step : 0));
+            CHECK(lazy.unlocked_async == 0);
+            const bool reads_back = device_comm && mode.reducer == "deterministic";
+            CHECK(lazy.readbacks == (reads_back ? steps * per_step : 0));
+            // Neither path makes the host wait for the compute stream: the download waits for it
+            // on its own stream, the stream-ordered communicator on its own (wait_for_compute).
+            CHECK(lazy.compute_waits == 0);
+          }
+          digest = ddp.weights_digest();
+          CHECK(ddp.weights_identical_across_ranks());
         }
-        const std::string expected =
-            device_comm && mode.reducer == "host_staged" ? "plain" : mode.reducer;
-        CHECK(ddp.bucket_reducers() == std::vector<std::string>(mode.buckets, expected));
-        const auto ps = model->parameters();  // views into one flat bucket on the device
-        if (mode.buckets == 1)
-          for (std::size_t i = ps.size() - 1; i > 0; --i)
-            CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
-                  static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
-        lazy.reset_counts();
-        train_ddp(ddp, steps, lazy);
-        if (c.size() > 1) {
-          // Staged: one bucket, one asynchronous download and upload per step, from page-locked
-          // memory, and the host never waits on a blocking copy. On the device: no copies at all,
-          // but for the deterministic mode's read-back of the n gathered copies.
-          const bool staged = !device_comm;
-          const int per_step = static_cast<int>(mode.buckets);
-          CHECK(lazy.async_downloads == (staged ? steps * per_step : 0));
-          CHECK(lazy.async_uploads == (staged ? steps * per_step : 0));
-          CHECK(lazy.unlocked_async == 0);
-          const bool reads_back = device_comm && mode.reducer == "deterministic";
-          CHECK(lazy.readbacks == (reads_back ? steps * per_step : 0));
-          // Neither path makes the host wait for the compute stream: the download waits for it
-          // on its own stream, the stream-ordered communicator on its own (wait_for_compute).
-          CHECK(lazy.compute_waits == 0);
-        }
-        digest = ddp.weights_digest();
-        CHECK(ddp.weights_identical_across_ranks());
+        CHECK(digest == host_digests[mi]);
+        CHECK(lazy.registrations == lazy.unregistrations);  // the stages unlocked their memory
+        CHECK(lazy.take_violations() == "");
       }
-      CHECK(digest == on_host.weights_digest());
-      CHECK(lazy.registrations == lazy.unregistrations);  // the stages unlocked their memory
     }
   }
   CHECK(lazy.streams_alive == 0);
-  MESSAGE("device buckets on " << c.size() << " ranks: 4 reducers (1 and 3 buckets) x 2 communicators match the host run");
+  MESSAGE("device buckets on " << c.size() << " ranks: 4 reducers (1 and 3 buckets) x 2 communicators x 6 landing schedules match the host run");
 }
 
 TEST_CASE("host values: reduced on every communicator, staged through the device where it takes only device memory") {

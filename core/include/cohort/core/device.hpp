@@ -89,6 +89,12 @@ class Device {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
   // Waits for every op enqueued on the compute stream so far.
   virtual void synchronize() = 0;
+  // Makes this device the calling thread's current one (CUDA: cudaSetDevice), as a thread other
+  // than the one that made the device must do before it uses the device (PyTorch's pin-memory
+  // thread does the same). The CUDA device also selects itself in each entry point; the test
+  // device of tests/common/lazy_stream_device.hpp holds every thread to this rule. The default
+  // (the host) does nothing.
+  virtual void make_current() {}
 
   // Counts and bytes of this device's allocations (see MemoryStats). The default, for a device
   // that keeps none, is all zeros.
