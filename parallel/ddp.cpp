@@ -61,7 +61,7 @@ std::vector<Tensor> tensors_of(const std::vector<nn::NamedTensor>& ts) {
 
 struct DistributedDataParallel::Bucket {
   std::vector<int> members;  // indices into params_, in the order they fill the flat buffer
-  std::int64_t numel = 0;
+  std::int64_t numel = 0;   // f32 elements of its flat buffer, alignment padding included
   int pending = 0;          // members whose gradient is not final yet this step
   std::vector<char> ready;  // per member, this step
   bool launched = false, done = false;
@@ -122,21 +122,26 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
   };
   std::unique_ptr<Bucket> cur;
   Device* cur_dev = nullptr;
+  std::int64_t cur_elems = 0;
   for (int i = static_cast<int>(params_.size()) - 1; i >= 0; --i) {
     const Tensor& v = params_[static_cast<std::size_t>(i)].param->value;
     const std::int64_t cap =
         cap_elems(buckets_.empty() ? opt_.first_bucket_mb : opt_.bucket_cap_mb);
     // A bucket is one device's memory; a parameter that would overflow it starts a new one
     // (a parameter larger than the cap gets a bucket of its own).
-    if (cur && (cur->numel + v.numel() > cap || cur_dev != &v.device()) && cur->numel > 0)
+    // The cap counts the gradients' own elements, as PyTorch's does; the bucket's memory also
+    // holds the padding that aligns each one (detail::bucket_slot).
+    if (cur && (cur_elems + v.numel() > cap || cur_dev != &v.device()) && cur->numel > 0)
       buckets_.push_back(std::move(cur));
     if (!cur) {
       cur = std::make_unique<Bucket>();
       cur_dev = &v.device();
+      cur_elems = 0;
     }
+    cur_elems += v.numel();
     slot_of_[static_cast<std::size_t>(i)] = static_cast<int>(cur->members.size());
     cur->members.push_back(i);
-    cur->numel += v.numel();
+    cur->numel += detail::bucket_slot(v.numel());
     bucket_of_[static_cast<std::size_t>(i)] = static_cast<int>(buckets_.size());
   }
   if (cur) buckets_.push_back(std::move(cur));
@@ -168,7 +173,7 @@ void DistributedDataParallel::view_gradients_in(Bucket& b) {
     Tensor view = flat.slice(off, off + p.value.numel()).reshape(p.value.shape());
     if (p.grad.defined()) view.copy_from(p.grad);  // else the bucket's zeros
     p.grad = view;
-    off += p.value.numel();
+    off += detail::bucket_slot(p.value.numel());
   }
 }
 

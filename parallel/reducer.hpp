@@ -133,9 +133,21 @@ class HostStage {
   Event uploaded_;
 };
 
-// The bucket's gradients, back to back, into / out of its flat f32 tensor on their device, as
-// device copies (reducers/staging.cpp), skipping every gradient that already is its view into
-// `flat` (gradient_as_bucket_view).
+// Where each gradient starts in its bucket: at a multiple of kBucketAlign elements (256 bytes),
+// the padding between them zeros that every reduction keeps zero. cuBLAS(Lt) and cuDNN choose
+// kernels by pointer alignment, so a gradient that is a view at an odd offset could get another
+// kernel (another summation order) than a fresh 256-byte-aligned allocation, and the
+// bit-identical checks against such a reference would fail on a GPU (review finding G5). The
+// buckets' own memory is 256-byte aligned (the caching allocator, page-aligned communicator
+// buffers). Costs at most 252 bytes per parameter on the wire.
+constexpr std::int64_t kBucketAlign = 256 / sizeof(float);
+constexpr std::int64_t bucket_slot(std::int64_t numel) {
+  return (numel + kBucketAlign - 1) / kBucketAlign * kBucketAlign;
+}
+
+// The bucket's gradients, at their bucket_slot() offsets, into / out of its flat f32 tensor on
+// their device, as device copies (reducers/staging.cpp), skipping every gradient that already is
+// its view into `flat` (gradient_as_bucket_view).
 void pack_into_bucket(const std::vector<Tensor>& grads, Tensor& flat);
 void unpack_from_bucket(const Tensor& flat, const std::vector<Tensor>& grads);
 

@@ -52,7 +52,7 @@ void pack_into_bucket(const std::vector<Tensor>& grads, Tensor& flat) {
   std::int64_t off = 0;
   for (const Tensor& g : grads) {
     if (!is_view(g, flat, off)) flat.slice(off, off + g.numel()).copy_from(g.reshape({-1}));
-    off += g.numel();
+    off += bucket_slot(g.numel());
   }
 }
 
@@ -63,7 +63,7 @@ void unpack_from_bucket(const Tensor& flat, const std::vector<Tensor>& grads) {
       Tensor dst = g;  // shares storage
       dst.copy_from(flat.slice(off, off + g.numel()));
     }
-    off += g.numel();
+    off += bucket_slot(g.numel());
   }
 }
 

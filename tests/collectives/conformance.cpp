@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cohort/core/dtype.hpp"
 #include "cohort/core/error.hpp"
 #include "conformance.hpp"
@@ -79,6 +81,19 @@ TEST_SUITE("conformance") {
     REQUIRE(b);
     CHECK(a->bytes() == bytes);
     CHECK(reinterpret_cast<std::uintptr_t>(a->data()) % 64 == 0);
+    // Page-aligned, and small buffers on pages of their own: a device page-locks each one
+    // separately (HostStage), and the driver locks whole pages (review finding G12).
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    CHECK(reinterpret_cast<std::uintptr_t>(a->data()) % page == 0);
+    {
+      auto s1 = cm()->alloc_buffer(100);
+      auto s2 = cm()->alloc_buffer(100);
+      const auto p1 = reinterpret_cast<std::uintptr_t>(s1->data());
+      const auto p2 = reinterpret_cast<std::uintptr_t>(s2->data());
+      CHECK(p1 % page == 0);
+      CHECK(p2 % page == 0);
+      CHECK(p1 / page != p2 / page);
+    }
     const auto* z = static_cast<const unsigned char*>(a->data());
     CHECK(std::all_of(z, z + bytes, [](unsigned char c) { return c == 0; }));
     CHECK(a->data() != b->data());

@@ -21,8 +21,9 @@ class HostBackedDevice : public Device {
   std::string name() const override { return name_; }
   DeviceType type() const override { return DeviceType::host; }
   bool host_accessible() const override { return false; }
+  // 256-byte aligned, as cudaMalloc and the CUDA device's caching allocator are.
   void* allocate(std::size_t bytes) override {
-    return bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
+    return bytes ? std::aligned_alloc(256, (bytes + 255) / 256 * 256) : nullptr;
   }
   void deallocate(void* p, std::size_t) noexcept override { std::free(p); }
   void copy_from_host(void* d, const void* s, std::size_t n) override {

@@ -251,13 +251,15 @@ TEST_CASE("gradient_as_bucket_view: gradients live in the bucket; off, replaced 
   auto& c = ddp_test::comm();
   const auto ref = reference(kSteps);
   auto addr = [](const auto& p) { return static_cast<const char*>(p->grad.raw()); };
-  {  // On (the default): one bucket here, members packed in reverse registration order.
+  auto slot = [](const auto& p) { return (p->grad.nbytes() + 255) / 256 * 256; };
+  {  // On (the default): one bucket here, members packed in reverse registration order, each at
+     // a 256-byte boundary (review finding G5).
     auto model = small_net(1);
     par::DistributedDataParallel ddp(model, ddp_test::shared_comm());
     const auto ps = model->parameters();
     REQUIRE(ps.size() == 4);  // conv.weight, conv.bias, fc.weight, fc.bias
     for (std::size_t i = ps.size() - 1; i > 0; --i)
-      CHECK(addr(ps[i - 1]) == addr(ps[i]) + ps[i]->grad.nbytes());
+      CHECK(addr(ps[i - 1]) == addr(ps[i]) + slot(ps[i]));
     train_ddp(ddp, kSteps);
     CHECK(max_relative_difference(ddp.module(), *ref) <= 1e-5);
   }
@@ -267,7 +269,7 @@ TEST_CASE("gradient_as_bucket_view: gradients live in the bucket; off, replaced 
     o.gradient_as_bucket_view = false;
     par::DistributedDataParallel ddp(model, ddp_test::shared_comm(), o);
     const auto ps = model->parameters();
-    CHECK(addr(ps[2]) != addr(ps[3]) + ps[3]->grad.nbytes());
+    CHECK(addr(ps[2]) != addr(ps[3]) + slot(ps[3]));
     train_ddp(ddp, kSteps);
     CHECK(max_relative_difference(ddp.module(), *ref) <= 1e-5);
   }
@@ -324,7 +326,7 @@ TEST_CASE("f16 compression stays closer to fp32 than bf16") {
   const auto ps = model->parameters();
   for (std::size_t i = ps.size() - 1; i > 0; --i)
     CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
-          static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
+          static_cast<const char*>(ps[i]->grad.raw()) + (ps[i]->grad.nbytes() + 255) / 256 * 256);
   train_ddp(ddp, kSteps);
   auto ref = reference(kSteps);
   const double rel = max_relative_difference(ddp.module(), *ref);
@@ -626,11 +628,16 @@ TEST_CASE("device buckets: parameters on a device with late side streams train a
           const std::string expected =
               device_comm && mode.reducer == "host_staged" ? "plain" : mode.reducer;
           CHECK(ddp.bucket_reducers() == std::vector<std::string>(mode.buckets, expected));
-          const auto ps = model->parameters();  // views into one flat bucket on the device
+          // Views into one flat bucket on the device, in reverse parameter order, each at the
+          // next 256-byte boundary after the one before (review finding G5).
+          const auto ps = model->parameters();
+          for (const auto& p : ps)
+            CHECK(reinterpret_cast<std::uintptr_t>(p->grad.raw()) % 256 == 0);
           if (mode.buckets == 1)
             for (std::size_t i = ps.size() - 1; i > 0; --i)
               CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
-                    static_cast<const char*>(ps[i]->grad.raw()) + ps[i]->grad.nbytes());
+                    static_cast<const char*>(ps[i]->grad.raw()) +
+                        (ps[i]->grad.nbytes() + 255) / 256 * 256);
           lazy.reset_counts();
           train_ddp(ddp, steps, lazy);
           if (c.size() > 1) {

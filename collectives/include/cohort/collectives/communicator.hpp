@@ -56,7 +56,8 @@ class Work {
 };
 using WorkHandle = std::shared_ptr<Work>;
 
-// Host memory from Communicator::alloc_buffer; freed when the handle goes.
+// Host memory from Communicator::alloc_buffer: page-aligned, on pages no other buffer shares (a
+// device may page-lock it, and locks whole pages), zeroed; freed when the handle goes.
 class CommBuffer {
  public:
   virtual ~CommBuffer() = default;
