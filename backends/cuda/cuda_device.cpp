@@ -1,7 +1,7 @@
 // The CUDA device's memory (the caching allocator over cudaMalloc / cudaFree, pinned host memory),
-// copies, streams and events through the CUDA runtime, its GEMM through cuBLAS, and the registry's
-// entry. Plain C++ (the host compiler builds it); the op table's kernels are cuda_ops.cu, the only
-// file that needs nvcc.
+// copies, streams and events through the CUDA runtime, its GEMMs and GEMVs through cuBLAS (with the
+// arguments of seams/cublas_gemm.hpp), and the registry's entry. Plain C++ (the host compiler
+// builds it); the op table's kernels are cuda_ops.cu, the only file that needs nvcc.
 #include "cuda_device.hpp"
 
 #include <cublas_v2.h>
@@ -338,12 +338,12 @@ void CudaDevice::set_math_mode(void* handle) {
 
 void CudaDevice::gemm(const GemmArgs& g) {
   // The _64 entry points take 64-bit extents, so no size needs narrowing to int.
-  const seams::CublasGemm a = seams::cublas_gemm(g);
+  const seams::CublasGemm v = seams::cublas_gemm(g);
   void* h = blas();
   set_math_mode(h);
   const cublasStatus_t st =
-      cublasSgemm_64(as_blas(h), as_op(a.transa), as_op(a.transb), a.m, a.n, a.k, &a.alpha, a.A,
-                     a.lda, a.B, a.ldb, &a.beta, a.C, a.ldc);
+      cublasSgemm_64(as_blas(h), as_op(v.transa), as_op(v.transb), v.m, v.n, v.k, &v.alpha, v.A,
+                     v.lda, v.B, v.ldb, &v.beta, v.C, v.ldc);
   if (st != CUBLAS_STATUS_SUCCESS)
     ::cohort::detail::throw_error(
         __FILE__, __LINE__, "cublasSgemm_64", "cuda",
@@ -354,12 +354,12 @@ void CudaDevice::gemm(const GemmArgs& g) {
 }
 
 void CudaDevice::gemm_batched(const calls::GemmBatched& g) {
-  const seams::CublasGemm a = seams::cublas_gemm_batched(g);
+  const seams::CublasGemm v = seams::cublas_gemm_batched(g);
   void* h = blas();
   set_math_mode(h);
   const cublasStatus_t st = cublasSgemmStridedBatched_64(
-      as_blas(h), as_op(a.transa), as_op(a.transb), a.m, a.n, a.k, &a.alpha, a.A, a.lda,
-      a.stride_a, a.B, a.ldb, a.stride_b, &a.beta, a.C, a.ldc, a.stride_c, a.batch);
+      as_blas(h), as_op(v.transa), as_op(v.transb), v.m, v.n, v.k, &v.alpha, v.A, v.lda,
+      v.stride_a, v.B, v.ldb, v.stride_b, &v.beta, v.C, v.ldc, v.stride_c, v.batch);
   if (st != CUBLAS_STATUS_SUCCESS)
     ::cohort::detail::throw_error(
         __FILE__, __LINE__, "cublasSgemmStridedBatched_64", "cuda",

@@ -2,10 +2,10 @@
 // cudaFree (backends/common/caching_allocator.hpp: freed blocks are reused in compute-stream order,
 // so after a training loop's first step neither is called and no free synchronises the device),
 // every op enqueued on the device's compute stream: convolutions, training batch norm and softmax
-// through cuDNN (cudnn_ops.cpp), GEMMs through cuBLAS, maps and row reductions through Thrust
-// (backends/common/thrust_ops.hpp), the rest through the shared implementation of
-// backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu). Pinned host memory
-// (cudaHostAlloc) and asynchronous uploads serve the data loader's staging.
+// through cuDNN (cudnn_ops.cpp), GEMMs and the linear bias gradient (a GEMV) through cuBLAS, maps
+// and row reductions through Thrust (backends/common/thrust_ops.hpp), the rest through the shared
+// implementation of backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu).
+// Pinned host memory (cudaHostAlloc) and asynchronous uploads serve the data loader's staging.
 //
 // Internal header: backends/registry.cpp includes it, so it names no CUDA type; the stream and the
 // cuBLAS handle are kept as void* and cast back inside cuda_device.cpp.

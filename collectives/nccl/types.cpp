@@ -14,7 +14,9 @@ static_assert(ncclSum == seam::kNcclSum && ncclMax == seam::kNcclMax &&
                   ncclMin == seam::kNcclMin && ncclAvg == seam::kNcclAvg,
               "nccl/seam.hpp numbers ncclRedOp_t as nccl.h does");
 
-ncclDataType_t nccl_dtype(DType dt) { return static_cast<ncclDataType_t>(seam::nccl_type(dt).type); }
+ncclDataType_t nccl_dtype(DType dt) {
+  return static_cast<ncclDataType_t>(seam::nccl_type(dt).type);
+}
 
 ncclRedOp_t nccl_op(ReduceOp op) { return static_cast<ncclRedOp_t>(seam::nccl_op(op)); }
 

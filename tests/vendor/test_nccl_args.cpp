@@ -224,8 +224,8 @@ TEST_CASE("NCCL's reductions on the seam's values reproduce cohort's, avg includ
 
 TEST_CASE("ncclAvg on i32: truncation toward zero, worked values") {
   // -7 / 2 is -3 (not -4), 7 / 2 is 3; and a sum that wraps past INT32_MAX.
-  const std::vector<std::vector<std::int32_t>> ranks = {{-3, 3, std::numeric_limits<std::int32_t>::max()},
-                                                        {-4, 4, 1}};
+  const std::int32_t big = std::numeric_limits<std::int32_t>::max();
+  const std::vector<std::vector<std::int32_t>> ranks = {{-3, 3, big}, {-4, 4, 1}};
   const int avg = seam::nccl_op(ReduceOp::avg);
   const auto got = nccl_reduce<std::int32_t>(avg, seam::nccl_type(DType::i32).type, ranks);
   CHECK(got[0] == -3);

@@ -13,8 +13,8 @@ constexpr const char* kBackend = "cuda";
 int op_of(bool trans) { return trans ? kCublasOpT : kCublasOpN; }
 
 void check_gemm(const char* what, const GemmArgs& g) {
-  COHORT_CHECK_IN(kBackend, g.m >= 1 && g.n >= 1 && g.k >= 1, what, ": m, n, k must be >= 1, got m=",
-                  g.m, " n=", g.n, " k=", g.k);
+  COHORT_CHECK_IN(kBackend, g.m >= 1 && g.n >= 1 && g.k >= 1, what,
+                  ": m, n, k must be >= 1, got m=", g.m, " n=", g.n, " k=", g.k);
   COHORT_CHECK_IN(kBackend, g.a != nullptr, what, ": a is null");
   COHORT_CHECK_IN(kBackend, g.b != nullptr, what, ": b is null");
   COHORT_CHECK_IN(kBackend, g.c != nullptr, what, ": c is null");
