@@ -1,7 +1,7 @@
 // The CUDA device's memory (the caching allocator over cudaMalloc / cudaFree, pinned host memory),
-// copies, streams and events through the CUDA runtime, its GEMM through cuBLAS, and the registry's
-// entry. Plain C++ (the host compiler builds it); the op table's kernels are cuda_ops.cu, the only
-// file that needs nvcc.
+// copies, streams and events through the CUDA runtime, its GEMMs and GEMVs through cuBLAS (with the
+// arguments of seams/cublas_gemm.hpp), and the registry's entry. Plain C++ (the host compiler
+// builds it); the op table's kernels are cuda_ops.cu, the only file that needs nvcc.
 #include "cuda_device.hpp"
 
 #include <cublas_v2.h>
@@ -16,6 +16,7 @@
 #include "common/caching_allocator.hpp"
 #include "cuda_check.hpp"
 #include "cudnn_ops.hpp"
+#include "seams/cublas_gemm.hpp"
 
 namespace cohort::cuda {
 namespace {
@@ -132,6 +133,9 @@ void* CudaDevice::blas() {
 
 Cudnn& CudaDevice::cudnn() {
   if (Cudnn* c = cudnn_.load(std::memory_order_acquire)) return *c;
+  // Before the lock, as in blas(): Cudnn's constructor asks for stream(), which takes init_mu_
+  // itself when the stream does not exist yet (a non-recursive mutex: it would deadlock).
+  (void)stream();
   std::lock_guard<std::mutex> lock(init_mu_);
   if (Cudnn* c = cudnn_.load(std::memory_order_relaxed)) return *c;
   Cudnn* c = new Cudnn(*this);  // never destroyed, like the device (see the destructor's note)
@@ -310,22 +314,36 @@ void CudaDevice::synchronize_stream(void* s) {
   COHORT_CHECK_CUDA(cudaStreamSynchronize(as_stream(s ? s : compute)));
 }
 
-// ---- GEMM ----
+// ---- GEMM and GEMV through cuBLAS ----
+// Every argument comes from the plain-value seam (seams/cublas_gemm.hpp, checked on the CPU by
+// tests/vendor); this section only converts the transpose codes and issues the call.
+
+static_assert(CUBLAS_OP_N == seams::kCublasOpN && CUBLAS_OP_T == seams::kCublasOpT,
+              "seams/cublas_gemm.hpp numbers cublasOperation_t as cublas_api.h does");
+
+namespace {
+cublasOperation_t as_op(int op) { return static_cast<cublasOperation_t>(op); }
+}  // namespace
+
+void CudaDevice::set_math_mode(void* handle) {
+  // Full FP32 products unless the user allowed TF32 (cohort/core/math_mode.hpp); read per call so a
+  // change of the mode applies to the next GEMM, but set on the handle only when it changes: the
+  // handle is shared by everything this device runs (see the threads contract in the header).
+  const int want = allow_tf32() ? 1 : 0;
+  if (math_mode_ == want) return;
+  COHORT_CHECK_CUBLAS(cublasSetMathMode(static_cast<cublasHandle_t>(handle),
+                                        want ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  math_mode_ = want;
+}
 
 void CudaDevice::gemm(const GemmArgs& g) {
-  // cuBLAS is column-major, and a row-major matrix read column-major is its transpose. So the
-  // row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: swap the
-  // operands and the m/n extents, keep each operand's own transpose flag and leading dimension.
-  // The _64 entry point takes 64-bit extents, so no size needs narrowing to int.
-  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasHandle_t h = as_blas(blas());
-  // Full FP32 products unless the user allowed TF32 (cohort/core/math_mode.hpp); set per call so a
-  // change of the mode applies to the next GEMM. A host-side setting: no device work.
-  COHORT_CHECK_CUBLAS(
-      cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  const cublasStatus_t st = cublasSgemm_64(h, op_b, op_a, g.n, g.m, g.k, &g.alpha,
-                                           g.b, g.ldb, g.a, g.lda, &g.beta, g.c, g.ldc);
+  // The _64 entry points take 64-bit extents, so no size needs narrowing to int.
+  const seams::CublasGemm v = seams::cublas_gemm(g);
+  void* h = blas();
+  set_math_mode(h);
+  const cublasStatus_t st =
+      cublasSgemm_64(as_blas(h), as_op(v.transa), as_op(v.transb), v.m, v.n, v.k, &v.alpha, v.A,
+                     v.lda, v.B, v.ldb, &v.beta, v.C, v.ldc);
   if (st != CUBLAS_STATUS_SUCCESS)
     ::cohort::detail::throw_error(
         __FILE__, __LINE__, "cublasSgemm_64", "cuda",
@@ -336,20 +354,44 @@ void CudaDevice::gemm(const GemmArgs& g) {
 }
 
 void CudaDevice::gemm_batched(const calls::GemmBatched& g) {
-  // Operands swapped as in gemm() above; the batch strides follow their operands.
-  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasHandle_t h = as_blas(blas());
-  COHORT_CHECK_CUBLAS(
-      cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  const seams::CublasGemm v = seams::cublas_gemm_batched(g);
+  void* h = blas();
+  set_math_mode(h);
   const cublasStatus_t st = cublasSgemmStridedBatched_64(
-      h, op_b, op_a, g.n, g.m, g.k, &g.alpha, g.b, g.ldb, g.stride_b, g.a, g.lda, g.stride_a,
-      &g.beta, g.c, g.ldc, g.stride_c, g.batch);
+      as_blas(h), as_op(v.transa), as_op(v.transb), v.m, v.n, v.k, &v.alpha, v.A, v.lda,
+      v.stride_a, v.B, v.ldb, v.stride_b, &v.beta, v.C, v.ldc, v.stride_c, v.batch);
   if (st != CUBLAS_STATUS_SUCCESS)
     ::cohort::detail::throw_error(
         __FILE__, __LINE__, "cublasSgemmStridedBatched_64", "cuda",
         ::cohort::detail::concat("batched sgemm on ", name(), " failed (", detail::describe(st),
                                  ") for batch=", g.batch, " m=", g.m, " n=", g.n, " k=", g.k));
+}
+
+void CudaDevice::gemv(const seams::CublasGemv& v) {
+  // No math mode applies: sgemv has no tensor-op variant.
+  const cublasStatus_t st =
+      cublasSgemv_64(as_blas(blas()), as_op(v.trans), v.m, v.n, &v.alpha, v.A, v.lda, v.x,
+                     v.incx, &v.beta, v.y, v.incy);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    ::cohort::detail::throw_error(
+        __FILE__, __LINE__, "cublasSgemv_64", "cuda",
+        ::cohort::detail::concat("sgemv on ", name(), " failed (", detail::describe(st),
+                                 ") for m=", v.m, " n=", v.n, " lda=", v.lda));
+}
+
+float* CudaDevice::ones_block(std::int64_t n, std::int64_t* to_fill) {
+  *to_fill = 0;
+  if (n <= ones_count_) return ones_;
+  // Grown geometrically, so a slowly rising batch size reallocates O(log) times. The old block
+  // goes back to the cache in stream order: gemvs already enqueued still read it first.
+  std::int64_t count = ones_count_ * 2 > n ? ones_count_ * 2 : n;
+  if (count < 1024) count = 1024;
+  float* p = static_cast<float*>(allocate(static_cast<std::size_t>(count) * sizeof(float)));
+  if (ones_) deallocate(ones_, static_cast<std::size_t>(ones_count_) * sizeof(float));
+  ones_ = p;
+  ones_count_ = count;
+  *to_fill = count;
+  return ones_;
 }
 
 // ---- registry entry ----

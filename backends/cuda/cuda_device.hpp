@@ -2,10 +2,10 @@
 // cudaFree (backends/common/caching_allocator.hpp: freed blocks are reused in compute-stream order,
 // so after a training loop's first step neither is called and no free synchronises the device),
 // every op enqueued on the device's compute stream: convolutions, training batch norm and softmax
-// through cuDNN (cudnn_ops.cpp), GEMMs through cuBLAS, maps and row reductions through Thrust
-// (backends/common/thrust_ops.hpp), the rest through the shared implementation of
-// backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu). Pinned host memory
-// (cudaHostAlloc) and asynchronous uploads serve the data loader's staging.
+// through cuDNN (cudnn_ops.cpp), GEMMs and the linear bias gradient (a GEMV) through cuBLAS, maps
+// and row reductions through Thrust (backends/common/thrust_ops.hpp), the rest through the shared
+// implementation of backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu).
+// Pinned host memory (cudaHostAlloc) and asynchronous uploads serve the data loader's staging.
 //
 // Internal header: backends/registry.cpp includes it, so it names no CUDA type; the stream and the
 // cuBLAS handle are kept as void* and cast back inside cuda_device.cpp.
@@ -13,6 +13,13 @@
 // Threads: every call first makes this device current on the calling thread (cudaSetDevice), so
 // a program may drive several GPUs from one thread; as a side effect the thread's current device
 // is left at this one.
+//
+// Contract: one thread at a time runs ops on a device (run(), gemm(), gemm_batched(), gemv()). The
+// cuBLAS and cuDNN handles are one per device, and their documentation allows neither concurrent
+// calls on a cuDNN handle nor a configuration change (the math mode) on a cuBLAS handle while
+// another thread uses it; the math-mode and ones-vector caches below rely on the same rule. Today
+// only the training thread runs ops (data-loader threads copy and record events, which may run
+// concurrently). Memory, copies, streams and events are safe from any thread.
 #pragma once
 
 #include <atomic>
@@ -31,6 +38,9 @@ class RawMemory;
 namespace cohort::cuda {
 
 class Cudnn;
+namespace seams {
+struct CublasGemv;
+}  // namespace seams
 
 class CudaDevice final : public Device {
  public:
@@ -82,6 +92,13 @@ class CudaDevice final : public Device {
   void gemm(const GemmArgs& g);
   // The same for a strided batch, one cuBLAS call (m, n, k, batch >= 1).
   void gemm_batched(const calls::GemmBatched& g);
+  // cublasSgemv_64 on the compute stream with the seam's values (seams/cublas_gemm.hpp).
+  void gemv(const seams::CublasGemv& v);
+  // Device memory for at least n floats, kept for the device's lifetime: the ones vector the linear
+  // bias gradient multiplies by. *to_fill is 0 when the block already holds ones, else the count of
+  // floats of a new block (contents undefined) that the caller sets to 1 on the compute stream
+  // before use (cuda_ops.cu: this file is compiled without nvcc).
+  float* ones_block(std::int64_t n, std::int64_t* to_fill);
   // Makes this device current and returns its compute stream (a cudaStream_t), creating it on
   // first use.
   void* stream();
@@ -93,6 +110,9 @@ class CudaDevice final : public Device {
   void activate() const;
   // Same for the cuBLAS handle, bound to stream().
   void* blas();
+  // cublasSetMathMode on `handle` (the cuBLAS handle) when allow_tf32() differs from the mode last
+  // set; a cuBLAS handle starts in CUBLAS_DEFAULT_MATH.
+  void set_math_mode(void* handle);
   // One more blocking wait on the compute stream (MemoryStats::host_waits).
   void count_wait() { host_waits_.fetch_add(1, std::memory_order_relaxed); }
   // cudaMemcpyAsync host -> device (to_device 1) or device -> host (0) on `stream` (nullptr: the
@@ -111,6 +131,10 @@ class CudaDevice final : public Device {
   std::atomic<void*> stream_{nullptr};  // cudaStream_t
   std::atomic<void*> blas_{nullptr};    // cublasHandle_t
   std::atomic<Cudnn*> cudnn_{nullptr};
+  // Touched only by the thread running ops (the contract above).
+  int math_mode_ = 0;               // 1: CUBLAS_TF32_TENSOR_OP_MATH set on blas_, 0: default math
+  float* ones_ = nullptr;           // ones_count_ ones, from this device's allocator
+  std::int64_t ones_count_ = 0;
 };
 
 // The registry's entry for this backend: "cuda", score 100 (preferred over the host when a GPU is

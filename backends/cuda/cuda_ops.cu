@@ -1,7 +1,8 @@
 // The CUDA device's op table: the shared implementation of backends/common/op_impl.hpp with one
 // GPU thread per work item (one grid-stride kernel template runs every functor), GEMMs through
-// this device's cuBLAS sgemm, scratch from the caching allocator. The host backend runs the
-// very same functors under Kokkos (host_ops.cpp), so CPU-only CI tests this math.
+// this device's cuBLAS sgemm (the linear bias gradient: its sgemv), scratch from the caching
+// allocator. The host backend runs the very same functors under Kokkos (host_ops.cpp), so CPU-only
+// CI tests this math.
 //
 // Vendor kernels come first: convolutions over the whole batch, training batch norm and softmax go
 // to cuDNN (cudnn_ops.cpp) through the run() overloads below, which argument-dependent lookup
@@ -27,6 +28,7 @@
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
 #include "cudnn_ops.hpp"
+#include "seams/cublas_gemm.hpp"
 
 namespace cohort::cuda {
 namespace {
@@ -66,6 +68,15 @@ class CudaExec {
   }
   void gemm(const GemmArgs& g) const { device_.gemm(g); }
   void gemm_batched(const calls::GemmBatched& g) const { device_.gemm_batched(g); }
+  void gemv(const seams::CublasGemv& v) const { device_.gemv(v); }
+  // The device's cached vector of at least n ones, filled here (on the compute stream, before
+  // whatever reads it) when the device had to allocate it.
+  const float* ones(std::int64_t n) const {
+    std::int64_t fill = 0;
+    float* p = device_.ones_block(n, &fill);
+    if (fill > 0) for_each("cohort::ones", fill, kernels::FillItem<float>{p, 1.0f});
+    return p;
+  }
   Cudnn& cudnn() const { return device_.cudnn(); }
   float* scratch(std::size_t floats) {
     const std::size_t bytes = floats * sizeof(float);
@@ -85,6 +96,17 @@ class CudaExec {
 void run(CudaExec& e, const calls::GemmBatched& c) {
   if (c.k == 0) return kernels::run(e, c);
   e.gemm_batched(c);
+}
+
+// ---- cuBLAS's sgemv for the linear bias gradient ----
+// dbias += dy^T ones: one vendor call instead of the shared kernel's one thread per 16 columns,
+// each summing a whole column serially (GPU review G2). The sum runs in float in cuBLAS's order,
+// not the shared kernel's double; the parity row's tolerance covers the difference. Other layouts
+// (inner > 1: the convolution's bias gradient) stay on the shared kernel.
+void run(CudaExec& e, const calls::BiasGrad& c) {
+  if (c.d.inner != 1) return kernels::run(e, c);
+  if (c.d.outer == 0 || c.d.channels == 0) return;  // dbias += nothing
+  e.gemv(seams::cublas_bias_grad(c, e.ones(c.d.outer)));
 }
 
 // ---- cuDNN's ops (found by argument-dependent lookup from kernels::run_call) ----
