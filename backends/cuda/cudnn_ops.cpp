@@ -456,6 +456,9 @@ bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c) {
   });
 }
 
+// cudnnConvolutionBackwardBias is not among the routines cuDNN lists as non-reproducible (its
+// "Reproducibility" notes name only atomics-based convolution algorithms, max-pooling backward and
+// a few others), so deterministic_algorithms() needs no fallback here.
 bool Cudnn::conv_backward_bias(const calls::Conv2dBackwardFilter& c) {
   const seams::ConvValues v = seams::conv_values(c);
   if (!v.covered || !v.bias_grad) return false;
