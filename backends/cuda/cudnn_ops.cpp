@@ -54,9 +54,7 @@ static_assert(e::kSoftmaxAccurate == CUDNN_SOFTMAX_ACCURATE && e::kSoftmaxLog ==
               e::kSoftmaxModeChannel == CUDNN_SOFTMAX_MODE_CHANNEL);
 static_assert(e::kStatusSuccess == CUDNN_STATUS_SUCCESS &&
               e::kStatusNotSupported == CUDNN_STATUS_NOT_SUPPORTED &&
-              e::kStatusNotSupportedLast == CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE &&
-              e::kStatusInternalErrorDeviceAllocationFailed ==
-                  CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED);
+              e::kStatusNotSupportedLast == CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE);
 // The algorithm name tables of seams/cudnn_conv_algo.cpp are indexed by these enums.
 static_assert(CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8 && CUDNN_CONVOLUTION_FWD_ALGO_DIRECT == 3 &&
               CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING == 5 &&

@@ -31,7 +31,6 @@ constexpr int kSoftmaxModeChannel = 1;
 constexpr int kStatusSuccess = 0;
 constexpr int kStatusNotSupported = 3000;
 constexpr int kStatusNotSupportedLast = 3014;  // ..._INVALID_DYNAMIC_SHAPE in cuDNN 9.19
-constexpr int kStatusInternalErrorDeviceAllocationFailed = 4004;
 }  // namespace cudnn_enum
 
 // A 4-D NCHW f32 tensor descriptor (cudnnSetTensor4dDescriptor's n, c, h, w), dense strides.
