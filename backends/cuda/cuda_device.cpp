@@ -16,7 +16,7 @@
 #include "common/caching_allocator.hpp"
 #include "cuda_check.hpp"
 #include "cudnn_ops.hpp"
-#include "seams/cublas_gemm.hpp"
+#include "cuda/seams/cublas_gemm.hpp"
 
 namespace cohort::cuda {
 namespace {
@@ -319,7 +319,7 @@ void CudaDevice::synchronize_stream(void* s) {
 // tests/vendor); this section only converts the transpose codes and issues the call.
 
 static_assert(CUBLAS_OP_N == seams::kCublasOpN && CUBLAS_OP_T == seams::kCublasOpT,
-              "seams/cublas_gemm.hpp numbers cublasOperation_t as cublas_api.h does");
+              "cuda/seams/cublas_gemm.hpp numbers cublasOperation_t as cublas_api.h does");
 
 namespace {
 cublasOperation_t as_op(int op) { return static_cast<cublasOperation_t>(op); }

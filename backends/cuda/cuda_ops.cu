@@ -28,7 +28,7 @@
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
 #include "cudnn_ops.hpp"
-#include "seams/cublas_gemm.hpp"
+#include "cuda/seams/cublas_gemm.hpp"
 
 namespace cohort::cuda {
 namespace {
@@ -120,7 +120,9 @@ void run(CudaExec& e, const calls::Conv2dBackwardData& c) {
 }
 void run(CudaExec& e, const calls::Conv2dBackwardFilter& c) {
   if (!e.cudnn().conv_backward_filter(c)) return kernels::run(e, c);
-  kernels::conv2d_bias_grad_pass(e, c);
+  // dbias += sum dy through cuDNN's reduction: the shared pass is one thread per channel, each
+  // summing N * P * Q values (GPU review G2); it stays as the fallback.
+  if (c.dbias && !e.cudnn().conv_backward_bias(c)) kernels::conv2d_bias_grad_pass(e, c);
 }
 void run(CudaExec& e, const calls::BatchNormForward& c) {
   if (!e.cudnn().batch_norm_forward(c)) kernels::run(e, c);

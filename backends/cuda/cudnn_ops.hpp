@@ -7,7 +7,10 @@
 // Each entry point returns false, having enqueued nothing, when cuDNN does not cover the case: an
 // extent or element count beyond cuDNN's 32-bit descriptors, batch norm outside training (the
 // contract also writes the running statistics into save_mean / save_invstd then, which cuDNN's
-// inference call does not), or no convolution algorithm that satisfies the math mode.
+// inference call does not), no convolution algorithm that satisfies the math modes and the
+// workspace cap, or an execute call that answers CUDNN_STATUS_NOT_SUPPORTED* (after every ranked
+// convolution algorithm was tried). Every argument of every call comes from seams/cudnn_*.hpp,
+// plain values that tests/vendor checks on the CPU.
 //
 // Which API: cuDNN 9's legacy calls (cudnnConvolutionForward, cudnnBatchNormalization*,
 // cudnnSoftmax*), deprecated but shipped and documented, rather than the graph (backend) API. The
@@ -22,8 +25,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cohort/core/op_calls.hpp"
+#include "cuda/seams/cudnn_conv_algo.hpp"
 
 namespace cohort::cuda {
 
@@ -41,16 +47,33 @@ class Cudnn {
   bool conv_forward(const calls::Conv2dForward& c);
   // dx = conv^T(dy, w).
   bool conv_backward_data(const calls::Conv2dBackwardData& c);
-  // dw += dy (*) x: dbias is left to the caller (c.dbias is ignored).
+  // dw += dy (*) x: dbias is conv_backward_bias's (c.dbias is ignored here).
   bool conv_backward_filter(const calls::Conv2dBackwardFilter& c);
+  // dbias += sum over n, h, w of dy (cudnnConvolutionBackwardBias, alpha 1, beta 1); false when
+  // c.dbias is null or cuDNN does not cover the case (the caller's shared pass runs it then).
+  bool conv_backward_bias(const calls::Conv2dBackwardFilter& c);
   // Training mode only (c.a.training).
   bool batch_norm_forward(const calls::BatchNormForward& c);
   bool batch_norm_backward(const calls::BatchNormBackward& c);
   bool softmax_forward(const calls::SoftmaxForward& c);
   bool softmax_backward(const calls::SoftmaxBackward& c);
 
-  // Convolution algorithms chosen so far (one per shape, direction and math mode).
+  // Convolution algorithms chosen so far (one ranked list per shape, direction and math mode).
   std::size_t cached_algorithms() const;
+
+  // The algorithm that ran the latest convolution of each direction (those that ran so far), so
+  // a GPU test can name it in a failure and pick its tolerance by family (GPU review G4).
+  // COHORT_CUDNN_LOG=1 also prints every choice and fallback to stderr.
+  struct ConvAlgorithmUsed {
+    seams::ConvDir dir = seams::ConvDir::forward;
+    int algo = -1;
+    std::string name;  // "IMPLICIT_PRECOMP_GEMM", "WINOGRAD_NONFUSED", ...
+    seams::AlgoFamily family = seams::AlgoFamily::unknown;
+    int math_type = 0;  // cudnnMathType_t
+    std::size_t workspace = 0;
+    std::string shape;
+  };
+  std::vector<ConvAlgorithmUsed> last_algorithms() const;
 
  private:
   struct State;

@@ -153,6 +153,14 @@ std::vector<Row> rows() {
       [](Device& d) { return Outputs{Tensor::normal({1001}, 0.5f, 2.0f, 78, d, 3)}; });
 
   // ---- convolutions: plain with bias + relu, strided/dilated/grouped, 1x1 ----
+  // 1e-5 on every device, cuDNN included, whichever algorithm its heuristics pick (GPU review G4):
+  // each output here sums at most 27 products of values in [-1, 1] and the measure is relative to
+  // 1 + |b|, so a transform-domain algorithm (Winograd, FFT), whose rounding grows with the
+  // transform and the sum's length, is expected to stay inside it at these sizes (not yet seen on a
+  // GPU). tests/cuda/test_cuda_modes.cpp compares training-sized sums (288 and 43264 terms) and
+  // sets its tolerance by the family of the algorithm that ran. If a conv row fails on cuda,
+  // COHORT_CUDNN_LOG=1 prints the algorithm cuDNN chose for each shape: loosen that family's rows
+  // (seams::conv_tolerance) only if it is transform-based.
   struct ConvCase {
     std::string name;
     Shape x, w;

@@ -1,0 +1,20 @@
+// What cudnn_ops.cpp does with the status of a cuDNN execute call (convolution, bias gradient,
+// batch norm, softmax), as a plain function of the status number so that a CPU test can check it
+// against cudnn_graph.h's values (review finding G6). cuDNN 9 reports CUDNN_STATUS_NOT_SUPPORTED
+// (3000) or a sub-code 3001-3014 from an execute call when the chosen engine cannot run here (a
+// runtime-compiled engine without NVRTC, too little shared memory, an architecture mismatch, ...):
+// the case is then not covered, which cudnn_ops.hpp answers with "false" (try the next algorithm,
+// else the shared kernels), never with an exception. Every other failure throws.
+#pragma once
+
+namespace cohort::cuda::seams {
+
+enum class StatusAction : int {
+  done,     // CUDNN_STATUS_SUCCESS
+  decline,  // not supported: drop this algorithm / let the shared kernels run the case
+  fail,     // anything else: throw (COHORT_CHECK_CUDNN)
+};
+
+StatusAction execute_status_action(int status);
+
+}  // namespace cohort::cuda::seams
