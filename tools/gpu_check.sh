@@ -465,7 +465,7 @@ fi
 
 # ---- the table: every stage's latest rows ----
 {
-  echo "cohort gpu_check, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
+  echo "cohort gpu_check, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname 2>/dev/null || uname -n)"
   echo "$gpu_line"
   gc_table "$rows_file"
   awk -F'\t' '{ n[$4]++ } END { printf "rows: %d ok, %d FAIL, %d skipped (not run), %d info", n["ok"], n["FAIL"], n["skipped"], n["info"] }' "$rows_file"
