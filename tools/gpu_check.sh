@@ -66,7 +66,7 @@ while [ $# -gt 0 ]; do
       esac
       shift 2 ;;
     --fresh) fresh=1; shift ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^# shellcheck/ { exit } NR > 1' "$0"; exit 0 ;;
     *) usage_error "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -81,7 +81,8 @@ for s in "${asked[@]}"; do
   elif [ -n "${default_limit[$s]:-}" ]; then
     want[$s]=1
   else
-    usage_error "--stage: unknown stage '$s' in '$stage_arg' (${all_stages[*]// /, }, all)"
+    names="${all_stages[*]}"
+    usage_error "--stage: unknown stage '$s' in '$stage_arg' (${names// /, }, all)"
   fi
 done
 declare -A limit=()
