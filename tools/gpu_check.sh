@@ -1,76 +1,171 @@
 #!/usr/bin/env bash
-# One command for a GPU machine: build cohort with CUDA and check it on the GPU (docs/GPU.md).
+# One command for a GPU machine's first contact: build cohort with CUDA, check it on the GPU, print
+# one table (docs/GPU.md).
 #
-#   tools/gpu_check.sh [--deps DIR] [--build DIR] [--summary FILE] [--steps N]
+#   tools/gpu_check.sh [--stage LIST] [--fresh] [--deps DIR|none] [--build DIR] [--summary FILE]
+#                      [--steps N]
 #
-#   --deps DIR      Debian packages carried by `tools/gpu_deps.sh download DIR` (default .gpu when it
-#                   exists): unpacked into DIR/prefix and used as CMAKE_PREFIX_PATH
+#   --stage LIST    comma-separated stages, run in the order below whatever the order given
+#                   (default all):
+#                     build     configure and build with CUDA (for this GPU only: native)   570 s
+#                     ctest     `ctest -L gpu`; a gpu test that did not run is a FAIL          570 s
+#                     parity    the op parity table on cuda                                      90 s
+#                     sanitize  compute-sanitizer memcheck and racecheck over the GPU tests    570 s
+#                     mnist     one epoch of mnist_cnn on cuda and on the host (0.5 points)    240 s
+#                     ddp       2 ranks sharing the GPU over shm (mnist_cnn, resnet9)          150 s
+#                     zoo       every zoo model a few steps on cuda                            240 s
+#                     nccl      1-rank nccl: mnist_cnn and the np1 nccl ctest entries          150 s
+#                     speed     images/s and per-layer times against PyTorch on this GPU,
+#                               nccl against nccl-tests when its source was carried           270 s
+#   --fresh         start a new table (--stage all always does)
+#   --deps DIR      Debian packages carried by `tools/gpu_deps.sh download DIR` (default .gpu when
+#                   it exists; none: do not look): unpacked into DIR/prefix, CMAKE_PREFIX_PATH
 #   --build DIR     build folder (default build-gpu)
-#   --summary FILE  where the summary table goes as well as stdout (default BUILD/gpu_check.txt)
-#   --steps N       steps of the timed MNIST runs (default 300)
+#   --summary FILE  where the table goes as well as stdout (default BUILD/gpu_check.txt)
+#   --steps N       steps of the timed MNIST runs of the speed stage (default 300)
 #
-# Steps: configure and build with CUDA (cuDNN and NCCL from the CUDA toolkit, CUDNN_ROOT /
-# NCCL_ROOT, or the pip wheels nvidia-cudnn-cu13 / nvidia-nccl-cu13 that python3 can import); then,
-# on a GPU: every ctest test labelled gpu, the op parity table on cuda, the zoo models for a few
-# steps each (and ResNet9 on 2 ranks sharing the GPU), one epoch of mnist_cnn on
-# cuda and on the host (test accuracy within 0.5 points), 2 ranks sharing the GPU over shm, and
-# training images/s and per-layer times against PyTorch on the same GPU when python3 has torch
-# with CUDA, and the nccl all-reduce against nccl-tests when its source was carried
-# (DIR/nccl-tests, or NCCL_TESTS_SRC; bench/nccl_compare.sh). Without a GPU it stops after the build, says so, and exits 0. Exit status 1 when any
-# check failed.
+# Each stage runs under its time limit (right column; GPU_CHECK_LIMIT_<STAGE>=S overrides, e.g.
+# GPU_CHECK_LIMIT_MNIST=300), each command in it under `timeout`, and one invocation stops
+# starting commands after GPU_CHECK_TOTAL_S (default 1500 s = 25 min). A command that runs out of
+# time is a FAIL row naming the limit it hit; every stage runs whatever failed before it. Rows go
+# to BUILD/gpu_check.rows: a stage run again replaces its rows, so stages run one by one (each
+# call under the 10 minutes a remote command may take) build one table, printed whole after every
+# invocation. GPU_CHECK_CMAKE_ARGS adds configure arguments (e.g. a compiler launcher).
+#
+# Without a GPU (nvidia-smi lists none) it runs the build stage only, says so, and exits 0 when the
+# build passed (CI's check that the CUDA build configures and links). Exit status 1 when a row of
+# this invocation is a FAIL; 2 for bad usage.
+# shellcheck disable=SC2317  # the stage functions are called as "stage_$s"
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=tools/gpu_check_lib.sh
+. tools/gpu_check_lib.sh
+
+all_stages=(build ctest parity sanitize mnist ddp zoo nccl speed)
+declare -A default_limit=([build]=570 [ctest]=570 [parity]=90 [sanitize]=570 [mnist]=240
+                          [ddp]=150 [zoo]=240 [nccl]=150 [speed]=270)
+usage_error() { echo "gpu_check.sh: $*" >&2; exit 2; }
 
 deps=""
 [ -d .gpu/debs ] && deps=.gpu
-build=build-gpu
+build="build-gpu"
 summary=""
 steps=300
+stage_arg=all
+fresh=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --deps) deps="$2"; shift 2 ;;
-    --build) build="$2"; shift 2 ;;
-    --summary) summary="$2"; shift 2 ;;
-    --steps) steps="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    --stage|--deps|--build|--summary|--steps)
+      [ $# -ge 2 ] || usage_error "$1 needs a value (see --help)"
+      case "$1" in
+        --stage) stage_arg=$2 ;;
+        --deps) deps=$2; [ "$deps" = none ] && deps="" ;;
+        --build) build=$2 ;;
+        --summary) summary=$2 ;;
+        --steps) steps=$2 ;;
+      esac
+      shift 2 ;;
+    --fresh) fresh=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^# shellcheck/ { exit } NR > 1' "$0"; exit 0 ;;
+    *) usage_error "unknown argument '$1' (see --help)" ;;
   esac
 done
+[[ "$steps" =~ ^[1-9][0-9]*$ ]] || usage_error "--steps '$steps' is not a positive whole number"
+declare -A want=()
+IFS=, read -r -a asked <<<"$stage_arg"
+[ ${#asked[@]} -gt 0 ] || usage_error "--stage '' names no stage (${all_stages[*]}, all)"
+for s in "${asked[@]}"; do
+  if [ "$s" = all ]; then
+    for a in "${all_stages[@]}"; do want[$a]=1; done
+    fresh=1
+  elif [ -n "${default_limit[$s]:-}" ]; then
+    want[$s]=1
+  else
+    names="${all_stages[*]}"
+    usage_error "--stage: unknown stage '$s' in '$stage_arg' (${names// /, }, all)"
+  fi
+done
+declare -A limit=()
+for s in "${all_stages[@]}"; do
+  var=GPU_CHECK_LIMIT_$(echo "$s" | tr '[:lower:]' '[:upper:]')
+  limit[$s]=${!var:-${default_limit[$s]}}
+  [[ "${limit[$s]}" =~ ^[1-9][0-9]*$ ]] || usage_error "$var='${limit[$s]}' is not a positive number of seconds"
+done
+total_limit=${GPU_CHECK_TOTAL_S:-1500}
+[[ "$total_limit" =~ ^[1-9][0-9]*$ ]] || usage_error "GPU_CHECK_TOTAL_S='$total_limit' is not a positive number of seconds"
+total_deadline=$(( $(date +%s) + total_limit ))
+
 summary=${summary:-$build/gpu_check.txt}
-mkdir -p "$build"
-rows=()
+mkdir -p "$build" || usage_error "--build '$build': cannot create it"
+rows_file="$build/gpu_check.rows"
+[ "$fresh" = 1 ] && rm -f "$rows_file"
+bin="$build/bin"
 failed=0
-row() {  # check, result (ok / FAIL / skipped / info), detail
-  rows+=("$(printf '%-34s %-8s %s' "$1" "$2" "$3")")
+
+# ---- rows: the current stage's index and name label them ----
+stage=gpu; stage_idx=0; stage_limit=0; stage_deadline=$total_deadline
+row() {  # CHECK RESULT DETAIL [SECONDS]
+  gc_row_add "$rows_file" "$stage_idx" "$stage" "$1" "$2" "${4:-}" "$3"
   [ "$2" = FAIL ] && failed=1
   printf '== %-34s %-8s %s\n' "$1" "$2" "$3"
 }
-finish() {
-  {
-    echo "cohort gpu_check $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
-    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    [ -n "${gpu_name:-}" ] && echo "gpu: $gpu_name"
-    printf '%-34s %-8s %s\n' check result detail
-    printf '%s\n' "${rows[@]}"
-  } | tee "$summary"
-  exit "$failed"
-}
 
-# ---- dependencies ----
+# run_capped CAP LOG CMD...: CMD under `timeout`, output to LOG, for at most CAP seconds and no
+# later than the stage's and the invocation's limits. Sets rc, secs and why (empty, or "timed out
+# after S s (<the limit it hit>)", or "not started: ... used up").
+run_capped() {
+  local cap=$1 log=$2 now lim left
+  shift 2
+  now=$(date +%s)
+  lim=$cap; limit_why="its own $cap s limit"
+  left=$(( stage_deadline - now ))
+  if [ "$left" -lt "$lim" ]; then lim=$left; limit_why="the $stage stage's ${stage_limit} s limit"; fi
+  left=$(( total_deadline - now ))
+  if [ "$left" -lt "$lim" ]; then lim=$left; limit_why="this invocation's ${total_limit} s limit, GPU_CHECK_TOTAL_S"; fi
+  why=""; secs=0
+  if [ "$lim" -lt 1 ]; then
+    rc=125; why="not started: $limit_why used up"
+    echo "$why" >"$log"
+    return
+  fi
+  timeout -k 10 "$lim" "$@" >"$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - now ))
+  if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "$secs" -ge "$lim" ]; }; then
+    why="timed out after $lim s ($limit_why)"
+  fi
+}
+need() {  # CHECK BINARY...: a FAIL row and false when one was not built
+  local check=$1 b
+  shift
+  for b in "$@"; do
+    [ -x "$bin/$b" ] || { row "$check" FAIL "not built: $bin/$b (run the build stage)"; return 1; }
+  done
+}
+acc_of() { sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' "$1" | tail -n1; }
+ips_of() { sed -n 's/.*training throughput: \([0-9.]*\) images\/s.*/\1/p' "$1" | tail -n1; }
+
+gc_rows_clear "$rows_file" gpu  # this invocation's machine, driver and dependencies
+
+# ---- dependencies (every invocation: the run-time library path too) ----
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCOHORT_ENABLE_CUDA=ON)
 if [ -n "$deps" ]; then
-  [ -d "$deps/prefix" ] || tools/gpu_deps.sh unpack "$deps" >/dev/null || { row "unpack $deps" FAIL ""; finish; }
-  prefix="$(cd "$deps/prefix" && pwd)"
-  lib="$prefix/usr/lib/x86_64-linux-gnu"
-  cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix/usr")
-  export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  data="$prefix/usr/share/datasets/fashion-mnist"
+  if [ -d "$deps/prefix" ] || tools/gpu_deps.sh unpack "$deps" >/dev/null; then
+    prefix="$(cd "$deps/prefix" && pwd)"
+    lib="$prefix/usr/lib/x86_64-linux-gnu"
+    cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix/usr")
+    export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    data="$prefix/usr/share/datasets/fashion-mnist"
+  else
+    row "unpack $deps" FAIL "tools/gpu_deps.sh unpack $deps failed"
+  fi
 fi
 [ -d "${data:-}" ] || data=/usr/share/datasets/fashion-mnist
 # cuDNN and NCCL from the pip wheels when the toolkit does not have them.
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
 for pkg in cudnn nccl; do
-  var=$(echo "$pkg" | tr a-z A-Z)_ROOT
-  if [ -z "${!var:-}" ] && [ ! -e "/usr/local/cuda/include/$pkg.h" ]; then
+  var=$(echo "$pkg" | tr '[:lower:]' '[:upper:]')_ROOT
+  if [ -z "${!var:-}" ] && [ ! -e "$cuda_home/include/$pkg.h" ]; then
     root=$(python3 -c "import nvidia.$pkg as m; print(list(m.__path__)[0])" 2>/dev/null) || root=""
     if [ -n "$root" ]; then
       export "$var=$root"
@@ -79,143 +174,310 @@ for pkg in cudnn nccl; do
   fi
   [ -n "${!var:-}" ] && cmake_args+=("-D$var=${!var}")
 done
+# shellcheck disable=SC2206
+[ -n "${GPU_CHECK_CMAKE_ARGS:-}" ] && cmake_args+=(${GPU_CHECK_CMAKE_ARGS})
 
+# ---- the GPU, its driver and the toolkit ----
 gpu_name=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU')
+driver_version=$(echo "$gpu_name" | awk -F', *' '{ print $2 }')
+driver_cuda=$(nvidia-smi 2>/dev/null | grep -oE 'CUDA Version: *[0-9.]+' | head -n1 | grep -oE '[0-9.]+$')
+nvcc_bin=$(command -v nvcc 2>/dev/null || echo "$cuda_home/bin/nvcc")
+nvcc_version=$("$nvcc_bin" --version 2>/dev/null | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p' | head -n1)
+toolkit_line="toolkit: ${nvcc_version:+nvcc $nvcc_version ($nvcc_bin)}"
+[ -n "$nvcc_version" ] || toolkit_line="toolkit: no nvcc (PATH, $cuda_home/bin)"
 if [ -n "$gpu_name" ]; then
+  gpu_line="gpu: $gpu_name ($gpus visible); driver ${driver_version:-?}, driver's CUDA ${driver_cuda:-?}; $toolkit_line"
   cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES=native)  # this GPU only: the build is several times shorter
-fi
-
-# ---- build ----
-t0=$(date +%s)
-if cmake -S . -B "$build" "${cmake_args[@]}" >"$build/configure.log" 2>&1 &&
-   cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1; then
-  row "configure + build (CUDA)" ok "$(( $(date +%s) - t0 )) s; $(grep -m1 'CUDA: ' "$build/configure.log" | sed 's/^-- *//')"
 else
-  tail -n 30 "$build/configure.log" "$build/build.log" 2>/dev/null
-  row "configure + build (CUDA)" FAIL "see $build/configure.log and $build/build.log"
-  finish
-fi
-if [ -z "$gpu_name" ]; then
-  row "GPU" skipped "no GPU (nvidia-smi found none): built only"
-  failed=0
-  finish
-fi
-row "GPU" info "$gpu_name"
-bin="$build/bin"
-
-# ---- tests labelled gpu ----
-if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 600 >"$build/ctest_gpu.log" 2>&1; then
-  row "ctest -L gpu" ok "$(grep -E 'tests passed' "$build/ctest_gpu.log" | tail -n1)"
-else
-  row "ctest -L gpu" FAIL "$(grep -E 'tests passed|tests failed' "$build/ctest_gpu.log" | tail -n1); see $build/ctest_gpu.log"
+  gpu_line="gpu: none (nvidia-smi found none); $toolkit_line"
 fi
 
-# ---- parity table on cuda ----
-"$bin/test_parity" --device cuda >"$build/parity_cuda.log" 2>&1
-rc=$?
-case $rc in
-  0) row "parity table on cuda" ok "$(tail -n1 "$build/parity_cuda.log")" ;;
-  77) row "parity table on cuda" FAIL "skipped although a GPU is present: $(head -n1 "$build/parity_cuda.log")" ;;
-  *) row "parity table on cuda" FAIL "$(tail -n1 "$build/parity_cuda.log"); see $build/parity_cuda.log" ;;
-esac
-
-# ---- one epoch of MNIST on cuda and on the host ----
-acc_of() { sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' "$1" | tail -n1; }
-ips_of() { sed -n 's/.*training throughput: \([0-9.]*\) images\/s.*/\1/p' "$1" | tail -n1; }
-"$bin/mnist_cnn" --device cuda --epochs 1 --data "$data" --log-interval 100000 >"$build/mnist_cuda.log" 2>&1
-rc_c=$?
-"$bin/mnist_cnn" --device host --epochs 1 --data "$data" --log-interval 100000 >"$build/mnist_host.log" 2>&1
-rc_h=$?
-acc_c=$(acc_of "$build/mnist_cuda.log"); acc_h=$(acc_of "$build/mnist_host.log")
-if [ $rc_c -eq 0 ] && [ $rc_h -eq 0 ] && [ -n "$acc_c" ] && [ -n "$acc_h" ]; then
-  if awk -v a="$acc_c" -v b="$acc_h" 'BEGIN { d = a - b; exit !(d <= 0.5 && d >= -0.5) }'; then
-    row "mnist 1 epoch cuda vs host" ok "accuracy $acc_c% vs $acc_h%; $(ips_of "$build/mnist_cuda.log") vs $(ips_of "$build/mnist_host.log") images/s"
+if [ -n "$gpu_name" ]; then
+  row "GPU" info "$gpu_name; $gpus visible"
+  # The CUDA 13 runtime refuses a driver whose CUDA is older (cudaErrorInsufficientDriver): then
+  # every GPU test skips (GPU review G3).
+  tk=$(echo "$nvcc_version" | cut -d. -f1,2)
+  if [ -z "$driver_cuda" ] || [ -z "$tk" ]; then
+    row "driver CUDA >= toolkit" FAIL "driver's CUDA '${driver_cuda:-?}' or nvcc's '${nvcc_version:-?}' unknown"
+  elif gc_version_at_least "$driver_cuda" "$tk"; then
+    row "driver CUDA >= toolkit" ok "driver $driver_version runs CUDA $driver_cuda; toolkit $nvcc_version"
   else
-    row "mnist 1 epoch cuda vs host" FAIL "accuracy $acc_c% vs $acc_h% (more than 0.5 points apart)"
+    row "driver CUDA >= toolkit" FAIL "driver $driver_version runs CUDA $driver_cuda, older than the toolkit's $tk: the runtime will report cudaErrorInsufficientDriver"
   fi
-else
-  row "mnist 1 epoch cuda vs host" FAIL "exit $rc_c / $rc_h; see $build/mnist_cuda.log, $build/mnist_host.log"
 fi
 
-# ---- two ranks sharing the GPU over shm ----
-"$bin/cohortrun" --nproc-per-node 2 "$bin/mnist_cnn" --device cuda --comm shm --epochs 1 \
-  --max-steps 100 --data "$data" --log-interval 100000 >"$build/ddp_shm_cuda.log" 2>&1
-rc=$?
-if [ $rc -eq 0 ] && grep -q "ranks hold identical weights: yes" "$build/ddp_shm_cuda.log"; then
-  row "2 ranks on one GPU, shm" ok "$(grep -m1 'identical weights' "$build/ddp_shm_cuda.log" | sed 's/^.*(//; s/)$//'); $(ips_of "$build/ddp_shm_cuda.log") images/s"
-else
-  row "2 ranks on one GPU, shm" FAIL "exit $rc; see $build/ddp_shm_cuda.log"
-fi
-
-# ---- the model zoo on cuda: every model trains a few steps (docs/MODELS.md) ----
-for m in cnn_a cnn_b resnet9 resnet50 vit; do
-  "$bin/cifar_cnn" --device cuda --model "$m" --synthetic --synthetic-size 256 --batch-size 32 \
-    --max-steps 8 --log-interval 1 --test-batch-size 64 >"$build/zoo_$m.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ] && grep -q "final test accuracy" "$build/zoo_$m.log"; then
-    row "zoo $m on cuda" ok "$(grep -oE 'loss [0-9.]+' "$build/zoo_$m.log" | head -n1) -> $(grep -oE 'loss [0-9.]+' "$build/zoo_$m.log" | tail -n1); $(ips_of "$build/zoo_$m.log") images/s"
+# ---- stages ----
+stage_build() {
+  run_capped "${limit[build]}" "$build/configure.log" cmake -S . -B "$build" "${cmake_args[@]}"
+  local t=$secs
+  if [ "$rc" -ne 0 ]; then
+    tail -n 30 "$build/configure.log"
+    row "configure (CUDA)" FAIL "${why:-exit $rc}; see $build/configure.log" "$t"
+    return
+  fi
+  # -k 0: every target that can build does, so one failure leaves the others' checks to run.
+  run_capped "${limit[build]}" "$build/build.log" cmake --build "$build" -j"$(nproc)" -- -k 0
+  t=$(( t + secs ))
+  local cuda
+  cuda=$(grep -m1 'CUDA: ' "$build/configure.log" | sed 's/^-- *//')
+  if [ "$rc" -eq 0 ]; then
+    row "configure + build (CUDA)" ok "$cuda" "$t"
   else
-    row "zoo $m on cuda" FAIL "exit $rc; see $build/zoo_$m.log"
+    tail -n 30 "$build/build.log"
+    local first
+    first=$(grep -m1 -E 'error|FAILED' "$build/build.log" | cut -c1-150)
+    row "configure + build (CUDA)" FAIL "${why:-exit $rc}${first:+; first error: $first}; see $build/build.log" "$t"
   fi
-done
-"$bin/cohortrun" --nproc-per-node 2 "$bin/cifar_cnn" --device cuda --comm shm --model resnet9 \
-  --dataset fashion-mnist --data "$data" --max-steps 50 --log-interval 100000 >"$build/zoo_ddp_shm_cuda.log" 2>&1
-rc=$?
-if [ $rc -eq 0 ] && grep -q "ranks hold identical weights: yes" "$build/zoo_ddp_shm_cuda.log"; then
-  row "resnet9 2 ranks on one GPU, shm" ok "$(ips_of "$build/zoo_ddp_shm_cuda.log") images/s"
-else
-  row "resnet9 2 ranks on one GPU, shm" FAIL "exit $rc; see $build/zoo_ddp_shm_cuda.log"
-fi
+}
 
-# ---- training speed against PyTorch on the same GPU ----
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  tv=$(python3 -c 'import torch; print(torch.__version__)')
-  ips_t=""; ips_c=""
-  for round in 1 2 3; do  # alternate the two sides; medians below
-    t=$(python3 bench/mnist_torch.py --device cuda --steps "$steps" --data "$data" 2>>"$build/torch.log" |
-        sed -n 's/^torch images\/s: \([0-9.]*\).*/\1/p')
-    c=$("$bin/mnist_cnn" --device cuda --epochs 1 --max-steps "$steps" --data "$data" \
-        --log-interval 100000 --test-batch-size 1000 2>>"$build/torch.log" |
-        sed -n 's/.*training throughput: \([0-9.]*\) images\/s.*/\1/p')
-    ips_t="$ips_t $t"; ips_c="$ips_c $c"
-  done
-  med() { printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "") }'; }
-  mt=$(med "$ips_t"); mc=$(med "$ips_c")
-  if [ -n "$mt" ] && [ -n "$mc" ]; then
-    ratio=$(awk -v c="$mc" -v t="$mt" 'BEGIN { printf "%.2f", c / t }')
-    res=ok
-    awk -v r="$ratio" 'BEGIN { exit !(r >= 1.0) }' || res=FAIL
-    row "mnist images/s vs torch $tv" "$res" "cohort $mc / torch $mt = ${ratio}x (batch 64, $steps steps, median of 3; target >= 1.0)"
-  else
-    row "mnist images/s vs torch $tv" FAIL "no figure (cohort:$ips_c torch:$ips_t); see $build/torch.log"
+stage_ctest() {
+  local log="$build/ctest_gpu.log" v res detail reason
+  run_capped "${limit[ctest]}" "$log" ctest --test-dir "$build" -L gpu --output-on-failure
+  v=$(gc_ctest_verdict "$log" "$gpus")
+  res=${v%%$'\t'*}; detail=${v#*$'\t'}
+  if [[ "$detail" == *"skipped with a GPU present"* ]]; then
+    reason=$(grep -m1 -i 'skipped: ' "$build/Testing/Temporary/LastTest.log" 2>/dev/null | cut -c1-200)
+    [ -n "$reason" ] && detail="$detail; first reason: $reason"
   fi
-  # Per layer, forward + backward, against the same layers in PyTorch on this GPU.
-  if "$bin/layers_bench" --device cuda --python python3 --rounds 3 >"$build/layers_bench_cuda.log" 2>&1; then
-    row "layers_bench vs torch (model)" info "$(awk '$1 == "model" { print "cohort " $2 " ms, torch " $3 " ms, " $4 " (lower is faster)" }' "$build/layers_bench_cuda.log"); table in $build/layers_bench_cuda.log"
+  if [ -n "$why" ]; then
+    row "ctest -L gpu" FAIL "$why; so far: $detail; see $log" "$secs"
+  elif [ "$res" = ok ] && [ "$rc" -ne 0 ]; then
+    row "ctest -L gpu" FAIL "ctest exit $rc; $detail; see $log" "$secs"
   else
-    row "layers_bench vs torch" FAIL "see $build/layers_bench_cuda.log"
+    row "ctest -L gpu" "$res" "$detail; see $log" "$secs"
   fi
-else
-  row "mnist images/s vs torch" skipped "python3 has no torch with CUDA"
-fi
+}
 
-# ---- nccl against NVIDIA's nccl-tests on the same GPUs (when its source was carried) ----
-nccl_tests=${NCCL_TESTS_SRC:-${deps:+$deps/nccl-tests}}
-if [ -n "$nccl_tests" ] && [ -f "$nccl_tests/src/all_reduce.cu" ]; then
-  if bench/nccl_compare.sh --nccl-tests "$nccl_tests" --build "$build" >"$build/nccl_compare.log" 2>&1; then
-    # Sizes from 64 MiB: the "win" ratio (nccl-tests time / cohort time), target >= 0.90.
-    worst=$(awk -F'|' '$1 + 0 >= 67108864 { split($5, r, " "); print r[2] }' "$build/nccl_compare.log" | sort -g | head -n1)
-    if [ -n "$worst" ]; then
-      res=ok
-      awk -v r="$worst" 'BEGIN { exit !(r >= 0.90) }' || res=FAIL
-      row "nccl vs nccl-tests (>= 64 MiB)" "$res" "worst time ratio $worst (target >= 0.90); table in $build/nccl_compare.log"
+stage_parity() {
+  need "parity table on cuda" test_parity || return
+  local log="$build/parity_cuda.log"
+  run_capped "${limit[parity]}" "$log" "$bin/test_parity" --device cuda
+  if [ -n "$why" ]; then row "parity table on cuda" FAIL "$why; see $log" "$secs"; return; fi
+  case $rc in
+    0) row "parity table on cuda" ok "$(tail -n1 "$log")" "$secs" ;;
+    77) row "parity table on cuda" FAIL "skipped although a GPU is present: $(head -n1 "$log")" "$secs" ;;
+    *) row "parity table on cuda" FAIL "exit $rc: $(tail -n1 "$log"); see $log" "$secs" ;;
+  esac
+}
+
+# san TOOL NAME CAP [VAR=VALUE...] BINARY ARGS...: one compute-sanitizer run, one row.
+san() {
+  local tool=$1 name=$2 cap=$3 envs=() v res detail log
+  shift 3
+  while [[ "$1" == *=* ]]; do envs+=("$1"); shift; done
+  need "$tool $name" "$1" || return
+  log="$build/sanitize_${tool}_$name.log"
+  local b="$bin/$1"
+  shift
+  run_capped "$cap" "$log" env "${envs[@]}" "$cs" --tool "$tool" --error-exitcode 1 "$b" "$@"
+  if [ -n "$why" ]; then row "$tool $name" FAIL "$why; see $log" "$secs"; return; fi
+  v=$(gc_sanitizer_verdict "$log" "$rc")
+  res=${v%%$'\t'*}; detail=${v#*$'\t'}
+  [ "$res" = ok ] || detail="$detail; see $log"
+  row "$tool $name" "$res" "$detail" "$secs"
+}
+stage_sanitize() {
+  cs=$(command -v compute-sanitizer 2>/dev/null || true)
+  [ -n "$cs" ] || { [ -x "$cuda_home/bin/compute-sanitizer" ] && cs="$cuda_home/bin/compute-sanitizer"; }
+  if [ -z "$cs" ]; then
+    row "compute-sanitizer" FAIL "not found in PATH nor $cuda_home/bin (it ships with the CUDA toolkit)"
+    return
+  fi
+  # Smallest first. memcheck: the math modes and batched GEMM (cuDNN, cuBLAS); every op of the
+  # table; a training loop through the staged DataLoader; DDP's GPU path on one rank. racecheck
+  # (shared-memory hazards: ours have none, cuDNN's, cuBLAS's and CUB's do) is slower: the two
+  # smallest, which between them run cuDNN, cuBLAS and a training step's Thrust reductions.
+  san memcheck cuda_modes 90 test_cuda_modes
+  san memcheck parity 150 test_parity --device cuda
+  san memcheck memory_cuda 90 test_memory_cuda
+  san memcheck ddp_equivalence 60 COHORT_TEST_DEVICE=cuda COHORT_COMM=self \
+    cohort_parallel_tests '--test-case=equivalence*'
+  san racecheck cuda_modes 90 test_cuda_modes
+  san racecheck memory_cuda 90 test_memory_cuda
+}
+
+stage_mnist() {
+  need "mnist 1 epoch cuda vs host" mnist_cnn || return
+  local lc="$build/mnist_cuda.log" lh="$build/mnist_host.log" rc_c rc_h why_c why_h t acc_c acc_h
+  run_capped 120 "$lc" "$bin/mnist_cnn" --device cuda --epochs 1 --data "$data" --log-interval 100000
+  rc_c=$rc; why_c=$why; t=$secs
+  run_capped "${limit[mnist]}" "$lh" "$bin/mnist_cnn" --device host --epochs 1 --data "$data" --log-interval 100000
+  rc_h=$rc; why_h=$why; t=$(( t + secs ))
+  acc_c=$(acc_of "$lc"); acc_h=$(acc_of "$lh")
+  if [ -n "$why_c$why_h" ]; then
+    row "mnist 1 epoch cuda vs host" FAIL "${why_c:+cuda: $why_c; }${why_h:+host: $why_h; }see $lc, $lh" "$t"
+  elif [ "$rc_c" -ne 0 ] || [ "$rc_h" -ne 0 ] || [ -z "$acc_c" ] || [ -z "$acc_h" ]; then
+    row "mnist 1 epoch cuda vs host" FAIL "exit $rc_c / $rc_h, accuracy '${acc_c}' / '${acc_h}'; see $lc, $lh" "$t"
+  elif awk -v a="$acc_c" -v b="$acc_h" 'BEGIN { d = a - b; exit !(d <= 0.5 && d >= -0.5) }'; then
+    row "mnist 1 epoch cuda vs host" ok "test accuracy $acc_c% vs $acc_h% (within 0.5 points); $(ips_of "$lc") vs $(ips_of "$lh") images/s" "$t"
+  else
+    row "mnist 1 epoch cuda vs host" FAIL "test accuracy $acc_c% vs $acc_h%: more than 0.5 points apart" "$t"
+  fi
+}
+
+ddp_row() {  # CHECK LOG: a 2-rank run's row from rc / why and its "identical weights" line
+  if [ -n "$why" ]; then row "$1" FAIL "$why; see $2" "$secs"
+  elif [ "$rc" -eq 0 ] && grep -q "ranks hold identical weights: yes" "$2"; then
+    row "$1" ok "$(grep -m1 'identical weights' "$2" | sed 's/^.*(//; s/)$//'); $(ips_of "$2") images/s" "$secs"
+  else
+    row "$1" FAIL "exit $rc; see $2" "$secs"
+  fi
+}
+stage_ddp() {
+  need "2 ranks on one GPU, shm" cohortrun mnist_cnn cifar_cnn || return
+  run_capped 75 "$build/ddp_shm_cuda.log" "$bin/cohortrun" --nproc-per-node 2 --master-port 0 \
+    "$bin/mnist_cnn" --device cuda --comm shm --epochs 1 --max-steps 100 --data "$data" --log-interval 100000
+  ddp_row "mnist 2 ranks on one GPU, shm" "$build/ddp_shm_cuda.log"
+  run_capped 75 "$build/zoo_ddp_shm_cuda.log" "$bin/cohortrun" --nproc-per-node 2 --master-port 0 \
+    "$bin/cifar_cnn" --device cuda --comm shm --model resnet9 --dataset fashion-mnist --data "$data" \
+    --max-steps 50 --log-interval 100000
+  ddp_row "resnet9 2 ranks on one GPU, shm" "$build/zoo_ddp_shm_cuda.log"
+}
+
+stage_zoo() {  # every model of docs/MODELS.md trains a few steps
+  need "zoo on cuda" cifar_cnn || return
+  local m log
+  for m in cnn_a cnn_b resnet9 resnet50 vit; do
+    log="$build/zoo_$m.log"
+    run_capped 60 "$log" "$bin/cifar_cnn" --device cuda --model "$m" --synthetic --synthetic-size 256 \
+      --batch-size 32 --max-steps 8 --log-interval 1 --test-batch-size 64
+    if [ -n "$why" ]; then
+      row "zoo $m on cuda" FAIL "$why; see $log" "$secs"
+    elif [ "$rc" -eq 0 ] && grep -q "final test accuracy" "$log"; then
+      row "zoo $m on cuda" ok "$(grep -oE 'loss [0-9.]+' "$log" | head -n1) -> $(grep -oE 'loss [0-9.]+' "$log" | tail -n1); $(ips_of "$log") images/s" "$secs"
     else
-      row "nccl vs nccl-tests" info "$(tail -n1 "$build/nccl_compare.log")"
+      row "zoo $m on cuda" FAIL "exit $rc; see $log" "$secs"
+    fi
+  done
+}
+
+stage_nccl() {
+  local log="$build/nccl_np1_mnist.log" names v res detail
+  if need "mnist 1 rank nccl" cohortrun mnist_cnn; then
+    # cohortrun with one rank: the world a job of one GPU gets (RANK=0, WORLD_SIZE=1, a store).
+    run_capped 80 "$log" "$bin/cohortrun" --nproc-per-node 1 --master-port 0 "$bin/mnist_cnn" \
+      --device cuda --comm nccl --epochs 1 --max-steps 100 --data "$data" --log-interval 100000
+    if [ -n "$why" ]; then
+      row "mnist 1 rank nccl" FAIL "$why; see $log" "$secs"
+    elif [ "$rc" -eq 0 ] && grep -q '(nccl' "$log" && grep -q "final test accuracy" "$log"; then
+      row "mnist 1 rank nccl" ok "100 steps, test accuracy $(acc_of "$log")%, $(ips_of "$log") images/s" "$secs"
+    else
+      row "mnist 1 rank nccl" FAIL "exit $rc$(grep -q '(nccl' "$log" || echo ', no nccl communicator in the log'); see $log" "$secs"
+    fi
+  fi
+  # The world-size-1 nccl entries of ctest (conformance, DDP on cuda), with the ctest stage's rules.
+  names=$(ctest --test-dir "$build" -N 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: \([^ ]*nccl[^ ]*_np1\)$/\1/p' | paste -sd'|')
+  if [ -z "$names" ]; then
+    row "ctest nccl np1" FAIL "no *nccl*_np1 entry in ctest -N (NCCL not in this build? see $build/configure.log)"
+    return
+  fi
+  log="$build/ctest_nccl_np1.log"
+  run_capped "${limit[nccl]}" "$log" ctest --test-dir "$build" -R "^($names)\$" --output-on-failure
+  v=$(gc_ctest_verdict "$log" "$gpus")
+  res=${v%%$'\t'*}; detail=${v#*$'\t'}
+  if [ -n "$why" ]; then res=FAIL; detail="$why; so far: $detail"; fi
+  row "ctest nccl np1" "$res" "${names//|/, }: $detail; see $log" "$secs"
+}
+
+stage_speed() {
+  local tv t c ips_t="" ips_c="" round mt mc ratio res lt lc
+  run_capped 60 "$build/torch_check.log" python3 -c \
+    'import torch, sys; print(torch.__version__); sys.exit(0 if torch.cuda.is_available() else 1)'
+  if [ "$rc" -ne 0 ]; then
+    row "mnist images/s vs torch" skipped "python3 has no torch with CUDA${why:+ ($why)}: $(tail -n1 "$build/torch_check.log" | cut -c1-120)"
+  elif need "mnist images/s vs torch" mnist_cnn; then
+    tv=$(head -n1 "$build/torch_check.log")
+    for round in 1 2 3; do  # alternate the two sides; medians below
+      lt="$build/speed_torch_$round.log"; lc="$build/speed_cohort_$round.log"
+      run_capped 60 "$lt" python3 bench/mnist_torch.py --device cuda --steps "$steps" --data "$data"
+      t=$(sed -n 's/^torch images\/s: \([0-9.]*\).*/\1/p' "$lt")
+      run_capped 60 "$lc" "$bin/mnist_cnn" --device cuda --epochs 1 --max-steps "$steps" --data "$data" \
+        --log-interval 100000 --test-batch-size 1000
+      c=$(ips_of "$lc")
+      ips_t="$ips_t $t"; ips_c="$ips_c $c"
+    done
+    # shellcheck disable=SC2086  # split the list of figures
+    med() { printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "") }'; }
+    mt=$(med "$ips_t"); mc=$(med "$ips_c")
+    if [ -n "$mt" ] && [ -n "$mc" ]; then
+      ratio=$(awk -v c="$mc" -v t="$mt" 'BEGIN { printf "%.2f", c / t }')
+      res=ok
+      awk -v r="$ratio" 'BEGIN { exit !(r >= 1.0) }' || res=FAIL
+      row "mnist images/s vs torch $tv" "$res" "cohort $mc / torch $mt = ${ratio}x (batch 64, $steps steps, median of 3; target >= 1.0)"
+    else
+      row "mnist images/s vs torch $tv" FAIL "no figure (cohort:$ips_c torch:$ips_t); see $build/speed_*.log"
+    fi
+    # Per layer, forward + backward, against the same layers in PyTorch on this GPU.
+    if need "layers_bench vs torch" layers_bench; then
+      run_capped 120 "$build/layers_bench_cuda.log" "$bin/layers_bench" --device cuda --python python3 --rounds 3
+      if [ -z "$why" ] && [ "$rc" -eq 0 ]; then
+        row "layers_bench vs torch (model)" info "$(awk '$1 == "model" { print "cohort " $2 " ms, torch " $3 " ms, " $4 " (lower is faster)" }' "$build/layers_bench_cuda.log"); table in $build/layers_bench_cuda.log" "$secs"
+      else
+        row "layers_bench vs torch" FAIL "${why:-exit $rc}; see $build/layers_bench_cuda.log" "$secs"
+      fi
+    fi
+  fi
+  # nccl against NVIDIA's nccl-tests on the same GPUs (when its source was carried).
+  local nccl_tests=${NCCL_TESTS_SRC:-${deps:+$deps/nccl-tests}} worst log="$build/nccl_compare.log"
+  if [ -n "$nccl_tests" ] && [ -f "$nccl_tests/src/all_reduce.cu" ]; then
+    run_capped "${limit[speed]}" "$log" bench/nccl_compare.sh --nccl-tests "$nccl_tests" --build "$build"
+    if [ -n "$why" ] || [ "$rc" -ne 0 ]; then
+      row "nccl vs nccl-tests" FAIL "${why:-exit $rc}; see $log" "$secs"
+    else
+      # Sizes from 64 MiB: the "win" ratio (nccl-tests time / cohort time), target >= 0.90.
+      worst=$(awk -F'|' '$1 + 0 >= 67108864 { split($5, r, " "); print r[2] }' "$log" | sort -g | head -n1)
+      if [ -n "$worst" ]; then
+        res=ok
+        awk -v r="$worst" 'BEGIN { exit !(r >= 0.90) }' || res=FAIL
+        row "nccl vs nccl-tests (>= 64 MiB)" "$res" "worst time ratio $worst (target >= 0.90); table in $log" "$secs"
+      else
+        row "nccl vs nccl-tests" info "$(tail -n1 "$log")" "$secs"
+      fi
     fi
   else
-    row "nccl vs nccl-tests" FAIL "see $build/nccl_compare.log"
+    row "nccl vs nccl-tests" skipped "no nccl-tests source (carry it: tools/gpu_deps.sh download .gpu --nccl-tests SRC)"
   fi
-else
-  row "nccl vs nccl-tests" skipped "no nccl-tests source (carry it: tools/gpu_deps.sh download .gpu --nccl-tests SRC)"
+}
+
+idx=0
+for s in "${all_stages[@]}"; do
+  idx=$(( idx + 1 ))
+  [ -n "${want[$s]:-}" ] || continue
+  if [ "$s" != build ] && [ -z "$gpu_name" ]; then
+    continue  # one "no GPU" row below
+  fi
+  stage=$s; stage_idx=$idx; stage_limit=${limit[$s]}
+  gc_rows_clear "$rows_file" "$s"
+  t0=$(date +%s)
+  stage_deadline=$(( t0 + stage_limit ))
+  echo "== stage $s (limit $stage_limit s)"
+  "stage_$s"
+  echo "== stage $s: $(( $(date +%s) - t0 )) s"
+done
+if [ -z "$gpu_name" ]; then
+  stage=gpu; stage_idx=0
+  skipped_stages=""
+  for s in "${all_stages[@]}"; do
+    [ "$s" != build ] && [ -n "${want[$s]:-}" ] && skipped_stages="$skipped_stages $s"
+  done
+  row "GPU" skipped "no GPU (nvidia-smi found none)${skipped_stages:+: not run:$skipped_stages}"
 fi
-finish
+
+# ---- the table: every stage's latest rows ----
+{
+  echo "cohort gpu_check, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname 2>/dev/null || uname -n)"
+  echo "$gpu_line"
+  gc_table "$rows_file"
+  awk -F'\t' '{ n[$4]++ } END { printf "rows: %d ok, %d FAIL, %d skipped (not run), %d info", n["ok"], n["FAIL"], n["skipped"], n["info"] }' "$rows_file"
+  if [ -n "$gpu_name" ]; then
+    missing=""
+    for s in "${all_stages[@]}"; do
+      awk -F'\t' -v s="$s" '$2 == s { f = 1 } END { exit !f }' "$rows_file" || missing="$missing $s"
+    done
+    echo "${missing:+; stages not run yet:$missing}"
+  else
+    echo
+  fi
+} | tee "$summary"
+exit "$failed"

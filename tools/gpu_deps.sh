@@ -14,6 +14,8 @@
 # DIR defaults to .gpu (add `/.gpu/` to .git/info/exclude so it never gets committed). Unpacking
 # uses `dpkg -x` where dpkg exists and `ar` + `tar` otherwise, and recreates the links Debian makes
 # with update-alternatives (libblas.so.3, liblapack.so.3, libopenblas.so.0), which no .deb holds.
+# Everything else tools/gpu_check.sh's stages use is on the GPU machine already: the toolkit (nvcc,
+# compute-sanitizer), cuDNN and NCCL (pip wheels), PyTorch with CUDA.
 set -euo pipefail
 
 cmd=${1:-}
