@@ -87,12 +87,22 @@ class LazyStreamDevice final : public HostBackedDevice {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       auto it = allocs_.find(static_cast<const char*>(p));
       if (it != allocs_.end()) {
-        check_unused(p, it->second, "deallocate (device memory)");
+        const bool in_use = !check_unused(p, it->second, "deallocate (device memory)");
         allocs_.erase(it);
+        if (in_use) {  // reported; kept until the device goes, so the queued copy stays defined
+          quarantine_.push_back({p, bytes, false});
+          return;
+        }
       }
       enter("deallocate");
     }
     HostBackedDevice::deallocate(p, bytes);
+  }
+  ~LazyStreamDevice() override {
+    for (const Block& b : quarantine_) {
+      if (b.pinned) Device::deallocate_pinned(b.p, b.bytes);
+      else HostBackedDevice::deallocate(b.p, b.bytes);
+    }
   }
   // Whether [p, p + n) lies in one live allocation of this device ("device memory").
   bool owns(const void* p, std::size_t n) {
@@ -138,9 +148,13 @@ class LazyStreamDevice final : public HostBackedDevice {
   void deallocate_pinned(void* p, std::size_t bytes) noexcept override {
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
-      check_unused(p, bytes, "deallocate_pinned");
-      enter("deallocate_pinned");
+      const bool in_use = !check_unused(p, bytes, "deallocate_pinned");
       locked_.erase(static_cast<const char*>(p));
+      if (in_use) {  // as in deallocate()
+        quarantine_.push_back({p, bytes, true});
+        return;
+      }
+      enter("deallocate_pinned");
     }
     Device::deallocate_pinned(p, bytes);
   }
@@ -327,14 +341,18 @@ class LazyStreamDevice final : public HostBackedDevice {
     const char* y = static_cast<const char*>(b);
     return an > 0 && bn > 0 && x < y + bn && y < x + an;
   }
-  // A queued, unfinished item on any side stream that uses [p, p + n).
-  void check_unused(const void* p, std::size_t n, const char* what) {
+  // Reports a queued, unfinished item on any side stream that uses [p, p + n); true when none.
+  bool check_unused(const void* p, std::size_t n, const char* what) {
+    bool unused = true;
     for (Queue* q : queues_)
       for (const Item& it : q->items)
         for (const Range& r : it.uses)
-          if (overlap(p, n, r.p, r.n))
+          if (overlap(p, n, r.p, r.n)) {
+            unused = false;
             violation(what, " of a block that a queued, unfinished copy on a side stream still ",
                       r.write ? "writes" : "reads", " (no event ordered the free after it)");
+          }
+    return unused;
   }
   // A blocking copy on the compute stream that reads (write=false) or writes [p, p + n) while a
   // side stream's queued copy writes it (or, for a write, reads it).
@@ -375,6 +393,12 @@ class LazyStreamDevice final : public HostBackedDevice {
   std::vector<Queue*> queues_;                 // live side streams, in creation order
   std::map<const char*, std::size_t> locked_;  // page-locked host blocks: start -> bytes
   std::map<const char*, std::size_t> allocs_;  // live device allocations: start -> bytes
+  struct Block {
+    void* p;
+    std::size_t bytes;
+    bool pinned;
+  };
+  std::vector<Block> quarantine_;  // freed while a queued copy still used them (a violation)
   std::vector<std::string> violations_;
   std::set<std::string> seen_;
 };
