@@ -43,7 +43,8 @@ Tensor Case::ints(const std::vector<std::int64_t>& v) const {
 Tensor Case::out(const Shape& s, DType dtype) {
   const std::size_t size = cohort::dtype_size(dtype), before = kGuardBytes / size;
   const std::size_t n = static_cast<std::size_t>(s.numel());
-  Tensor buffer = Tensor::empty(Shape{static_cast<std::int64_t>(before + n + before)}, dtype, host());
+  Tensor buffer =
+      Tensor::empty(Shape{static_cast<std::int64_t>(before + n + before)}, dtype, host());
   std::memset(buffer.raw(), kGuardByte, buffer.nbytes());
   std::memset(static_cast<char*>(buffer.raw()) + before * size, 0, n * size);
   buffer = buffer.to(dev);
@@ -54,8 +55,8 @@ Tensor Case::out(const Shape& s, DType dtype) {
 
 Tensor Case::out(const HostTensor& init) {
   Tensor t = out(init.shape);
-  t.copy_from(Tensor::from_vector(std::vector<float>(init.v.begin(), init.v.end()), init.shape,
-                                  host()));
+  t.copy_from(
+      Tensor::from_vector(std::vector<float>(init.v.begin(), init.v.end()), init.shape, host()));
   return t;
 }
 
@@ -75,7 +76,8 @@ std::vector<std::string> Case::broken_guards() const {
     for (std::size_t b = 0; b < h.nbytes(); ++b) {
       if (b == guards_[g].before * size) b = after;  // skip the output itself
       if (b < h.nbytes() && bytes[b] != kGuardByte) {
-        broken.push_back("guarded output " + std::to_string(g) + " (in order of Case::out) written " +
+        broken.push_back("guarded output " + std::to_string(g) +
+                         " (in order of Case::out) written " +
                          (b < after ? "before its first" : "after its last") + " element");
         break;
       }

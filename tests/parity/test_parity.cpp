@@ -43,7 +43,8 @@ namespace {
 // Sets *why and returns INFINITY when the outputs do not line up with the reference's.
 double difference(const std::vector<Tensor>& got, const std::vector<Vec>& want, std::string* why) {
   if (got.size() != want.size()) {
-    *why = std::to_string(got.size()) + " outputs, the reference has " + std::to_string(want.size());
+    *why =
+        std::to_string(got.size()) + " outputs, the reference has " + std::to_string(want.size());
     return INFINITY;
   }
   double worst = 0;
@@ -67,8 +68,8 @@ double difference(const std::vector<Tensor>& got, const std::vector<Vec>& want, 
       const double d = std::fabs(a - b) / (1.0 + std::fabs(b));
       if (d > worst || std::isnan(d)) {
         worst = std::isnan(d) ? INFINITY : d;
-        *why = "worst at output " + std::to_string(i) + "[" + std::to_string(k) + "]: " +
-               std::to_string(a) + " vs " + std::to_string(b);
+        *why = "worst at output " + std::to_string(i) + "[" + std::to_string(k) +
+               "]: " + std::to_string(a) + " vs " + std::to_string(b);
       }
     }
   }
@@ -168,8 +169,10 @@ int main(int argc, char** argv) {
       double diff = INFINITY;
       try {
         row.run(c);
-        if (!c.checked()) why = "the row compared nothing";
-        else diff = difference(c.got(), row.reference, &why);
+        if (!c.checked())
+          why = "the row compared nothing";
+        else
+          diff = difference(c.got(), row.reference, &why);
         for (const Tensor& t : c.got())
           if (&t.device() != d) diff = INFINITY, why = "an output is not on " + d->name();
         for (const std::string& broken : c.broken_guards()) diff = INFINITY, why = broken;
@@ -223,9 +226,10 @@ int main(int argc, char** argv) {
     independent += t.against_reference;
   }
   if (independent != comparisons) ++failed;
-  std::printf("%d of %d comparisons set a device against the independent reference "
-              "(%zu outputs guarded)\n",
-              independent, comparisons, guarded);
+  std::printf(
+      "%d of %d comparisons set a device against the independent reference "
+      "(%zu outputs guarded)\n",
+      independent, comparisons, guarded);
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skips);
   return failed ? 1 : 0;
 }

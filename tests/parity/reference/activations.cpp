@@ -10,21 +10,30 @@ namespace parity_ref {
 
 double activate(Act f, double alpha, double x) {
   switch (f) {
-    case Act::identity: return x;
-    case Act::relu: return x > 0 ? x : 0.0;
-    case Act::leaky_relu: return x > 0 ? x : alpha * x;
-    case Act::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case Act::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case Act::tanh: return std::tanh(x);
+    case Act::identity:
+      return x;
+    case Act::relu:
+      return x > 0 ? x : 0.0;
+    case Act::leaky_relu:
+      return x > 0 ? x : alpha * x;
+    case Act::gelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Act::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case Act::tanh:
+      return std::tanh(x);
   }
   return x;
 }
 
 double activate_grad(Act f, double alpha, double x) {
   switch (f) {
-    case Act::identity: return 1.0;
-    case Act::relu: return x > 0 ? 1.0 : 0.0;  // 0 at x == 0, as torch's threshold_backward
-    case Act::leaky_relu: return x > 0 ? 1.0 : alpha;
+    case Act::identity:
+      return 1.0;
+    case Act::relu:
+      return x > 0 ? 1.0 : 0.0;  // 0 at x == 0, as torch's threshold_backward
+    case Act::leaky_relu:
+      return x > 0 ? 1.0 : alpha;
     case Act::gelu: {
       const double pi = 3.14159265358979323846;
       const double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));

@@ -47,7 +47,8 @@ Vec conv2d_forward(const Conv& p, const Vec& x, const Vec& w, const Vec& bias, A
                    double alpha) {
   const std::int64_t plane = p.oh() * p.ow();
   Vec y(static_cast<std::size_t>(p.n * p.k * plane), 0.0);
-  each_product(p, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { y[yi] += x[xi] * w[wi]; });
+  each_product(p,
+               [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { y[yi] += x[xi] * w[wi]; });
   for (std::int64_t yi = 0; yi < static_cast<std::int64_t>(y.size()); ++yi) {
     const std::int64_t o = (yi / plane) % p.k;
     y[yi] = activate(f, alpha, y[yi] + (bias.empty() ? 0.0 : bias[o]));
@@ -57,14 +58,16 @@ Vec conv2d_forward(const Conv& p, const Vec& x, const Vec& w, const Vec& bias, A
 
 Vec conv2d_backward_data(const Conv& p, const Vec& dy, const Vec& w) {
   Vec dx(static_cast<std::size_t>(p.n * p.c * p.h * p.w), 0.0);
-  each_product(p, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dx[xi] += dy[yi] * w[wi]; });
+  each_product(
+      p, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dx[xi] += dy[yi] * w[wi]; });
   return dx;
 }
 
 void conv2d_backward_filter(const Conv& p, const Vec& x, const Vec& dy, const Vec& dw0,
                             const Vec& dbias0, Vec* dw, Vec* dbias) {
   *dw = dw0;
-  each_product(p, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { (*dw)[wi] += dy[yi] * x[xi]; });
+  each_product(
+      p, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { (*dw)[wi] += dy[yi] * x[xi]; });
   *dbias = dbias0;
   if (dbias0.empty()) return;
   const std::int64_t plane = p.oh() * p.ow();

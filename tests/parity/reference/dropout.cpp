@@ -10,10 +10,10 @@ std::vector<bool> dropout_keep(std::size_t n, double p, std::uint64_t seed, std:
   std::vector<bool> keep(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t block = i / 4;
-    const auto r = philox4x32_10(
-        {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-         static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(step >> 32)},
-        {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
+    const auto r =
+        philox4x32_10({static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
+                       static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(step >> 32)},
+                      {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
     keep[i] = static_cast<double>(r[i % 4] >> 8) / 16777216.0 >= p;
   }
   return keep;

@@ -66,8 +66,8 @@ BatchNormOut batch_norm_forward(const Vec& x, std::int64_t n, std::int64_t c, st
 
 NormGrads batch_norm_backward(const Vec& x, const Vec& dy, std::int64_t n, std::int64_t c,
                               std::int64_t inner, const Vec& gamma, const Vec& running_mean,
-                              const Vec& running_var, double eps, bool training,
-                              const Vec& dgamma0, const Vec& dbeta0) {
+                              const Vec& running_var, double eps, bool training, const Vec& dgamma0,
+                              const Vec& dbeta0) {
   NormGrads g{Vec(x.size()), dgamma0, dbeta0};
   const double m = static_cast<double>(n * inner);
   for (std::int64_t ch = 0; ch < c; ++ch) {
@@ -111,14 +111,14 @@ LayerNormOut layer_norm_forward(const Vec& x, std::int64_t rows, std::int64_t co
     o.mean[r] = mean;
     o.rstd[r] = rstd;
     for (std::int64_t j = 0; j < cols; ++j)
-      o.y[r * cols + j] = (x[r * cols + j] - mean) * rstd * at_or(gamma, j, 1.0) + at_or(beta, j, 0.0);
+      o.y[r * cols + j] =
+          (x[r * cols + j] - mean) * rstd * at_or(gamma, j, 1.0) + at_or(beta, j, 0.0);
   }
   return o;
 }
 
 NormGrads layer_norm_backward(const Vec& x, const Vec& dy, std::int64_t rows, std::int64_t cols,
-                              const Vec& gamma, double eps, const Vec& dgamma0,
-                              const Vec& dbeta0) {
+                              const Vec& gamma, double eps, const Vec& dgamma0, const Vec& dbeta0) {
   NormGrads g{Vec(x.size()), dgamma0, dbeta0};
   for (std::int64_t r = 0; r < rows; ++r) {
     double mean = 0, var = 0;
@@ -126,14 +126,16 @@ NormGrads layer_norm_backward(const Vec& x, const Vec& dy, std::int64_t rows, st
     const double rstd = 1.0 / std::sqrt(var + eps), m = static_cast<double>(cols);
     double sum_gdy = 0, sum_gdy_xhat = 0;  // of gamma * dy, the gradient w.r.t. xhat
     for (std::int64_t j = 0; j < cols; ++j) {
-      const double xhat = (x[r * cols + j] - mean) * rstd, gdy = at_or(gamma, j, 1.0) * dy[r * cols + j];
+      const double xhat = (x[r * cols + j] - mean) * rstd,
+                   gdy = at_or(gamma, j, 1.0) * dy[r * cols + j];
       sum_gdy += gdy;
       sum_gdy_xhat += gdy * xhat;
       if (!g.dgamma.empty()) g.dgamma[j] += dy[r * cols + j] * xhat;
       if (!g.dbeta.empty()) g.dbeta[j] += dy[r * cols + j];
     }
     for (std::int64_t j = 0; j < cols; ++j) {
-      const double xhat = (x[r * cols + j] - mean) * rstd, gdy = at_or(gamma, j, 1.0) * dy[r * cols + j];
+      const double xhat = (x[r * cols + j] - mean) * rstd,
+                   gdy = at_or(gamma, j, 1.0) * dy[r * cols + j];
       g.dx[r * cols + j] = rstd * (gdy - sum_gdy / m - xhat * sum_gdy_xhat / m);
     }
   }

@@ -29,7 +29,8 @@ double window(const Pool& p, std::int64_t i, std::int64_t j, F&& f) {
     }
   if (!p.count_include_pad) return static_cast<double>(inside);
   // The window clipped to the padded input [-pad, size + pad).
-  const std::int64_t h1 = std::min(h0 + p.kh, p.h + p.pad_h), w1 = std::min(w0 + p.kw, p.w + p.pad_w);
+  const std::int64_t h1 = std::min(h0 + p.kh, p.h + p.pad_h),
+                     w1 = std::min(w0 + p.kw, p.w + p.pad_w);
   return static_cast<double>((h1 - h0) * (w1 - w0));
 }
 
@@ -77,9 +78,8 @@ Vec pool2d_backward(const Pool& p, const Vec& x, const Vec& dy) {
           continue;
         }
         std::vector<std::int64_t> taps;
-        const double divisor = window(p, i, j, [&](std::int64_t ih, std::int64_t iw) {
-          taps.push_back(ih * p.w + iw);
-        });
+        const double divisor = window(
+            p, i, j, [&](std::int64_t ih, std::int64_t iw) { taps.push_back(ih * p.w + iw); });
         for (std::int64_t t : taps) dxp[t] += dy[at] / divisor;
       }
   return dx;

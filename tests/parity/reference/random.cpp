@@ -48,17 +48,19 @@ bool philox_known_answers() {
 
 double unit_at(std::uint64_t seed, std::uint64_t p, bool open0) {
   const std::uint64_t block = p / 4;
-  const auto r = philox4x32_10({static_cast<std::uint32_t>(block),
-                                static_cast<std::uint32_t>(block >> 32), 0u, 0u},
-                               {static_cast<std::uint32_t>(seed),
-                                static_cast<std::uint32_t>(seed >> 32)});
+  const auto r = philox4x32_10(
+      {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), 0u, 0u},
+      {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
   const double bits24 = static_cast<double>(r[p % 4] >> 8);
   return (bits24 + (open0 ? 1.0 : 0.0)) / 16777216.0;
 }
 
+// lo + (hi - lo) u evaluated in f32 as rng.hpp states it, one rounding per operation (u itself is
+// exact: 24 bits).
 Vec uniform(std::size_t n, std::uint64_t seed, std::uint64_t offset, double lo, double hi) {
   Vec out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = lo + (hi - lo) * unit_at(seed, offset + i);
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = f32(lo + f32(f32(hi - lo) * unit_at(seed, offset + i)));
   return out;
 }
 

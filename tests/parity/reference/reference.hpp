@@ -7,8 +7,9 @@
 // (tests/parity/CMakeLists.txt), so it cannot call a cohort kernel, oneDNN or BLAS by accident;
 // its arguments are its own plain structs and vectors of doubles (inputs are f32 values, held
 // exactly). One source file per op family, named like the families of backends/common.
-// Outputs are doubles; where an op's result is one f32 rounding of an exact value (add, a copy, a
-// cast) the reference rounds it too, so the test can ask for equality.
+// Outputs are doubles. Where the documented result is a fixed sequence of f32 operations (add, a
+// cast, axpy, a uniform fill, the optimizer steps) the reference rounds each to f32 as written, so
+// the test can ask for equality; elsewhere it keeps double and the row states a tolerance.
 #pragma once
 
 #include <array>
@@ -34,7 +35,7 @@ Vec cast(const Vec& src, Type from, Type to);
 Vec add(const Vec& a, const Vec& b);
 Vec sub(const Vec& a, const Vec& b);
 Vec mul(const Vec& a, const Vec& b);
-Vec axpy(double alpha, const Vec& x, const Vec& y);  // y + alpha x
+Vec axpy(double alpha, const Vec& x, const Vec& y);  // y + alpha x, two f32 roundings
 Vec scale(double alpha, const Vec& x);
 
 // ---- random numbers (random.cpp): Philox4x32-10, from Salmon et al. (SC'11) ----
@@ -45,7 +46,7 @@ bool philox_known_answers();
 // Stream position p of `seed`: block p / 4 (counter {lo, hi, 0, 0}, key {seed lo, seed hi}),
 // lane p % 4; 24 bits to [0, 1) (open0: (0, 1]).
 double unit_at(std::uint64_t seed, std::uint64_t p, bool open0 = false);
-Vec uniform(std::size_t n, std::uint64_t seed, std::uint64_t offset, double lo, double hi);
+Vec uniform(std::size_t n, std::uint64_t seed, std::uint64_t offset, double lo, double hi);  // f32
 // Box-Muller over lane pairs (0, 1) and (2, 3) of a block: u1 = the pair's first lane in (0, 1],
 // u2 = its second in [0, 1); the first lane takes r cos(2 pi u2), the second r sin(2 pi u2).
 Vec normal(std::size_t n, std::uint64_t seed, std::uint64_t offset, double mean, double stddev);
@@ -86,8 +87,8 @@ struct Conv {
   std::int64_t ow() const;
 };
 // y = act(conv(x, w) + bias); bias empty for none.
-Vec conv2d_forward(const Conv& p, const Vec& x, const Vec& w, const Vec& bias, Act f = Act::identity,
-                   double alpha = 0);
+Vec conv2d_forward(const Conv& p, const Vec& x, const Vec& w, const Vec& bias,
+                   Act f = Act::identity, double alpha = 0);
 Vec conv2d_backward_data(const Conv& p, const Vec& dy, const Vec& w);  // dx (overwritten)
 // dw0 + dW and dbias0 + sum dy (dbias0 empty: none)
 void conv2d_backward_filter(const Conv& p, const Vec& x, const Vec& dy, const Vec& dw0,
@@ -114,8 +115,7 @@ struct BatchNormOut {
 // running ones updated with the unbiased variance; otherwise the running statistics.
 BatchNormOut batch_norm_forward(const Vec& x, std::int64_t n, std::int64_t c, std::int64_t inner,
                                 const Vec& gamma, const Vec& beta, const Vec& running_mean,
-                                const Vec& running_var, double eps, double momentum,
-                                bool training);
+                                const Vec& running_var, double eps, double momentum, bool training);
 struct NormGrads {
   Vec dx, dgamma, dbeta;
 };
@@ -123,16 +123,15 @@ struct NormGrads {
 // running_var (eval). dgamma0 / dbeta0: the accumulators' old values.
 NormGrads batch_norm_backward(const Vec& x, const Vec& dy, std::int64_t n, std::int64_t c,
                               std::int64_t inner, const Vec& gamma, const Vec& running_mean,
-                              const Vec& running_var, double eps, bool training,
-                              const Vec& dgamma0, const Vec& dbeta0);
+                              const Vec& running_var, double eps, bool training, const Vec& dgamma0,
+                              const Vec& dbeta0);
 struct LayerNormOut {
   Vec y, mean, rstd;
 };
 LayerNormOut layer_norm_forward(const Vec& x, std::int64_t rows, std::int64_t cols,
                                 const Vec& gamma, const Vec& beta, double eps);
 NormGrads layer_norm_backward(const Vec& x, const Vec& dy, std::int64_t rows, std::int64_t cols,
-                              const Vec& gamma, double eps, const Vec& dgamma0,
-                              const Vec& dbeta0);
+                              const Vec& gamma, double eps, const Vec& dgamma0, const Vec& dbeta0);
 
 // ---- softmax and losses (softmax_losses.cpp); x seen as [outer, channels, inner] ----
 Vec softmax_forward(bool log, const Vec& x, std::int64_t outer, std::int64_t channels,
@@ -166,7 +165,8 @@ Vec narrow(const Vec& x, const Dims& shape, int axis, std::int64_t start, std::i
 Vec cat(const std::vector<Vec>& xs, const std::vector<Dims>& shapes, int axis);
 
 // ---- optimizers (optimizers.cpp): the per-element formulas of cohort/core/optim_args.hpp, which
-// follow torch.optim (1.13); every argument is the f32 value the op receives. ----
+// follow torch.optim (1.13), each step rounded to f32 in the order written; every argument is the
+// f32 value the op receives. ----
 struct Sgd {
   double neg_lr, momentum, one_minus_dampening = 1, weight_decay = 0;
   bool nesterov = false, maximize = false, first_step = false;

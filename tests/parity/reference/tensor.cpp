@@ -15,8 +15,8 @@ namespace {
 double round_binary(double v, int digits, int emin, double max) {
   if (std::isnan(v) || std::isinf(v) || v == 0) return v;
   int e = 0;
-  std::frexp(v, &e);                                   // |v| in [2^(e-1), 2^e)
-  const int lead = std::max(e - 1, emin);              // subnormals share emin's quantum
+  std::frexp(v, &e);                       // |v| in [2^(e-1), 2^e)
+  const int lead = std::max(e - 1, emin);  // subnormals share emin's quantum
   const double quantum = std::ldexp(1.0, lead - (digits - 1));
   const double r = std::nearbyint(v / quantum) * quantum;  // default mode: ties to even
   return std::fabs(r) > max ? std::copysign(INFINITY, v) : r;
@@ -26,13 +26,18 @@ double round_binary(double v, int digits, int emin, double max) {
 
 double round_to(Type t, double v) {
   switch (t) {
-    case Type::f64: return v;
-    case Type::f32: return round_binary(v, 24, -126, std::ldexp(2.0 - std::ldexp(1.0, -23), 127));
-    case Type::bf16: return round_binary(v, 8, -126, std::ldexp(2.0 - std::ldexp(1.0, -7), 127));
-    case Type::f16: return round_binary(v, 11, -14, 65504.0);
+    case Type::f64:
+      return v;
+    case Type::f32:
+      return round_binary(v, 24, -126, std::ldexp(2.0 - std::ldexp(1.0, -23), 127));
+    case Type::bf16:
+      return round_binary(v, 8, -126, std::ldexp(2.0 - std::ldexp(1.0, -7), 127));
+    case Type::f16:
+      return round_binary(v, 11, -14, 65504.0);
     case Type::i32:
     case Type::i64:
-    case Type::u8: return std::trunc(v);
+    case Type::u8:
+      return std::trunc(v);
   }
   return v;
 }
@@ -66,9 +71,11 @@ Vec mul(const Vec& a, const Vec& b) {
   for (std::size_t i = 0; i < a.size(); ++i) out[i] = f32(a[i] * b[i]);
   return out;
 }
+// y + alpha x as two f32 operations, the product rounded before the sum (no fused multiply-add:
+// the device must not contract them either, as PyTorch's axpy-shaped tensor ops do not).
 Vec axpy(double alpha, const Vec& x, const Vec& y) {
   Vec out(y.size());
-  for (std::size_t i = 0; i < y.size(); ++i) out[i] = f32(y[i] + alpha * x[i]);
+  for (std::size_t i = 0; i < y.size(); ++i) out[i] = f32(y[i] + f32(alpha * x[i]));
   return out;
 }
 Vec scale(double alpha, const Vec& x) {
