@@ -17,23 +17,11 @@ namespace parity {
 namespace {
 
 ref::Type ref_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return ref::Type::f32;
-    case DType::f64:
-      return ref::Type::f64;
-    case DType::bf16:
-      return ref::Type::bf16;
-    case DType::f16:
-      return ref::Type::f16;
-    case DType::i32:
-      return ref::Type::i32;
-    case DType::i64:
-      return ref::Type::i64;
-    case DType::u8:
-      return ref::Type::u8;
-  }
-  return ref::Type::f32;
+  // Indexed by DType's enumerators, in their order (cohort/core/dtype.hpp).
+  static_assert(static_cast<int>(DType::f16) == 6, "DType's order changed: update the table");
+  const ref::Type by_dtype[] = {ref::Type::f32, ref::Type::f64, ref::Type::bf16, ref::Type::i32,
+                                ref::Type::i64, ref::Type::u8,  ref::Type::f16};
+  return by_dtype[static_cast<int>(t)];
 }
 
 ref::Act ref_act(Activation f) { return static_cast<ref::Act>(static_cast<int>(f)); }
@@ -41,25 +29,14 @@ static_assert(static_cast<int>(Activation::tanh) == static_cast<int>(ref::Act::t
               "the reference lists the activations in cohort's order");
 
 ref::Conv ref_conv(const Shape& x, const Shape& w, const ops::Conv2dParams& p) {
-  ref::Conv c{x[0], x[1], x[2], x[3], w[0], w[2], w[3]};
-  c.stride_h = p.stride_h;
-  c.stride_w = p.stride_w;
-  c.pad_h = p.pad_h;
-  c.pad_w = p.pad_w;
-  c.dil_h = p.dil_h;
-  c.dil_w = p.dil_w;
-  c.groups = p.groups;
-  return c;
+  return ref::Conv{x[0],       x[1],       x[2],    x[3],    w[0],    w[2],    w[3],
+                   p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups};
 }
 
 ref::Pool ref_pool(const Shape& x, const ops::Pool2dParams& p) {
-  ref::Pool r{p.kind == PoolKind::max, x[0], x[1], x[2], x[3], p.kh, p.kw, p.stride_h, p.stride_w};
-  r.pad_h = p.pad_h;
-  r.pad_w = p.pad_w;
-  r.dil_h = p.dil_h;
-  r.dil_w = p.dil_w;
-  r.count_include_pad = p.count_include_pad;
-  return r;
+  const bool max = p.kind == PoolKind::max;
+  return ref::Pool{max,        x[0],       x[1],    x[2],    x[3],    p.kh,    p.kw,
+                   p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.count_include_pad};
 }
 
 std::vector<Vec> one(Vec v) { return {std::move(v)}; }
@@ -252,14 +229,7 @@ std::vector<Row> rows() {
   std::vector<ConvCase> convs;
   auto conv = [&](std::string name, Shape x, Shape w, std::vector<std::int64_t> shpd, int groups,
                   bool bias, Activation act, double tol_y, double tol_dx, double tol_dw) {
-    ops::Conv2dParams p;
-    p.stride_h = shpd[0];
-    p.stride_w = shpd[1];
-    p.pad_h = shpd[2];
-    p.pad_w = shpd[3];
-    p.dil_h = shpd[4];
-    p.dil_w = shpd[5];
-    p.groups = groups;
+    const ops::Conv2dParams p{shpd[0], shpd[1], shpd[2], shpd[3], shpd[4], shpd[5], groups};
     convs.push_back({std::move(name), x, w, p, bias, act, 0.1f, tol_y, tol_dx, tol_dw});
   };
   // name, x, weight, {stride h, w, pad h, w, dilation h, w}, groups, bias, act, tols of y, dx, dw
@@ -320,13 +290,7 @@ std::vector<Row> rows() {
   std::vector<std::pair<std::string, ops::Pool2dParams>> pools;
   auto pool = [&](std::string name, PoolKind kind, std::int64_t k, std::int64_t stride,
                   std::int64_t pad, std::int64_t dil, bool count_pad) {
-    ops::Pool2dParams p;
-    p.kind = kind;
-    p.kh = p.kw = k;
-    p.stride_h = p.stride_w = stride;
-    p.pad_h = p.pad_w = pad;
-    p.dil_h = p.dil_w = dil;
-    p.count_include_pad = count_pad;
+    const ops::Pool2dParams p{kind, k, k, stride, stride, pad, pad, dil, dil, count_pad};
     pools.emplace_back(std::move(name), p);
   };
   pool("max 2x2/2", PoolKind::max, 2, 2, 0, 1, true);
@@ -574,39 +538,30 @@ std::vector<Row> rows() {
 
   // ---- optimizers: bit for bit (the reference rounds each documented step to f32, as the
   // device and PyTorch's tensor ops do; an FMA contraction on the device would show here) ----
-  add(Op::sgd_step, "sgd momentum nesterov wd", 0, [](Case& c) {
-    const HostTensor p0 = uni({101}, 80), g = uni({101}, 81), buf0 = uni({101}, 82);
-    Tensor p = c.out(p0), buf = c.out(buf0);
-    SgdArgs a;
-    a.neg_lr = -0.1f;
-    a.momentum = 0.9f;
-    a.weight_decay = 0.01f;
-    a.nesterov = true;
-    ops::sgd_step(p, c.in(g), buf, a);
-    c.check({p, buf}, [=] {
-      Vec pv = p0.v, bv = buf0.v;
-      ref::sgd_step({a.neg_lr, a.momentum, a.one_minus_dampening, a.weight_decay, true}, pv, g.v,
-                    bv);
-      return std::vector<Vec>{pv, bv};
-    });
-  });
-  add(Op::sgd_step, "sgd first step dampening maximize", 0, [](Case& c) {
-    const HostTensor p0 = uni({101}, 80), g = uni({101}, 81), buf0 = uni({101}, 82);
-    Tensor p = c.out(p0), buf = c.out(buf0);
-    SgdArgs a;
-    a.neg_lr = -0.05f;
-    a.momentum = 0.8f;
-    a.one_minus_dampening = 0.5f;
-    a.maximize = true;
-    a.first_step = true;
-    ops::sgd_step(p, c.in(g), buf, a);
-    c.check({p, buf}, [=] {
-      Vec pv = p0.v, bv = buf0.v;
-      ref::sgd_step({a.neg_lr, a.momentum, a.one_minus_dampening, 0, false, true, true}, pv, g.v,
-                    bv);
-      return std::vector<Vec>{pv, bv};
-    });
-  });
+  SgdArgs s1;  // momentum, Nesterov, weight decay
+  s1.neg_lr = -0.1f;
+  s1.momentum = 0.9f;
+  s1.weight_decay = 0.01f;
+  s1.nesterov = true;
+  SgdArgs s2;  // the first step (the buffer is g), dampening, maximize
+  s2.neg_lr = -0.05f;
+  s2.momentum = 0.8f;
+  s2.one_minus_dampening = 0.5f;
+  s2.maximize = s2.first_step = true;
+  for (const SgdArgs& a : {s1, s2})
+    add(Op::sgd_step, a.nesterov ? "sgd momentum nesterov wd" : "sgd first step dampening maximize",
+        0, [a](Case& c) {
+          const HostTensor p0 = uni({101}, 80), g = uni({101}, 81), buf0 = uni({101}, 82);
+          Tensor p = c.out(p0), buf = c.out(buf0);
+          ops::sgd_step(p, c.in(g), buf, a);
+          c.check({p, buf}, [=] {
+            Vec pv = p0.v, bv = buf0.v;
+            ref::sgd_step({a.neg_lr, a.momentum, a.one_minus_dampening, a.weight_decay, a.nesterov,
+                           a.maximize, a.first_step},
+                          pv, g.v, bv);
+            return std::vector<Vec>{pv, bv};
+          });
+        });
   // Adam at step 3 with lr 1e-3, the coefficients in double rounded to f32 as cohort::optim
   // does; max_exp_avg_sq is guarded even when unused, to see that it stays untouched.
   struct AdamCase {
