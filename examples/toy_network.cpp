@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       cost.push_back(mse.value() / static_cast<double>(labels.size()));  // per sample
       if (step >= steps - 100) {  // accuracy over the last 100 steps
         Tensor pred = Tensor::empty({out.dim(0)}, cohort::DType::i64, dev);
-        cohort::ops::argmax_last(out, pred);
+        cohort::ops::argmax(out, pred);
         const auto p = pred.to_vector<std::int64_t>();
         for (std::size_t i = 0; i < p.size(); ++i) correct += p[i] == labels[i];
         seen += static_cast<std::int64_t>(p.size());

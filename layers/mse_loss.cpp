@@ -20,7 +20,7 @@ Tensor MSELoss::forward_impl(const Tensor& input, const Tensor& target) {
   if (input.numel() == 0) {
     ops::fill(loss, reduction() == Reduction::mean ? NAN : 0.0);  // torch: mean of nothing is nan
   } else {
-    ops::sum_last(sq.reshape({1, input.numel()}), loss);
+    ops::reduce_sum(sq.reshape({1, input.numel()}), loss);
     ops::scale(reduce_scale(input.numel()), loss, loss);
   }
   return loss;

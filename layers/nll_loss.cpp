@@ -16,7 +16,7 @@ Tensor NLLLoss::forward_impl(const Tensor& input, const Tensor& target) {
   Tensor rows = Tensor::empty(Shape{input.dim(0)}, DType::f32, d);
   ops::nll_forward(input, target, rows);
   Tensor loss = Tensor::empty(Shape{}, DType::f32, d);
-  ops::sum_last(rows.reshape({1, input.dim(0)}), loss);
+  ops::reduce_sum(rows.reshape({1, input.dim(0)}), loss);
   ops::scale(reduce_scale(input.dim(0)), loss, loss);
   target_ = target;
   input_shape_ = input.shape();

@@ -75,9 +75,9 @@ TEST_CASE("row reductions and argmax match naive loops") {
     Tensor s = Tensor::empty({rows}, DType::f32, dev);
     Tensor m = Tensor::empty({rows}, DType::f32, dev);
     Tensor am = Tensor::empty({rows}, DType::i64, dev);
-    ops::sum_last(x, s);
-    ops::max_last(x, m);
-    ops::argmax_last(x, am);
+    ops::reduce_sum(x, s);
+    ops::reduce_max(x, m);
+    ops::argmax(x, am);
     const auto sv = s.to_vector<float>();
     const auto mv = m.to_vector<float>();
     const auto av = am.to_vector<std::int64_t>();
@@ -108,8 +108,8 @@ TEST_CASE("argmax ties pick the first index; NaN propagates like torch") {
   Tensor x = Tensor::from_vector<float>({2, 5, 5, 1, 0, nan, 3, 9}, {2, 4}, dev);
   Tensor am = Tensor::empty({2}, DType::i64, dev);
   Tensor m = Tensor::empty({2}, DType::f32, dev);
-  ops::argmax_last(x, am);
-  ops::max_last(x, m);
+  ops::argmax(x, am);
+  ops::reduce_max(x, m);
   CHECK(am.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1});
   CHECK(m.item(0) == 5.0);
   CHECK(std::isnan(m.item(1)));
@@ -127,11 +127,11 @@ TEST_CASE("op argument errors name the op, argument and values") {
         std::string::npos);
   CHECK(error_of([&] { ops::axpy(1.0f, a, b); }).find("axpy: shapes differ") != std::string::npos);
   Tensor bad_out = Tensor::zeros({3}, DType::f32, dev);
-  CHECK(error_of([&] { ops::sum_last(a, bad_out); })
-            .find("sum_last: out has 3 elements (shape [3]), expected 2 for x of shape [2, 3]") !=
+  CHECK(error_of([&] { ops::reduce_sum(a, bad_out); })
+            .find("reduce_sum: out has 3 elements (shape [3]), expected 2 for x of shape [2, 3]") !=
         std::string::npos);
   Tensor f_out = Tensor::zeros({2}, DType::f32, dev);
-  CHECK(error_of([&] { ops::argmax_last(a, f_out); }).find("argmax_last: out must be i64, got f32") !=
+  CHECK(error_of([&] { ops::argmax(a, f_out); }).find("argmax: out must be i64, got f32") !=
         std::string::npos);
   CHECK(error_of([&] { ops::max(Tensor::empty({0}, DType::f32, dev)); })
             .find("max of an empty tensor") != std::string::npos);

@@ -58,11 +58,7 @@ Tensor Tensor::uniform(const Shape& shape, float lo, float hi, std::uint64_t see
                        std::uint64_t offset) {
   COHORT_CHECK(lo <= hi, "uniform: lo ", lo, " > hi ", hi);
   Tensor t = empty(shape, DType::f32, device);
-  if (t.numel() > 0)
-    dispatch::run(device, {}, {&t}, [&](const dispatch::Operands& o) {
-      return calls::FillUniform{o.out<float>(t), static_cast<std::size_t>(t.numel()), seed, offset,
-                                lo, hi};
-    });
+  ops::fill_uniform(t, lo, hi, seed, offset);
   return t;
 }
 
@@ -70,11 +66,7 @@ Tensor Tensor::normal(const Shape& shape, float mean, float stddev, std::uint64_
                       Device& device, std::uint64_t offset) {
   COHORT_CHECK(stddev >= 0.0f, "normal: stddev ", stddev, " is negative");
   Tensor t = empty(shape, DType::f32, device);
-  if (t.numel() > 0)
-    dispatch::run(device, {}, {&t}, [&](const dispatch::Operands& o) {
-      return calls::FillNormal{o.out<float>(t), static_cast<std::size_t>(t.numel()), seed, offset,
-                               mean, stddev};
-    });
+  ops::fill_normal(t, mean, stddev, seed, offset);
   return t;
 }
 

@@ -103,10 +103,10 @@ std::vector<Row> rows() {
     ops::scale(1.5f, c.in(x), o);
     c.check({o}, [=] { return one(ref::scale(1.5, x.v)); });
   });
-  add(Op::reduce_sum, "sum_last [7, 333]", 1e-6, [](Case& c) {
+  add(Op::reduce_sum, "reduce_sum [7, 333]", 1e-6, [](Case& c) {
     const HostTensor x = uni({7, 333}, 8);
     Tensor o = c.out({7});
-    ops::sum_last(c.in(x), o);
+    ops::reduce_sum(c.in(x), o);
     c.check({o}, [=] { return one(ref::sum_last(x.v, 7, 333)); });
   });
   // Ties and NaN: values on a grid of 1/4 (many equal maxima: the first wins) and a NaN in row 3
@@ -116,14 +116,14 @@ std::vector<Row> rows() {
   ties.v[3 * 17 + 5] = NAN;
   for (const HostTensor& x : {uni({9, 17}, 9), ties}) {
     const std::string what = std::isnan(x.v[3 * 17 + 5]) ? " ties and NaN" : "";
-    add(Op::reduce_max, "max_last [9, 17]" + what, 0, [x](Case& c) {
+    add(Op::reduce_max, "reduce_max [9, 17]" + what, 0, [x](Case& c) {
       Tensor o = c.out({9});
-      ops::max_last(c.in(x), o);
+      ops::reduce_max(c.in(x), o);
       c.check({o}, [=] { return one(ref::max_last(x.v, 9, 17)); });
     });
-    add(Op::argmax, "argmax_last [9, 17]" + what, 0, [x](Case& c) {
+    add(Op::argmax, "argmax [9, 17]" + what, 0, [x](Case& c) {
       Tensor o = c.out({9}, DType::i64);
-      ops::argmax_last(c.in(x), o);
+      ops::argmax(c.in(x), o);
       c.check({o}, [=] { return one(ref::argmax_last(x.v, 9, 17)); });
     });
   }

@@ -50,9 +50,9 @@ void tour() {
   ops::axpy(0.5f, a, o);
   ops::scale(2.0f, a, o);
   Tensor m = uni(40, 3).reshape({4, 10}), r = zeros(4), idx = zeros(4, DType::i64);
-  ops::sum_last(m, r);
-  ops::max_last(m, r);
-  ops::argmax_last(m, idx);
+  ops::reduce_sum(m, r);
+  ops::reduce_max(m, r);
+  ops::argmax(m, idx);
   (void)Tensor::uniform({9}, 0.0f, 1.0f, 4, dev());
   (void)Tensor::normal({9}, 0.0f, 1.0f, 5, dev());
   ops::activation_forward(Activation::gelu, 0.0f, a, o);
@@ -102,7 +102,7 @@ TEST_CASE("argmax: first maximal column, the first NaN wins") {
                     {4, 4});
   Tensor idx = zeros(4, DType::i64);
   const std::uint64_t before = testing::thrust_calls(Op::argmax);
-  ops::argmax_last(x, idx);
+  ops::argmax(x, idx);
   CHECK(testing::thrust_calls(Op::argmax) == before + 1);
   CHECK(idx.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1, 0, 3});
 }
@@ -111,14 +111,14 @@ TEST_CASE("reduce_max lets NaN win; reduce_sum accumulates in double") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Tensor x = on_dev({1, nan, 5, 2, 7, 7, nan, 0, 0}, {3, 3});
   Tensor mx = zeros(3);
-  ops::max_last(x, mx);
+  ops::reduce_max(x, mx);
   const std::vector<float> got = mx.to_vector<float>();
   CHECK(std::isnan(got[0]));
   CHECK(got[1] == 7.0f);
   CHECK(std::isnan(got[2]));
   // In float, 1e8 + 1 rounds back to 1e8 and the row would sum to 1.
   Tensor s = zeros(1);
-  ops::sum_last(on_dev({1e8f, 1.0f, -1e8f, 1.0f}, {1, 4}), s);
+  ops::reduce_sum(on_dev({1e8f, 1.0f, -1e8f, 1.0f}, {1, 4}), s);
   CHECK(s.to_vector<float>()[0] == 2.0f);
 }
 

@@ -264,7 +264,7 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     const std::int64_t n = batch.images.dim(0);
     loss_sum += loss_.value() * (loss_.reduction() == nn::Reduction::mean ? static_cast<double>(n) : 1.0);
     Tensor pred = Tensor::empty({n}, DType::i64, out.device());
-    ops::argmax_last(out, pred);
+    ops::argmax(out, pred);
     const auto p = pred.to_vector<std::int64_t>();
     const auto l = batch.labels.to_vector<std::int64_t>();
     for (std::size_t i = 0; i < p.size(); ++i) r.correct += p[i] == l[i];

@@ -2,6 +2,8 @@
 // the tensors' device. Every op requires all tensors on the same device.
 #pragma once
 
+#include <cstdint>
+
 #include "cohort/core/tensor.hpp"
 
 namespace cohort::ops {
@@ -17,10 +19,16 @@ void axpy(float alpha, const Tensor& x, Tensor& y);       // y += alpha * x
 void scale(float alpha, const Tensor& x, Tensor& out);    // out = alpha * x
 
 // Reductions over the last dimension: x [..., C] -> out [...] (out has numel == x.numel() / C).
-void sum_last(const Tensor& x, Tensor& out);
-void max_last(const Tensor& x, Tensor& out);
-void argmax_last(const Tensor& x, Tensor& out);  // out dtype i64
+// Over the last axis: out has one element per row of x viewed as [rows, x.dim(-1)].
+void reduce_sum(const Tensor& x, Tensor& out);  // accumulated in double
+void reduce_max(const Tensor& x, Tensor& out);  // NaN wins, as torch.max
+void argmax(const Tensor& x, Tensor& out);      // out dtype i64; the first maximal column
 // Whole-tensor reductions, returned to the host (synchronises).
+// Fills x (f32) with Philox draws at stream positions offset .. offset + numel - 1 of `seed`:
+// uniform in [lo, hi), or normal (Box-Muller). Tensor::uniform / Tensor::normal make a new tensor.
+void fill_uniform(Tensor& x, float lo, float hi, std::uint64_t seed, std::uint64_t offset = 0);
+void fill_normal(Tensor& x, float mean, float stddev, std::uint64_t seed, std::uint64_t offset = 0);
+
 float sum(const Tensor& x);
 float max(const Tensor& x);
 

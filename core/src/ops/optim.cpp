@@ -1,9 +1,17 @@
-// Argument checks for the fused optimizer ops, then one call into the device's op table.
+// Optimizer front ends (sgd_step, adam_step, adadelta_step, rmsprop_step): every state tensor the
+// arguments use checked against the parameter, then one fused call of the op table
+// (backends/common/ops/optim.hpp).
 #include "cohort/core/optim_ops.hpp"
 
 #include "cohort/backend/dispatch.hpp"
+#include "cohort/core/device.hpp"
+#include "cohort/core/error.hpp"
+#include "ops/checks.hpp"
 
 namespace cohort::ops {
+
+using namespace detail;
+
 namespace {
 
 // Checks that `t`, an operand of `op` the arguments use, matches the parameter.
@@ -24,8 +32,6 @@ void require_param(const char* op, const Tensor& param) {
   COHORT_CHECK(param.dtype() == DType::f32, op, ": argument 'param' must be f32, got ",
                dtype_name(param.dtype()));
 }
-
-std::size_t count(const Tensor& t) { return static_cast<std::size_t>(t.numel()); }
 
 }  // namespace
 
