@@ -9,6 +9,7 @@
 
 #include "cuda/cuda_device.hpp"
 #include "detail/checked.hpp"
+#include "detail/env.hpp"
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"
 #include "detail/work.hpp"

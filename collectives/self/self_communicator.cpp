@@ -10,6 +10,8 @@
 #include <mutex>
 
 #include "cohort/core/error.hpp"
+#include "detail/env.hpp"
+#include "detail/format.hpp"
 #include "detail/op_desc.hpp"
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"

@@ -10,8 +10,9 @@
 #include <sstream>
 
 #include "cohort/core/error.hpp"
-#include "detail/wait.hpp"
-#include "detail/work.hpp"
+#include "detail/backoff.hpp"
+#include "detail/env.hpp"
+#include "detail/format.hpp"
 #include "shm/p2p.hpp"
 
 namespace cohort::comm::shm {

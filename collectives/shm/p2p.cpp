@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "detail/work.hpp"
 
 namespace cohort::comm::shm {
 

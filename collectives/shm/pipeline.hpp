@@ -1,6 +1,7 @@
 // What the shm algorithms share: slot geometry helpers; PipelinedOp, the one stage driver of
-// every pipelined collective (allreduce_pipelined.cpp, broadcast.cpp, allgather.cpp,
-// reduce_scatter.cpp); BlockwiseOp, the two-stage shape of allgather and reduce_scatter.
+// every pipelined collective (allreduce_pipelined.cpp, broadcast_pipelined.cpp,
+// allgather_pipelined.cpp, reduce_scatter_pipelined.cpp); BlockwiseOp, the two-stage shape of
+// allgather and reduce_scatter.
 //
 // Why one driver: those collectives all move a buffer through the segment in steps, each step
 // passing through a fixed sequence of stages on every rank (post my data into my slot, reduce or
@@ -32,9 +33,9 @@ inline std::uint64_t slice_capacity(const Params& p, int parts, std::size_t esz)
 }
 
 // Copies out of a slot into the caller's buffer; large outputs bypass the caches.
-inline void copy_out(void* dst, const void* src, std::size_t bytes, bool stream) {
-  if (stream)
-    detail::stream_copy(dst, src, bytes);
+inline void copy_out(void* dst, const void* src, std::size_t bytes, bool nontemporal) {
+  if (nontemporal)
+    detail::nontemporal_copy(dst, src, bytes);
   else
     std::memcpy(dst, src, bytes);
 }

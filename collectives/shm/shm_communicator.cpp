@@ -3,9 +3,9 @@
 #include <exception>
 
 #include "cohort/core/error.hpp"
+#include "detail/env.hpp"
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"
-#include "detail/work.hpp"
 #include "shm/algorithms.hpp"
 #include "shm/p2p.hpp"
 

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "detail/env.hpp"
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"
-#include "detail/work.hpp"
 #include "ucx/engine.hpp"
 
 namespace cohort::comm::ucx {
@@ -33,7 +33,7 @@ std::size_t env_bytes(const char* name, std::size_t fallback) {
   return static_cast<std::size_t>(x);
 }
 
-// Defaults (dispatch.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd),
+// Defaults (select_algorithm.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd),
 // COHORT_UCX_RING_MIN_BYTES, COHORT_UCX_CHUNK_BYTES or COHORT_UCX_CHAIN_MIN_BYTES say otherwise.
 detail::Tuning tuning_from_env() {
   detail::Tuning t = detail::default_tuning();

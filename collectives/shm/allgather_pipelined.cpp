@@ -21,7 +21,8 @@ class Allgather final : public BlockwiseOp {
         send_(static_cast<const char*>(send)),
         recv_(static_cast<char*>(recv)),
         esz_(dtype_size(dtype)),
-        stream_(count * esz_ * static_cast<uint64_t>(eng.world) >= eng.params.stream_bytes) {}
+        nontemporal_(count * esz_ * static_cast<uint64_t>(eng.world) >=
+                     eng.params.nontemporal_bytes) {}
 
  private:
   void post(uint64_t k) override {
@@ -35,14 +36,14 @@ class Allgather final : public BlockwiseOp {
     for (int q = 0; q < eng.world; ++q) {
       if (q == eng.rank) continue;
       copy_out(recv_ + (static_cast<uint64_t>(q) * count_ + base(k)) * esz_,
-               eng.seg().slot(q, t0 + k), len(k) * esz_, stream_);
+               eng.seg().slot(q, t0 + k), len(k) * esz_, nontemporal_);
     }
   }
 
   const char* send_;
   char* recv_;
   std::size_t esz_;
-  bool stream_;  // the gathered output is larger than the caches
+  bool nontemporal_;  // the gathered output is larger than the caches
 };
 
 }  // namespace

@@ -25,7 +25,7 @@ class Broadcast final : public PipelinedOp {
         root_(root),
         esz_(dtype_size(dtype)),
         chunk_(chunk),
-        stream_(count * esz_ >= eng.params.stream_bytes) {}
+        nontemporal_(count * esz_ >= eng.params.nontemporal_bytes) {}
 
   bool advance() override {
     static constexpr std::array<int, 1> kOrder = {0};
@@ -39,7 +39,7 @@ class Broadcast final : public PipelinedOp {
       if (eng.rank == root_)
         std::memcpy(eng.seg().slot(root_, t), buf_ + base * esz_, len);
       else
-        copy_out(buf_ + base * esz_, eng.seg().slot(root_, t), len, stream_);
+        copy_out(buf_ + base * esz_, eng.seg().slot(root_, t), len, nontemporal_);
     });
   }
 
@@ -49,7 +49,7 @@ class Broadcast final : public PipelinedOp {
   int root_;
   std::size_t esz_;
   uint64_t chunk_;
-  bool stream_;
+  bool nontemporal_;
   std::array<uint64_t, 1> done_{};
 };
 

@@ -1,4 +1,4 @@
-#include "detail/wait.hpp"
+#include "detail/backoff.hpp"
 
 #include <sched.h>
 #include <time.h>
