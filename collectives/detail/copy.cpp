@@ -1,3 +1,5 @@
+// nontemporal_copy (copy.hpp): an AVX-512 loop of streaming stores, chosen at run time where the
+// CPU has the instructions, memcpy elsewhere.
 #include "detail/copy.hpp"
 
 #include <cstdint>

@@ -1,3 +1,7 @@
+// The shm engine's code: op submission and the progress loop, flags and step accounting, the
+// same-collective fingerprints, timeouts with their "who is behind" reports, peer aborts and
+// shutdown. The progress model (the calling thread advances every op; steps, slots and the
+// posted/reduced/consumed flags) and why it is shaped so are in engine.hpp.
 #include "shm/engine.hpp"
 
 #include <signal.h>

@@ -1,3 +1,6 @@
+// The shared segment (segment.hpp): its layout, the tuning Params from COHORT_SHM_* variables,
+// and attach(): local rank 0 creates and sizes it, the others map it by the name exchanged through
+// the store, and every rank checks the header's magic and version.
 #include "shm/segment.hpp"
 
 #include <fcntl.h>
