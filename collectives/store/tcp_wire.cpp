@@ -11,13 +11,15 @@
 
 namespace cohort::comm::detail::wire {
 
-void put_u32(Bytes& b, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+namespace {
+// The low `k` bytes of `v`, least significant first.
+void put_le(Bytes& b, std::uint64_t v, int k) {
+  for (int i = 0; i < k; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
 }
-void put_i64(Bytes& b, std::int64_t v) {
-  const auto u = static_cast<std::uint64_t>(v);
-  for (int i = 0; i < 8; ++i) b.push_back(static_cast<std::uint8_t>(u >> (8 * i)));
-}
+}  // namespace
+
+void put_u32(Bytes& b, std::uint32_t v) { put_le(b, v, 4); }
+void put_i64(Bytes& b, std::int64_t v) { put_le(b, static_cast<std::uint64_t>(v), 8); }
 void put_bytes(Bytes& b, const std::uint8_t* p, std::size_t n) {
   put_u32(b, static_cast<std::uint32_t>(n));
   b.insert(b.end(), p, p + n);
@@ -31,22 +33,16 @@ std::uint8_t Reader::u8() {
   --n;
   return *p++;
 }
-std::uint32_t Reader::u32() {
-  if (!need(4)) return 0;
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-  p += 4;
-  n -= 4;
+std::uint64_t Reader::le(std::size_t k) {
+  if (!need(k)) return 0;
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < k; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  p += k;
+  n -= k;
   return v;
 }
-std::int64_t Reader::i64() {
-  if (!need(8)) return 0;
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-  p += 8;
-  n -= 8;
-  return static_cast<std::int64_t>(v);
-}
+std::uint32_t Reader::u32() { return static_cast<std::uint32_t>(le(4)); }
+std::int64_t Reader::i64() { return static_cast<std::int64_t>(le(8)); }
 Bytes Reader::bytes() {
   const std::uint32_t k = u32();
   if (!need(k)) return {};

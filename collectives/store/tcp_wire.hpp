@@ -46,6 +46,9 @@ struct Reader {
   Bytes bytes();
   std::string str();
   std::vector<std::string> strs();  // u32 count, then that many strings
+
+ private:
+  std::uint64_t le(std::size_t k);  // k bytes, least significant first
 };
 
 void set_nodelay(int fd);
