@@ -64,7 +64,8 @@ class TcpStore final : public Store {
     check_status(resp, "set('" + key + "')");
   }
 
-  std::vector<std::uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) override {
+  std::vector<std::uint8_t> get(const std::string& key,
+                                std::chrono::milliseconds timeout) override {
     wait({key}, timeout);
     Bytes req{kGet};
     put_str(req, key);
@@ -221,8 +222,8 @@ class TcpStore final : public Store {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       pollfd pfd{fd, POLLIN, 0};
-      const int pr = left > 0 ? ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1 << 30)))
-                              : 0;
+      const int pr =
+          left > 0 ? ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1 << 30))) : 0;
       if (pr < 0 && errno == EINTR) continue;
       if (pr <= 0) {
         ::close(fd);

@@ -25,15 +25,16 @@ inline constexpr int kSteps = 20;
 inline constexpr double kLr = 0.1;
 
 inline cohort::nn::ModulePtr small_net(std::uint64_t seed, std::int64_t fc_out = 10,
-                        cohort::Device& dev = test_device()) {
-  cohort::nn::manual_seed(seed);
-  return cohort::nn::make<cohort::nn::Sequential>(std::vector<std::pair<std::string, cohort::nn::ModulePtr>>{
-      {"conv", cohort::nn::make<cohort::nn::Conv2d>(cohort::nn::Conv2dOptions(1, 4, 3), dev)},
-      {"relu", cohort::nn::make<cohort::nn::ReLU>()},
-      {"pool", cohort::nn::make<cohort::nn::MaxPool2d>(cohort::nn::MaxPool2dOptions(2))},
-      {"flatten", cohort::nn::make<cohort::nn::Flatten>()},
-      {"fc", cohort::nn::make<cohort::nn::Linear>(36, fc_out, dev)},
-      {"logp", cohort::nn::make<cohort::nn::LogSoftmax>(1)}});
+                                       cohort::Device& dev = test_device()) {
+  namespace nn = cohort::nn;
+  nn::manual_seed(seed);
+  return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+      {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
+      {"relu", nn::make<nn::ReLU>()},
+      {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
+      {"flatten", nn::make<nn::Flatten>()},
+      {"fc", nn::make<nn::Linear>(36, fc_out, dev)},
+      {"logp", nn::make<nn::LogSoftmax>(1)}});
 }
 
 struct Batch {
