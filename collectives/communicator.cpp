@@ -1,3 +1,5 @@
+// The Communicator interface's few shared definitions: reduce-op names and the default
+// alloc_buffer (plain page-aligned host memory), for backends without memory of their own.
 #include "cohort/collectives/communicator.hpp"
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "cohort/core/error.hpp"
-#include "detail/work.hpp"
+#include "detail/env.hpp"
 #include "self/self_communicator.hpp"
 #include "shm/shm_communicator.hpp"
 #if COHORT_HAVE_UCX

@@ -12,7 +12,7 @@
 
 #include "cohort/collectives/host_values.hpp"
 #include "cohort/core/error.hpp"
-#include "digest.hpp"
+#include "cohort/core/hash.hpp"
 
 namespace cohort::parallel::detail {
 namespace {

@@ -1,7 +1,7 @@
 // DistributedDataParallel (see cohort/parallel/ddp.hpp for the contracts): the Module wrapper and
 // the bucket life cycle (fill -> issue -> poll -> complete), read top to bottom here. How a bucket
 // is reduced is its Reducer (reducer.hpp, reducers/); the one-broadcast copy of parameters and
-// buffers is broadcast.cpp; the same-model check is consistency.cpp; digests are digest.cpp.
+// buffers is packed.cpp; the same-model check is consistency.cpp; digests are digest.cpp.
 #include "cohort/parallel/ddp.hpp"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "cohort/core/trace.hpp"
 #include "consistency.hpp"
 #include "reducer.hpp"
+#include "reducers/bucket_buffer.hpp"
 
 namespace cohort::parallel {
 
@@ -287,7 +288,7 @@ void DistributedDataParallel::launch(Bucket& b) {
 }
 
 // Advances outstanding ops (shm moves only when called) and notes when each one finished. A
-// staged bucket's test() may start its collective (reducers/staging.cpp): a later bucket is
+// staged bucket's test() may start its collective (reducers/bucket_buffer.cpp): a later bucket is
 // tested only once every earlier one's collective is issued, so they start in bucket order.
 void DistributedDataParallel::poll() {
   for (std::size_t i = 0; i < next_launch_; ++i) {

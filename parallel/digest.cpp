@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cohort/parallel/ddp.hpp"
-#include "digest.hpp"
+#include "cohort/core/hash.hpp"
 #include "cohort/collectives/host_values.hpp"
 
 namespace cohort::parallel {

@@ -27,7 +27,7 @@
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/collectives/registry.hpp"
 #include "cohort/devices.hpp"
-#include "detail/wait.hpp"
+#include "detail/backoff.hpp"
 #include "shm/segment.hpp"
 
 namespace {

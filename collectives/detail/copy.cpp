@@ -1,3 +1,5 @@
+// nontemporal_copy (copy.hpp): an AVX-512 loop of streaming stores, chosen at run time where the
+// CPU has the instructions, memcpy elsewhere.
 #include "detail/copy.hpp"
 
 #include <cstdint>
@@ -11,7 +13,8 @@ namespace cohort::comm::detail {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 namespace {
-__attribute__((target("avx512f"))) void stream_copy_avx512(char* d, const char* s, std::size_t n) {
+__attribute__((target("avx512f"))) void nontemporal_copy_avx512(char* d, const char* s,
+                                                                std::size_t n) {
   // Align the destination to a cache line; stream whole lines; copy the tail normally.
   const std::size_t head = (64 - (reinterpret_cast<std::uintptr_t>(d) & 63)) & 63;
   if (head >= n) {
@@ -37,14 +40,16 @@ __attribute__((target("avx512f"))) void stream_copy_avx512(char* d, const char* 
 const bool kHaveAvx512 = __builtin_cpu_supports("avx512f");
 }  // namespace
 
-void stream_copy(void* dst, const void* src, std::size_t bytes) {
+void nontemporal_copy(void* dst, const void* src, std::size_t bytes) {
   if (kHaveAvx512 && bytes >= 4096)
-    stream_copy_avx512(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
+    nontemporal_copy_avx512(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
   else
     std::memcpy(dst, src, bytes);
 }
 #else
-void stream_copy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+void nontemporal_copy(void* dst, const void* src, std::size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
 #endif
 
 }  // namespace cohort::comm::detail

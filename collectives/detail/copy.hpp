@@ -9,6 +9,6 @@ namespace cohort::comm::detail {
 // of a large collective), so the copy neither reads the destination lines first (no read for
 // ownership) nor evicts the working set from the caches. Falls back to memcpy where the CPU lacks
 // the instructions. Same contract as memcpy (no overlap).
-void stream_copy(void* dst, const void* src, std::size_t bytes);
+void nontemporal_copy(void* dst, const void* src, std::size_t bytes);
 
 }  // namespace cohort::comm::detail

@@ -1,3 +1,5 @@
+// OpDesc's wording (op kind names, str()) and the same-collective comparison every backend's
+// mismatch check uses, so that one op reads the same in every backend's messages.
 #include "detail/op_desc.hpp"
 
 #include <cstring>

@@ -1,3 +1,5 @@
+// The argument checks every backend runs before an op (validate.hpp): null buffers, overlaps
+// other than the allowed in-place forms, ranks out of range, dtypes that cannot be reduced.
 #include "detail/validate.hpp"
 
 #include <cstdint>

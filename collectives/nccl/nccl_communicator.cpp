@@ -1,5 +1,5 @@
 // The nccl Communicator: checks arguments on the caller's thread (the shared checks of
-// detail/validate.hpp, then that every buffer is GPU memory: memory.cpp), then under the
+// CommunicatorBase, then that every buffer is GPU memory: memory.cpp), then under the
 // communicator's mutex orders its stream after the compute stream, enqueues the NCCL call on
 // its stream and records the op's event, returning the Work at once. Collectives are numbered
 // like every backend's (OpDesc), so messages read "nccl allreduce #3 (1000 x f32, sum) ...".
@@ -9,8 +9,9 @@
 
 #include "cuda/cuda_device.hpp"
 #include "detail/checked.hpp"
+#include "detail/communicator_base.hpp"
+#include "detail/env.hpp"
 #include "detail/reduce.hpp"
-#include "detail/validate.hpp"
 #include "detail/work.hpp"
 #include "nccl/context.hpp"
 
@@ -24,10 +25,11 @@ using detail::OpDesc;
 using detail::OpKind;
 namespace common = ::cohort::comm::detail;
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public common::CommunicatorBase {
  public:
   NcclCommunicator(const ProcessGroupInfo& info, std::shared_ptr<Store> store)
-      : ctx_(detail::make_context(info, std::move(store), common::default_timeout_from_env())) {}
+      : CommunicatorBase(kName),
+        ctx_(detail::make_context(info, std::move(store), common::default_timeout_from_env())) {}
 
   ~NcclCommunicator() override = default;  // the Context finalizes once the last Work is gone
 
@@ -44,9 +46,13 @@ class NcclCommunicator final : public Communicator {
     return c;
   }
 
-  WorkHandle allreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
-                       Timeout timeout) override {
-    common::check_allreduce(kName, send, recv, count, dtype);
+ private:
+  // The shared checks and the timeout resolution are CommunicatorBase's; every start_* then
+  // checks that its buffers are GPU memory (check()).
+  Timeout default_timeout() const override { return ctx_->timeout; }
+
+  WorkHandle start_allreduce(const void* send, void* recv, std::size_t count, DType dtype,
+                             ReduceOp op, Timeout timeout) override {
     const OpDesc d = common::op_desc(OpKind::allreduce, count, dtype, op);
     const std::size_t bytes = count * dtype_size(dtype);
     check(d, "send", send, bytes);
@@ -57,9 +63,8 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
-  WorkHandle broadcast(void* buf, std::size_t count, DType dtype, int root,
-                       Timeout timeout) override {
-    common::check_broadcast(kName, buf, count, dtype, root, size());
+  WorkHandle start_broadcast(void* buf, std::size_t count, DType dtype, int root,
+                             Timeout timeout) override {
     const OpDesc d = common::op_desc(OpKind::broadcast, count, dtype, ReduceOp::sum, root);
     check(d, "buf", buf, count * dtype_size(dtype));
     return collective(d, timeout, [&](Context& c) {
@@ -67,9 +72,8 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
-  WorkHandle allgather(const void* send, void* recv, std::size_t count, DType dtype,
-                       Timeout timeout) override {
-    common::check_allgather(kName, send, recv, count, dtype, rank(), size());
+  WorkHandle start_allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                             Timeout timeout) override {
     const OpDesc d = common::op_desc(OpKind::allgather, count, dtype);
     const std::size_t bytes = count * dtype_size(dtype);
     check(d, "send", send, bytes);
@@ -79,9 +83,8 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
-  WorkHandle reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
-                            ReduceOp op, Timeout timeout) override {
-    common::check_reduce_scatter(kName, send, recv, count, dtype, rank(), size());
+  WorkHandle start_reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                                  ReduceOp op, Timeout timeout) override {
     const OpDesc d = common::op_desc(OpKind::reduce_scatter, count, dtype, op);
     const std::size_t bytes = count * dtype_size(dtype);
     check(d, "send", send, bytes * static_cast<std::size_t>(size()));
@@ -94,28 +97,25 @@ class NcclCommunicator final : public Communicator {
 
   // A one-element all-reduce on the communicator's scratch float: complete on a rank once every
   // rank has entered it.
-  WorkHandle barrier(Timeout timeout) override {
+  WorkHandle start_barrier(Timeout timeout) override {
     const OpDesc d = common::op_desc(OpKind::barrier, 0, DType::f32);
     return collective(d, timeout, [&](Context& c) {
       return ncclAllReduce(c.scratch, c.scratch, 1, ncclFloat32, ncclSum, c.comm, c.stream);
     });
   }
 
-  WorkHandle send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    common::check_p2p(kName, "send", buf, count, dtype, peer, size());
+  WorkHandle start_send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout timeout) override {
     return p2p(common::op_desc(OpKind::send, count, dtype, ReduceOp::sum, peer, tag),
                const_cast<void*>(buf), timeout);
   }
 
-  WorkHandle recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    common::check_p2p(kName, "recv", buf, count, dtype, peer, size());
+  WorkHandle start_recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout timeout) override {
     return p2p(common::op_desc(OpKind::recv, count, dtype, ReduceOp::sum, peer, tag), buf,
                timeout);
   }
 
- private:
   void check(const OpDesc& d, const char* arg, const void* p, std::size_t bytes) const {
     (void)detail::nccl_dtype(d.dtype);  // a dtype NCCL lacks is refused before anything else
     detail::check_device_pointer(*ctx_, d, arg, p, bytes);
@@ -123,10 +123,9 @@ class NcclCommunicator final : public Communicator {
 
   // Numbers the collective, launches what the pending group holds first (issue order), orders
   // the stream after compute, enqueues `launch` (not for count 0: the op only records its
-  // event, so it still completes in issue order) and records the op's event.
-  WorkHandle collective(OpDesc d, Timeout timeout,
+  // event, so it still completes in issue order) and records the op's event. `t` is resolved.
+  WorkHandle collective(OpDesc d, Timeout t,
                         const std::function<ncclResult_t(Context&)>& launch) {
-    const Timeout t = common::resolve_timeout(timeout, ctx_->timeout);
     Context& c = *ctx_;
     std::lock_guard<std::mutex> lk(c.mu);
     c.throw_if_failed_locked();
@@ -147,9 +146,9 @@ class NcclCommunicator final : public Communicator {
     return detail::make_work(ctx_, std::move(mark), d, t);
   }
 
-  // Queues a send/recv for the next group launch (p2p.cpp); count 0 completes at once.
-  WorkHandle p2p(const OpDesc& d, void* buf, Timeout timeout) {
-    const Timeout t = common::resolve_timeout(timeout, ctx_->timeout);
+  // Queues a send/recv for the next group launch (p2p.cpp); count 0 completes at once. `t` is
+  // resolved.
+  WorkHandle p2p(const OpDesc& d, void* buf, Timeout t) {
     check(d, d.kind == OpKind::send ? "send" : "recv", buf, d.count * dtype_size(d.dtype));
     Context& c = *ctx_;
     std::lock_guard<std::mutex> lk(c.mu);

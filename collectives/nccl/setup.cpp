@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "cuda/cuda_device.hpp"
-#include "detail/work.hpp"
+#include "detail/format.hpp"
 #include "nccl/context.hpp"
 
 namespace cohort::comm::nccl::detail {

@@ -1,12 +1,12 @@
 // The Work of one nccl op: an event recorded on the communicator's stream after the op.
 // test() = cudaEventQuery, plus ncclCommGetAsyncError so that an NCCL failure (a peer gone, a
 // network error) surfaces instead of an op that never completes. wait() polls the same way (spin,
-// then yield, then sleep: detail/wait.hpp) until the op's deadline, its issue time plus its
+// then yield, then sleep: detail/backoff.hpp) until the op's deadline, its issue time plus its
 // timeout; past it, it aborts the NCCL communicator (ncclCommAbort ends the kernels stuck waiting
 // for peers) and throws naming the op, its sequence number, count, dtype and the timeout. After a
 // failure every call on the communicator throws the first failure.
-#include "detail/wait.hpp"
-#include "detail/work.hpp"
+#include "detail/backoff.hpp"
+#include "detail/format.hpp"
 #include "nccl/context.hpp"
 
 namespace cohort::comm::nccl::detail {

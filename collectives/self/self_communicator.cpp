@@ -10,9 +10,10 @@
 #include <mutex>
 
 #include "cohort/core/error.hpp"
+#include "detail/communicator_base.hpp"
+#include "detail/env.hpp"
+#include "detail/format.hpp"
 #include "detail/op_desc.hpp"
-#include "detail/reduce.hpp"
-#include "detail/validate.hpp"
 #include "detail/work.hpp"
 
 namespace cohort::comm::self {
@@ -92,63 +93,52 @@ class RecvWork final : public Work {
   bool done_ = false;
 };
 
-class SelfCommunicator final : public Communicator {
+class SelfCommunicator final : public detail::CommunicatorBase {
  public:
-  explicit SelfCommunicator(Timeout default_timeout) : default_timeout_(default_timeout) {}
+  explicit SelfCommunicator(Timeout default_timeout)
+      : CommunicatorBase(kName), default_timeout_(default_timeout) {}
 
   std::string backend() const override { return kName; }
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  Capabilities capabilities() const override {
-    Capabilities c;
-    c.host_memory = true;
-    c.device_memory = false;
-    c.dtypes = detail::reducible_dtypes();
-    return c;
+  Capabilities capabilities() const override { return host_capabilities(); }
+
+ private:
+  // Arguments checked and the timeout resolved by CommunicatorBase, after check_usable().
+  Timeout default_timeout() const override { return default_timeout_; }
+  void check_usable() override {
+    std::lock_guard<std::mutex> lock(box_->mu);
+    COHORT_CHECK_IN(kName, box_->failure.empty(),
+                    "communicator unusable after an earlier failure: ", box_->failure);
   }
 
-  WorkHandle allreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
-                       Timeout timeout) override {
-    check_usable(timeout);
-    detail::check_allreduce(kName, send, recv, count, dtype);
+  WorkHandle start_allreduce(const void* send, void* recv, std::size_t count, DType dtype,
+                             ReduceOp op, Timeout) override {
     (void)op;  // every op over one rank is the identity (avg divides by 1)
     copy(recv, send, count * dtype_size(dtype));
     return detail::completed_work();
   }
 
-  WorkHandle broadcast(void* buf, std::size_t count, DType dtype, int root,
-                       Timeout timeout) override {
-    check_usable(timeout);
-    detail::check_broadcast(kName, buf, count, dtype, root, 1);
+  WorkHandle start_broadcast(void*, std::size_t, DType, int, Timeout) override {
     return detail::completed_work();
   }
 
-  WorkHandle allgather(const void* send, void* recv, std::size_t count, DType dtype,
-                       Timeout timeout) override {
-    check_usable(timeout);
-    detail::check_allgather(kName, send, recv, count, dtype, 0, 1);
+  WorkHandle start_allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                             Timeout) override {
     copy(recv, send, count * dtype_size(dtype));
     return detail::completed_work();
   }
 
-  WorkHandle reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
-                            ReduceOp op, Timeout timeout) override {
-    check_usable(timeout);
-    detail::check_reduce_scatter(kName, send, recv, count, dtype, 0, 1);
-    (void)op;
+  WorkHandle start_reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                                  ReduceOp, Timeout) override {
     copy(recv, send, count * dtype_size(dtype));
     return detail::completed_work();
   }
 
-  WorkHandle barrier(Timeout timeout) override {
-    check_usable(timeout);
-    return detail::completed_work();
-  }
+  WorkHandle start_barrier(Timeout) override { return detail::completed_work(); }
 
-  WorkHandle send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    check_usable(timeout);
-    detail::check_p2p(kName, "send", buf, count, dtype, peer, 1);
+  WorkHandle start_send(const void* buf, std::size_t count, DType dtype, int, int tag,
+                        Timeout) override {
     const auto* p = static_cast<const std::uint8_t*>(buf);
     {
       std::lock_guard<std::mutex> lock(box_->mu);
@@ -158,24 +148,12 @@ class SelfCommunicator final : public Communicator {
     return detail::completed_work();
   }
 
-  WorkHandle recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    const Timeout t = check_usable(timeout);
-    detail::check_p2p(kName, "recv", buf, count, dtype, peer, 1);
+  WorkHandle start_recv(void* buf, std::size_t count, DType dtype, int, int tag,
+                        Timeout t) override {
     auto work = std::make_shared<RecvWork>(
         box_, buf, detail::op_desc(detail::OpKind::recv, count, dtype, ReduceOp::sum, 0, tag), t);
     work->test();  // matches at once when the message is already here
     return work;
-  }
-
- private:
-  Timeout check_usable(Timeout timeout) {
-    {
-      std::lock_guard<std::mutex> lock(box_->mu);
-      COHORT_CHECK_IN(kName, box_->failure.empty(),
-                      "communicator unusable after an earlier failure: ", box_->failure);
-    }
-    return detail::resolve_timeout(timeout, default_timeout_);
   }
 
   static void copy(void* dst, const void* src, std::size_t bytes) {

@@ -8,8 +8,8 @@
 
 namespace cohort::comm::shm {
 
-// Picks the all-reduce algorithm by size (dispatch.cpp): direct up to Params::direct_bytes,
-// pipelined above; one rank or count 0 is a copy.
+// Picks the all-reduce algorithm by size (select_algorithm.cpp): direct up to
+// Params::direct_bytes, pipelined above; one rank or count 0 is a copy.
 std::shared_ptr<CollOp> make_allreduce(std::shared_ptr<Engine> e, const void* send, void* recv,
                                        std::size_t count, DType dtype, ReduceOp op, Timeout t);
 // allreduce_direct.cpp: one step, every rank copies its input to its slot and reduces all slots
@@ -25,19 +25,19 @@ std::shared_ptr<CollOp> make_allreduce_direct(std::shared_ptr<Engine> e, const v
 std::shared_ptr<CollOp> make_allreduce_pipelined(std::shared_ptr<Engine> e, const void* send,
                                                  void* recv, std::size_t count, DType dtype,
                                                  ReduceOp op, Timeout t);
-// broadcast.cpp: root copies step by step into its slots; the others copy out (root completes
-// once its data is in the segment).
+// broadcast_pipelined.cpp: root copies step by step into its slots; the others copy out (root
+// completes once its data is in the segment).
 std::shared_ptr<CollOp> make_broadcast(std::shared_ptr<Engine> e, void* buf, std::size_t count,
                                        DType dtype, int root, Timeout t);
-// allgather.cpp: each rank posts a chunk of its block per step; the others copy it out.
+// allgather_pipelined.cpp: each rank posts a chunk of its block per step; the others copy it out.
 std::shared_ptr<CollOp> make_allgather(std::shared_ptr<Engine> e, const void* send, void* recv,
                                        std::size_t count, DType dtype, Timeout t);
-// reduce_scatter.cpp: each rank posts, per step, its part of every other rank's block; each
-// reduces its own block from its input and the others' slots.
+// reduce_scatter_pipelined.cpp: each rank posts, per step, its part of every other rank's block;
+// each reduces its own block from its input and the others' slots.
 std::shared_ptr<CollOp> make_reduce_scatter(std::shared_ptr<Engine> e, const void* send,
                                             void* recv, std::size_t count, DType dtype,
                                             ReduceOp op, Timeout t);
-// barrier.cpp: one step of flags only.
+// barrier_flags.cpp: one step of flags only.
 std::shared_ptr<CollOp> make_barrier(std::shared_ptr<Engine> e, Timeout t);
 
 }  // namespace cohort::comm::shm

@@ -7,21 +7,17 @@
 
 #include "detail/reduce.hpp"
 #include "shm/algorithms.hpp"
+#include "shm/op_buffers.hpp"
 
 namespace cohort::comm::shm {
 namespace {
 
-class AllreduceDirect final : public CollOp {
+class AllreduceDirect final : public CollOp, private OpBuffers {
  public:
   AllreduceDirect(std::shared_ptr<Engine> e, const void* send, void* recv, std::size_t count,
                   DType dtype, ReduceOp op, Timeout t, std::uint64_t nsteps)
       : CollOp(std::move(e), detail::op_desc(OpKind::allreduce, count, dtype, op), t, nsteps),
-        in_(static_cast<const char*>(send)),
-        out_(static_cast<char*>(recv)),
-        count_(count),
-        dtype_(dtype),
-        op_(op),
-        esz_(dtype_size(dtype)) {}
+        OpBuffers(desc, send, recv) {}
 
   bool advance() override {
     if (nsteps == 0) {  // one rank, or nothing to do
@@ -44,12 +40,6 @@ class AllreduceDirect final : public CollOp {
   }
 
  private:
-  const char* in_;
-  char* out_;
-  std::size_t count_;
-  DType dtype_;
-  ReduceOp op_;
-  std::size_t esz_;
   bool posted_ = false;  // my input is in my slot
 };
 

@@ -23,6 +23,7 @@
 #include "detail/copy.hpp"
 #include "detail/reduce.hpp"
 #include "shm/algorithms.hpp"
+#include "shm/op_buffers.hpp"
 #include "shm/pipeline.hpp"
 
 namespace cohort::comm::shm {
@@ -30,21 +31,16 @@ namespace {
 
 using std::uint64_t;
 
-class AllreducePipelined final : public PipelinedOp {
+class AllreducePipelined final : public PipelinedOp, private OpBuffers {
  public:
   AllreducePipelined(std::shared_ptr<Engine> e, const void* send, void* recv, std::size_t count,
                      DType dtype, ReduceOp op, Timeout t, uint64_t nsteps, uint64_t slice)
       : PipelinedOp(std::move(e), detail::op_desc(OpKind::allreduce, count, dtype, op), t, nsteps),
-        in_(static_cast<const char*>(send)),
-        out_(static_cast<char*>(recv)),
-        count_(count),
-        dtype_(dtype),
-        op_(op),
-        esz_(dtype_size(dtype)),
+        OpBuffers(desc, send, recv),
         // In place, the output's lines were just read (they are in the caches): there plain
         // stores measured faster (16 MiB, 2 ranks: 2.1 against 3.4 ms), out of place the
         // non-temporal ones (2.0 against 2.4 ms; docs/COLLECTIVES.md).
-        stream_(send != recv && count * esz_ >= eng.params.stream_bytes),
+        nontemporal_(send != recv && nontemporal_output(eng.params, count)),
         slice_max_(slice) {}
 
   bool advance() override {
@@ -157,10 +153,11 @@ class AllreducePipelined final : public PipelinedOp {
     }
     char* out = out_ + g.base * esz_ + off;
     char* slot = eng.seg().slot(me, t0 + k) + off;
-    if (stream_) {
-      // Reduce into the (cache-resident) slot, then stream it to the output.
+    if (nontemporal_) {
+      // Reduce into the (cache-resident) slot, then copy it to the output with non-temporal
+      // stores.
       detail::reduce_sources(slot, nullptr, srcs, eng.world, len, dtype_, op_, eng.world);
-      detail::stream_copy(out, slot, len * esz_);
+      detail::nontemporal_copy(out, slot, len * esz_);
     } else {
       detail::reduce_sources(out, slot, srcs, eng.world, len, dtype_, op_, eng.world);
     }
@@ -171,17 +168,12 @@ class AllreducePipelined final : public PipelinedOp {
     for (int q = 0; q < eng.world; ++q) {
       if (q == eng.rank || g.len(q) == 0) continue;
       copy_out(out_ + (g.base + g.off(q)) * esz_, eng.seg().slot(q, t0 + k) + g.off(q) * esz_,
-               g.len(q) * esz_, stream_);
+               g.len(q) * esz_, nontemporal_);
     }
   }
 
-  const char* in_;
-  char* out_;
-  std::size_t count_;
-  DType dtype_;
-  ReduceOp op_;
-  std::size_t esz_;
-  bool stream_;  // write the output with non-temporal stores (out of place, larger than the caches)
+  // Write the output with non-temporal stores (out of place, larger than the caches).
+  bool nontemporal_;
   uint64_t slice_max_;
   std::array<uint64_t, 3> done_{};  // steps done in stages A, B, C
   bool announced_ = false;           // announce_direct() ran

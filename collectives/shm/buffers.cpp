@@ -20,8 +20,8 @@
 #include <cstring>
 
 #include "cohort/core/error.hpp"
-#include "detail/wait.hpp"
-#include "detail/work.hpp"
+#include "detail/backoff.hpp"
+#include "detail/format.hpp"
 #include "shm/engine.hpp"
 
 namespace cohort::comm::shm {

@@ -1,3 +1,7 @@
+// The shm engine's code: op submission and the progress loop, flags and step accounting, the
+// same-collective fingerprints, timeouts with their "who is behind" reports, peer aborts and
+// shutdown. The progress model (the calling thread advances every op; steps, slots and the
+// posted/reduced/consumed flags) and why it is shaped so are in engine.hpp.
 #include "shm/engine.hpp"
 
 #include <signal.h>
@@ -10,8 +14,9 @@
 #include <sstream>
 
 #include "cohort/core/error.hpp"
-#include "detail/wait.hpp"
-#include "detail/work.hpp"
+#include "detail/backoff.hpp"
+#include "detail/env.hpp"
+#include "detail/format.hpp"
 #include "shm/p2p.hpp"
 
 namespace cohort::comm::shm {

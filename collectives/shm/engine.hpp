@@ -118,6 +118,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   const Params params;
   Segment& seg() const { return *seg_; }
   Timeout resolve(Timeout t) const;
+  Timeout default_timeout() const { return default_timeout_; }
 
   // Throws if an earlier op failed (the communicator is then unusable).
   void check_usable();

@@ -1,8 +1,10 @@
+// shm point-to-point: send and recv over each ordered pair's ring in the segment (p2p.hpp), in
+// chunks, progressing alongside the collectives; a message that arrives before its recv is posted
+// is buffered by the receiver.
 #include "shm/p2p.hpp"
 
 #include <cstring>
 
-#include "detail/work.hpp"
 
 namespace cohort::comm::shm {
 

@@ -1,6 +1,7 @@
 // What the shm algorithms share: slot geometry helpers; PipelinedOp, the one stage driver of
-// every pipelined collective (allreduce_pipelined.cpp, broadcast.cpp, allgather.cpp,
-// reduce_scatter.cpp); BlockwiseOp, the two-stage shape of allgather and reduce_scatter.
+// every pipelined collective (allreduce_pipelined.cpp, broadcast_pipelined.cpp,
+// allgather_pipelined.cpp, reduce_scatter_pipelined.cpp); BlockwiseOp, the two-stage shape of
+// allgather and reduce_scatter.
 //
 // Why one driver: those collectives all move a buffer through the segment in steps, each step
 // passing through a fixed sequence of stages on every rank (post my data into my slot, reduce or
@@ -18,6 +19,7 @@
 
 #include "detail/copy.hpp"
 #include "shm/engine.hpp"
+#include "shm/op_buffers.hpp"
 
 namespace cohort::comm::shm {
 
@@ -25,6 +27,9 @@ inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b 
 inline std::uint64_t round_up(std::uint64_t a, std::uint64_t b) { return ceil_div(a, b) * b; }
 
 // Elements per slice such that `parts` slices fit one slot, a multiple of one cache line.
+// Elements of `esz` bytes in one slot: a step of a collective whose step is one slot of data.
+inline std::uint64_t slot_elems(const Params& p, std::size_t esz) { return p.slot_bytes / esz; }
+
 inline std::uint64_t slice_capacity(const Params& p, int parts, std::size_t esz) {
   const std::uint64_t align = 64 / esz;
   return std::max<std::uint64_t>(
@@ -32,9 +37,9 @@ inline std::uint64_t slice_capacity(const Params& p, int parts, std::size_t esz)
 }
 
 // Copies out of a slot into the caller's buffer; large outputs bypass the caches.
-inline void copy_out(void* dst, const void* src, std::size_t bytes, bool stream) {
-  if (stream)
-    detail::stream_copy(dst, src, bytes);
+inline void copy_out(void* dst, const void* src, std::size_t bytes, bool nontemporal) {
+  if (nontemporal)
+    detail::nontemporal_copy(dst, src, bytes);
   else
     std::memcpy(dst, src, bytes);
 }
@@ -112,11 +117,13 @@ class PipelinedOp : public CollOp {
 // The shape shared by allgather and reduce_scatter: step k covers elements [k * chunk, ...) of
 // each rank's block of `count`; stage A (post) puts my contribution into my slot, stage B
 // (consume) takes the peers' out of theirs, and B is tried first, as peers wait for it.
-class BlockwiseOp : public PipelinedOp {
+class BlockwiseOp : public PipelinedOp, protected OpBuffers {
  public:
-  BlockwiseOp(std::shared_ptr<Engine> e, const OpDesc& desc, Timeout t, std::uint64_t nsteps,
-              std::uint64_t chunk)
-      : PipelinedOp(std::move(e), desc, t, nsteps), count_(desc.count), chunk_(chunk) {}
+  BlockwiseOp(std::shared_ptr<Engine> e, const OpDesc& desc, Timeout t, const void* send,
+              void* recv, std::uint64_t chunk)
+      : PipelinedOp(std::move(e), desc, t, ceil_div(desc.count, chunk)),
+        OpBuffers(desc, send, recv),
+        chunk_(chunk) {}
 
   bool advance() override {
     static constexpr std::array<Stage, 2> kStages = {{
@@ -140,7 +147,6 @@ class BlockwiseOp : public PipelinedOp {
     return std::min<std::uint64_t>(chunk_, count_ - k * chunk_);
   }
 
-  const std::uint64_t count_;
   const std::uint64_t chunk_;
 
  private:

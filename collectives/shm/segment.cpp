@@ -1,3 +1,6 @@
+// The shared segment (segment.hpp): its layout, the tuning Params from COHORT_SHM_* variables,
+// and attach(): local rank 0 creates and sizes it, the others map it by the name exchanged through
+// the store, and every rank checks the header's magic and version.
 #include "shm/segment.hpp"
 
 #include <fcntl.h>
@@ -15,7 +18,7 @@
 #include <vector>
 
 #include "cohort/core/error.hpp"
-#include "detail/work.hpp"
+#include "detail/format.hpp"
 
 namespace cohort::comm::shm {
 namespace {
@@ -81,7 +84,11 @@ Params Params::from_env(int world) {
   p.slot_bytes = round_up(p.slot_bytes, 4096);
   p.nslots = static_cast<std::uint32_t>(env_bytes("COHORT_SHM_SLOTS", p.nslots, 2, 64));
   p.direct_bytes = env_bytes("COHORT_SHM_DIRECT_BYTES", p.direct_bytes, 0, p.slot_bytes);
-  p.stream_bytes = env_bytes("COHORT_SHM_STREAM_BYTES", p.stream_bytes, 0, ~0ull >> 1);
+  // COHORT_SHM_STREAM_BYTES is the old spelling, still accepted when the new name is unset.
+  const char* nontemporal = std::getenv("COHORT_SHM_NONTEMPORAL_BYTES");
+  p.nontemporal_bytes = env_bytes(nontemporal && *nontemporal ? "COHORT_SHM_NONTEMPORAL_BYTES"
+                                                              : "COHORT_SHM_STREAM_BYTES",
+                                  p.nontemporal_bytes, 0, ~0ull >> 1);
   p.peer_read_bytes =
       env_bytes("COHORT_SHM_PEER_READ_BYTES", p.peer_read_bytes, 0, ~0ull >> 1);
   return p;

@@ -37,7 +37,7 @@ struct Params {
   std::uint32_t nslots = 4;                // pipeline depth of collectives
   std::uint64_t slot_bytes = 256u << 10;   // one step of a collective, per rank
   std::uint64_t direct_bytes = 16u << 10;  // allreduce at most this large: one-step algorithm
-  std::uint64_t stream_bytes = 8u << 20;   // outputs at least this large: non-temporal stores
+  std::uint64_t nontemporal_bytes = 8u << 20;  // outputs at least this large: non-temporal stores
   // All-reduce inputs at least this large that lie in communicator buffers: peers reduce from
   // them in place (allreduce_pipelined.cpp). Below it, reading a peer's input measured up to 2x
   // slower than its slot copy (64-256 KiB, out of place, 2 ranks; docs/COLLECTIVES.md).
@@ -46,7 +46,8 @@ struct Params {
   std::uint64_t ring_slot_bytes = 32u << 10;
 
   // Defaults, overridden by COHORT_SHM_SLOT_BYTES, COHORT_SHM_SLOTS, COHORT_SHM_DIRECT_BYTES,
-  // COHORT_SHM_STREAM_BYTES, COHORT_SHM_PEER_READ_BYTES.
+  // COHORT_SHM_NONTEMPORAL_BYTES (its old spelling COHORT_SHM_STREAM_BYTES is still read when it
+  // is unset), COHORT_SHM_PEER_READ_BYTES.
   static Params from_env(int world);
 };
 

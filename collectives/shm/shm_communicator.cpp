@@ -1,11 +1,13 @@
+// The shm Communicator and its factory: one host, POSIX shared memory. Argument checks and timeout
+// resolution are CommunicatorBase's; each op here is only handed to the engine (engine.hpp: the
+// op queue and progress on the calling thread) as the algorithm's op (algorithms.hpp).
 #include "shm/shm_communicator.hpp"
 
 #include <exception>
 
 #include "cohort/core/error.hpp"
-#include "detail/reduce.hpp"
-#include "detail/validate.hpp"
-#include "detail/work.hpp"
+#include "detail/communicator_base.hpp"
+#include "detail/env.hpp"
 #include "shm/algorithms.hpp"
 #include "shm/p2p.hpp"
 
@@ -14,9 +16,10 @@ namespace {
 
 constexpr const char* kName = "shm";
 
-class ShmCommunicator final : public Communicator {
+class ShmCommunicator final : public detail::CommunicatorBase {
  public:
-  explicit ShmCommunicator(std::shared_ptr<Engine> engine) : eng_(std::move(engine)) {}
+  explicit ShmCommunicator(std::shared_ptr<Engine> engine)
+      : CommunicatorBase(kName), eng_(std::move(engine)) {}
   // Pending ops are finished first (bounded by their timeouts); while an exception propagates
   // they are abandoned instead and the peers are told, so they fail fast rather than time out.
   ~ShmCommunicator() override { eng_->shutdown(std::uncaught_exceptions() > 0); }
@@ -24,62 +27,41 @@ class ShmCommunicator final : public Communicator {
   std::string backend() const override { return kName; }
   int rank() const override { return eng_->rank; }
   int size() const override { return eng_->world; }
-  Capabilities capabilities() const override {
-    Capabilities c;
-    c.host_memory = true;
-    c.device_memory = false;
-    c.dtypes = detail::reducible_dtypes();
-    return c;
-  }
-
-  WorkHandle allreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
-                       Timeout timeout) override {
-    detail::check_allreduce(kName, send, recv, count, dtype);
-    return eng_->submit(make_allreduce(eng_, send, recv, count, dtype, op, eng_->resolve(timeout)));
-  }
-
-  WorkHandle broadcast(void* buf, std::size_t count, DType dtype, int root,
-                       Timeout timeout) override {
-    detail::check_broadcast(kName, buf, count, dtype, root, size());
-    return eng_->submit(make_broadcast(eng_, buf, count, dtype, root, eng_->resolve(timeout)));
-  }
-
-  WorkHandle allgather(const void* send, void* recv, std::size_t count, DType dtype,
-                       Timeout timeout) override {
-    detail::check_allgather(kName, send, recv, count, dtype, rank(), size());
-    return eng_->submit(make_allgather(eng_, send, recv, count, dtype, eng_->resolve(timeout)));
-  }
-
-  WorkHandle reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
-                            ReduceOp op, Timeout timeout) override {
-    detail::check_reduce_scatter(kName, send, recv, count, dtype, rank(), size());
-    return eng_->submit(
-        make_reduce_scatter(eng_, send, recv, count, dtype, op, eng_->resolve(timeout)));
-  }
+  Capabilities capabilities() const override { return host_capabilities(); }
 
   std::unique_ptr<CommBuffer> alloc_buffer(std::size_t bytes, Timeout timeout) override {
     return eng_->alloc_buffer(bytes, timeout);
   }
 
-  WorkHandle barrier(Timeout timeout) override {
-    return eng_->submit(make_barrier(eng_, eng_->resolve(timeout)));
-  }
-
-  WorkHandle send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    detail::check_p2p(kName, "send", buf, count, dtype, peer, size());
-    return eng_->submit(
-        std::make_shared<SendOp>(eng_, buf, count, dtype, peer, tag, eng_->resolve(timeout)));
-  }
-
-  WorkHandle recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    detail::check_p2p(kName, "recv", buf, count, dtype, peer, size());
-    return eng_->submit(
-        std::make_shared<RecvOp>(eng_, buf, count, dtype, peer, tag, eng_->resolve(timeout)));
-  }
-
  private:
+  // Arguments checked and the timeout resolved by CommunicatorBase.
+  Timeout default_timeout() const override { return eng_->default_timeout(); }
+  WorkHandle start_allreduce(const void* send, void* recv, std::size_t count, DType dtype,
+                             ReduceOp op, Timeout t) override {
+    return eng_->submit(make_allreduce(eng_, send, recv, count, dtype, op, t));
+  }
+  WorkHandle start_broadcast(void* buf, std::size_t count, DType dtype, int root,
+                             Timeout t) override {
+    return eng_->submit(make_broadcast(eng_, buf, count, dtype, root, t));
+  }
+  WorkHandle start_allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                             Timeout t) override {
+    return eng_->submit(make_allgather(eng_, send, recv, count, dtype, t));
+  }
+  WorkHandle start_reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                                  ReduceOp op, Timeout t) override {
+    return eng_->submit(make_reduce_scatter(eng_, send, recv, count, dtype, op, t));
+  }
+  WorkHandle start_barrier(Timeout t) override { return eng_->submit(make_barrier(eng_, t)); }
+  WorkHandle start_send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout t) override {
+    return eng_->submit(std::make_shared<SendOp>(eng_, buf, count, dtype, peer, tag, t));
+  }
+  WorkHandle start_recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout t) override {
+    return eng_->submit(std::make_shared<RecvOp>(eng_, buf, count, dtype, peer, tag, t));
+  }
+
   std::shared_ptr<Engine> eng_;
 };
 

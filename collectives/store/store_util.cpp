@@ -1,3 +1,5 @@
+// The Store helpers every store shares (store_util.hpp): the timeout message and the decimal
+// encoding of add() counters.
 #include "store/store_util.hpp"
 
 #include <cstdlib>

@@ -16,19 +16,11 @@ void allgather_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void
   char* const own = out + static_cast<std::size_t>(r) * count * es;
   if (send != own) std::memmove(own, send, count * es);
   if (n == 1) return;
-  auto mod = [n](int x) { return ((x % n) + n) % n; };
 
-  RingPlan p;
-  p.steps = n - 1;
-  p.elem_size = es;
-  p.seg_offset.resize(static_cast<std::size_t>(n));
-  p.seg_count.assign(static_cast<std::size_t>(n), count);
-  for (int b = 0; b < n; ++b)
-    p.seg_offset[static_cast<std::size_t>(b)] = static_cast<std::size_t>(b) * count;
-  p.chunk_elems = ring_chunk_elems(chunk_bytes, es, count, p.steps);
+  RingPlan p = RingPlan::uniform(n, count, es, chunk_bytes);
   auto at = [&](int seg) { return out + p.seg_offset[static_cast<std::size_t>(seg)] * es; };
-  p.send_seg = [&](int t) { return mod(r - t); };
-  p.recv_seg = [&](int t) { return mod(r - t - 1); };
+  p.send_seg = [&](int t) { return ring_mod(r - t, n); };
+  p.recv_seg = [&](int t) { return ring_mod(r - t - 1, n); };
   p.send_base = [&](int, int seg) -> const char* { return at(seg); };
   p.recv_base = [&](int, int seg) -> char* { return at(seg); };
   run_ring(ch, p);

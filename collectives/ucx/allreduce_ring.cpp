@@ -20,22 +20,21 @@ void allreduce_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void
   const int r = ch.rank();
   const std::size_t es = dtype_size(dtype);
   const bool in_place = send == recv;
-  auto mod = [n](int x) { return ((x % n) + n) % n; };
 
-  RingPlan p;
-  p.steps = 2 * (n - 1);
-  p.elem_size = es;
-  split_even(count, n, &p.seg_offset, &p.seg_count);
-  const std::size_t max_seg = p.seg_count[0];
-  p.chunk_elems = ring_chunk_elems(chunk_bytes, es, max_seg, p.steps);
+  RingPlan p = RingPlan::even(n, count, es, chunk_bytes, 2 * (n - 1));
+  const std::size_t max_seg = p.seg_count[0];  // the largest
 
   char* const out = static_cast<char*>(recv);
   const char* const mine = static_cast<const char*>(send);
   char* const tmp = in_place ? static_cast<char*>(ch.scratch(0, max_seg * es)) : nullptr;
   auto at = [&](int seg) { return p.seg_offset[static_cast<std::size_t>(seg)] * es; };
 
-  p.send_seg = [&](int t) { return t < n - 1 ? mod(r - t) : mod(r + 1 - (t - n + 1)); };
-  p.recv_seg = [&](int t) { return t < n - 1 ? mod(r - t - 1) : mod(r - (t - n + 1)); };
+  p.send_seg = [&](int t) {
+    return t < n - 1 ? ring_mod(r - t, n) : ring_mod(r + 1 - (t - n + 1), n);
+  };
+  p.recv_seg = [&](int t) {
+    return t < n - 1 ? ring_mod(r - t - 1, n) : ring_mod(r - (t - n + 1), n);
+  };
   p.send_base = [&](int t, int seg) -> const char* {
     return t == 0 ? mine + at(seg) : out + at(seg);  // step 0 sends this rank's own data
   };

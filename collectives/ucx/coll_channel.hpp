@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "detail/op_desc.hpp"
-#include "detail/wait.hpp"
+#include "detail/backoff.hpp"
 #include "ucx/channel.hpp"
 #include "ucx/engine_impl.hpp"
 #include "ucx/tags.hpp"

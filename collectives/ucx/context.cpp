@@ -1,26 +1,18 @@
 // The UCP context, worker and endpoints of one engine: created by the progress thread in setup()
 // (worker addresses exchanged through the Store under "ucx/<n>/addr/<rank>"), destroyed in
 // teardown() after a closing fence with the live peers. Setup is where UCX calls fail outright, so
-// this is the one file with a check macro for UCX status codes; later failures are reported
-// through the op they belong to (coll_channel.hpp, p2p.cpp).
+// this is the one file that uses the check macro for UCX status codes (check.hpp); later failures
+// are reported through the op they belong to (coll_channel.hpp, p2p.cpp).
 #include <algorithm>
 #include <thread>
 
+#include "ucx/check.hpp"
 #include "ucx/engine_impl.hpp"
 #include "ucx/tags.hpp"
 
 namespace cohort::comm::ucx::detail {
 
 using namespace std::chrono_literals;
-
-// The one check macro for UCX status codes, used only in this file (the backend's edge).
-#define COHORT_CHECK_UCX(rank, call, ...)                                             \
-  do {                                                                                \
-    const ucs_status_t cohort_ucx_status_ = (call);                                   \
-    if (cohort_ucx_status_ != UCS_OK)                                                 \
-      COHORT_UCX_FAIL(rank, __VA_ARGS__,                                              \
-                      ": " #call " failed: ", ucs_status_string(cohort_ucx_status_)); \
-  } while (0)
 
 void Engine::Impl::setup() {
   // Each rank counts the UCX communicators it creates on this store; ranks create them in the

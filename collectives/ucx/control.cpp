@@ -5,7 +5,7 @@
 // received is dropped, never fatal.
 #include <cstring>
 
-#include "detail/wait.hpp"
+#include "detail/backoff.hpp"
 #include "ucx/engine_impl.hpp"
 #include "ucx/tags.hpp"
 

@@ -35,8 +35,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "detail/wait.hpp"
-#include "detail/work.hpp"
+#include "detail/backoff.hpp"
+#include "detail/env.hpp"
 #include "ucx/control.hpp"
 #include "ucx/engine.hpp"
 
@@ -101,7 +101,7 @@ struct Engine::Impl final : Driver {
   const std::shared_ptr<Store> store;
   const Timeout default_timeout;
   const Tuning tuning;
-  // More ranks on this host than cores: waits yield the core almost at once (detail/wait.hpp).
+  // More ranks on this host than cores: waits yield the core almost at once (detail/backoff.hpp).
   const bool oversubscribed;
   // Every collective checks that all ranks issued the same one (COHORT_COLLECTIVE_CHECKS).
   const bool check_fingerprints;

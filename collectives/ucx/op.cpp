@@ -1,3 +1,5 @@
+// OpState, the Work handle of one ucx op (op.hpp): test() and wait() on the caller's side, and its
+// completion (with or without an error) by whichever thread drives the engine.
 #include "ucx/op.hpp"
 
 #include "cohort/core/error.hpp"

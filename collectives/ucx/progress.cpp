@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "detail/wait.hpp"
+#include "detail/backoff.hpp"
 #include "ucx/algorithms.hpp"
 #include "ucx/coll_channel.hpp"
 #include "ucx/engine_impl.hpp"

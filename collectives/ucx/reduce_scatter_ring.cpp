@@ -28,19 +28,11 @@ void reduce_scatter_ring(Channel& ch, std::size_t chunk_bytes, const void* send,
   const auto a = reinterpret_cast<std::uintptr_t>(in), b = reinterpret_cast<std::uintptr_t>(out);
   const bool overlap = b < a + static_cast<std::size_t>(n) * seg_bytes && a < b + seg_bytes;
   char* const partial = static_cast<char*>(ch.scratch(0, static_cast<std::size_t>(n) * seg_bytes));
-  auto mod = [n](int x) { return ((x % n) + n) % n; };
   auto at = [&](int seg) { return static_cast<std::size_t>(seg) * seg_bytes; };
 
-  RingPlan p;
-  p.steps = n - 1;
-  p.elem_size = es;
-  p.seg_offset.resize(static_cast<std::size_t>(n));
-  p.seg_count.assign(static_cast<std::size_t>(n), count);
-  for (int b = 0; b < n; ++b)
-    p.seg_offset[static_cast<std::size_t>(b)] = static_cast<std::size_t>(b) * count;
-  p.chunk_elems = ring_chunk_elems(chunk_bytes, es, count, p.steps);
-  p.send_seg = [&](int t) { return mod(r - t - 1); };
-  p.recv_seg = [&](int t) { return mod(r - t - 2); };
+  RingPlan p = RingPlan::uniform(n, count, es, chunk_bytes);
+  p.send_seg = [&](int t) { return ring_mod(r - t - 1, n); };
+  p.recv_seg = [&](int t) { return ring_mod(r - t - 2, n); };
   p.send_base = [&](int t, int seg) -> const char* {
     return t == 0 ? in + at(seg) : partial + at(seg);
   };

@@ -1,3 +1,5 @@
+// The pipelined ring schedule (ring.hpp): the plans' layouts (RingPlan::uniform, even), chunk
+// sizing within the tag's step limit, and run_ring, which posts, waits and forwards every chunk.
 #include "ucx/ring.hpp"
 
 #include <algorithm>
@@ -26,6 +28,30 @@ std::size_t ring_chunk_elems(std::size_t chunk_bytes, std::size_t elem_size,
   const std::size_t chunks = (max_seg_elems + ce - 1) / ce;
   if (chunks > max_chunks) ce = (max_seg_elems + max_chunks - 1) / max_chunks;
   return ce;
+}
+
+RingPlan RingPlan::uniform(int n, std::size_t count, std::size_t elem_size,
+                           std::size_t chunk_bytes) {
+  RingPlan p;
+  p.steps = n - 1;
+  p.elem_size = elem_size;
+  p.seg_offset.resize(static_cast<std::size_t>(n));
+  p.seg_count.assign(static_cast<std::size_t>(n), count);
+  for (int b = 0; b < n; ++b)
+    p.seg_offset[static_cast<std::size_t>(b)] = static_cast<std::size_t>(b) * count;
+  p.chunk_elems = ring_chunk_elems(chunk_bytes, elem_size, count, p.steps);
+  return p;
+}
+
+RingPlan RingPlan::even(int n, std::size_t count, std::size_t elem_size, std::size_t chunk_bytes,
+                        int steps) {
+  RingPlan p;
+  p.steps = steps;
+  p.elem_size = elem_size;
+  split_even(count, n, &p.seg_offset, &p.seg_count);
+  // The first segment is the largest (split_even gives the remainder to the first ones).
+  p.chunk_elems = ring_chunk_elems(chunk_bytes, elem_size, p.seg_count[0], p.steps);
+  return p;
 }
 
 void run_ring(Channel& ch, const RingPlan& p) {

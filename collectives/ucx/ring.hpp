@@ -30,7 +30,22 @@ struct RingPlan {
   // Called once per received chunk: elements [first, first + n) of segment `seg` arrived at
   // recv_base(step, seg) + first * elem_size. May be empty.
   std::function<void(int step, int seg, std::size_t first, std::size_t n)> on_arrival;
+
+  // The layouts the ring algorithms start from; the caller then sets the schedule (send_seg,
+  // recv_seg, send_base, recv_base, on_arrival). chunk_elems comes from `chunk_bytes` through
+  // ring_chunk_elems, so steps x chunks always fits the tag.
+  //  uniform: n segments of `count` elements each, back to back (segment b at b * count), over
+  //           n - 1 steps (allgather and reduce-scatter: one block per rank).
+  //  even:    `count` elements split into n segments whose sizes differ by at most one
+  //           (split_even), over `steps` steps (allreduce: 2 (n - 1)).
+  static RingPlan uniform(int n, std::size_t count, std::size_t elem_size,
+                          std::size_t chunk_bytes);
+  static RingPlan even(int n, std::size_t count, std::size_t elem_size, std::size_t chunk_bytes,
+                       int steps);
 };
+
+// x modulo n in [0, n), for ring positions such as rank - step.
+inline int ring_mod(int x, int n) { return ((x % n) + n) % n; }
 
 // Splits `count` elements into `parts` segments whose sizes differ by at most one.
 void split_even(std::size_t count, int parts, std::vector<std::size_t>* offset,

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "detail/work.hpp"
+#include "detail/format.hpp"
 #include "ucx/coll_channel.hpp"
 #include "ucx/engine_impl.hpp"
 

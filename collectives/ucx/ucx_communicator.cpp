@@ -1,14 +1,13 @@
-// The ucx Communicator: checks arguments on the caller's thread (errors surface at the call, with
-// the values at fault), resolves the timeout, and hands the op to the engine's progress thread
-// (progress.cpp), returning the op's Work handle at once.
+// The ucx Communicator: arguments are checked and the timeout resolved on the caller's thread
+// (CommunicatorBase: errors surface at the call, with the values at fault); each op is then
+// handed to the engine's progress thread (progress.cpp), returning the op's Work handle at once.
 #include "ucx/ucx_communicator.hpp"
 
 #include <cstdlib>
 #include <string>
 
-#include "detail/reduce.hpp"
-#include "detail/validate.hpp"
-#include "detail/work.hpp"
+#include "detail/communicator_base.hpp"
+#include "detail/env.hpp"
 #include "ucx/engine.hpp"
 
 namespace cohort::comm::ucx {
@@ -33,7 +32,7 @@ std::size_t env_bytes(const char* name, std::size_t fallback) {
   return static_cast<std::size_t>(x);
 }
 
-// Defaults (dispatch.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd),
+// Defaults (select_algorithm.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd),
 // COHORT_UCX_RING_MIN_BYTES, COHORT_UCX_CHUNK_BYTES or COHORT_UCX_CHAIN_MIN_BYTES say otherwise.
 detail::Tuning tuning_from_env() {
   detail::Tuning t = detail::default_tuning();
@@ -53,25 +52,24 @@ detail::Tuning tuning_from_env() {
   return t;
 }
 
-class UcxCommunicator final : public Communicator {
+class UcxCommunicator final : public common::CommunicatorBase {
  public:
   UcxCommunicator(const ProcessGroupInfo& info, std::shared_ptr<Store> store)
-      : engine_(info, std::move(store), common::default_timeout_from_env(), tuning_from_env()) {}
+      : CommunicatorBase(kName),
+        engine_(info, std::move(store), common::default_timeout_from_env(), tuning_from_env()) {}
 
   std::string backend() const override { return kName; }
   int rank() const override { return engine_.rank(); }
   int size() const override { return engine_.size(); }
-  Capabilities capabilities() const override {
-    Capabilities c;
-    c.host_memory = true;
-    c.device_memory = false;  // Debian's UCX has no CUDA support; see docs/UCX.md
-    c.dtypes = common::reducible_dtypes();
-    return c;
-  }
+  // Debian's UCX has no CUDA support (docs/UCX.md): host memory only.
+  Capabilities capabilities() const override { return host_capabilities(); }
 
-  WorkHandle allreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
-                       Timeout timeout) override {
-    common::check_allreduce(kName, send, recv, count, dtype);
+ private:
+  // Arguments checked and the timeout resolved by CommunicatorBase.
+  Timeout default_timeout() const override { return engine_.default_timeout(); }
+
+  WorkHandle start_allreduce(const void* send, void* recv, std::size_t count, DType dtype,
+                             ReduceOp op, Timeout timeout) override {
     OpArgs d = base(OpKind::allreduce, count, dtype, timeout);
     d.send = send;
     d.recv = recv;
@@ -79,27 +77,24 @@ class UcxCommunicator final : public Communicator {
     return submit(d);
   }
 
-  WorkHandle broadcast(void* buf, std::size_t count, DType dtype, int root,
-                       Timeout timeout) override {
-    common::check_broadcast(kName, buf, count, dtype, root, size());
+  WorkHandle start_broadcast(void* buf, std::size_t count, DType dtype, int root,
+                             Timeout timeout) override {
     OpArgs d = base(OpKind::broadcast, count, dtype, timeout);
     d.recv = buf;
     d.peer = root;
     return submit(d);
   }
 
-  WorkHandle allgather(const void* send, void* recv, std::size_t count, DType dtype,
-                       Timeout timeout) override {
-    common::check_allgather(kName, send, recv, count, dtype, rank(), size());
+  WorkHandle start_allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                             Timeout timeout) override {
     OpArgs d = base(OpKind::allgather, count, dtype, timeout);
     d.send = send;
     d.recv = recv;
     return submit(d);
   }
 
-  WorkHandle reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
-                            ReduceOp op, Timeout timeout) override {
-    common::check_reduce_scatter(kName, send, recv, count, dtype, rank(), size());
+  WorkHandle start_reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                                  ReduceOp op, Timeout timeout) override {
     OpArgs d = base(OpKind::reduce_scatter, count, dtype, timeout);
     d.send = send;
     d.recv = recv;
@@ -107,13 +102,12 @@ class UcxCommunicator final : public Communicator {
     return submit(d);
   }
 
-  WorkHandle barrier(Timeout timeout) override {
+  WorkHandle start_barrier(Timeout timeout) override {
     return submit(base(OpKind::barrier, 0, DType::u8, timeout));
   }
 
-  WorkHandle send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    common::check_p2p(kName, "send", buf, count, dtype, peer, size());
+  WorkHandle start_send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout timeout) override {
     check_tag("send", tag);
     OpArgs d = base(OpKind::send, count, dtype, timeout);
     d.send = buf;
@@ -122,9 +116,8 @@ class UcxCommunicator final : public Communicator {
     return submit(d);
   }
 
-  WorkHandle recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
-                  Timeout timeout) override {
-    common::check_p2p(kName, "recv", buf, count, dtype, peer, size());
+  WorkHandle start_recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout timeout) override {
     check_tag("recv", tag);
     OpArgs d = base(OpKind::recv, count, dtype, timeout);
     d.recv = buf;
@@ -133,13 +126,13 @@ class UcxCommunicator final : public Communicator {
     return submit(d);
   }
 
- private:
-  OpArgs base(OpKind kind, std::size_t count, DType dtype, Timeout timeout) const {
+  // `timeout` is already resolved.
+  static OpArgs base(OpKind kind, std::size_t count, DType dtype, Timeout timeout) {
     OpArgs d;
     d.kind = kind;
     d.count = count;
     d.dtype = dtype;
-    d.timeout = common::resolve_timeout(timeout, engine_.default_timeout());
+    d.timeout = timeout;
     return d;
   }
 

@@ -1,3 +1,6 @@
+// Cifar10Dataset: the CIFAR-10 binary format (a label byte, then 3x32x32 bytes, per record),
+// loaded whole at construction with its sizes checked, scaled to [0, 1] floats on get(); and
+// load_cifar10_dir for the standard file names of the train and test splits.
 #include "cohort/data/cifar10.hpp"
 
 #include <fstream>

@@ -2,40 +2,19 @@
 // MNIST-sized samples takes far less time than the training step it overlaps, and a single slot
 // keeps memory flat and the ordering trivially deterministic.
 //
-// Staged uploads, for a device the host cannot address (a GPU). Two stages, each a pinned host
-// buffer (Device::allocate_pinned) and a device buffer of one full batch, plus two events. The
-// prefetch thread assembles batch k straight into a free stage's pinned buffer and enqueues its
-// upload on the loader's own stream (copy_from_host_async), so the copy runs while the compute
-// stream is still busy with the step before. next() makes the compute stream wait for that upload
-// and copies the batch device-to-device into fresh tensors on the compute stream, which frees the
-// stage for batch k + 2. The copy-out costs a device-speed copy of the batch; it buys tensors that
-// belong to the compute stream like any other (the caching allocator's contract: memory is reused
-// in compute-stream order), which a batch written directly by the upload stream would not.
-//   - pinned buffer reuse: before assembling into a stage the host waits for the stage's last
-//     upload (`uploaded`), normally long finished;
-//   - device buffer reuse: the upload stream waits for the compute stream's copy out of the stage
-//     (`consumed`, first recorded right after the buffer was allocated);
-//   - batch use: the compute stream waits for `uploaded` before the copy-out.
-// Nothing here blocks the host on the compute stream. With two stages the prefetch thread runs at
-// most one batch ahead of next(), as without staging.
-//
-// Worker threads (num_workers >= 1). Whoever assembles a batch (the prefetch thread, or next()
-// without prefetch) posts it as a Job and waits for it; each worker claims the job's next row,
-// builds that sample into the job's own buffers and counts it done; the assembler then copies
-// the whole batch into its destination. Each sample goes through build_sample() exactly as
-// without workers, so the batch is bit-identical whatever thread built each row. The job owns
-// its buffers (and is shared with the workers) so that an assembler that gives up at its timeout
-// leaves a stuck worker writing into memory nobody else uses, not into a tensor or staging
-// buffer handed out since; the extra copy of the batch is small next to building it. After a
-// row fails, rows not yet claimed are skipped, and the error reported is the one of the lowest
-// failing row: every row before it was claimed before the skipping started, so this is the
-// error the loop without workers would have raised.
+// This file holds the loader's own job: the epoch state, the prefetch thread and next(), and how
+// one sample is built (build_sample). Two mechanisms it drives live apart, each with its rules in
+// its header: the staged uploads to a device the host cannot address (staging.hpp: two stages,
+// two events, an upload stream) and the decoding-worker pool (workers.hpp, num_workers >= 1).
+// With two stages the prefetch thread runs at most one batch ahead of next(), as without
+// staging; nothing here blocks the host on the compute stream. Each sample goes through
+// build_sample() exactly as without workers, so the batch is bit-identical whatever thread built
+// each row.
 #include "cohort/data/dataloader.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -43,8 +22,9 @@
 
 #include "cohort/core/error.hpp"
 #include "cohort/core/rng.hpp"
-#include "cohort/core/stream.hpp"
 #include "cohort/core/timeout.hpp"
+#include "staging.hpp"
+#include "workers.hpp"
 
 namespace cohort::data {
 
@@ -61,18 +41,9 @@ struct DataLoader::Impl {
   Shape sample_shape;  // after transforms
   std::vector<Shape> stage_shapes;
 
-  // Staged uploads (see the file comment); unused when `device` is host-accessible.
-  struct Stage {
-    float* images = nullptr;         // pinned, one full batch
-    std::int64_t* labels = nullptr;  // pinned, after the images
-    Tensor dev_images, dev_labels;   // on `device`, one full batch
-    std::unique_ptr<Event> uploaded, consumed;
-    bool busy = false;  // guarded by mu
-  };
-  bool staged = false;
-  std::size_t pinned_bytes = 0;  // per stage
-  std::unique_ptr<Stream> upload;
-  Stage stages[2];
+  // Staged uploads (staging.hpp); null when `device` is host-accessible. Its stages' busy flags
+  // are guarded by mu.
+  std::unique_ptr<detail::StagedUploads> stages;
 
   // Epoch state, guarded by mu.
   std::mutex mu;
@@ -90,26 +61,8 @@ struct DataLoader::Impl {
   bool stop = false;
   std::thread worker;
 
-  // Worker threads (see the file comment), guarded by pool_mu.
-  struct Job {
-    std::vector<std::int64_t> samples;  // the batch's samples, in row order
-    std::int64_t batch = 0, epoch = 0;
-    std::vector<float> images;          // rows x sample
-    std::vector<std::int64_t> labels;
-    std::int64_t claimed = 0, done = 0;
-    std::int64_t error_row = -1;
-    std::exception_ptr error;
-  };
-  struct Busy {  // what worker w is building, for the timeout message
-    std::int64_t batch = -1, sample = -1;
-    std::chrono::steady_clock::time_point since{};
-  };
-  std::mutex pool_mu;
-  std::condition_variable pool_work, pool_done;
-  std::deque<std::shared_ptr<Job>> jobs;  // jobs with rows left to claim
-  std::vector<Busy> busy;
-  bool pool_stop = false;
-  std::vector<std::thread> pool;
+  // The decoding workers (workers.hpp); no thread when opt.num_workers is 0.
+  std::unique_ptr<detail::WorkerPool> pool;
 
   Impl(DatasetPtr ds, DataLoaderOptions o, std::vector<TransformPtr> t, Device& h, Device* d)
       : dataset(std::move(ds)), opt(o), transforms(std::move(t)), host(&h), device(d ? d : &h),
@@ -122,42 +75,15 @@ struct DataLoader::Impl {
       stage_shapes.push_back(s);
     }
     sample_shape = s;
-    staged = device != host && !device->host_accessible();
-    if (staged) {
-      const std::size_t image_bytes =
-          (static_cast<std::size_t>(opt.batch_size * sample_shape.numel()) * sizeof(float) + 63) /
-          64 * 64;
-      pinned_bytes = image_bytes + static_cast<std::size_t>(opt.batch_size) * sizeof(std::int64_t);
-      upload = std::make_unique<Stream>(*device);
-      try {
-        for (Stage& st : stages) {
-          auto* p = static_cast<char*>(device->allocate_pinned(pinned_bytes));
-          st.images = reinterpret_cast<float*>(p);
-          st.labels = reinterpret_cast<std::int64_t*>(p + image_bytes);
-          st.dev_images = Tensor::empty(batch_shape(opt.batch_size), DType::f32, *device);
-          st.dev_labels = Tensor::empty({opt.batch_size}, DType::i64, *device);
-          st.uploaded = std::make_unique<Event>(*device);
-          st.consumed = std::make_unique<Event>(*device);
-          // The device buffers come from the compute stream's allocator: the first upload into
-          // them waits for whatever the compute stream had queued when they were allocated.
-          st.consumed->record();
-        }
-      } catch (...) {  // no destructor runs for a constructor that throws
-        for (Stage& st : stages) device->deallocate_pinned(st.images, pinned_bytes);
-        throw;
-      }
-    }
-  }
-
-  ~Impl() {
-    if (!staged) return;
-    // Uploads still in flight read the pinned buffers and write the device buffers: let them end
-    // before either is freed (a host wait on the upload stream only).
-    try {
-      upload->synchronize();
-    } catch (...) {
-    }
-    for (Stage& st : stages) device->deallocate_pinned(st.images, pinned_bytes);
+    if (device != host && !device->host_accessible())
+      stages = std::make_unique<detail::StagedUploads>(*device, opt.batch_size, sample_shape);
+    pool = std::make_unique<detail::WorkerPool>(
+        opt.num_workers, sample_shape.numel(), scratch_size(),
+        [this](std::int64_t sample, std::int64_t row, std::int64_t k, std::int64_t epoch,
+               float* bufa, float* bufb, float* dst) {
+          return build_sample(sample, row, k, epoch, bufa, bufb, dst);
+        },
+        opt.rank);
   }
 
   std::int64_t num_batches() const {
@@ -215,124 +141,22 @@ struct DataLoader::Impl {
   }
 
   // Writes batch `k` of the epoch whose indices are given into `out` (rows x sample floats) and
+
+  // Writes batch `k` of the epoch whose indices are given into `out` (rows x sample floats) and
   // `labels` (no lock held): alone, or with the worker threads.
   void assemble(const std::vector<std::int64_t>& idx, std::int64_t k, std::int64_t epoch,
                 float* out, std::int64_t* labels) {
-    if (opt.num_workers > 0) return assemble_with_workers(idx, k, epoch, out, labels);
     const std::int64_t begin = k * opt.batch_size;
     const std::int64_t count = rows_of(idx, k);
+    if (opt.num_workers > 0) {
+      if (count > 0) pool->assemble(idx.data() + begin, count, k, epoch, out, labels, wait_limit());
+      return;
+    }
     std::vector<float> bufa(scratch_size()), bufb(bufa.size());
     const std::int64_t per = sample_shape.numel();
     for (std::int64_t i = 0; i < count; ++i)
       labels[i] = build_sample(idx[static_cast<std::size_t>(begin + i)], i, k, epoch,
                                bufa.data(), bufb.data(), out + i * per);
-  }
-
-  void assemble_with_workers(const std::vector<std::int64_t>& idx, std::int64_t k,
-                             std::int64_t epoch, float* out, std::int64_t* labels) {
-    const std::int64_t begin = k * opt.batch_size;
-    const std::int64_t count = rows_of(idx, k);
-    const std::int64_t per = sample_shape.numel();
-    const auto limit = wait_limit();
-    if (count <= 0) return;
-    auto job = std::make_shared<Job>();
-    job->samples.assign(idx.begin() + begin, idx.begin() + begin + count);
-    job->batch = k;
-    job->epoch = epoch;
-    job->images.resize(static_cast<std::size_t>(count * per));
-    job->labels.resize(static_cast<std::size_t>(count));
-    std::unique_lock<std::mutex> lock(pool_mu);
-    jobs.push_back(job);
-    pool_work.notify_all();
-    pool_done.wait_for(lock, limit, [&] { return job->done == count || pool_stop; });
-    if (job->done != count) {
-      // Given up: no worker claims another row of it; a worker still on one writes only into
-      // the job, which it keeps alive.
-      jobs.erase(std::remove(jobs.begin(), jobs.end(), job), jobs.end());
-      COHORT_CHECK(!pool_stop, "DataLoader: destroyed while batch ", k, " was being built");
-      std::string doing;
-      const auto now = std::chrono::steady_clock::now();
-      for (std::size_t w = 0; w < busy.size(); ++w) {
-        doing += (w ? ", " : "") + std::string("worker ") + std::to_string(w);
-        if (busy[w].sample < 0) {
-          doing += " idle";
-        } else {
-          doing += " on sample " + std::to_string(busy[w].sample) + " of batch " +
-                   std::to_string(busy[w].batch) + " for " +
-                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      now - busy[w].since)
-                                      .count()) +
-                   " ms";
-        }
-      }
-      COHORT_FAIL("DataLoader (rank ", opt.rank, "): only ", job->done, " of the ", count,
-                  " samples of batch ", k, " of epoch ", epoch, " were built within ",
-                  limit.count(), " ms by the ", opt.num_workers, " worker threads "
-                  "(DataLoaderOptions::timeout, or COHORT_TIMEOUT): ", doing,
-                  " (is the dataset's get() or a transform stuck?)");
-    }
-    lock.unlock();
-    if (job->error) std::rethrow_exception(job->error);
-    std::copy(job->images.begin(), job->images.end(), out);
-    std::copy(job->labels.begin(), job->labels.end(), labels);
-  }
-
-  void run_pool_worker(std::size_t w) {
-    std::vector<float> bufa(scratch_size()), bufb(bufa.size());
-    const std::int64_t per = sample_shape.numel();
-    std::unique_lock<std::mutex> lock(pool_mu);
-    for (;;) {
-      // Idle until there is work: no timeout here, the assembler's wait has one.
-      pool_work.wait(lock, [&] { return pool_stop || !jobs.empty(); });
-      if (pool_stop) return;
-      const std::shared_ptr<Job> job = jobs.front();
-      const auto count = static_cast<std::int64_t>(job->samples.size());
-      const std::int64_t row = job->claimed++;
-      if (job->claimed == count) jobs.pop_front();
-      if (!job->error) {  // after a failed row, the rows not yet claimed are skipped
-        const std::int64_t sample = job->samples[static_cast<std::size_t>(row)];
-        busy[w] = {job->batch, sample, std::chrono::steady_clock::now()};
-        lock.unlock();
-        std::exception_ptr error;
-        try {
-          job->labels[static_cast<std::size_t>(row)] =
-              build_sample(sample, row, job->batch, job->epoch, bufa.data(), bufb.data(),
-                           job->images.data() + row * per);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        lock.lock();
-        busy[w] = Busy{};
-        if (error && (!job->error || row < job->error_row)) {
-          job->error = error;
-          job->error_row = row;
-        }
-      }
-      if (++job->done == count) pool_done.notify_all();
-    }
-  }
-
-  void start_pool() {  // num_workers >= 0 was checked by the DataLoader's constructor
-    busy.assign(static_cast<std::size_t>(opt.num_workers), Busy{});
-    try {
-      for (int w = 0; w < opt.num_workers; ++w)
-        pool.emplace_back([this, w] { run_pool_worker(static_cast<std::size_t>(w)); });
-    } catch (...) {
-      stop_pool();
-      throw;
-    }
-  }
-
-  void stop_pool() {
-    {
-      std::lock_guard<std::mutex> lock(pool_mu);
-      pool_stop = true;
-    }
-    pool_work.notify_all();
-    pool_done.notify_all();
-    for (auto& t : pool)
-      if (t.joinable()) t.join();
-    pool.clear();
   }
 
   // Builds batch `k` into the slot: host tensors, or (staged) the stage's pinned buffer and an
@@ -349,64 +173,32 @@ struct DataLoader::Impl {
                slot.batch.labels.data<std::int64_t>());
       return;
     }
-    const Stage& st = stages[slot.stage];
-    st.uploaded->synchronize();  // the stage's last upload has read the pinned buffer
-    assemble(idx, k, epoch, st.images, st.labels);
-    upload->wait(*st.consumed);  // the compute stream has copied the stage's last batch out
-    try {
-      device->copy_from_host_async(st.dev_images.raw(), st.images,
-                                   static_cast<std::size_t>(count * sample_shape.numel()) *
-                                       sizeof(float),
-                                   upload->handle());
-      device->copy_from_host_async(st.dev_labels.raw(), st.labels,
-                                   static_cast<std::size_t>(count) * sizeof(std::int64_t),
-                                   upload->handle());
-    } catch (...) {
-      st.uploaded->record(*upload);  // whatever was enqueued still guards the pinned buffer
-      throw;
-    }
-    st.uploaded->record(*upload);
+    const detail::StagedUploads::Pinned p = stages->pinned(slot.stage);
+    assemble(idx, k, epoch, p.images, p.labels);
+    stages->upload(slot.stage, count);
   }
 
   // Under mu: a free stage, marked busy (-1 when not staged).
-  int reserve_stage() {
-    if (!staged) return -1;
-    for (int i = 0; i < 2; ++i)
-      if (!stages[i].busy) {
-        stages[i].busy = true;
-        return i;
-      }
-    COHORT_FAIL("DataLoader: no free staging buffer (internal error: more than two batches in "
-                "flight)");
-  }
+  int reserve_stage() { return stages ? stages->reserve() : -1; }
   void release_stage(int i) {  // under mu
-    if (i >= 0) stages[i].busy = false;
+    if (stages) stages->release(i);
   }
 
   // Staged: the batch of the slot's stage as fresh tensors on the compute stream; then the stage
-  // is free again (also when this throws: `consumed` covers whatever copy-out was enqueued).
+  // is free again (also when this throws).
   void hand_out(const Slot& slot, Batch& out) {
-    Stage& st = stages[slot.stage];
     struct Release {
       Impl& m;
       int i;
       ~Release() {
-        try {
-          m.stages[i].consumed->record();
-        } catch (...) {
-        }
         std::lock_guard<std::mutex> lock(m.mu);
         m.release_stage(i);
         m.cv.notify_all();
       }
     } release{*this, slot.stage};
-    Stream::compute(*device).wait(*st.uploaded);
     Batch b;
     b.index = slot.batch.index;
-    b.images = Tensor::empty(batch_shape(slot.rows), DType::f32, *device);
-    b.labels = Tensor::empty({slot.rows}, DType::i64, *device);
-    b.images.copy_from(st.dev_images.slice(0, slot.rows));
-    b.labels.copy_from(st.dev_labels.slice(0, slot.rows));
+    stages->copy_out(slot.stage, slot.rows, b.images, b.labels);
     out = std::move(b);
   }
 
@@ -424,7 +216,7 @@ struct DataLoader::Impl {
   void run_worker() {
     // This thread enqueues the staged uploads: it selects the device first, as every thread that
     // uses a device but did not make it must (Device::make_current).
-    if (staged) device->make_current();
+    if (stages) device->make_current();
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       cv.wait(lock, [&] { return stop || (!ready && produced < num_batches()); });
@@ -478,12 +270,12 @@ DataLoader::DataLoader(DatasetPtr dataset, DataLoaderOptions options,
                options.num_workers);
   impl_ = std::make_unique<Impl>(std::move(dataset), options, std::move(transforms), host, device);
   impl_->start_epoch(0);
-  impl_->start_pool();
+  impl_->pool->start();
   if (options.prefetch) {
     try {
       impl_->worker = std::thread([this] { impl_->run_worker(); });
     } catch (...) {  // no destructor runs for a constructor that throws
-      impl_->stop_pool();
+      impl_->pool->stop();
       throw;
     }
   }
@@ -496,13 +288,9 @@ DataLoader::~DataLoader() {
   }
   impl_->cv.notify_all();
   // The pool stops first: a prefetch thread waiting for its workers' batch wakes and gives up.
-  {
-    std::lock_guard<std::mutex> lock(impl_->pool_mu);
-    impl_->pool_stop = true;
-  }
-  impl_->pool_done.notify_all();
+  impl_->pool->cancel();
   if (impl_->worker.joinable()) impl_->worker.join();
-  impl_->stop_pool();
+  impl_->pool->stop();
 }
 
 void DataLoader::set_epoch(std::int64_t epoch) {

@@ -1,3 +1,6 @@
+// DistributedSampler and its seeded permutation: torch's split of a (shuffled per epoch) index
+// list into one shard per rank, padded or dropped to equal sizes, from a counter-based RNG so that
+// every rank computes the same permutation without communicating.
 #include "cohort/data/sampler.hpp"
 
 #include <numeric>

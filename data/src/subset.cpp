@@ -1,3 +1,5 @@
+// subset(): views of a Dataset, a range of its samples or a list of indices, checked against the
+// parent's size, so that a split (train/validation, a shard) costs no copy of the data.
 #include <sstream>
 #include <vector>
 

@@ -1,3 +1,5 @@
+// SyntheticDataset: deterministic samples from a seed (a label-dependent template plus noise),
+// computed on get(), for tests and benchmarks that need data without files.
 #include "cohort/data/synthetic.hpp"
 
 #include <sstream>

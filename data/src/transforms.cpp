@@ -1,3 +1,6 @@
+// The sample transforms (transforms.hpp): normalize, random crop, random flip, pad and
+// repeat_channels, each checking its input shape; the random ones draw from the key the loader
+// passes, so a sample's augmentation depends only on (seed, epoch, sample).
 #include "cohort/data/transforms.hpp"
 
 #include <cstring>

@@ -12,6 +12,7 @@
 // otherwise a device tensor staged through a HostStage copy of its 16 bits (asynchronous, half the
 // staging bytes of the host_staged reducer).
 #include "reducer.hpp"
+#include "reducers/bucket_buffer.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -15,6 +15,7 @@
 
 #include "cohort/core/error.hpp"
 #include "reducer.hpp"
+#include "reducers/bucket_buffer.hpp"
 
 namespace cohort::parallel::detail {
 namespace {

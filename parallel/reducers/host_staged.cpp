@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "reducer.hpp"
+#include "reducers/bucket_buffer.hpp"
 
 namespace cohort::parallel::detail {
 namespace {

@@ -9,6 +9,7 @@
 // there through flat_bucket()); those need no copy in or out. Any other gradient (a view that was
 // replaced since) is copied in before and out after, on the device, so nothing is lost either way.
 #include "reducer.hpp"
+#include "reducers/bucket_buffer.hpp"
 
 #include <utility>
 

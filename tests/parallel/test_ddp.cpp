@@ -3,7 +3,8 @@
 // whole batch, so the comparisons need no communication beyond what DDP does.
 //
 // Model: conv(1->4, 3x3) -> relu -> maxpool 2 -> flatten -> linear(36 -> 10) -> log-softmax, no
-// dropout, on SyntheticDataset 1x8x8; NLL loss (mean), plain SGD.
+// dropout, on SyntheticDataset 1x8x8; NLL loss (mean), plain SGD (ddp_fixture.hpp). The GPU
+// ordering paths, on the lazy-stream test device, are in test_ddp_device.cpp.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -17,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "cohort/collectives/host_values.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/data/synthetic.hpp"
@@ -27,7 +27,7 @@
 #include "cohort/data/dataloader.hpp"
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/train/trainer.hpp"
-#include "../common/lazy_stream_device.hpp"
+#include "ddp_fixture.hpp"
 #include "ddp_test.hpp"
 
 namespace nn = cohort::nn;
@@ -35,59 +35,9 @@ namespace optim = cohort::optim;
 namespace par = cohort::parallel;
 using cohort::Tensor;
 
+using namespace ddp_test;
+
 namespace {
-constexpr std::int64_t kGlobalBatch = 64;
-constexpr int kSteps = 20;
-constexpr double kLr = 0.1;
-
-nn::ModulePtr small_net(std::uint64_t seed, std::int64_t fc_out = 10,
-                        cohort::Device& dev = ddp_test::test_device()) {
-  nn::manual_seed(seed);
-  return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
-      {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
-      {"relu", nn::make<nn::ReLU>()},
-      {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
-      {"flatten", nn::make<nn::Flatten>()},
-      {"fc", nn::make<nn::Linear>(36, fc_out, dev)},
-      {"logp", nn::make<nn::LogSoftmax>(1)}});
-}
-
-struct Batch {
-  Tensor x, y;
-};
-// Samples [begin, end) of the step's global batch.
-Batch batch(const cohort::data::SyntheticDataset& ds, int step, std::int64_t begin,
-            std::int64_t end, cohort::Device& dev = ddp_test::test_device()) {
-  const std::int64_t n = end - begin, per = ds.sample_shape().numel();
-  std::vector<float> x(static_cast<std::size_t>(n * per));
-  std::vector<std::int64_t> y(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i)
-    y[static_cast<std::size_t>(i)] =
-        ds.get((step * kGlobalBatch + begin + i) % ds.size(), x.data() + i * per);
-  return {Tensor::from_vector(x, cohort::Shape{n, 1, 8, 8}, dev),
-          Tensor::from_vector(y, cohort::Shape{n}, dev)};
-}
-
-const cohort::data::SyntheticDataset& dataset() {
-  static cohort::data::SyntheticDataset ds(kGlobalBatch * kSteps, cohort::Shape{1, 8, 8}, 10, 5);
-  return ds;
-}
-
-optim::SGDOptions sgd() {
-  optim::SGDOptions o;
-  o.lr = kLr;
-  return o;
-}
-
-// One forward + backward of `m` on `b` with the loss scaled by `scale`.
-// The loss is not read back (set_check_finite(false)), so a device's readbacks count only what
-// DDP does.
-void forward_backward(nn::Module& m, const Batch& b, float scale = 1.0f) {
-  nn::NLLLoss loss;
-  loss.set_check_finite(false);
-  loss.forward(m.forward(b.x), b.y);
-  m.backward(loss.backward(scale), false);
-}
 
 // The world-size-1 reference: `steps` SGD steps with the whole global batch.
 nn::ModulePtr reference(int steps, std::uint64_t seed = 1) {
@@ -117,21 +67,8 @@ double max_relative_difference(const nn::Module& a, const nn::Module& b) {
   }
   return worst;
 }
-
-// `steps` data-parallel steps: this rank takes its share of each global batch. The DDP module is
-// used exactly like a model: its backward returns with averaged gradients.
-void train_ddp(par::DistributedDataParallel& ddp, int steps,
-               cohort::Device& dev = ddp_test::test_device()) {
-  auto& c = ddp.communicator();
-  const std::int64_t per = kGlobalBatch / c.size(), begin = c.rank() * per;
-  optim::SGD opt(ddp.parameters(), sgd());
-  for (int s = 0; s < steps; ++s) {
-    ddp.zero_grad();
-    forward_backward(ddp, batch(dataset(), s, begin, begin + per, dev));
-    opt.step();
-  }
-}
 }  // namespace
+
 
 TEST_CASE("equivalence: N ranks x batch 64/N equal 1 rank x batch 64 after 20 steps") {
   auto& c = ddp_test::comm();
@@ -437,71 +374,6 @@ TEST_CASE("trace: bucket all-reduces and the wait appear as spans on the 'comm' 
 }
 
 namespace {
-// Forwards to the job's communicator and counts the collectives issued through it.
-class CountingComm final : public cohort::comm::Communicator {
- public:
-  explicit CountingComm(std::shared_ptr<cohort::comm::Communicator> inner)
-      : inner_(std::move(inner)) {}
-  int broadcasts = 0, allreduces = 0, allgathers = 0;
-  // Set: behaves as nccl does towards its callers. It takes only `device_only`'s memory (host
-  // pointers are an error, as nccl's are) and orders itself after the compute stream; the job's
-  // communicator underneath moves the bytes (the lazy device's memory is host memory).
-  cohort::testing::LazyStreamDevice* device_only = nullptr;
-  std::string backend() const override { return inner_->backend(); }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  cohort::comm::Capabilities capabilities() const override {
-    cohort::comm::Capabilities caps = inner_->capabilities();
-    if (device_only) {
-      caps.host_memory = false;
-      caps.device_memory = caps.stream_ordered = true;
-    }
-    return caps;
-  }
-  cohort::comm::WorkHandle allreduce(const void* s, void* r, std::size_t n, cohort::DType d,
-                                     cohort::comm::ReduceOp op, cohort::comm::Timeout t) override {
-    ++allreduces;
-    check("allreduce", s, n, d);
-    check("allreduce", r, n, d);
-    return inner_->allreduce(s, r, n, d, op, t);
-  }
-  cohort::comm::WorkHandle broadcast(void* b, std::size_t n, cohort::DType d, int root,
-                                     cohort::comm::Timeout t) override {
-    ++broadcasts;
-    check("broadcast", b, n, d);
-    return inner_->broadcast(b, n, d, root, t);
-  }
-  cohort::comm::WorkHandle allgather(const void* s, void* r, std::size_t n, cohort::DType d,
-                                     cohort::comm::Timeout t) override {
-    ++allgathers;
-    check("allgather", s, n, d);
-    check("allgather", r, n * static_cast<std::size_t>(size()), d);
-    return inner_->allgather(s, r, n, d, t);
-  }
-  cohort::comm::WorkHandle reduce_scatter(const void* s, void* r, std::size_t n, cohort::DType d,
-                                          cohort::comm::ReduceOp op,
-                                          cohort::comm::Timeout t) override {
-    return inner_->reduce_scatter(s, r, n, d, op, t);
-  }
-  cohort::comm::WorkHandle barrier(cohort::comm::Timeout t) override { return inner_->barrier(t); }
-  cohort::comm::WorkHandle send(const void* b, std::size_t n, cohort::DType d, int peer, int tag,
-                                cohort::comm::Timeout t) override {
-    return inner_->send(b, n, d, peer, tag, t);
-  }
-  cohort::comm::WorkHandle recv(void* b, std::size_t n, cohort::DType d, int peer, int tag,
-                                cohort::comm::Timeout t) override {
-    return inner_->recv(b, n, d, peer, tag, t);
-  }
-
- private:
-  void check(const char* op, const void* p, std::size_t n, cohort::DType d) const {
-    if (device_only && n > 0)
-      COHORT_CHECK(device_only->owns(p, n * cohort::dtype_size(d)), "device-only test ", op,
-                   ": not device memory");
-  }
-  std::shared_ptr<cohort::comm::Communicator> inner_;
-};
-
 // conv -> bn1 -> relu -> conv -> bn2 -> flatten: two batch norms, six buffers.
 nn::ModulePtr two_bn_net() {
   auto& dev = ddp_test::test_device();
@@ -556,151 +428,6 @@ TEST_CASE("reducers: one per bucket, picked from the options and the communicato
   o.bf16_compression = true;  // both: an error that names them
   CHECK_THROWS_WITH_AS(reducers(o), doctest::Contains("bf16_compression and f16_compression are both set"),
                        cohort::Error);
-}
-
-TEST_CASE("device buckets: parameters on a device with late side streams train as host parameters do") {
-  // Parameters on a device the host cannot address, whose side streams run late
-  // (tests/common/lazy_stream_device.hpp). The same ops run underneath, so the weights must equal
-  // the host run's bit for bit, for every reducer and both kinds of communicator:
-  //  - host-only (the job's shm/ucx): every reducer stages its bucket through page-locked host
-  //    memory asynchronously; a collective started before its download landed, or an upload
-  //    read after the host memory changed, changes the weights;
-  //  - one that takes only device memory and orders itself after compute, as nccl does
-  //    (CountingComm::device_only: host pointers are an error): the collectives run on the device
-  //    bucket, and construction (broadcast, same-model check) and the digest comparison stage
-  //    their few host bytes through the device.
-  auto& c = ddp_test::comm();
-  auto& lazy = cohort::testing::lazy_stream_device();
-  struct Mode {
-    std::string reducer;  // with a host-only communicator
-    par::DDPOptions options;
-    std::size_t buckets = 1;
-  };
-  std::vector<Mode> modes(6);
-  modes[0].reducer = "host_staged";
-  modes[1].reducer = "bf16";
-  modes[1].options.bf16_compression = true;
-  modes[2].reducer = "f16";
-  modes[2].options.f16_compression = true;
-  modes[3].reducer = "deterministic";
-  modes[3].options.deterministic = true;
-  // Three buckets [fc.bias] [fc.weight] [conv.bias, conv.weight] (as the "buckets" case): staged
-  // collectives start in bucket order while earlier ones are still in flight.
-  for (std::size_t m : {4, 5}) {
-    modes[m].options.first_bucket_mb = 50.0 / (1 << 20);
-    modes[m].options.bucket_cap_mb = 200.0 / (1 << 20);
-    modes[m].buckets = 3;
-  }
-  modes[4].reducer = "host_staged";
-  modes[5].reducer = "deterministic";
-  modes[5].options.deterministic = true;
-  const int steps = 6;
-  // Several landing schedules (the lazy device's seeds): each lands the staged copies at other
-  // moments, so the order in which DDP finds downloads landed differs from schedule to schedule
-  // and from rank to rank; the collectives must still start in bucket order on every rank.
-  std::vector<std::string> host_digests;
-  for (const Mode& mode : modes) {
-    par::DistributedDataParallel on_host(small_net(1), ddp_test::shared_comm(), mode.options);
-    train_ddp(on_host, steps);
-    host_digests.push_back(on_host.weights_digest());
-  }
-  for (const std::uint64_t seed : {1, 2, 3, 4, 5, 6}) {
-    lazy.reseed(seed);
-    for (const bool device_comm : {false, true}) {
-      for (std::size_t mi = 0; mi < modes.size(); ++mi) {
-        const Mode& mode = modes[mi];
-        CAPTURE(seed);
-        CAPTURE(device_comm);
-        CAPTURE(mode.reducer);
-        std::string digest;
-        {
-          auto comm = std::make_shared<CountingComm>(ddp_test::shared_comm());
-          if (device_comm) comm->device_only = &lazy;
-          auto model = small_net(1, 10, lazy);
-          par::DistributedDataParallel ddp(model, comm, mode.options);
-          if (device_comm) {  // the wrapper does refuse host memory, as nccl does
-            std::int64_t x = 0;
-            std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
-            CHECK_THROWS_WITH_AS(comm->allgather(&x, all.data(), 1, cohort::DType::i64,
-                                                 cohort::comm::kDefaultTimeout),
-                                 doctest::Contains("not device memory"), cohort::Error);
-          }
-          const std::string expected =
-              device_comm && mode.reducer == "host_staged" ? "plain" : mode.reducer;
-          CHECK(ddp.bucket_reducers() == std::vector<std::string>(mode.buckets, expected));
-          // Views into one flat bucket on the device, in reverse parameter order, each at the
-          // next 256-byte boundary after the one before (review finding G5).
-          const auto ps = model->parameters();
-          for (const auto& p : ps)
-            CHECK(reinterpret_cast<std::uintptr_t>(p->grad.raw()) % 256 == 0);
-          if (mode.buckets == 1)
-            for (std::size_t i = ps.size() - 1; i > 0; --i)
-              CHECK(static_cast<const char*>(ps[i - 1]->grad.raw()) ==
-                    static_cast<const char*>(ps[i]->grad.raw()) +
-                        (ps[i]->grad.nbytes() + 255) / 256 * 256);
-          lazy.reset_counts();
-          train_ddp(ddp, steps, lazy);
-          if (c.size() > 1) {
-            // Staged: one bucket, one asynchronous download and upload per step, from page-locked
-            // memory, and the host never waits on a blocking copy. On the device: no copies at all,
-            // but for the deterministic mode's read-back of the n gathered copies.
-            const bool staged = !device_comm;
-            const int per_step = static_cast<int>(mode.buckets);
-            CHECK(lazy.async_downloads == (staged ? steps * per_step : 0));
-            CHECK(lazy.async_uploads == (staged ? steps * per_step : 0));
-            CHECK(lazy.unlocked_async == 0);
-            const bool reads_back = device_comm && mode.reducer == "deterministic";
-            CHECK(lazy.readbacks == (reads_back ? steps * per_step : 0));
-            // Neither path makes the host wait for the compute stream: the download waits for it
-            // on its own stream, the stream-ordered communicator on its own (wait_for_compute).
-            CHECK(lazy.compute_waits == 0);
-          }
-          digest = ddp.weights_digest();
-          CHECK(ddp.weights_identical_across_ranks());
-        }
-        CHECK(digest == host_digests[mi]);
-        CHECK(lazy.registrations == lazy.unregistrations);  // the stages unlocked their memory
-        CHECK(lazy.take_violations() == "");
-      }
-    }
-  }
-  CHECK(lazy.streams_alive == 0);
-  MESSAGE("device buckets on " << c.size() << " ranks: 4 reducers (1 and 3 buckets) x 2 communicators x 6 landing schedules match the host run");
-}
-
-TEST_CASE("host values: reduced on every communicator, staged through the device where it takes only device memory") {
-  auto& c = ddp_test::comm();
-  auto& lazy = cohort::testing::lazy_stream_device();
-  const auto n = static_cast<double>(c.size());
-  for (const bool device_only : {false, true}) {
-    CAPTURE(device_only);
-    auto comm = std::make_shared<CountingComm>(ddp_test::shared_comm());
-    if (device_only) comm->device_only = &lazy;
-    double v[2] = {1.0 + c.rank(), -2.0};
-    cohort::comm::allreduce_host(*comm, &lazy, v, 2, cohort::DType::f64, cohort::comm::ReduceOp::sum);
-    CHECK(v[0] == n * (n + 1) / 2);
-    CHECK(v[1] == -2.0 * n);
-    const std::int64_t mine = 10 + c.rank();
-    std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
-    cohort::comm::allgather_host(*comm, &lazy, &mine, all.data(), 1, cohort::DType::i64);
-    for (int r = 0; r < c.size(); ++r) CHECK(all[static_cast<std::size_t>(r)] == 10 + r);
-    if (device_only) {
-      // DDP of a host model on it: refused before any collective, naming the parameter and the fix.
-      CHECK_THROWS_WITH_AS(par::DistributedDataParallel(small_net(1, 10, cohort::host_device()), comm),
-                           doctest::Contains("parameter 'conv.weight' is on host, and communicator"),
-                           cohort::Error);
-    }
-    if (device_only) {  // nothing to stage through: an error that names the call and the fix
-      CHECK_THROWS_WITH_AS(cohort::comm::allreduce_host(*comm, nullptr, v, 2, cohort::DType::f64,
-                                                        cohort::comm::ReduceOp::sum),
-                           doctest::Contains("allreduce of host values: communicator"),
-                           cohort::Error);
-      CHECK_THROWS_WITH_AS(
-          cohort::comm::allgather_host(*comm, &cohort::host_device(), &mine, all.data(), 1,
-                                       cohort::DType::i64),
-          doctest::Contains("'host' is not a device it can take"), cohort::Error);
-    }
-  }
 }
 
 TEST_CASE("buffers: one broadcast per training forward with buffers, none without") {

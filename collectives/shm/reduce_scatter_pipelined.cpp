@@ -18,14 +18,9 @@ using std::uint64_t;
 class ReduceScatter final : public BlockwiseOp {
  public:
   ReduceScatter(std::shared_ptr<Engine> e, const void* send, void* recv, std::size_t count,
-                DType dtype, ReduceOp op, Timeout t, uint64_t nsteps, uint64_t chunk)
+                DType dtype, ReduceOp op, Timeout t, uint64_t chunk)
       : BlockwiseOp(std::move(e), detail::op_desc(OpKind::reduce_scatter, count, dtype, op), t,
-                    nsteps, chunk),
-        send_(static_cast<const char*>(send)),
-        recv_(static_cast<char*>(recv)),
-        dtype_(dtype),
-        op_(op),
-        esz_(dtype_size(dtype)) {}
+                    send, recv, chunk) {}
 
  private:
   // My slot holds, at slice q, my part of rank q's block for this step.
@@ -34,7 +29,7 @@ class ReduceScatter final : public BlockwiseOp {
     for (int q = 0; q < eng.world; ++q) {
       if (q == eng.rank) continue;
       std::memcpy(slot + static_cast<uint64_t>(q) * len(k) * esz_,
-                  send_ + (static_cast<uint64_t>(q) * count_ + base(k)) * esz_, len(k) * esz_);
+                  in_ + (static_cast<uint64_t>(q) * count_ + base(k)) * esz_, len(k) * esz_);
     }
   }
   void consume(uint64_t k) override {
@@ -42,17 +37,11 @@ class ReduceScatter final : public BlockwiseOp {
     const void** srcs = eng.srcs();
     for (int q = 0; q < eng.world; ++q)
       srcs[q] = q == me ? static_cast<const void*>(
-                              send_ + (static_cast<uint64_t>(me) * count_ + base(k)) * esz_)
+                              in_ + (static_cast<uint64_t>(me) * count_ + base(k)) * esz_)
                         : eng.seg().slot(q, t0 + k) + static_cast<uint64_t>(me) * len(k) * esz_;
-    detail::reduce_sources(recv_ + base(k) * esz_, nullptr, srcs, eng.world, len(k), dtype_, op_,
+    detail::reduce_sources(out_ + base(k) * esz_, nullptr, srcs, eng.world, len(k), dtype_, op_,
                            eng.world);
   }
-
-  const char* send_;
-  char* recv_;
-  DType dtype_;
-  ReduceOp op_;
-  std::size_t esz_;
 };
 
 }  // namespace
@@ -60,10 +49,9 @@ class ReduceScatter final : public BlockwiseOp {
 std::shared_ptr<CollOp> make_reduce_scatter(std::shared_ptr<Engine> e, const void* send,
                                             void* recv, std::size_t count, DType dtype,
                                             ReduceOp op, Timeout t) {
+  // n slices of a step fit one slot.
   const uint64_t chunk = slice_capacity(e->params, e->world, dtype_size(dtype));
-  const uint64_t steps = ceil_div(count, chunk);
-  return std::make_shared<ReduceScatter>(std::move(e), send, recv, count, dtype, op, t, steps,
-                                         chunk);
+  return std::make_shared<ReduceScatter>(std::move(e), send, recv, count, dtype, op, t, chunk);
 }
 
 }  // namespace cohort::comm::shm

@@ -1,4 +1,6 @@
-#include "detail/wait.hpp"
+// usable_cpus() and Backoff::pause() (backoff.hpp): spin, then yield, then sleep, so that a short
+// wait costs no system call and a long one does not starve the peer it waits for.
+#include "detail/backoff.hpp"
 
 #include <sched.h>
 #include <time.h>

@@ -1,11 +1,8 @@
-// The TCP store: rank 0 serves a key/value map from a background thread; every rank (rank 0
-// included) talks to it as a client over TCP, so all ranks go through the same code path.
-//
-// Wire format: every message is a frame `u32 length | payload` (little endian). Requests start
-// with a command byte; strings are `u32 length | bytes`, integers 8 bytes. The server answers each
-// request with one frame whose first byte is a status. wait() is answered by the server when the
-// keys exist or when the deadline the client sent has passed, so no request outlives its timeout
-// and a connection is never left with a stale reply in flight.
+// The TCP store's server: rank 0 serves a key/value map from a background thread; every rank
+// (rank 0 included) talks to it as a client over TCP (tcp_store_client.cpp), so all ranks go
+// through the same code path. The frames are in tcp_wire.hpp. wait() is answered by the server
+// when the keys exist or when the deadline the client sent has passed, so no request outlives its
+// timeout and a connection is never left with a stale reply in flight.
 //
 // Who may talk to it: the server binds the address it is given (MASTER_ADDR; 127.0.0.1 stays on
 // loopback; COHORT_STORE_BIND=0.0.0.0 asks for every interface), and a connection must open with
@@ -21,15 +18,12 @@
 // garbage frames close the connection, and a client that does not read its replies is dropped
 // after kSendGrace rather than blocking the server. One thread serves every connection with
 // non-blocking sockets and poll(), so an idle or byte-at-a-time client holds up nobody.
-//
-// Clients keep a small pool of connections: each call takes an idle one (or opens a new one), so
-// one thread blocked in get() never holds up another thread's set() (torch.distributed's
-// TCPStore client has exactly that problem with a single socket).
+#include "store/tcp_store_server.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,33 +35,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <thread>
 
-#include "cohort/collectives/store.hpp"
 #include "cohort/core/error.hpp"
 #include "store/store_util.hpp"
+#include "store/tcp_wire.hpp"
 
-namespace cohort::comm {
+namespace cohort::comm::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Bytes = std::vector<std::uint8_t>;
+using namespace wire;
 
-enum Cmd : std::uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kWait = 5, kHello = 6 };
-enum Status : std::uint8_t { kOk = 0, kMissing = 1, kBadValue = 2, kDenied = 3 };
-constexpr std::uint32_t kMagic = 0x53484f43;  // "COHS"
-constexpr std::uint32_t kProtocol = 2;        // 2: hello with job token
-constexpr std::uint32_t kMaxFrame = 64u << 20;     // keys and values are addresses and counters
-constexpr std::uint32_t kMaxHelloFrame = 4096;     // before the hello: magic, version, token
 constexpr std::size_t kMaxPending = 256;           // connections waiting for their hello
 constexpr auto kSendGrace = std::chrono::seconds(2);  // a client that reads no replies is dropped
-
-// COHORT_JOB_TOKEN, or "" (no token: any client of this protocol is accepted).
-std::string job_token() {
-  const char* t = std::getenv("COHORT_JOB_TOKEN");
-  return t ? std::string(t) : std::string();
-}
 
 bool same_token(const std::string& a, const std::string& b) {
   // Constant time in the contents: every byte of the longer one is looked at.
@@ -91,115 +71,13 @@ std::chrono::milliseconds handshake_time() {
   return std::chrono::milliseconds(v);
 }
 
-// --- encoding ---
-void put_u32(Bytes& b, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-void put_i64(Bytes& b, std::int64_t v) {
-  const auto u = static_cast<std::uint64_t>(v);
-  for (int i = 0; i < 8; ++i) b.push_back(static_cast<std::uint8_t>(u >> (8 * i)));
-}
-void put_bytes(Bytes& b, const std::uint8_t* p, std::size_t n) {
-  put_u32(b, static_cast<std::uint32_t>(n));
-  b.insert(b.end(), p, p + n);
-}
-void put_str(Bytes& b, const std::string& s) {
-  put_bytes(b, reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
-}
+}  // namespace
 
-// Reads fields from a payload; `ok` turns false on a short or malformed payload.
-struct Reader {
-  const std::uint8_t* p;
-  std::size_t n;
-  bool ok = true;
-  bool need(std::size_t k) {
-    if (n < k) ok = false;
-    return ok;
-  }
-  std::uint8_t u8() {
-    if (!need(1)) return 0;
-    --n;
-    return *p++;
-  }
-  std::uint32_t u32() {
-    if (!need(4)) return 0;
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-    p += 4;
-    n -= 4;
-    return v;
-  }
-  std::int64_t i64() {
-    if (!need(8)) return 0;
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    p += 8;
-    n -= 8;
-    return static_cast<std::int64_t>(v);
-  }
-  Bytes bytes() {
-    const std::uint32_t k = u32();
-    if (!need(k)) return {};
-    Bytes v(p, p + k);
-    p += k;
-    n -= k;
-    return v;
-  }
-  std::string str() {
-    const Bytes b = bytes();
-    return std::string(b.begin(), b.end());
-  }
-  std::vector<std::string> strs() {
-    const std::uint32_t k = u32();
-    std::vector<std::string> v;
-    for (std::uint32_t i = 0; i < k && ok; ++i) v.push_back(str());
-    return v;
-  }
-};
-
-void set_nodelay(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-// Sends a whole buffer. False when the peer is gone, or when it has not taken the bytes within
-// `grace` (a client that does not read must not block the server).
-bool send_all(int fd, const std::uint8_t* p, std::size_t n,
-              std::chrono::milliseconds grace = std::chrono::hours(24)) {
-  const auto deadline = Clock::now() + grace;
-  while (n) {
-    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (Clock::now() >= deadline) return false;
-      pollfd pfd{fd, POLLOUT, 0};
-      ::poll(&pfd, 1, 100);
-      continue;
-    }
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
-bool send_frame(int fd, const Bytes& payload,
-                std::chrono::milliseconds grace = std::chrono::hours(24)) {
-  Bytes frame;
-  frame.reserve(payload.size() + 4);
-  put_u32(frame, static_cast<std::uint32_t>(payload.size()));
-  frame.insert(frame.end(), payload.begin(), payload.end());
-  return send_all(fd, frame.data(), frame.size(), grace);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Server
-// ---------------------------------------------------------------------------------------------
-class Server {
+class TcpStoreServer::Impl {
  public:
   // Listens on `bind_host` (an IPv4 address or a name; "0.0.0.0": every interface) at `port`
   // (0: any free port), for clients that present `token`. Throws when it cannot.
-  Server(const std::string& bind_host, int port, std::string token)
+  Impl(const std::string& bind_host, int port, std::string token)
       : token_(std::move(token)), handshake_(handshake_time()) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -249,7 +127,7 @@ class Server {
     thread_ = std::thread([this] { loop(); });
   }
 
-  ~Server() {
+  ~Impl() {
     stop_ = true;
     const char c = 0;
     (void)!::write(wake_[1], &c, 1);
@@ -539,236 +417,9 @@ class Server {
   std::thread thread_;
 };
 
-// ---------------------------------------------------------------------------------------------
-// Client
-// ---------------------------------------------------------------------------------------------
-class TcpStore final : public Store {
- public:
-  TcpStore(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout)
-      : host_(host), timeout_(timeout), token_(job_token()) {
-    if (is_server) {
-      const char* bind = std::getenv("COHORT_STORE_BIND");
-      server_ = std::make_unique<Server>(bind && *bind ? std::string(bind) : host, port, token_);
-      port = server_->port();
-    }
-    COHORT_CHECK(port > 0 && port <= 65535, "store tcp://", host, ":", port,
-                 ": a client needs the server's port (1..65535)");
-    port_ = port;
-    // Connect once now, so a wrong address fails here rather than at first use.
-    release(acquire(timeout_));
-  }
+TcpStoreServer::TcpStoreServer(const std::string& bind_host, int port, std::string token)
+    : impl_(std::make_unique<Impl>(bind_host, port, std::move(token))) {}
+TcpStoreServer::~TcpStoreServer() = default;
+int TcpStoreServer::port() const { return impl_->port(); }
 
-  ~TcpStore() override {
-    for (int fd : idle_) ::close(fd);
-  }
-
-  void set(const std::string& key, const std::vector<std::uint8_t>& value) override {
-    Bytes req{kSet};
-    put_str(req, key);
-    put_bytes(req, value.data(), value.size());
-    const Bytes resp = call(req, timeout_, "set('" + key + "')");
-    check_status(resp, "set('" + key + "')");
-  }
-
-  std::vector<std::uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) override {
-    wait({key}, timeout);
-    Bytes req{kGet};
-    put_str(req, key);
-    const Bytes resp = call(req, timeout_, "get('" + key + "')");
-    check_status(resp, "get('" + key + "')");
-    Reader r{resp.data() + 1, resp.size() - 1};
-    Bytes v = r.bytes();
-    COHORT_CHECK(r.ok, "store ", address(), ": malformed reply to get('", key, "')");
-    return v;
-  }
-
-  std::int64_t add(const std::string& key, std::int64_t delta) override {
-    Bytes req{kAdd};
-    put_str(req, key);
-    put_i64(req, delta);
-    const Bytes resp = call(req, timeout_, "add('" + key + "')");
-    COHORT_CHECK(!resp.empty() && resp[0] != kBadValue, "store ", address(), ": add(", delta,
-                 ") on key '", key, "' whose value is not an integer, or would overflow");
-    check_status(resp, "add('" + key + "')");
-    Reader r{resp.data() + 1, resp.size() - 1};
-    const std::int64_t v = r.i64();
-    COHORT_CHECK(r.ok, "store ", address(), ": malformed reply to add('", key, "')");
-    return v;
-  }
-
-  bool check(const std::vector<std::string>& keys) override {
-    Bytes req{kCheck};
-    put_u32(req, static_cast<std::uint32_t>(keys.size()));
-    for (const auto& k : keys) put_str(req, k);
-    const Bytes resp = call(req, timeout_, "check()");
-    COHORT_CHECK(!resp.empty(), "store ", address(), ": empty reply to check()");
-    return resp[0] == kOk;
-  }
-
-  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
-    Bytes req{kWait};
-    put_u32(req, static_cast<std::uint32_t>(keys.size()));
-    for (const auto& k : keys) put_str(req, k);
-    put_i64(req, timeout.count());
-    // The server answers by the deadline; allow the store's own timeout on top for the network.
-    const Bytes resp = call(req, timeout + timeout_, "wait()");
-    COHORT_CHECK(!resp.empty(), "store ", address(), ": empty reply to wait()");
-    if (resp[0] == kOk) return;
-    Reader r{resp.data() + 1, resp.size() - 1};
-    const auto missing = r.strs();
-    detail::throw_store_timeout(address(), r.ok ? missing : keys, timeout);
-  }
-
-  std::string address() const override {
-    return "tcp://" + host_ + ":" + std::to_string(port_);
-  }
-
- private:
-  void check_status(const Bytes& resp, const std::string& what) {
-    COHORT_CHECK(!resp.empty() && resp[0] == kOk, "store ", address(), ": unexpected reply to ",
-                 what);
-  }
-
-  int connect_once(std::string* why) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    const int rc = ::getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &res);
-    if (rc != 0) {
-      *why = std::string("cannot resolve '") + host_ + "': " + gai_strerror(rc);
-      return -1;
-    }
-    int fd = -1;
-    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-        *why = std::strerror(errno);
-        ::close(fd);
-        fd = -1;
-      }
-    }
-    ::freeaddrinfo(res);
-    if (fd >= 0) set_nodelay(fd);
-    return fd;
-  }
-
-  // Says hello on a new connection: this job's token. Closes it and throws when the server
-  // refuses (another job's store, or COHORT_JOB_TOKEN differs) or does not answer.
-  void hello(int fd) {
-    Bytes req{kHello};
-    put_u32(req, kMagic);
-    put_u32(req, kProtocol);
-    put_str(req, token_);
-    const Bytes resp = exchange(fd, req, timeout_, "the hello");
-    if (!resp.empty() && resp[0] == kOk) return;
-    ::close(fd);
-    COHORT_FAIL("store ", address(), " refused this process: its job token (COHORT_JOB_TOKEN, ",
-                token_.empty() ? "unset" : "set", ") differs from the server's. Is this rank "
-                "started by another job's launcher, or is COHORT_JOB_TOKEN set on some ranks "
-                "only? (cohortrun sets one per job)");
-  }
-
-  // An idle connection, or a new one (retrying until `timeout`: the server may start later).
-  int acquire(std::chrono::milliseconds timeout) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!idle_.empty()) {
-        const int fd = idle_.back();
-        idle_.pop_back();
-        return fd;
-      }
-    }
-    const auto deadline = Clock::now() + timeout;
-    std::string why;
-    auto pause = std::chrono::milliseconds(5);
-    for (;;) {
-      const int fd = connect_once(&why);
-      if (fd >= 0) {
-        hello(fd);
-        return fd;
-      }
-      if (Clock::now() >= deadline) break;
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(200));
-    }
-    COHORT_FAIL("store ", address(), ": cannot connect within ", timeout.count(), " ms (", why,
-                "); is rank 0 running and MASTER_ADDR/MASTER_PORT right?");
-  }
-
-  void release(int fd) {
-    std::lock_guard<std::mutex> lock(mu_);
-    idle_.push_back(fd);
-  }
-
-  // One request/reply on a pooled connection. A connection that failed or timed out is closed,
-  // never returned to the pool.
-  Bytes call(const Bytes& req, std::chrono::milliseconds reply_timeout, const std::string& what) {
-    const int fd = acquire(timeout_);
-    Bytes reply = exchange(fd, req, reply_timeout, what);
-    release(fd);
-    return reply;
-  }
-
-  // Sends `req` on `fd` and reads one reply frame; closes fd and throws on failure.
-  Bytes exchange(int fd, const Bytes& req, std::chrono::milliseconds reply_timeout,
-                 const std::string& what) {
-    if (!send_frame(fd, req)) {
-      ::close(fd);
-      COHORT_FAIL("store ", address(), ": connection lost while sending ", what,
-                  " (did rank 0 exit?)");
-    }
-    const auto deadline = Clock::now() + reply_timeout;
-    Bytes buf;
-    std::size_t need = 4;
-    bool have_len = false;
-    while (buf.size() < need) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      pollfd pfd{fd, POLLIN, 0};
-      const int pr = left > 0 ? ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1 << 30)))
-                              : 0;
-      if (pr < 0 && errno == EINTR) continue;
-      if (pr <= 0) {
-        ::close(fd);
-        COHORT_FAIL("store ", address(), ": no reply to ", what, " within ",
-                    reply_timeout.count(), " ms");
-      }
-      std::uint8_t tmp[65536];
-      const ssize_t k = ::recv(fd, tmp, sizeof(tmp), 0);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) {
-        ::close(fd);
-        COHORT_FAIL("store ", address(), ": connection lost while waiting for the reply to ", what,
-                    " (did rank 0 exit?)");
-      }
-      buf.insert(buf.end(), tmp, tmp + k);
-      if (!have_len && buf.size() >= 4) {
-        Reader h{buf.data(), 4};
-        need = 4 + h.u32();
-        have_len = true;
-      }
-    }
-    return Bytes(buf.begin() + 4, buf.end());
-  }
-
-  std::string host_;
-  int port_ = 0;
-  std::chrono::milliseconds timeout_;
-  const std::string token_;
-  std::unique_ptr<Server> server_;
-  std::mutex mu_;
-  std::vector<int> idle_;
-};
-
-}  // namespace
-
-std::shared_ptr<Store> make_tcp_store(const std::string& host, int port, bool is_server,
-                                      std::chrono::milliseconds timeout) {
-  COHORT_CHECK(!host.empty(), "make_tcp_store: empty host (set MASTER_ADDR)");
-  COHORT_CHECK(port >= 0 && port <= 65535, "make_tcp_store: port ", port, " out of range");
-  return std::make_shared<TcpStore>(host, port, is_server, timeout);
-}
-
-}  // namespace cohort::comm
+}  // namespace cohort::comm::detail

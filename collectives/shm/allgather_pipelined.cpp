@@ -15,43 +15,36 @@ using std::uint64_t;
 class Allgather final : public BlockwiseOp {
  public:
   Allgather(std::shared_ptr<Engine> e, const void* send, void* recv, std::size_t count,
-            DType dtype, Timeout t, uint64_t nsteps, uint64_t chunk)
-      : BlockwiseOp(std::move(e), detail::op_desc(OpKind::allgather, count, dtype), t, nsteps,
+            DType dtype, Timeout t, uint64_t chunk)
+      : BlockwiseOp(std::move(e), detail::op_desc(OpKind::allgather, count, dtype), t, send, recv,
                     chunk),
-        send_(static_cast<const char*>(send)),
-        recv_(static_cast<char*>(recv)),
-        esz_(dtype_size(dtype)),
-        stream_(count * esz_ * static_cast<uint64_t>(eng.world) >= eng.params.stream_bytes) {}
+        nontemporal_(nontemporal_output(eng.params, count * static_cast<uint64_t>(eng.world))) {}
 
  private:
   void post(uint64_t k) override {
     const uint64_t bytes = len(k) * esz_;
-    const char* src = send_ + base(k) * esz_;
+    const char* src = in_ + base(k) * esz_;
     std::memcpy(eng.seg().slot(eng.rank, t0 + k), src, bytes);
-    char* own = recv_ + (static_cast<uint64_t>(eng.rank) * count_ + base(k)) * esz_;
+    char* own = out_ + (static_cast<uint64_t>(eng.rank) * count_ + base(k)) * esz_;
     if (own != src) std::memcpy(own, src, bytes);
   }
   void consume(uint64_t k) override {
     for (int q = 0; q < eng.world; ++q) {
       if (q == eng.rank) continue;
-      copy_out(recv_ + (static_cast<uint64_t>(q) * count_ + base(k)) * esz_,
-               eng.seg().slot(q, t0 + k), len(k) * esz_, stream_);
+      copy_out(out_ + (static_cast<uint64_t>(q) * count_ + base(k)) * esz_,
+               eng.seg().slot(q, t0 + k), len(k) * esz_, nontemporal_);
     }
   }
 
-  const char* send_;
-  char* recv_;
-  std::size_t esz_;
-  bool stream_;  // the gathered output is larger than the caches
+  bool nontemporal_;  // the gathered output is larger than the caches
 };
 
 }  // namespace
 
 std::shared_ptr<CollOp> make_allgather(std::shared_ptr<Engine> e, const void* send, void* recv,
                                        std::size_t count, DType dtype, Timeout t) {
-  const uint64_t chunk = e->params.slot_bytes / dtype_size(dtype);
-  const uint64_t steps = ceil_div(count, chunk);
-  return std::make_shared<Allgather>(std::move(e), send, recv, count, dtype, t, steps, chunk);
+  const uint64_t chunk = slot_elems(e->params, dtype_size(dtype));  // one slot per step
+  return std::make_shared<Allgather>(std::move(e), send, recv, count, dtype, t, chunk);
 }
 
 }  // namespace cohort::comm::shm

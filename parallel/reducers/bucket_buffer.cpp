@@ -1,6 +1,9 @@
-// Staging: a flat tensor on the gradients' device that holds the bucket's gradients back to back
-// (every reducer), where gradients that are views into it need no copy; and HostStage, the
-// asynchronous host copy of such a bucket for a communicator that cannot take device memory.
+// Bucket buffers (bucket_buffer.hpp): a flat tensor on the gradients' device that holds the
+// bucket's gradients back to back (every reducer), where gradients that are views into it need no
+// copy; and HostStage, the asynchronous host copy of such a bucket for a communicator that cannot
+// take device memory.
+#include "reducers/bucket_buffer.hpp"
+
 #include <utility>
 
 #include "reducer.hpp"

@@ -13,19 +13,17 @@ namespace {
 
 using std::uint64_t;
 
-class Broadcast final : public PipelinedOp {
+class Broadcast final : public PipelinedOp, private OpBuffers {
  public:
   Broadcast(std::shared_ptr<Engine> e, void* buf, std::size_t count, DType dtype, int root,
             Timeout t, uint64_t nsteps, uint64_t chunk)
       : PipelinedOp(std::move(e),
                     detail::op_desc(OpKind::broadcast, count, dtype, ReduceOp::sum, root), t,
                     nsteps),
-        buf_(static_cast<char*>(buf)),
-        count_(count),
+        OpBuffers(desc, buf, buf),
         root_(root),
-        esz_(dtype_size(dtype)),
         chunk_(chunk),
-        stream_(count * esz_ >= eng.params.stream_bytes) {}
+        nontemporal_(nontemporal_output(eng.params, count)) {}
 
   bool advance() override {
     static constexpr std::array<int, 1> kOrder = {0};
@@ -37,19 +35,16 @@ class Broadcast final : public PipelinedOp {
       const uint64_t base = k * chunk_;
       const uint64_t len = std::min<uint64_t>(chunk_, count_ - base) * esz_;
       if (eng.rank == root_)
-        std::memcpy(eng.seg().slot(root_, t), buf_ + base * esz_, len);
+        std::memcpy(eng.seg().slot(root_, t), in_ + base * esz_, len);
       else
-        copy_out(buf_ + base * esz_, eng.seg().slot(root_, t), len, stream_);
+        copy_out(out_ + base * esz_, eng.seg().slot(root_, t), len, nontemporal_);
     });
   }
 
  private:
-  char* buf_;
-  std::size_t count_;
   int root_;
-  std::size_t esz_;
   uint64_t chunk_;
-  bool stream_;
+  bool nontemporal_;
   std::array<uint64_t, 1> done_{};
 };
 
@@ -57,7 +52,7 @@ class Broadcast final : public PipelinedOp {
 
 std::shared_ptr<CollOp> make_broadcast(std::shared_ptr<Engine> e, void* buf, std::size_t count,
                                        DType dtype, int root, Timeout t) {
-  const uint64_t chunk = e->params.slot_bytes / dtype_size(dtype);
+  const uint64_t chunk = slot_elems(e->params, dtype_size(dtype));  // one slot per step
   const uint64_t steps = e->world == 1 ? 0 : ceil_div(count, chunk);
   return std::make_shared<Broadcast>(std::move(e), buf, count, dtype, root, t, steps, chunk);
 }

@@ -1,0 +1,43 @@
+// The backends' environment readers and timeout resolution (contracts in env.hpp).
+#include "detail/env.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "cohort/core/error.hpp"
+#include "cohort/core/timeout.hpp"
+
+namespace cohort::comm::detail {
+
+Timeout default_timeout_from_env() {
+  const char* env = std::getenv("COHORT_COMM_TIMEOUT_MS");
+  if (!env || !*env) return Timeout(cohort::default_timeout().count());
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  COHORT_CHECK(end && *end == '\0' && v > 0, "COHORT_COMM_TIMEOUT_MS='", env,
+               "' is not a positive number of milliseconds");
+  return Timeout(v);
+}
+
+bool collective_checks_from_env() {
+  const char* env = std::getenv("COHORT_COLLECTIVE_CHECKS");
+  if (!env || !*env) return true;
+  const std::string v = env;
+  COHORT_CHECK(v == "0" || v == "1", "COHORT_COLLECTIVE_CHECKS='", v,
+               "' must be 1 (check that every rank issued the same collective, the default) or 0");
+  return v == "1";
+}
+
+bool collective_checks_requested() {
+  const char* env = std::getenv("COHORT_COLLECTIVE_CHECKS");
+  return env && *env && collective_checks_from_env();
+}
+
+Timeout resolve_timeout(Timeout t, Timeout fallback) {
+  if (t == kDefaultTimeout) return fallback;
+  COHORT_CHECK(t.count() >= 0, "timeout of ", t.count(),
+               " ms is negative (use kDefaultTimeout for the communicator's default)");
+  return t;
+}
+
+}  // namespace cohort::comm::detail

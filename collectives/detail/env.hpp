@@ -1,0 +1,24 @@
+// What every backend reads from the environment, and the timeout rule they share: the
+// communicator's default timeout, whether the same-collective check runs, and how a per-call
+// timeout resolves against the default. One place, so that every backend spells the variables
+// and their errors the same way.
+#pragma once
+
+#include "cohort/collectives/communicator.hpp"
+
+namespace cohort::comm::detail {
+
+// The communicator default: COHORT_COMM_TIMEOUT_MS if set (a positive integer, else throws naming
+// the variable and its value), otherwise cohort::default_timeout() (COHORT_TIMEOUT, 300 s).
+Timeout default_timeout_from_env();
+// Whether collectives check that every rank issued the same one (fingerprints, op_desc.hpp):
+// COHORT_COLLECTIVE_CHECKS=0 turns the check off (to measure its cost), 1 or unset keeps it on;
+// any other value throws naming the variable.
+bool collective_checks_from_env();
+// Whether COHORT_COLLECTIVE_CHECKS is set to 1 explicitly: the opt-in for backends whose check
+// costs a collective of its own (nccl: detail/checked.hpp). Invalid values throw as above.
+bool collective_checks_requested();
+// `t` unless it is kDefaultTimeout, then `fallback`. Throws for other negative values.
+Timeout resolve_timeout(Timeout t, Timeout fallback);
+
+}  // namespace cohort::comm::detail
