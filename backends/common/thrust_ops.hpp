@@ -7,7 +7,7 @@
 //
 // The policy decides where it runs: the CUDA device passes thrust::cuda::par_nosync.on(stream)
 // (backends/cuda/cuda_ops.cu); the CPU tests pass thrust::cpp::par with the same code compiled by
-// g++ (tests/thrust/), so CPU-only CI runs the algorithms the GPU runs.
+// g++ (tests/backends/cuda/thrust/), so CPU-only CI runs the algorithms the GPU runs.
 //
 // Contracts:
 // - Nothing here returns a value to the host or needs temporary storage, so on CUDA no call
