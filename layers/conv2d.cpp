@@ -2,6 +2,7 @@
 // backends/common/op_impl.hpp); this file owns the parameters, the checks that name the layer,
 // and the order of the backward products (bias and weight gradients first, so their grad-ready
 // hooks fire before the input gradient is computed).
+#include "cohort/core/device.hpp"
 #include "cohort/layers/conv2d.hpp"
 
 #include <cmath>

@@ -1,4 +1,5 @@
 // The Loss base: the forward/backward pairing and the finite-loss check shared by every loss.
+#include "cohort/core/device.hpp"
 #include "cohort/layers/loss.hpp"
 
 #include "cohort/layers/module.hpp"

@@ -29,7 +29,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cohort/core/layer_args.hpp"
+#include "cohort/backend/layer_args.hpp"
 #include "common/fast_math.hpp"
 #include "common/kernels.hpp"
 

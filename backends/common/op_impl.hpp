@@ -1,4 +1,4 @@
-// Every op of the table (cohort/core/op_list.hpp) implemented once over an executor. A backend
+// Every op of the table (cohort/backend/op_list.hpp) implemented once over an executor. A backend
 // supplies an Exec with three members and hands each call to run_call():
 //
 //   template <class F> void for_each(const char* label, i64 count, const F& f);
@@ -30,7 +30,7 @@
 
 #include "cohort/core/dtype.hpp"
 #include "cohort/core/error.hpp"
-#include "cohort/core/op_list.hpp"
+#include "cohort/backend/op_list.hpp"
 #include "common/kernels.hpp"
 #include "common/layer_kernels.hpp"
 #include "common/optim_kernels.hpp"

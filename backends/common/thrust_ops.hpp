@@ -31,7 +31,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "cohort/core/op_list.hpp"
+#include "cohort/backend/op_list.hpp"
 #include "common/op_impl.hpp"  // with_fill_value; kernels.hpp, layer_kernels.hpp, optim_kernels.hpp
 
 namespace cohort::thrust_ops {

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/device.hpp"
 
 namespace cohort::memory {

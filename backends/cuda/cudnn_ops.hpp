@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 #include "cuda/seams/cudnn_conv_algo.hpp"
 
 namespace cohort::cuda {

@@ -4,7 +4,7 @@
 // shape oneDNN has no primitive for, or (backward filter) deterministic_algorithms().
 #pragma once
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 
 namespace cohort::host {
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/device.hpp"
 #include "cohort/devices.hpp"
 

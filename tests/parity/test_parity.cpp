@@ -1,7 +1,7 @@
 // One parity test over every device and every op (after ggml's test-backend-ops): a table of op
 // cases, each run through the op front ends on the device under test and on the host device from
 // the same inputs, outputs compared within the row's tolerance. Adding an op adds its rows here;
-// the program fails when any op of cohort/core/op_list.hpp has no row.
+// the program fails when any op of cohort/backend/op_list.hpp has no row.
 //
 //   test_parity                 every device of this build, plus the test devices: partial support
 //                               and, where CCCL was found, thrust-host (the CUDA device's Thrust
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/optim_ops.hpp"

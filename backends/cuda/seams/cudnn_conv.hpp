@@ -9,11 +9,11 @@
 //   backward data:    dx = alpha * convT(dy, w) + beta * dx
 //   backward filter:  dw = alpha * corr(x, dy)  + beta * dw
 //   backward bias:    db = alpha * sum_{n,p,q} dy + beta * db, db described as [1, K, 1, 1]
-// The op contract (cohort/core/op_calls.hpp) overwrites y and dx (beta 0) and accumulates dw and
+// The op contract (cohort/backend/op_calls.hpp) overwrites y and dx (beta 0) and accumulates dw and
 // dbias (beta 1).
 #pragma once
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 #include "cuda/seams/cudnn_values.hpp"
 
 namespace cohort::cuda::seams {

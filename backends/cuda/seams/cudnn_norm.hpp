@@ -20,7 +20,7 @@
 
 #include <cstdint>
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 #include "cuda/seams/cudnn_values.hpp"
 
 namespace cohort::cuda::seams {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/optim_ops.hpp"

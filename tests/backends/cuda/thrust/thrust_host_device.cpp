@@ -46,7 +46,7 @@ bool covers_index(std::size_t op, std::index_sequence<I...>) {
 
 bool thrust_covers(Op op) {
   return covers_index(static_cast<std::size_t>(op),
-                      std::make_index_sequence<std::variant_size_v<OpCall>>{});
+                      std::make_index_sequence<std::variant_size_v<OpCall::Variant>>{});
 }
 
 std::uint64_t thrust_calls(Op op) { return g_thrust_calls[static_cast<std::size_t>(op)]; }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/device.hpp"
 
 namespace cohort::testing {
