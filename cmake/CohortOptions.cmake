@@ -86,8 +86,8 @@ _cohort_resolve(CUDA "${_cuda_found}" "${_cuda_why}")
 
 # --- Thrust (the CCCL headers): header-only, so found, never built. The CUDA device runs its maps,
 # fills and row reductions through it; the CPU tests run the same code on Thrust's CPP system
-# (tests/thrust/). CUDA 13 keeps CCCL in include/cccl, CUDA 11-12 directly in include/; a
-# standalone CCCL checkout works too (-DCOHORT_CCCL_INCLUDE_DIR=.../cccl). ---
+# (tests/backends/cuda/thrust/). CUDA 13 keeps CCCL in include/cccl, CUDA 11-12 directly in
+# include/; a standalone CCCL checkout works too (-DCOHORT_CCCL_INCLUDE_DIR=.../cccl). ---
 set(_cccl_hints)
 foreach(_d ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   list(APPEND _cccl_hints ${_d}/cccl ${_d})

@@ -5,8 +5,8 @@
 // keeping blocks cached is what keeps it out of the step.
 //
 // CUDA-free: it is written against RawMemory (the device's own allocator: cudaMalloc / cudaFree
-// for the CUDA device, a counting fake in tests/test_caching_allocator.cpp), so CPU-only CI tests
-// every line of it.
+// for the CUDA device, a counting fake in tests/backends/common/test_caching_allocator.cpp), so
+// CPU-only CI tests every line of it.
 //
 // Stream-order contract. Every allocate() and deallocate() of one allocator is ordered on its
 // device's single compute stream (Device::allocate / deallocate, cohort/core/device.hpp): a block

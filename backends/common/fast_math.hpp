@@ -22,7 +22,8 @@
 // does not vectorise.
 //
 // Contracts (measured over every float by an exhaustive scratch run, and over a dense sweep plus
-// special values by tests/test_fast_math.cpp, against double-precision std::exp / std::erf):
+// special values by tests/backends/common/test_fast_math.cpp, against double-precision std::exp /
+// std::erf):
 //
 //   fast_exp(x): max relative error 8.2e-8 (0.99 ulp) for normal results (x in [-87.33, 88.72]);
 //     exp(+-0) = 1 exactly; x > 88.7228 (where exp(x) > FLT_MAX) gives +inf, +inf gives +inf;

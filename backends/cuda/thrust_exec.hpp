@@ -5,8 +5,8 @@
 //
 // The policy decides where it runs: the CUDA device passes thrust::cuda::par_nosync.on(stream)
 // (op_table.cu); the CPU tests pass thrust::cpp::par with the same code compiled by g++
-// (tests/thrust/), so CPU-only CI runs every family through the algorithms the GPU runs. Plain
-// C++ otherwise: no CUDA header here, so g++ compiles it.
+// (tests/backends/cuda/thrust/), so CPU-only CI runs every family through the algorithms the GPU
+// runs. Plain C++ otherwise: no CUDA header here, so g++ compiles it.
 //
 // Contracts: none of these algorithms returns a value to the host or needs temporary storage, so
 // on CUDA no call synchronises the device or allocates (thrust::reduce and the like would do

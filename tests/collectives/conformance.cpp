@@ -68,6 +68,17 @@ void check_allreduce(DType dt, ReduceOp op, std::size_t n, bool in_place, std::u
 
 }  // namespace
 
+// Shared by the host and device suites (conformance_device.cpp): a barrier holds no data.
+void conformance::check_barrier_waits_for_last_rank() {
+  cm()->barrier()->wait();
+  const bool late = me() == world() - 1;
+  if (late) std::this_thread::sleep_for(300ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  cm()->barrier()->wait();
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  if (!late) CHECK(waited >= 100ms);  // (margin for a loaded machine)
+}
+
 TEST_SUITE("conformance") {
   // shm maps every rank's buffer into every rank and reduces from the peers' inputs in place from
   // 512 KiB up (docs/COLLECTIVES.md); the other backends give plain memory. Either way the
@@ -232,13 +243,7 @@ TEST_SUITE("conformance") {
   }
 
   TEST_CASE("barrier: nobody leaves before the last rank arrives") {
-    cm()->barrier()->wait();
-    const bool late = me() == world() - 1;
-    if (late) std::this_thread::sleep_for(300ms);
-    const auto t0 = std::chrono::steady_clock::now();
-    cm()->barrier()->wait();
-    const auto waited = std::chrono::steady_clock::now() - t0;
-    if (!late) CHECK(waited >= 100ms);  // (margin for a loaded machine)
+    conformance::check_barrier_waits_for_last_rank();
   }
 
   TEST_CASE("send/recv: a ring, every dtype, small to multi-chunk messages") {

@@ -19,4 +19,8 @@ extern std::string backend;                      // the COHORT_COMM being tested
 // A new communicator of the same backend over a fresh key prefix (collective: every rank calls it).
 std::unique_ptr<cohort::comm::Communicator> make_communicator(const std::string& prefix);
 
+// The barrier case of both suites (conformance.cpp): the last rank arrives 300 ms late, and no
+// other rank may leave its barrier before 100 ms have passed.
+void check_barrier_waits_for_last_rank();
+
 }  // namespace conformance

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "../common/comm_backend.hpp"
 #include "cohort/core/error.hpp"
 #include "conformance.hpp"
 #include "detail/checked.hpp"
@@ -46,16 +47,10 @@ int main(int argc, char** argv) {
     const char* env = std::getenv("COHORT_COMM");
     backend = env && *env ? env : "auto";
     info = ProcessGroupInfo::from_env();
-    if (backend != "auto") {
-      const CommunicatorFactory* f = nullptr;
-      for (const auto& x : communicator_factories())
-        if (x.name == backend) f = &x;
-      std::string why = "not in this build";
-      if (!f || !f->available(info, &why)) {
-        std::printf("conformance: skipped: backend '%s' cannot serve %s: %s\n", backend.c_str(),
-                    info.str().c_str(), why.c_str());
-        return 77;
-      }
+    if (std::string why; !cohort::testing::comm_backend_serves(backend, info, &why)) {
+      std::printf("conformance: skipped: backend '%s' cannot serve %s: %s\n", backend.c_str(),
+                  info.str().c_str(), why.c_str());
+      return 77;
     }
     if (info.world_size == 1)
       store = make_memory_store();

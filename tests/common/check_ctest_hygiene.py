@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""check_ctest_hygiene.py CTEST BUILD_DIR: fails, naming the entries, when a ctest entry of the
-build has no TIMEOUT or uses PASS_REGULAR_EXPRESSION / FAIL_REGULAR_EXPRESSION without checking
-the exit code (ctest ignores the exit code once a pass expression is set)."""
+"""check_ctest_hygiene.py CTEST BUILD_DIR KINDS: fails, naming the entries, when a ctest entry of
+the build has no TIMEOUT, uses PASS_REGULAR_EXPRESSION / FAIL_REGULAR_EXPRESSION without checking
+the exit code (ctest ignores the exit code once a pass expression is set), or has not exactly one
+kind label of KINDS (comma separated; tests/CMakeLists.txt's COHORT_TEST_KINDS, where they are
+defined) with `slow` as the only other label allowed."""
 import json
 import subprocess
 import sys
 
-ctest, build = sys.argv[1], sys.argv[2]
+ctest, build, kinds = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 out = subprocess.run([ctest, "--show-only=json-v1", "--test-dir", build], check=True,
                      capture_output=True, text=True).stdout
 tests = json.loads(out)["tests"]
@@ -18,6 +20,14 @@ for t in tests:
     if "PASS_REGULAR_EXPRESSION" in props:
         bad.append(f"{t['name']}: PASS_REGULAR_EXPRESSION ignores the exit code "
                    "(wrap the command in tests/common/expect_output.sh)")
+    labels = props.get("LABELS", [])
+    own = [label for label in labels if label in kinds]
+    other = [label for label in labels if label not in kinds and label != "slow"]
+    if len(own) != 1:
+        bad.append(f"{t['name']}: {len(own)} kind labels {own} (want one of {', '.join(kinds)}; "
+                   "cohort_test_labels() in tests/CMakeLists.txt)")
+    if other:
+        bad.append(f"{t['name']}: labels {other} are neither a kind nor slow")
 for b in bad:
     print("ctest hygiene:", b)
 print(f"{len(tests)} ctest entries checked, {len(bad)} problem(s)")

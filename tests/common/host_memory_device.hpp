@@ -1,8 +1,8 @@
 // The memory half of a test device: host memory of its own (so it is a distinct device and the op
 // front ends copy operands to and from it as they would for a GPU), synchronous copies, nothing to
-// wait for. The test devices (tests/parity/partial_device.hpp, tests/thrust/) add name, supports()
-// and run(), and may hand their calls to the host device's implementation because their pointers
-// are host memory.
+// wait for. The test devices (tests/parity/partial_device.hpp, tests/backends/cuda/thrust/) add
+// name, supports() and run(), and may hand their calls to the host device's implementation because
+// their pointers are host memory.
 #pragma once
 
 #include <cstdlib>

@@ -1,15 +1,30 @@
 # kill_rank_check LABEL JOB_PID LOG RANK_VAR: once the job's log shows training (at most 60 s),
-# SIGKILLs the mnist_cnn process whose environment has RANK_VAR=1 (rank 1 as the launcher numbers
-# it), then requires the job (JOB_PID, a child of the caller) to end non-zero within 5 s. Prints
-# one "ok" or "FAIL" line; returns 0 or 1. Sourced by the launcher tests, which run alone
-# (RUN_SERIAL): it finds and finally SIGKILLs mnist_cnn processes machine-wide.
+# SIGKILLs this test's mnist_cnn process whose environment has RANK_VAR=1 (rank 1 as the launcher
+# numbers it), then requires the job (JOB_PID, a child of the caller) to end non-zero within 5 s.
+# Prints one "ok" or "FAIL" line; returns 0 or 1. Sourced by the launcher tests.
+#
+# "This test's" processes: another suite on the same machine runs mnist_cnn too (its examples, its
+# own launcher tests), and must neither be killed nor counted here. Sourcing this file exports
+# COHORT_TEST_JOB, a name of this test's own; every job started afterwards carries it in its
+# environment through the launchers (cohortrun, srun, torchrun; mpirun is given -x), and
+# own_mnist_pids lists only the mnist_cnn processes that carry it.
+export COHORT_TEST_JOB="$(basename "$0" .sh).$$"
+
+own_mnist_pids() {
+  local p
+  for p in $(pgrep -x mnist_cnn); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "COHORT_TEST_JOB=$COHORT_TEST_JOB" &&
+      echo "$p"
+  done
+}
+
 kill_rank_check() {
   local label=$1 job=$2 log=$3 var=$4 victim="" p t0 rc dt guard
   for _ in $(seq 1 300); do
     grep -q "loss" "$log" 2>/dev/null && break
     sleep 0.2
   done
-  for p in $(pgrep -x mnist_cnn); do
+  for p in $(own_mnist_pids); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "$var=1" && { victim=$p; break; }
   done
   if [ -z "$victim" ]; then
@@ -28,7 +43,7 @@ kill_rank_check() {
   dt=$(echo "$(date +%s.%N) - $t0" | bc)
   pkill -P "$guard" 2>/dev/null
   kill "$guard" 2>/dev/null
-  pkill -9 -x mnist_cnn 2>/dev/null  # leave nothing behind, whatever the launcher did
+  own_mnist_pids | xargs -r kill -9 2>/dev/null  # leave nothing behind, whatever the launcher did
   if [ "$rc" -ne 0 ] && [ "$(echo "$dt < 5" | bc)" = 1 ]; then
     printf 'ok    %s: rank 1 (pid %s) killed, the job ended with exit %s after %.2f s\n' "$label" "$victim" "$rc" "$dt"
     return 0

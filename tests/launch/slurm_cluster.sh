@@ -6,8 +6,8 @@
 #                    "skipped: why" when it cannot run here (not root, no binaries), 1 on failure.
 #   slurm_down DIR   cancels jobs, stops the daemons, removes DIR (KEEP=1 keeps it)
 #
-# Ports are chosen from the caller's pid so parallel bring-ups do not clash; nothing outside DIR
-# is written (munged gets its own socket and key, Slurm its own state and spool folders).
+# Ports are chosen from the caller's pid (the next free pair) so parallel bring-ups do not clash;
+# nothing outside DIR is written (munged gets its own socket and key, Slurm its own state and spool folders).
 
 slurm_up() {
   local work=$1 host port state
@@ -26,6 +26,10 @@ slurm_up() {
     --pid-file="$work/munged.pid" --log-file="$work/munged.log" --seed-file="$work/munge/seed" ||
     { echo "FAIL  munged did not start: $(tail -n 2 "$work/munged.log" 2>/dev/null)"; return 1; }
   port=$((17000 + $$ % 1000 * 2))
+  # Another suite's cluster may hold that pair (pids that agree mod 1000): take the next free one.
+  while ss -Htln "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null | grep -q .; do
+    port=$((port + 2))
+  done
   cat >"$work/slurm.conf" <<EOF
 ClusterName=cohorttest
 SlurmctldHost=$host

@@ -78,8 +78,9 @@ done
 kill_rank_check "cohortrun on two hosts, host 1's rank killed: host 0's job" "$kpid0" \
   "$work/kill2.0.log" RANK || { fail=1; tail -n 3 "$work/kill2.0.log"; }
 wait "$kpid1" 2>/dev/null
-if pgrep -x mnist_cnn >/dev/null; then
-  echo "FAIL  processes left behind after the kill: $(pgrep -x mnist_cnn | tr '\n' ' ')"; fail=1
+left=$(own_mnist_pids | tr '\n' ' ')
+if [ -n "$left" ]; then
+  echo "FAIL  processes left behind after the kill: $left"; fail=1
 fi
 grep -h "stopped answering\|has that rank exited" "$work/kill2.0.log" | head -n 1 | cut -c1-300
 
@@ -99,7 +100,8 @@ EOF
   chmod +x "$work/rsh"
   mpi=(mpirun --allow-run-as-root -np 2 --host "$a0:1,$a1:1" --mca plm_rsh_agent "$work/rsh"
        --mca oob_tcp_if_include "$net.0/24" --mca btl self,tcp --mca btl_tcp_if_include "$net.0/24"
-       -x MASTER_ADDR="$a0" -x MASTER_PORT=29614 -x UCX_TLS=tcp,self -x OMP_NUM_THREADS=1)
+       -x MASTER_ADDR="$a0" -x MASTER_PORT=29614 -x UCX_TLS=tcp,self -x OMP_NUM_THREADS=1
+       -x COHORT_TEST_JOB)
   timeout 300 ip netns exec "$ns0" "${mpi[@]}" "$work/rank.sh" mpirun "$bin/mnist_cnn" "${job[@]}" \
     >"$work/mpirun.log" 2>&1
   rc=$?

@@ -30,6 +30,7 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
+#include "testing.hpp"  // tests/common/
 
 namespace lt {
 
@@ -75,15 +76,8 @@ inline double dot(const Tensor& a, const Tensor& b) {
   return s;
 }
 
-// The message of the cohort::Error `fn` throws, or "<no error>".
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const cohort::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+// The message of the cohort::Error `fn` throws, or "<no error>" (tests/common/testing.hpp).
+using cohort::testing::error_of;
 
 struct FdOptions {
   double h = 2e-3;

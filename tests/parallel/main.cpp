@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "../common/comm_backend.hpp"
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/math_mode.hpp"
@@ -39,16 +40,10 @@ int main(int argc, char** argv) {
     const char* env = std::getenv("COHORT_COMM");
     const std::string backend = env && *env ? env : "auto";
     const ProcessGroupInfo info = ProcessGroupInfo::from_env();
-    if (backend != "auto") {
-      const CommunicatorFactory* f = nullptr;
-      for (const auto& x : communicator_factories())
-        if (x.name == backend) f = &x;
-      std::string why = "not in this build";
-      if (!f || !f->available(info, &why)) {
-        std::printf("parallel tests: skipped: backend '%s' cannot serve %s: %s\n", backend.c_str(),
-                    info.str().c_str(), why.c_str());
-        return 77;
-      }
+    if (std::string why; !cohort::testing::comm_backend_serves(backend, info, &why)) {
+      std::printf("parallel tests: skipped: backend '%s' cannot serve %s: %s\n", backend.c_str(),
+                  info.str().c_str(), why.c_str());
+      return 77;
     }
     g_comm = init_process_group(backend == "auto" ? "" : backend);
     if (info.rank == 0)

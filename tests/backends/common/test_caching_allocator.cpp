@@ -6,7 +6,7 @@
 // pinned memory and asynchronous uploads.
 #include <doctest/doctest.h>
 
-#include "../common/testing.hpp"
+#include "common/testing.hpp"
 
 #include <cstdlib>
 #include <cstring>
