@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cohort/backend/dispatch.hpp"
+#include "cohort/backend/routes.hpp"
 #include "cohort/devices.hpp"
 #include "host/host_device.hpp"
 #if COHORT_HAVE_CUDA
@@ -55,6 +56,15 @@ std::string describe_devices() {
     os << "\n";
   }
   return os.str();
+}
+
+std::vector<DeviceRoutes> op_routes() {
+  return {
+#if COHORT_HAVE_CUDA
+      cuda::op_routes(),
+#endif
+      host::op_routes(),
+  };
 }
 
 }  // namespace cohort

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string>
 
+#include "cohort/backend/routes.hpp"
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/collectives/registry.hpp"
 #include "cohort/devices.hpp"
@@ -202,6 +203,27 @@ void check_threads(int local) {
     report("ok", "threads", d);
 }
 
+// --ops: one row per op, one column per backend of this build: what runs first ("shared": the
+// family template on the backend's executor), then the notes on when a vendor path declines.
+void print_routes() {
+  const std::vector<cohort::DeviceRoutes> all = cohort::op_routes();
+  std::printf("%-24s %-18s", "op", "family");
+  for (const auto& d : all) std::printf(" %-40s", d.device.c_str());
+  std::printf("\n");
+  for (std::size_t i = 0; i < all.front().routes.size(); ++i) {
+    const cohort::OpRoute& r = all.front().routes[i];
+    std::printf("%-24s %-18s", cohort::op_name(r.op), r.family.c_str());
+    for (const auto& d : all)
+      std::printf(" %-40s", (d.routes[i].path + (d.routes[i].why.empty() ? "" : " *")).c_str());
+    std::printf("\n");
+  }
+  for (const auto& d : all) {
+    std::printf("\n%s: shared = %s\n", d.device.c_str(), d.shared.c_str());
+    for (const cohort::OpRoute& r : d.routes)
+      if (!r.why.empty()) std::printf("  * %s: %s\n", cohort::op_name(r.op), r.why.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,7 +236,13 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--rank", rank, "this rank (default RANK or 0): 0 checks it can serve the store")
       ->check(CLI::NonNegativeNumber);
+  bool ops = false;
+  app.add_flag("--ops", ops, "print where every op runs on each backend of this build, and exit");
   CLI11_PARSE(app, argc, argv);
+  if (ops) {
+    print_routes();
+    return 0;
+  }
   if (world == 0) world = local;
   // Threads per rank as a rank of this job would choose them (they depend on the local ranks):
   // host_threads() reads the launcher variables, so give it this job's shape.

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "cohort/backend/op_list.hpp"
+#include "cohort/backend/routes.hpp"
 #include "cohort/core/device.hpp"
 
 namespace cohort::memory {
@@ -143,5 +144,8 @@ class CudaDevice final : public Device {
 // The registry's entry for this backend: "cuda", score 100 (preferred over the host when a GPU is
 // usable). count() never throws: without a driver or a GPU it returns 0 and says why.
 DeviceFactory factory();
+
+// Where each op runs on this backend (op_table.cu, next to the routing itself).
+DeviceRoutes op_routes();
 
 }  // namespace cohort::cuda

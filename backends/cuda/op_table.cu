@@ -113,7 +113,45 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
   if (!e.cudnn().softmax_backward(c)) kernels::run(e, c);
 }
 
+// Where each op runs (cohort-doctor --ops). Each entry names an overload above; the address checks
+// below fail to compile when one is missing.
+#define COHORT_CUDA_VENDOR_ROUTES(X)                                                              \
+  X(conv2d_forward, Conv2dForward, "cuDNN (cuda/conv2d.cpp)",             \
+    "bias + activation in one shared pass over the batch; shared im2col + cuBLAS when no "        \
+    "algorithm fits the math modes and workspace, or a 32-bit descriptor limit")                  \
+  X(conv2d_backward_data, Conv2dBackwardData,                                                     \
+    "cuDNN (cuda/conv2d.cpp)", "shared im2col + cuBLAS when declined") \
+  X(conv2d_backward_filter, Conv2dBackwardFilter,                                                 \
+    "cuDNN (cuda/conv2d.cpp)",                    \
+    "only deterministic algorithms under deterministic_algorithms(); shared when declined")       \
+  X(gemm_batched, GemmBatched, "cuBLAS batched (cuda/gemm.cpp)",            \
+    "cublasSgemmStridedBatched_64; k == 0 runs the shared beta scaling")                                                        \
+  X(bias_grad, BiasGrad, "cuBLAS sgemv (cuda/activation.cpp)",        \
+    "cublasSgemv_64 times a ones vector, for [N, F] only; NCHW runs the shared per-channel sum")                         \
+  X(batch_norm_forward, BatchNormForward,                                                         \
+    "cuDNN (cuda/norm.cpp)",                               \
+    "training mode only; eval mode and declined cases run the shared kernels")                    \
+  X(batch_norm_backward, BatchNormBackward, "cuDNN (cuda/norm.cpp)", \
+    "training mode only; eval mode and declined cases run the shared kernels")                    \
+  X(softmax_forward, SoftmaxForward, "cuDNN (cuda/softmax_loss.cpp)",         \
+    "shared kernels when a dimension exceeds cuDNN's 32-bit descriptors")                         \
+  X(softmax_backward, SoftmaxBackward, "cuDNN (cuda/softmax_loss.cpp)",      \
+    "shared kernels when a dimension exceeds cuDNN's 32-bit descriptors")
+
+#define COHORT_CUDA_ROUTE_CHECK(name, Call, path, why) \
+  [[maybe_unused]] void (*const check_##name)(CudaExec&, const calls::Call&) = &run;
+COHORT_CUDA_VENDOR_ROUTES(COHORT_CUDA_ROUTE_CHECK)
+#undef COHORT_CUDA_ROUTE_CHECK
+
 }  // namespace
+
+DeviceRoutes op_routes() {
+#define COHORT_CUDA_ROUTE(name, Call, path, why) OpRoute{Op::name, "", path, why},
+  return DeviceRoutes{"cuda",
+                      "shared kernels on Thrust (for_each_n, transform, fill_n with par_nosync on the compute stream); their GEMMs through cuBLAS sgemm (cuda/gemm.cpp)",
+                      kernels::routes_with({COHORT_CUDA_VENDOR_ROUTES(COHORT_CUDA_ROUTE)})};
+#undef COHORT_CUDA_ROUTE
+}
 
 // Every case of every op: the shared families cover them all, and a vendor's refusal falls back to
 // them inside run().

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cohort/backend/op_list.hpp"
+#include "cohort/backend/routes.hpp"
 #include "cohort/core/device.hpp"
 #include "cohort/devices.hpp"
 
@@ -41,6 +42,9 @@ class HostDevice final : public Device {
 
 // The registry's entry for this backend.
 DeviceFactory factory();
+
+// Where each op runs on this backend (op_table.cpp, next to the routing itself).
+DeviceRoutes op_routes();
 
 // Initialises Kokkos on first use unless the program already did; finalises it at exit only if
 // cohort initialised it (a program that initialised Kokkos itself keeps ownership).

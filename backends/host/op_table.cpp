@@ -109,7 +109,37 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
   kernels::conv2d_bias_grad_pass(e, c);
 }
 
+// Where each op runs (cohort-doctor --ops). Each entry names an overload above; the address checks
+// below fail to compile when one is missing.
+#define COHORT_HOST_VENDOR_ROUTES(X)                                                              \
+  X(conv2d_forward, Conv2dForward, "oneDNN primitive (host/conv2d.cpp)",              \
+    "the bias fused in oneDNN, the activation on the shared pass; shared im2col + GEMM when "     \
+    "oneDNN declines the shape or COHORT_HOST_CONV=im2col")                                       \
+  X(conv2d_backward_data, Conv2dBackwardData, "oneDNN primitive (host/conv2d.cpp)",   \
+    "shared im2col + GEMM for 4 or fewer input channels per group, a declined shape or "          \
+    "COHORT_HOST_CONV=im2col")                                                                    \
+  X(conv2d_backward_filter, Conv2dBackwardFilter,                                                 \
+    "oneDNN primitive (host/conv2d.cpp)",                                             \
+    "dbias on the shared kernel; shared im2col + GEMM under deterministic_algorithms() (oneDNN "  \
+    "reduces over the batch across threads), a declined shape or COHORT_HOST_CONV=im2col")        \
+  X(gemm_batched, GemmBatched, "oneDNN sgemm, batch split (host/gemm.cpp)",                     \
+    "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when "  \
+    "the work is too small to split")
+
+#define COHORT_HOST_ROUTE_CHECK(name, Call, path, why) \
+  [[maybe_unused]] void (*const check_##name)(HostExec&, const calls::Call&) = &run;
+COHORT_HOST_VENDOR_ROUTES(COHORT_HOST_ROUTE_CHECK)
+#undef COHORT_HOST_ROUTE_CHECK
+
 }  // namespace
+
+DeviceRoutes op_routes() {
+#define COHORT_HOST_ROUTE(name, Call, path, why) OpRoute{Op::name, "", path, why},
+  return DeviceRoutes{"host",
+                      "shared kernels on Kokkos (host execution space), launches split across OpenMP threads; their GEMMs through oneDNN sgemm (host/gemm.cpp)",
+                      kernels::routes_with({COHORT_HOST_VENDOR_ROUTES(COHORT_HOST_ROUTE)})};
+#undef COHORT_HOST_ROUTE
+}
 
 // Every case of every op: the shared families cover them all, and oneDNN's refusals fall back to
 // them inside run().
