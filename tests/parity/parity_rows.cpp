@@ -109,6 +109,12 @@ std::vector<Row> rows() {
     ops::reduce_sum(c.in(x), o);
     c.check({o}, [=] { return one(ref::sum_last(x.v, 7, 333)); });
   });
+  add(Op::reduce_sum_sq, "reduce_sum_sq [5, 1000]", 1e-6, [](Case& c) {
+    const HostTensor x = uni({5, 1000}, 21);
+    Tensor o = c.out({5});
+    ops::reduce_sum_sq(c.in(x), o);
+    c.check({o}, [=] { return one(ref::sum_sq_last(x.v, 5, 1000)); });
+  });
   // Ties and NaN: values on a grid of 1/4 (many equal maxima: the first wins) and a NaN in row 3
   // (it wins), as torch.max and torch.argmax.
   HostTensor ties = uni({9, 17}, 9);

@@ -1,4 +1,4 @@
-// Reduction family: reduce_sum, reduce_max, argmax over the last axis, one work item per row.
+// Reduction family: reduce_sum, reduce_sum_sq, reduce_max, argmax over the last axis, one work item per row.
 // Sums accumulate in double; max and argmax let NaN win (torch.max), argmax takes the first
 // maximal column.
 #pragma once
@@ -18,6 +18,21 @@ struct RowSumItem {  // item: row; accumulated in double
   COHORT_HD void operator()(i64 r) const {
     double acc = 0.0;
     for (i64 j = 0; j < cols; ++j) acc += x[r * cols + j];
+    out[r] = static_cast<float>(acc);
+  }
+};
+
+struct RowSumSqItem {  // item: row; each square and the sum in double
+  const float* x;
+  i64 cols;
+  float* out;
+  i64 cost() const { return cols; }
+  COHORT_HD void operator()(i64 r) const {
+    double acc = 0.0;
+    for (i64 j = 0; j < cols; ++j) {
+      const double v = x[r * cols + j];
+      acc += v * v;
+    }
     out[r] = static_cast<float>(acc);
   }
 };
@@ -60,6 +75,11 @@ template <class Exec>
 void run(Exec& e, const calls::ReduceSum& c) {
   e.for_each("cohort::reduce_sum", static_cast<i64>(c.rows),
              RowSumItem{c.x, static_cast<i64>(c.cols), c.out});
+}
+template <class Exec>
+void run(Exec& e, const calls::ReduceSumSq& c) {
+  e.for_each("cohort::reduce_sum_sq", static_cast<i64>(c.rows),
+             RowSumSqItem{c.x, static_cast<i64>(c.cols), c.out});
 }
 template <class Exec>
 void run(Exec& e, const calls::ReduceMax& c) {

@@ -7,7 +7,7 @@
 // family (backends/common/ops/)   ops
 //   elementwise.hpp               fill cast add sub mul axpy scale
 //   random.hpp                    fill_uniform fill_normal dropout_forward dropout_backward
-//   reduce.hpp                    reduce_sum reduce_max argmax
+//   reduce.hpp                    reduce_sum reduce_sum_sq reduce_max argmax
 //   gemm.hpp                      gemm gemm_batched
 //   conv2d.hpp                    conv2d_forward conv2d_backward_data conv2d_backward_filter
 //   pool2d.hpp                    pool2d_forward pool2d_backward
@@ -57,7 +57,7 @@ inline const char* op_family(Op op) {
     case Op::fill_uniform: case Op::fill_normal: case Op::dropout_forward:
     case Op::dropout_backward:
       return "random.hpp";
-    case Op::reduce_sum: case Op::reduce_max: case Op::argmax:
+    case Op::reduce_sum: case Op::reduce_sum_sq: case Op::reduce_max: case Op::argmax:
       return "reduce.hpp";
     case Op::gemm: case Op::gemm_batched:
       return "gemm.hpp";

@@ -48,6 +48,9 @@ void reduce_last(const char* name, const Tensor& x, Tensor& out) {
 }  // namespace
 
 void reduce_sum(const Tensor& x, Tensor& out) { reduce_last<calls::ReduceSum>("reduce_sum", x, out); }
+void reduce_sum_sq(const Tensor& x, Tensor& out) {
+  reduce_last<calls::ReduceSumSq>("reduce_sum_sq", x, out);
+}
 void reduce_max(const Tensor& x, Tensor& out) { reduce_last<calls::ReduceMax>("reduce_max", x, out); }
 void argmax(const Tensor& x, Tensor& out) { reduce_last<calls::Argmax>("argmax", x, out); }
 

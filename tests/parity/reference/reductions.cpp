@@ -17,6 +17,16 @@ Vec sum_last(const Vec& x, std::size_t rows, std::size_t cols) {
   return out;
 }
 
+Vec sum_sq_last(const Vec& x, std::size_t rows, std::size_t cols) {
+  Vec out(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::size_t c = 0; c < cols; ++c) s += x[r * cols + c] * x[r * cols + c];
+    out[r] = f32(s);
+  }
+  return out;
+}
+
 Vec argmax_last(const Vec& x, std::size_t rows, std::size_t cols) {
   Vec out(rows);
   for (std::size_t r = 0; r < rows; ++r) {

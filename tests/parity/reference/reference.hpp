@@ -53,6 +53,7 @@ Vec normal(std::size_t n, std::uint64_t seed, std::uint64_t offset, double mean,
 
 // ---- row reductions of [rows, cols] (reductions.cpp) ----
 Vec sum_last(const Vec& x, std::size_t rows, std::size_t cols);
+Vec sum_sq_last(const Vec& x, std::size_t rows, std::size_t cols);
 Vec max_last(const Vec& x, std::size_t rows, std::size_t cols);     // NaN wins
 Vec argmax_last(const Vec& x, std::size_t rows, std::size_t cols);  // first maximum; NaN wins
 // dbias[c] = dbias0[c] + sum over (o, i) of dy[o, c, i]

@@ -88,6 +88,7 @@ struct RowReduce {
   float* out;
 };
 struct ReduceSum : RowReduce {};
+struct ReduceSumSq : RowReduce {};  // sum of x^2 per row (the squared norms clip_grad_norm needs)
 struct ReduceMax : RowReduce {};
 struct Argmax {
   const float* x;

@@ -22,6 +22,7 @@
   X(axpy, Axpy)                                    \
   X(scale, Scale)                                  \
   X(reduce_sum, ReduceSum)                         \
+  X(reduce_sum_sq, ReduceSumSq)                    \
   X(reduce_max, ReduceMax)                         \
   X(argmax, Argmax)                                \
   X(gemm, Gemm)                                    \
