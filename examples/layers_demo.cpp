@@ -11,7 +11,7 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
-#include "cohort/layers/models.hpp"
+#include "cohort/models/mnist.hpp"
 
 namespace nn = cohort::nn;
 using cohort::Shape;
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
 
     // The network of PyTorch's examples/mnist/main.py, with its state_dict names.
     nn::manual_seed(1);
-    auto net = nn::mnist_net(dev);
+    auto net = cohort::models::mnist_net(dev);
     std::printf("%s\n", net->summary(Shape{64, 1, 28, 28}).c_str());
 
     std::printf("state_dict:");

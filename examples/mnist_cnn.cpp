@@ -26,6 +26,7 @@
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/trainer.hpp"
 #include "cohort/layers.hpp"
+#include "cohort/models/mnist.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
 
@@ -55,7 +56,7 @@ int run(const Flags& f) {
 
   auto& host = cohort::host_device();
   nn::manual_seed(f.seed);
-  auto model = nn::mnist_net(dev);
+  auto model = cohort::models::mnist_net(dev);
   // With a communicator the DDP module wraps the model and is what the Trainer trains: its
   // forward syncs buffers, its backward averages gradients. Checkpoints save the plain model.
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;

@@ -62,6 +62,41 @@ TEST_CASE("every model's state_dict equals PyTorch's: names, order and shapes") 
   }
 }
 
+// mnist_net has no row in model_names.json (it is not in models/torch_models.py): its names and
+// shapes are those of Net in PyTorch's examples/mnist/main.py (bench/mnist_torch.py), written
+// out here. The zoo's entry at the MNIST shape builds the very weights mnist_net(dev) does.
+TEST_CASE("mnist_net: PyTorch's MNIST Net, in the zoo") {
+  const std::vector<std::pair<std::string, Shape>> want = {
+      {"conv1.weight", Shape{32, 1, 3, 3}}, {"conv1.bias", Shape{32}},
+      {"conv2.weight", Shape{64, 32, 3, 3}}, {"conv2.bias", Shape{64}},
+      {"fc1.weight", Shape{128, 9216}},     {"fc1.bias", Shape{128}},
+      {"fc2.weight", Shape{10, 128}},       {"fc2.bias", Shape{10}}};
+  nn::manual_seed(1);
+  const auto net = cohort::models::mnist_net(host());
+  const auto state = net->state_dict();
+  REQUIRE(state.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CHECK(state[i].name == want[i].first);
+    CHECK(state[i].tensor.shape() == want[i].second);
+  }
+  bool listed = false;
+  for (const auto& n : cohort::models::names()) listed = listed || n == "mnist_net";
+  CHECK(listed);
+  ModelConfig c;
+  c.num_classes = 10;
+  c.in_channels = 1;
+  c.image_size = 28;
+  nn::manual_seed(1);
+  const auto zoo = cohort::models::make("mnist_net", host(), c);
+  CHECK(nn::state_digest(*zoo) == nn::state_digest(*net));
+  zoo->eval();
+  CHECK(zoo->forward(Tensor::zeros(Shape{2, 1, 28, 28}, cohort::DType::f32, host())).shape() ==
+        Shape{2, 10});
+  c.image_size = 4;
+  CHECK(lt::error_of([&] { cohort::models::make("mnist_net", host(), c); })
+            .find("mnist_net: image_size must be at least 6, got 4") != std::string::npos);
+}
+
 TEST_CASE("ResNet-50 uses torchvision's initialisation") {
   nn::manual_seed(3);
   const auto model = cohort::models::make("resnet50", host());

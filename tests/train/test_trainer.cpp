@@ -20,7 +20,7 @@ using cohort::testing::TempDir;
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
-#include "cohort/layers/models.hpp"
+#include "cohort/models/mnist.hpp"
 #include "cohort/optim.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/trainer.hpp"
@@ -227,7 +227,7 @@ TEST_CASE("a short run on real Fashion-MNIST learns (6400 training images, one p
     FAIL("Fashion-MNIST is not installed at ", data::kFashionMnistDir, " (run tools/setup.sh)");
   auto& dev = cohort::host_device();
   nn::manual_seed(1);
-  auto net = nn::mnist_net(dev);
+  auto net = cohort::models::mnist_net(dev);
   auto train_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::train), 0, 6400);
   auto test_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::test), 0, 1000);
   const std::vector<data::TransformPtr> tf = {data::normalize({0.1307f}, {0.3081f})};
