@@ -29,19 +29,20 @@
 #include "cohort/models/mnist.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
+#include "common/trainer_flags.hpp"
 
 namespace nn = cohort::nn;
 namespace data = cohort::data;
 namespace train = cohort::train;
 
 namespace {
-struct Flags {
-  std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 14, log_interval = 10;
-  std::int64_t max_steps = -1;
+// Epochs, steps, checkpoint, metrics and TensorBoard are TrainerFlags (examples/common).
+struct Flags : examples::TrainerFlags {
+  Flags() { epochs = 14; }  // the PyTorch example's default
+  std::int64_t batch_size = 64, test_batch_size = 1000;
   double lr = 1.0, gamma = 0.7;
   std::uint64_t seed = 1;
-  std::string data_dir = data::kFashionMnistDir, device, save_model, metrics, trace, resume, comm;
-  std::string tensorboard;
+  std::string data_dir = data::kFashionMnistDir, device, trace, resume, comm;
   std::string grad_compression = "none";  // none | bf16 | f16 (DDP's all-reduce of gradients)
 };
 
@@ -99,18 +100,8 @@ int run(const Flags& f) {
   }
   examples::start_trace(f.trace, job);
 
-  // Given the DDP module, the Trainer does the distributed rest: shards the loaders, averages the
-  // metrics, prints, writes metrics and TensorBoard files on rank 0 only.
-  train::TrainerOptions opts;
-  opts.epochs = f.epochs;
-  opts.log_interval = f.log_interval;
-  opts.max_steps = f.max_steps;
-  opts.metrics_path = f.metrics;
-  opts.tensorboard_dir = f.tensorboard;
-  // Checkpoints: the newest whole pair (model + training state) after every epoch, on rank 0; a
-  // crash mid-save leaves the previous one.
-  opts.checkpoint_path = f.save_model;
-  train::Trainer trainer(trained, criterion, optimizer, &scheduler, opts);
+  // Given the DDP module, the Trainer does the distributed rest (see trainer_options).
+  train::Trainer trainer(trained, criterion, optimizer, &scheduler, examples::trainer_options(f));
 
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);

@@ -19,6 +19,7 @@
 #include "cohort/models.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
+#include "common/trainer_flags.hpp"
 
 namespace examples {
 namespace {
@@ -27,11 +28,12 @@ namespace data = cohort::data;
 namespace train = cohort::train;
 namespace optim = cohort::optim;
 
-struct Flags {
+// Epochs, steps, checkpoint, metrics and TensorBoard are TrainerFlags (trainer_flags.hpp).
+struct Flags : TrainerFlags {
   std::string model, dataset, data_dir, optimizer = "adam", device, comm;
-  std::string save_model, resume, metrics, trace, tensorboard, model_folder, save_init;
-  std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 1, log_interval = 10;
-  std::int64_t max_steps = -1, synthetic_size = 2048;
+  std::string resume, trace, model_folder, save_init;
+  std::int64_t batch_size = 64, test_batch_size = 1000;
+  std::int64_t synthetic_size = 2048;
   int workers = 0, shuffle = 1;
   double lr = 1e-3, gamma = 1.0, weight_decay = 0.0, momentum = 0.9;
   std::uint64_t seed = 1;
@@ -186,14 +188,7 @@ int run(const Flags& f, const ZooProgram& p) {
                 static_cast<long long>(f.epochs));
   }
   start_trace(f.trace, job);
-  train::TrainerOptions opts;
-  opts.epochs = f.epochs;
-  opts.log_interval = f.log_interval;
-  opts.max_steps = f.max_steps;
-  opts.metrics_path = f.metrics;
-  opts.tensorboard_dir = f.tensorboard;
-  opts.checkpoint_path = f.save_model;
-  train::Trainer trainer(trained, criterion, *optimizer, &scheduler, opts);
+  train::Trainer trainer(trained, criterion, *optimizer, &scheduler, trainer_options(f));
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
     if (lead)
