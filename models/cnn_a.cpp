@@ -1,6 +1,6 @@
 // CNN-A (see cohort/models/cnn.hpp); PyTorch twin: CnnA in models/torch_models.py.
 #include "cohort/layers.hpp"
-#include "cohort/models/checks.hpp"
+#include "checks.hpp"
 #include "cohort/models/cnn.hpp"
 
 namespace cohort::models {

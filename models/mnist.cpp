@@ -3,7 +3,7 @@
 // seed gives the same weights as before the model moved here from layers/.
 #include <string>
 
-#include "cohort/models/checks.hpp"
+#include "checks.hpp"
 #include "cohort/layers.hpp"
 #include "cohort/models/mnist.hpp"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cohort/layers.hpp"
-#include "cohort/models/checks.hpp"
+#include "checks.hpp"
 #include "cohort/models/resnet.hpp"
 
 namespace cohort::models {

@@ -10,6 +10,8 @@
 
 namespace cohort::nn {
 
+class Sequential;
+
 // Conv2dOptions(in, out, kernel).stride(2).padding(1): square or (h, w) values, PyTorch's defaults.
 struct Conv2dOptions {
   Conv2dOptions(std::int64_t in, std::int64_t out, std::int64_t kernel)
@@ -40,13 +42,6 @@ class Conv2d : public Module {
   const ParameterPtr& bias() const { return bias_; }  // null without bias
   const Conv2dOptions& options() const { return o_; }
 
-  // Applies `f` to the output inside the convolution's own pass over it (where it costs nothing:
-  // each image's output is still in cache after its GEMM). Sequential uses this for
-  // Conv2d -> ReLU/Sigmoid/Tanh pairs, whose backward needs only the output; the activation
-  // module then adopts that output (Activation::adopt_fused_output). Applies to the next forward
-  // only.
-  void fuse_activation_once(Activation f) { fused_ = f; }
-
  protected:
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
@@ -54,6 +49,15 @@ class Conv2d : public Module {
   void release_saved() override { x_ = Tensor(); }
 
  private:
+  // The Sequential fusion (sequential.hpp) is the only caller: internal coordination, not API.
+  friend class Sequential;
+  // Applies `f` to the output inside the convolution's own pass over it (where it costs nothing:
+  // each image's output is still in cache after its GEMM). Sequential uses this for
+  // Conv2d -> ReLU/Sigmoid/Tanh pairs, whose backward needs only the output; the activation
+  // module then adopts that output (ActivationLayer::adopt_fused_output). Applies to the next
+  // forward only.
+  void fuse_activation_once(Activation f) { fused_ = f; }
+
   Conv2dOptions o_;
   ParameterPtr weight_, bias_;
   Activation fused_ = Activation::identity;
