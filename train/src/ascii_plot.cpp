@@ -1,3 +1,5 @@
+// ascii_plot (see ascii_plot.hpp): the values bucketed into at most `width` columns (each the mean
+// of its bucket), non-finite values skipped, drawn on a grid with labelled top, middle and bottom.
 #include "cohort/train/ascii_plot.hpp"
 
 #include <algorithm>

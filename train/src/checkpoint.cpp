@@ -1,3 +1,7 @@
+// Checkpoints (see checkpoint.hpp): the model file, the training-state file with every scalar as
+// exact metadata text, and save_checkpoint/load_checkpoint, which keep the pair whole through a
+// crash by writing the new pair under other names, hard-linking the old one as .prev, and
+// renaming; load_checkpoint falls back to .prev when the digests of a pair disagree.
 #include "cohort/train/checkpoint.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,5 @@
+// PhaseTimer (see phase_timer.hpp): seconds per phase in first-seen order, "of which" rows kept
+// under their parent, and the summary table; a Scope adds its time and, when tracing, a span.
 #include "cohort/train/phase_timer.hpp"
 
 #include <algorithm>
@@ -8,12 +10,12 @@
 namespace cohort::train {
 
 PhaseTimer::Scope::Scope(PhaseTimer& t, std::string name, const char* track)
-    : t_(t), name_(std::move(name)), track_(track), start_(std::chrono::steady_clock::now()),
+    : timer_(t), name_(std::move(name)), track_(track), start_(std::chrono::steady_clock::now()),
       trace_start_(trace::enabled() ? trace::now_us() : -1) {}
 
 PhaseTimer::Scope::~Scope() {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  t_.add(name_, s);
+  timer_.add(name_, s);
   if (trace_start_ >= 0) trace::record(name_, track_, trace_start_, trace::now_us() - trace_start_);
 }
 

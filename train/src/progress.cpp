@@ -1,3 +1,5 @@
+// ProgressBar (see progress.hpp): one redrawn line on a terminal, a plain line per log interval
+// otherwise, with the ETA from the epoch's elapsed time.
 #include "cohort/train/progress.hpp"
 
 #include <unistd.h>

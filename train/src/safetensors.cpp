@@ -1,3 +1,6 @@
+// safetensors reading and writing (see safetensors.hpp). Writes go to a temporary file that is
+// fsynced and renamed; reads check the header (its length, dtypes, shapes and offsets) against the
+// file's size, so a truncated or corrupt file is an error naming the file, not a crash.
 #include "cohort/train/safetensors.hpp"
 
 #include <fcntl.h>

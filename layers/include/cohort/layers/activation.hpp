@@ -11,11 +11,11 @@ class Sequential;
 
 class ActivationLayer : public Module {
  public:
-  Activation function() const { return f_; }
+  Activation function() const { return function_; }
   float alpha() const { return alpha_; }
 
  protected:
-  ActivationLayer(std::string type, Activation f, float alpha) : Module(std::move(type)), f_(f), alpha_(alpha) {}
+  ActivationLayer(std::string type, Activation f, float alpha) : Module(std::move(type)), function_(f), alpha_(alpha) {}
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override { return input; }
@@ -30,7 +30,7 @@ class ActivationLayer : public Module {
   Tensor adopt_fused_output(const Tensor& y);
   bool fusable() const;
 
-  Activation f_;
+  Activation function_;
   float alpha_;
   Tensor x_, y_;  // the last forward's input (when the backward reads it) and output
   bool adopting_ = false;  // inside adopt_fused_output: forward records its input as the output

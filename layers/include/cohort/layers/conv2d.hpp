@@ -40,7 +40,7 @@ class Conv2d : public Module {
 
   const ParameterPtr& weight() const { return weight_; }
   const ParameterPtr& bias() const { return bias_; }  // null without bias
-  const Conv2dOptions& options() const { return o_; }
+  const Conv2dOptions& options() const { return options_; }
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -58,7 +58,7 @@ class Conv2d : public Module {
   // forward only.
   void fuse_activation_once(Activation f) { fused_ = f; }
 
-  Conv2dOptions o_;
+  Conv2dOptions options_;
   ParameterPtr weight_, bias_;
   Activation fused_ = Activation::identity;
   Tensor x_;

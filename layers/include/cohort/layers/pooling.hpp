@@ -43,8 +43,8 @@ struct AvgPool2dOptions {
 
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(const MaxPool2dOptions& o) : Module("MaxPool2d"), p_(o.p) {}
-  const ops::Pool2dParams& params() const { return p_; }
+  explicit MaxPool2d(const MaxPool2dOptions& o) : Module("MaxPool2d"), params_(o.p) {}
+  const ops::Pool2dParams& params() const { return params_; }
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -53,15 +53,15 @@ class MaxPool2d : public Module {
   void release_saved() override { argmax_ = Tensor(); }
 
  private:
-  ops::Pool2dParams p_;
+  ops::Pool2dParams params_;
   Shape x_shape_;
   Tensor argmax_;  // i32, per output: the winner's index in its input plane
 };
 
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(const AvgPool2dOptions& o) : Module("AvgPool2d"), p_(o.p) {}
-  const ops::Pool2dParams& params() const { return p_; }
+  explicit AvgPool2d(const AvgPool2dOptions& o) : Module("AvgPool2d"), params_(o.p) {}
+  const ops::Pool2dParams& params() const { return params_; }
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -69,7 +69,7 @@ class AvgPool2d : public Module {
   Shape output_shape_impl(const Shape& input) const override;
 
  private:
-  ops::Pool2dParams p_;
+  ops::Pool2dParams params_;
   Shape x_shape_;
 };
 
@@ -77,7 +77,7 @@ class AdaptiveAvgPool2d : public Module {
  public:
   explicit AdaptiveAvgPool2d(std::int64_t output_size) : AdaptiveAvgPool2d(output_size, output_size) {}
   AdaptiveAvgPool2d(std::int64_t out_h, std::int64_t out_w)
-      : Module("AdaptiveAvgPool2d"), oh_(out_h), ow_(out_w) {}
+      : Module("AdaptiveAvgPool2d"), out_h_(out_h), out_w_(out_w) {}
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -86,7 +86,7 @@ class AdaptiveAvgPool2d : public Module {
 
  private:
   ops::Pool2dParams params_for(const Shape& input) const;  // the equivalent average pooling
-  std::int64_t oh_, ow_;
+  std::int64_t out_h_, out_w_;
   Shape x_shape_;
 };
 
