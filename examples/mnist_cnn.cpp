@@ -91,12 +91,16 @@ int run(const Flags& f) {
   nn::NLLLoss criterion;
 
   if (lead) {
-    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
-    std::printf("cohort mnist_cnn: %s | device %s | %d rank%s (%s%s) x batch %lld | %lld epochs | Adadelta lr %g, StepLR gamma %g\n",
-                train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
-                comm ? comm->backend().c_str() : "no communicator",
-                ddp && f.grad_compression != "none" ? (", " + f.grad_compression + " gradients").c_str() : "",
-                static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
+                cohort::host_threads().reason.c_str());
+    std::printf(
+        "cohort mnist_cnn: %s | device %s | %d rank%s (%s%s) x batch %lld | %lld epochs"
+        " | Adadelta lr %g, StepLR gamma %g\n",
+        train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
+        comm ? comm->backend().c_str() : "no communicator",
+        ddp && f.grad_compression != "none" ? (", " + f.grad_compression + " gradients").c_str()
+                                            : "",
+        static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
   }
   examples::start_trace(f.trace, job);
 
@@ -118,11 +122,17 @@ int run(const Flags& f) {
   examples::check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;
 
-  std::printf("%s\n", train::ascii_plot(trainer.loss_history(), "training loss per step (cost history)").c_str());
+  std::printf(
+      "%s\n",
+      train::ascii_plot(trainer.loss_history(), "training loss per step (cost history)").c_str());
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
-  if (!f.trace.empty()) std::printf("trace: %s (%d rank%s)\n", f.trace.c_str(), world, world > 1 ? "s" : "");
-  if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
-  if (!f.save_model.empty()) std::printf("model: %s (+ %s)\n", f.save_model.c_str(), train::state_path_for(f.save_model).c_str());
+  if (!f.trace.empty())
+    std::printf("trace: %s (%d rank%s)\n", f.trace.c_str(), world, world > 1 ? "s" : "");
+  if (ddp)
+    std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
+  if (!f.save_model.empty())
+    std::printf("model: %s (+ %s)\n", f.save_model.c_str(),
+                train::state_path_for(f.save_model).c_str());
   if (!results.empty())
     std::printf("final test accuracy: %.2f%%  training throughput: %.1f images/s\n",
                 100.0 * results.back().eval.accuracy, trainer.images_per_s());
@@ -137,23 +147,32 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"cohort's port of PyTorch's MNIST example (Fashion-MNIST by default)", "mnist_cnn"};
   app.add_option("--batch-size", f.batch_size, "input batch size for training")->check(kPositive);
-  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")->check(kPositive);
+  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")
+      ->check(kPositive);
   app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
   app.add_option("--lr", f.lr, "learning rate")->check(kNonNegative);
   app.add_option("--gamma", f.gamma, "learning rate step gamma")->check(kNonNegative);
-  app.add_option("--log-interval", f.log_interval, "batches between progress lines")->check(kPositive);
-  app.add_option("--save-model", f.save_model, "save the model (safetensors) and training state after each epoch");
+  app.add_option("--log-interval", f.log_interval, "batches between progress lines")
+      ->check(kPositive);
+  app.add_option("--save-model", f.save_model,
+                 "save the model (safetensors) and training state after each epoch");
   app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
   app.add_option("--data", f.data_dir, "MNIST-layout data directory");
   app.add_option("--seed", f.seed, "random seed");
-  app.add_option("--device", f.device, "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
-  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")->check(kPositive);
+  app.add_option("--device", f.device,
+                 "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
+  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")
+      ->check(kPositive);
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
-  app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
+  app.add_option("--tensorboard", f.tensorboard,
+                 "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
   app.add_option("--grad-compression", f.grad_compression,
-                 "data parallel: all-reduce gradients as bf16 or f16 (half the bytes; default none)")
+                 "data parallel: all-reduce gradients as bf16 or f16 "
+                 "(half the bytes; default none)")
       ->check(CLI::IsMember({"none", "bf16", "f16"}));
-  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
+  app.add_option("--comm", f.comm,
+                 "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then "
+                 "auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
   return examples::parse_and_run(app, argc, argv, "mnist_cnn", [&] { return run(f); });
 }

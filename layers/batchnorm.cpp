@@ -14,7 +14,8 @@ BatchNorm2d::BatchNorm2d(std::int64_t num_features, Device& device, BatchNormOpt
   COHORT_MODULE_CHECK(num_features_ >= 1, "num_features must be positive, got ", num_features_);
   COHORT_MODULE_CHECK(options_.eps > 0.0f, "eps must be positive, got ", options_.eps);
   if (options_.affine) {
-    weight_ = register_parameter("weight", Tensor::full(Shape{num_features_}, 1.0, DType::f32, device));
+    weight_ =
+        register_parameter("weight", Tensor::full(Shape{num_features_}, 1.0, DType::f32, device));
     bias_ = register_parameter("bias", Tensor::zeros(Shape{num_features_}, DType::f32, device));
   }
   if (options_.track_running_stats) {
@@ -25,8 +26,8 @@ BatchNorm2d::BatchNorm2d(std::int64_t num_features, Device& device, BatchNormOpt
 }
 
 Shape BatchNorm2d::output_shape_impl(const Shape& input) const {
-  COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == num_features_, "expected 4-D input [N, ", num_features_,
-                      ", H, W], got ", input);
+  COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == num_features_, "expected 4-D input [N, ",
+                      num_features_, ", H, W], got ", input);
   return input;
 }
 
@@ -47,7 +48,8 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x) {
       // host keeps the count (no device read per step); load_state_dict refreshes it.
       ++batches_tracked_;
       ops::fill(buffer("num_batches_tracked"), static_cast<double>(batches_tracked_));
-      momentum = options_.momentum ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
+      momentum =
+          options_.momentum ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
     }
     rm = &mean;
     rv = &buffer("running_var");

@@ -13,10 +13,11 @@ namespace cohort::nn {
 
 Conv2d::Conv2d(const Conv2dOptions& options, Device& device) : Module("Conv2d"), options_(options) {
   const auto& p = options_.p;
-  COHORT_MODULE_CHECK(options_.in_channels >= 1 && options_.out_channels >= 1 && options_.kernel_h >= 1 &&
-                          options_.kernel_w >= 1,
-                      "channels (", options_.in_channels, " -> ", options_.out_channels, ") and kernel (",
-                      options_.kernel_h, "x", options_.kernel_w, ") must be positive");
+  COHORT_MODULE_CHECK(options_.in_channels >= 1 && options_.out_channels >= 1 &&
+                          options_.kernel_h >= 1 && options_.kernel_w >= 1,
+                      "channels (", options_.in_channels, " -> ", options_.out_channels,
+                      ") and kernel (", options_.kernel_h, "x", options_.kernel_w,
+                      ") must be positive");
   COHORT_MODULE_CHECK(p.groups >= 1 && options_.in_channels % p.groups == 0 &&
                           options_.out_channels % p.groups == 0,
                       "groups = ", p.groups, " must divide in_channels (", options_.in_channels,
@@ -28,8 +29,9 @@ Conv2d::Conv2d(const Conv2dOptions& options, Device& device) : Module("Conv2d"),
   const std::int64_t cg = options_.in_channels / p.groups;
   const std::int64_t fan_in = cg * options_.kernel_h * options_.kernel_w;
   weight_ = register_parameter(
-      "weight", kaiming_uniform(Shape{options_.out_channels, cg, options_.kernel_h, options_.kernel_w},
-                                std::sqrt(5.0), fan_in, device));
+      "weight",
+      kaiming_uniform(Shape{options_.out_channels, cg, options_.kernel_h, options_.kernel_w},
+                      std::sqrt(5.0), fan_in, device));
   if (options_.with_bias) {
     const float b = 1.0f / std::sqrt(static_cast<float>(fan_in));
     bias_ = register_parameter("bias", init_uniform(Shape{options_.out_channels}, -b, b, device));
@@ -37,14 +39,14 @@ Conv2d::Conv2d(const Conv2dOptions& options, Device& device) : Module("Conv2d"),
 }
 
 Shape Conv2d::output_shape_impl(const Shape& input) const {
-  COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == options_.in_channels, "expected 4-D input [N, ",
-                      options_.in_channels, ", H, W], got ", input);
+  COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == options_.in_channels,
+                      "expected 4-D input [N, ", options_.in_channels, ", H, W], got ", input);
   const auto& p = options_.p;
   const std::int64_t oh = conv_out_size(input[2], options_.kernel_h, p.stride_h, p.pad_h, p.dil_h);
   const std::int64_t ow = conv_out_size(input[3], options_.kernel_w, p.stride_w, p.pad_w, p.dil_w);
   COHORT_MODULE_CHECK(oh >= 1 && ow >= 1, "input ", input, " is too small for kernel ",
-                      options_.kernel_h, "x", options_.kernel_w, " with padding (", p.pad_h, ", ", p.pad_w,
-                      "), dilation (", p.dil_h, ", ", p.dil_w, ")");
+                      options_.kernel_h, "x", options_.kernel_w, " with padding (", p.pad_h, ", ",
+                      p.pad_w, "), dilation (", p.dil_h, ", ", p.dil_w, ")");
   return Shape{input[0], options_.out_channels, oh, ow};
 }
 

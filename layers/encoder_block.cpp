@@ -33,8 +33,9 @@ EncoderBlock::EncoderBlock(std::int64_t hidden_dim, std::int64_t num_heads, std:
   attn_ = make<MultiheadAttention>(hidden_dim_, num_heads, device);
   dropout_ = make<Dropout>(o.dropout_p);
   ln_2_ = make<LayerNorm>(std::vector<std::int64_t>{hidden_dim_}, device, o.ln_eps);
-  mlp_ = sequential({mlp_linear(hidden_dim_, mlp_dim, device), make<GELU>(), make<Dropout>(o.dropout_p),
-                     mlp_linear(mlp_dim, hidden_dim_, device), make<Dropout>(o.dropout_p)});
+  mlp_ = sequential({mlp_linear(hidden_dim_, mlp_dim, device), make<GELU>(),
+                     make<Dropout>(o.dropout_p), mlp_linear(mlp_dim, hidden_dim_, device),
+                     make<Dropout>(o.dropout_p)});
   register_module("ln_1", ln_1_);
   register_module("self_attention", attn_);
   register_module("dropout", dropout_);
@@ -43,8 +44,8 @@ EncoderBlock::EncoderBlock(std::int64_t hidden_dim, std::int64_t num_heads, std:
 }
 
 Shape EncoderBlock::output_shape_impl(const Shape& input) const {
-  COHORT_MODULE_CHECK(input.rank() == 3 && input[2] == hidden_dim_, "expected input [N, T, ", hidden_dim_,
-                      "] (batch, tokens, hidden_dim), got ", input);
+  COHORT_MODULE_CHECK(input.rank() == 3 && input[2] == hidden_dim_, "expected input [N, T, ",
+                      hidden_dim_, "] (batch, tokens, hidden_dim), got ", input);
   return input;
 }
 

@@ -12,10 +12,10 @@ namespace cohort::nn {
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device& device, bool bias)
     : Module("Linear"), in_features_(in_features), out_features_(out_features) {
-  COHORT_MODULE_CHECK(in_features_ >= 1 && out_features_ >= 1, "in_features (", in_features_, ") and out_features (", out_features_,
-                      ") must be positive");
-  weight_ = register_parameter("weight",
-                               kaiming_uniform(Shape{out_features_, in_features_}, std::sqrt(5.0), in_features_, device));
+  COHORT_MODULE_CHECK(in_features_ >= 1 && out_features_ >= 1, "in_features (", in_features_,
+                      ") and out_features (", out_features_, ") must be positive");
+  weight_ = register_parameter("weight", kaiming_uniform(Shape{out_features_, in_features_},
+                                                         std::sqrt(5.0), in_features_, device));
   if (bias) {
     const float b = 1.0f / std::sqrt(static_cast<float>(in_features_));
     bias_ = register_parameter("bias", init_uniform(Shape{out_features_}, -b, b, device));
@@ -23,8 +23,8 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device& devi
 }
 
 Shape Linear::output_shape_impl(const Shape& input) const {
-  COHORT_MODULE_CHECK(input.rank() >= 1 && input[-1] == in_features_, "expected input [*, ", in_features_,
-                      "], got ", input);
+  COHORT_MODULE_CHECK(input.rank() >= 1 && input[-1] == in_features_, "expected input [*, ",
+                      in_features_, "], got ", input);
   std::vector<std::int64_t> d = input.dims();
   d.back() = out_features_;
   return Shape(d);

@@ -9,13 +9,15 @@ namespace cohort::nn {
 
 Shape AvgPool2d::output_shape_impl(const Shape& input) const {
   COHORT_MODULE_CHECK(input.rank() == 4, "expected 4-D input [N, C, H, W], got ", input);
-  COHORT_MODULE_CHECK(params_.pad_h <= params_.kh / 2 && params_.pad_w <= params_.kw / 2, "padding (", params_.pad_h, ", ",
-                      params_.pad_w, ") must be at most half the kernel size (", params_.kh, ", ", params_.kw,
+  COHORT_MODULE_CHECK(params_.pad_h <= params_.kh / 2 && params_.pad_w <= params_.kw / 2,
+                      "padding (", params_.pad_h, ", ", params_.pad_w,
+                      ") must be at most half the kernel size (", params_.kh, ", ", params_.kw,
                       ")");
-  COHORT_MODULE_CHECK(conv_out_size(input[2], params_.kh, params_.stride_h, params_.pad_h, 1) >= 1 &&
-                          conv_out_size(input[3], params_.kw, params_.stride_w, params_.pad_w, 1) >= 1,
-                      "input ", input, " is smaller than the pooling window ", params_.kh, "x", params_.kw,
-                      " (padding ", params_.pad_h, ", ", params_.pad_w, ")");
+  COHORT_MODULE_CHECK(
+      conv_out_size(input[2], params_.kh, params_.stride_h, params_.pad_h, 1) >= 1 &&
+          conv_out_size(input[3], params_.kw, params_.stride_w, params_.pad_w, 1) >= 1,
+      "input ", input, " is smaller than the pooling window ", params_.kh, "x", params_.kw,
+      " (padding ", params_.pad_h, ", ", params_.pad_w, ")");
   return ops::pool2d_output_shape(input, params_);
 }
 
@@ -39,9 +41,9 @@ ops::Pool2dParams AdaptiveAvgPool2d::params_for(const Shape& input) const {
   COHORT_MODULE_CHECK(out_h_ >= 1 && out_w_ >= 1, "output size (", out_h_, ", ", out_w_,
                       ") must be positive");
   COHORT_MODULE_CHECK(input.rank() == 4, "expected 4-D input [N, C, H, W], got ", input);
-  COHORT_MODULE_CHECK(input[2] % out_h_ == 0 && input[3] % out_w_ == 0 && input[2] >= 1 && input[3] >= 1,
-                      "output size (", out_h_, ", ", out_w_, ") must divide the input's H and W, got ",
-                      input);
+  COHORT_MODULE_CHECK(
+      input[2] % out_h_ == 0 && input[3] % out_w_ == 0 && input[2] >= 1 && input[3] >= 1,
+      "output size (", out_h_, ", ", out_w_, ") must divide the input's H and W, got ", input);
   ops::Pool2dParams p;
   p.kind = PoolKind::avg;
   p.kh = p.stride_h = input[2] / out_h_;

@@ -6,10 +6,11 @@ namespace cohort::nn {
 
 Shape MaxPool2d::output_shape_impl(const Shape& input) const {
   COHORT_MODULE_CHECK(input.rank() == 4, "expected 4-D input [N, C, H, W], got ", input);
-  const std::int64_t eh = (params_.kh - 1) * params_.dil_h + 1, ew = (params_.kw - 1) * params_.dil_w + 1;
-  COHORT_MODULE_CHECK(params_.pad_h <= eh / 2 && params_.pad_w <= ew / 2, "padding (", params_.pad_h, ", ",
-                      params_.pad_w, ") must be at most half the (dilated) kernel size (", eh, ", ", ew,
-                      ")");
+  const std::int64_t eh = (params_.kh - 1) * params_.dil_h + 1,
+                     ew = (params_.kw - 1) * params_.dil_w + 1;
+  COHORT_MODULE_CHECK(params_.pad_h <= eh / 2 && params_.pad_w <= ew / 2, "padding (",
+                      params_.pad_h, ", ", params_.pad_w,
+                      ") must be at most half the (dilated) kernel size (", eh, ", ", ew, ")");
   COHORT_MODULE_CHECK(
       conv_out_size(input[2], params_.kh, params_.stride_h, params_.pad_h, params_.dil_h) >= 1 &&
           conv_out_size(input[3], params_.kw, params_.stride_w, params_.pad_w, params_.dil_w) >= 1,

@@ -1,6 +1,6 @@
-// Residual: y = after(block(x) + shortcut(x)). Backward runs the shortcut first (it was registered last,
-// so its grad-ready hooks fire first, keeping hooks in reverse registration order), then the block,
-// and sums the two input gradients.
+// Residual: y = after(block(x) + shortcut(x)). Backward runs the shortcut first (it was registered
+// last, so its grad-ready hooks fire first, keeping hooks in reverse registration order), then the
+// block, and sums the two input gradients.
 #include "cohort/layers/residual.hpp"
 
 #include "cohort/core/layer_ops.hpp"

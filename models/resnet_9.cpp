@@ -36,10 +36,11 @@ nn::ModulePtr resnet9(Device& dev, const ModelConfig& c) {
        {"conv3", conv_block(dev, 128, 256, true)},
        {"conv4", conv_block(dev, 256, 512, true)},
        {"res2", residual(dev, 512)},
-       {"classifier", nn::sequential({{"0", make<nn::MaxPool2d>(nn::MaxPool2dOptions(c.image_size / 8))},
-                                      {"1", make<nn::Flatten>()},
-                                      {"2", make<nn::Dropout>(0.2f)},
-                                      {"3", make<nn::Linear>(512, c.num_classes, dev)}})}});
+       {"classifier",
+        nn::sequential({{"0", make<nn::MaxPool2d>(nn::MaxPool2dOptions(c.image_size / 8))},
+                        {"1", make<nn::Flatten>()},
+                        {"2", make<nn::Dropout>(0.2f)},
+                        {"3", make<nn::Linear>(512, c.num_classes, dev)}})}});
 }
 
 }  // namespace cohort::models

@@ -22,8 +22,8 @@ class Encoder : public nn::Module {
  public:
   Encoder(i64 seq_length, const ViTConfig& c, Device& dev)
       : Module("Encoder"), seq_len_(seq_length), hidden_dim_(c.hidden_dim) {
-    pos_ = register_parameter("pos_embedding",
-                              nn::init_normal(Shape{1, seq_len_, hidden_dim_}, 0.0f, 0.02f, dev));  // BERT's
+    pos_ = register_parameter("pos_embedding", nn::init_normal(Shape{1, seq_len_, hidden_dim_},
+                                                               0.0f, 0.02f, dev));  // BERT's
     dropout_ = nn::make<nn::Dropout>(c.dropout);
     layers_ = nn::make<nn::Sequential>();
     for (i64 i = 0; i < c.num_layers; ++i)
@@ -93,7 +93,8 @@ class VisionTransformer : public nn::Module {
     grid_ = c.image_size / c.patch_size;
     tokens_ = grid_ * grid_;
     const i64 d = c.hidden_dim;
-    class_token_ = register_parameter("class_token", Tensor::zeros(Shape{1, 1, d}, DType::f32, dev));
+    class_token_ =
+        register_parameter("class_token", Tensor::zeros(Shape{1, 1, d}, DType::f32, dev));
     conv_proj_ = nn::make<nn::Conv2d>(
         nn::Conv2dOptions(c.in_channels, d, c.patch_size).stride(c.patch_size), dev);
     const i64 fan_in = c.in_channels * c.patch_size * c.patch_size;

@@ -53,7 +53,8 @@ std::string ascii_plot(const std::vector<double>& values, const std::string& tit
   const std::string right = label;
   std::string axis = std::string(12, ' ') + "1";
   const std::size_t end_col = 12 + cols;
-  if (end_col > axis.size() + right.size()) axis += std::string(end_col - axis.size() - right.size(), ' ');
+  if (end_col > axis.size() + right.size())
+    axis += std::string(end_col - axis.size() - right.size(), ' ');
   out += axis + right + "\n";
   return out;
 }

@@ -30,7 +30,8 @@ MetricsWriter::~MetricsWriter() {
   if (file_) std::fclose(file_);
 }
 
-MetricsWriter::MetricsWriter(MetricsWriter&& o) noexcept : file_(o.file_), path_(std::move(o.path_)) {
+MetricsWriter::MetricsWriter(MetricsWriter&& o) noexcept
+    : file_(o.file_), path_(std::move(o.path_)) {
   o.file_ = nullptr;
 }
 MetricsWriter& MetricsWriter::operator=(MetricsWriter&& o) noexcept {

@@ -63,7 +63,8 @@ std::string PhaseTimer::summary() const {
     if (nested(name)) continue;  // printed under its parent
     row(name, seconds_.at(name));
     for (const auto& child : order_)
-      if (nested(child) && parent_.at(child) == name) row("  of which " + child, seconds_.at(child));
+      if (nested(child) && parent_.at(child) == name)
+        row("  of which " + child, seconds_.at(child));
   }
   std::snprintf(line, sizeof line, "%-20s %10.3f %10.3f %6.1f%%  (%lld steps)\n", "total", all,
                 per_step * all, 100.0, static_cast<long long>(steps_));

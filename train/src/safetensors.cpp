@@ -33,7 +33,8 @@ const char* st_dtype(DType dt) {
 }
 
 bool parse_dtype(const std::string& s, DType* dt) {
-  for (DType d : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8})
+  for (DType d :
+       {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8})
     if (s == st_dtype(d)) {
       *dt = d;
       return true;

@@ -28,11 +28,14 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                  optim::Scheduler* scheduler, TrainerOptions options)
     : model_(model), loss_(loss), opt_(optimizer), sched_(scheduler), options_(std::move(options)) {
   COHORT_CHECK(options_.epochs >= 1, "Trainer: epochs must be >= 1, got ", options_.epochs);
-  COHORT_CHECK(options_.log_interval >= 1, "Trainer: log interval must be >= 1, got ", options_.log_interval);
-  COHORT_CHECK(options_.accumulation >= 1, "Trainer: accumulation must be >= 1, got ", options_.accumulation);
-  COHORT_CHECK(options_.max_steps == -1 || options_.max_steps >= 1, "Trainer: max steps must be >= 1 or -1, got ",
-               options_.max_steps);
-  COHORT_CHECK(options_.world_size >= 1, "Trainer: world size must be >= 1, got ", options_.world_size);
+  COHORT_CHECK(options_.log_interval >= 1, "Trainer: log interval must be >= 1, got ",
+               options_.log_interval);
+  COHORT_CHECK(options_.accumulation >= 1, "Trainer: accumulation must be >= 1, got ",
+               options_.accumulation);
+  COHORT_CHECK(options_.max_steps == -1 || options_.max_steps >= 1,
+               "Trainer: max steps must be >= 1 or -1, got ", options_.max_steps);
+  COHORT_CHECK(options_.world_size >= 1, "Trainer: world size must be >= 1, got ",
+               options_.world_size);
   ddp_ = dynamic_cast<parallel::DistributedDataParallel*>(&model_);
   comm_ = options_.communicator.get();
   if (ddp_) {
@@ -41,8 +44,9 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     comm_ = &ddp_->communicator();
   }
   if (comm_) {
-    COHORT_CHECK(options_.world_size == 1 || options_.world_size == comm_->size(), "Trainer: world_size ",
-                 options_.world_size, " contradicts the communicator's ", comm_->size(), " ranks");
+    COHORT_CHECK(options_.world_size == 1 || options_.world_size == comm_->size(),
+                 "Trainer: world_size ", options_.world_size, " contradicts the communicator's ",
+                 comm_->size(), " ranks");
     options_.world_size = comm_->size();
     options_.distributed_eval = comm_->size() > 1;
     if (comm_->size() > 1) {
@@ -61,7 +65,8 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     options_.tensorboard_dir.clear();
   }
   if (!options_.metrics_path.empty()) metrics_ = MetricsWriter(options_.metrics_path);
-  if (!options_.tensorboard_dir.empty()) tensorboard_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
+  if (!options_.tensorboard_dir.empty())
+    tensorboard_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
 }
 
 Trainer::~Trainer() = default;
@@ -72,11 +77,14 @@ int Trainer::world_size() const { return static_cast<int>(options_.world_size); 
 void Trainer::log_scalars(const std::string& prefix,
                           const std::vector<std::pair<std::string, double>>& values) {
   if (!tensorboard_) return;
-  for (const auto& [name, v] : values) tensorboard_->add_scalar(prefix + "/" + name, v, global_step_);
+  for (const auto& [name, v] : values)
+    tensorboard_->add_scalar(prefix + "/" + name, v, global_step_);
 }
 
 double Trainer::images_per_s() const {
-  return train_seconds_ > 0 ? static_cast<double>(train_samples_ * options_.world_size) / train_seconds_ : 0.0;
+  return train_seconds_ > 0
+             ? static_cast<double>(train_samples_ * options_.world_size) / train_seconds_
+             : 0.0;
 }
 
 namespace {
@@ -160,7 +168,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   data::Batch batch;
   const CheckFiniteGuard guard{loss_, loss_.check_finite()};
   PendingLosses pending;
-  const std::int64_t capacity = options_.accumulation * std::max<std::int64_t>(1, std::min(options_.log_interval, steps));
+  const std::int64_t capacity =
+      options_.accumulation * std::max<std::int64_t>(1, std::min(options_.log_interval, steps));
   bool deferred = false;  // the model's device is not host-accessible: read losses at log points
   std::string device_name;
   // Reads the pending losses back into the history and the epoch sum; returns the last one. On a
@@ -186,8 +195,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   for (std::int64_t step = 0; step < steps; ++step) {
     std::int64_t k_done = 0;
     // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
-    const std::int64_t k_this =
-        std::max<std::int64_t>(1, std::min(options_.accumulation, micro - step * options_.accumulation));
+    const std::int64_t k_this = std::max<std::int64_t>(
+        1, std::min(options_.accumulation, micro - step * options_.accumulation));
     for (std::int64_t k = 0; k < k_this; ++k) {
       const bool got = timer_.time("data", [&] { return train.next(batch); }, "data");
       if (!got) break;
@@ -227,7 +236,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     if (deferred && !log_point) continue;
     const double step_loss = read_back(step);
     const double elapsed = seconds_since(t0);
-    const double ips = elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0;
+    const double ips =
+        elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0;
     if (options_.show_progress) bar.update(step, step_loss, ips);
     if (log_point)
       log_scalars("train", {{"loss", step_loss}, {"lr", opt_.lr()}, {"images_per_s", ips}});
@@ -266,7 +276,8 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     Tensor out = model_.forward(batch.images);
     loss_.forward(out, batch.labels);
     const std::int64_t n = batch.images.dim(0);
-    loss_sum += loss_.value() * (loss_.reduction() == nn::Reduction::mean ? static_cast<double>(n) : 1.0);
+    loss_sum +=
+        loss_.value() * (loss_.reduction() == nn::Reduction::mean ? static_cast<double>(n) : 1.0);
     Tensor pred = Tensor::empty({n}, DType::i64, out.device());
     ops::argmax_last(out, pred);
     const auto p = pred.to_vector<std::int64_t>();
@@ -283,10 +294,13 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     loss_sum = sums[0];
     r.correct = std::llround(sums[1]);
     r.samples = std::llround(sums[2]);
-  } else if (reduce_metric && options_.distributed_eval) {  // sums across ranks, via the average the hook computes
+  } else if (reduce_metric &&
+             options_.distributed_eval) {  // sums across ranks, via the average the hook computes
     loss_sum = reduce_metric(loss_sum) * static_cast<double>(options_.world_size);
-    r.correct = std::llround(reduce_metric(static_cast<double>(r.correct)) * static_cast<double>(options_.world_size));
-    r.samples = std::llround(reduce_metric(static_cast<double>(r.samples)) * static_cast<double>(options_.world_size));
+    r.correct = std::llround(reduce_metric(static_cast<double>(r.correct)) *
+                             static_cast<double>(options_.world_size));
+    r.samples = std::llround(reduce_metric(static_cast<double>(r.samples)) *
+                             static_cast<double>(options_.world_size));
   }
   r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : 0.0;
   r.accuracy = r.samples ? static_cast<double>(r.correct) / static_cast<double>(r.samples) : 0.0;
@@ -325,7 +339,8 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
     }
     std::vector<std::pair<std::string, double>> epoch_scalars = {
         {"loss", r.train_loss}, {"images_per_s", r.images_per_s}};
-    for (const auto& [phase, ms] : timer_.mean_ms()) epoch_scalars.emplace_back("phase_ms_" + phase, ms);
+    for (const auto& [phase, ms] : timer_.mean_ms())
+      epoch_scalars.emplace_back("phase_ms_" + phase, ms);
     log_scalars("epoch", epoch_scalars);
     if (test) log_scalars("eval", {{"loss", r.eval.loss}, {"accuracy", r.eval.accuracy}});
     if (sched_) sched_->step();

@@ -15,7 +15,8 @@ class ActivationLayer : public Module {
   float alpha() const { return alpha_; }
 
  protected:
-  ActivationLayer(std::string type, Activation f, float alpha) : Module(std::move(type)), function_(f), alpha_(alpha) {}
+  ActivationLayer(std::string type, Activation f, float alpha)
+      : Module(std::move(type)), function_(f), alpha_(alpha) {}
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override { return input; }

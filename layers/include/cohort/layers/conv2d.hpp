@@ -19,11 +19,23 @@ struct Conv2dOptions {
   Conv2dOptions(std::int64_t in, std::int64_t out, std::int64_t kh, std::int64_t kw)
       : in_channels(in), out_channels(out), kernel_h(kh), kernel_w(kw) {}
   Conv2dOptions& stride(std::int64_t s) { return stride(s, s); }
-  Conv2dOptions& stride(std::int64_t h, std::int64_t w) { p.stride_h = h; p.stride_w = w; return *this; }
+  Conv2dOptions& stride(std::int64_t h, std::int64_t w) {
+    p.stride_h = h;
+    p.stride_w = w;
+    return *this;
+  }
   Conv2dOptions& padding(std::int64_t s) { return padding(s, s); }
-  Conv2dOptions& padding(std::int64_t h, std::int64_t w) { p.pad_h = h; p.pad_w = w; return *this; }
+  Conv2dOptions& padding(std::int64_t h, std::int64_t w) {
+    p.pad_h = h;
+    p.pad_w = w;
+    return *this;
+  }
   Conv2dOptions& dilation(std::int64_t s) { return dilation(s, s); }
-  Conv2dOptions& dilation(std::int64_t h, std::int64_t w) { p.dil_h = h; p.dil_w = w; return *this; }
+  Conv2dOptions& dilation(std::int64_t h, std::int64_t w) {
+    p.dil_h = h;
+    p.dil_w = w;
+    return *this;
+  }
   Conv2dOptions& groups(std::int64_t g) { p.groups = g; return *this; }
   Conv2dOptions& bias(bool b) { with_bias = b; return *this; }
 

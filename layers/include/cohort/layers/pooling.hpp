@@ -17,11 +17,23 @@ struct MaxPool2dOptions {
     p.kw = p.stride_w = kw;
   }
   MaxPool2dOptions& stride(std::int64_t s) { return stride(s, s); }
-  MaxPool2dOptions& stride(std::int64_t h, std::int64_t w) { p.stride_h = h; p.stride_w = w; return *this; }
+  MaxPool2dOptions& stride(std::int64_t h, std::int64_t w) {
+    p.stride_h = h;
+    p.stride_w = w;
+    return *this;
+  }
   MaxPool2dOptions& padding(std::int64_t s) { return padding(s, s); }
-  MaxPool2dOptions& padding(std::int64_t h, std::int64_t w) { p.pad_h = h; p.pad_w = w; return *this; }
+  MaxPool2dOptions& padding(std::int64_t h, std::int64_t w) {
+    p.pad_h = h;
+    p.pad_w = w;
+    return *this;
+  }
   MaxPool2dOptions& dilation(std::int64_t s) { return dilation(s, s); }
-  MaxPool2dOptions& dilation(std::int64_t h, std::int64_t w) { p.dil_h = h; p.dil_w = w; return *this; }
+  MaxPool2dOptions& dilation(std::int64_t h, std::int64_t w) {
+    p.dil_h = h;
+    p.dil_w = w;
+    return *this;
+  }
   ops::Pool2dParams p;
 };
 
@@ -34,9 +46,17 @@ struct AvgPool2dOptions {
     p.kw = p.stride_w = kw;
   }
   AvgPool2dOptions& stride(std::int64_t s) { return stride(s, s); }
-  AvgPool2dOptions& stride(std::int64_t h, std::int64_t w) { p.stride_h = h; p.stride_w = w; return *this; }
+  AvgPool2dOptions& stride(std::int64_t h, std::int64_t w) {
+    p.stride_h = h;
+    p.stride_w = w;
+    return *this;
+  }
   AvgPool2dOptions& padding(std::int64_t s) { return padding(s, s); }
-  AvgPool2dOptions& padding(std::int64_t h, std::int64_t w) { p.pad_h = h; p.pad_w = w; return *this; }
+  AvgPool2dOptions& padding(std::int64_t h, std::int64_t w) {
+    p.pad_h = h;
+    p.pad_w = w;
+    return *this;
+  }
   AvgPool2dOptions& count_include_pad(bool b) { p.count_include_pad = b; return *this; }
   ops::Pool2dParams p;
 };
@@ -75,7 +95,8 @@ class AvgPool2d : public Module {
 
 class AdaptiveAvgPool2d : public Module {
  public:
-  explicit AdaptiveAvgPool2d(std::int64_t output_size) : AdaptiveAvgPool2d(output_size, output_size) {}
+  explicit AdaptiveAvgPool2d(std::int64_t output_size)
+      : AdaptiveAvgPool2d(output_size, output_size) {}
   AdaptiveAvgPool2d(std::int64_t out_h, std::int64_t out_w)
       : Module("AdaptiveAvgPool2d"), out_h_(out_h), out_w_(out_w) {}
 
