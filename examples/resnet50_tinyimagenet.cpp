@@ -9,11 +9,9 @@
 #include "common/zoo_train.hpp"
 
 int main(int argc, char** argv) {
-  return examples::zoo_main(argc, argv,
-                            {"resnet50_tinyimagenet",
-                             "ResNet-50 on TinyImageNet (64x64, 200 classes)",
-                             "resnet50",
-                             {"resnet50", "resnet9", "cnn_b", "cnn_a", "vit"},
-                             "tinyimagenet",
-                             {"tinyimagenet", "fashion-mnist"}});
+  return examples::zoo_main(
+      argc, argv,
+      {"resnet50_tinyimagenet", "ResNet-50 on TinyImageNet (64x64, 200 classes)",
+       "resnet50", {"resnet50", "resnet9", "cnn_b", "cnn_a", "vit"},  // default model, accepted
+       "tinyimagenet", {"tinyimagenet", "fashion-mnist"}});           // default data set, accepted
 }
