@@ -3,7 +3,7 @@
 // libraries, and a list you can read is a list you can grep.
 #include <sstream>
 
-#include "cohort/core/dispatch.hpp"
+#include "cohort/backend/dispatch.hpp"
 #include "cohort/devices.hpp"
 #include "host/host_device.hpp"
 #if COHORT_HAVE_CUDA
@@ -19,7 +19,7 @@ const std::vector<DeviceFactory>& device_factories() {
 #endif
       host::factory(),
   };
-  // Ops a device does not support run on the host (cohort/core/dispatch.hpp). Set here, where
+  // Ops a device does not support run on the host (cohort/backend/dispatch.hpp). Set here, where
   // every device lookup passes, rather than by a static object (see the file comment).
   static const bool fallback_set = [] {
     dispatch::set_fallback_device(all.back().get(0));

@@ -9,6 +9,7 @@
 // projection's rows into heads) and [N, H, T, dh] <-> [N, T, H, dh] (heads back side by side).
 #include <cmath>
 
+#include "cohort/core/device.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/layers/attention.hpp"

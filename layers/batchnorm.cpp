@@ -2,6 +2,7 @@
 // (batch_norm_forward), the three gradients another. What this file decides is PyTorch's policy:
 // which statistics a mode uses, the momentum (fixed, or 1 / num_batches_tracked when momentum is
 // None), and the num_batches_tracked counter.
+#include "cohort/core/device.hpp"
 #include "cohort/layers/batchnorm.hpp"
 
 #include "cohort/core/layer_ops.hpp"

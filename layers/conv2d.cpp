@@ -1,8 +1,9 @@
 // Conv2d: the work is the device's conv2d ops (on the host oneDNN's convolution,
-// backends/host/conv2d.cpp, or the shared im2col + GEMM with COHORT_HOST_CONV=im2col; cuDNN on a
-// GPU); this file owns the parameters, the checks that name the layer, and the order of the
-// backward products (bias and weight gradients first, so their grad-ready hooks fire before the
-// input gradient is computed).
+// backends/host/conv2d.cpp, or with COHORT_HOST_CONV=im2col the shared im2col + GEMM of
+// backends/common/ops/conv2d.hpp; cuDNN on a GPU); this file owns the parameters, the checks that
+// name the layer, and the order of the backward products (bias and weight gradients first, so
+// their grad-ready hooks fire before the input gradient is computed).
+#include "cohort/core/device.hpp"
 #include "cohort/layers/conv2d.hpp"
 
 #include <cmath>

@@ -1,5 +1,6 @@
 // Linear: one GEMM forward (x W^T, bias added in a second pass over the small output), three
 // products backward: dbias = column sums of dy, dW += dy^T x, dx = dy W.
+#include "cohort/core/device.hpp"
 #include "cohort/layers/linear.hpp"
 
 #include <cmath>

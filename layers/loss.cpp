@@ -1,5 +1,6 @@
 // The Loss base: the forward/backward pairing and the finite-loss check shared by every loss;
 // and the target check and reduction the losses share (loss_shared.hpp).
+#include "cohort/core/device.hpp"
 #include "cohort/layers/loss.hpp"
 
 #include "cohort/core/ops.hpp"

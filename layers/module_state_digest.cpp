@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "cohort/core/device.hpp"
 #include "cohort/core/hash.hpp"
 #include "cohort/layers/module.hpp"
 

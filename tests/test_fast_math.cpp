@@ -17,7 +17,8 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/devices.hpp"
 #include "common/fast_math.hpp"
-#include "common/layer_kernels.hpp"
+#include "common/ops/activation.hpp"
+#include "common/ops/softmax_loss.hpp"
 
 using cohort::Activation;
 using cohort::Tensor;

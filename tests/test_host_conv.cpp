@@ -21,7 +21,7 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/devices.hpp"
 #include "common/testing.hpp"
-#include "host/host_conv.hpp"
+#include "host/conv2d.hpp"
 
 using cohort::Conv2dArgs;
 using cohort::testing::error_of;

@@ -14,7 +14,7 @@
 // The gain is in the vectorised loop only: called once per element from a loop that stays
 // scalar, fast_exp is slower than glibc's table-driven expf (softmax forward went from 4.6 to
 // 8.8 ns per element that way), so callers keep such calls in loops of their own (softmax's
-// exponentials are computed in a pass before their sum; see layer_kernels.hpp).
+// exponentials are computed in a pass before their sum; see ops/softmax_loss.hpp).
 //
 // Selects are bit masks (fast_math_detail::select), not `c ? a : b`: with GCC's default
 // -ftrapping-math a ternary lets the optimiser move one arm's float operations under a branch
@@ -43,22 +43,22 @@
 //     Both branches are computed and one selected. The coefficients were fitted for this file by
 //     a Remez exchange against double-precision erf / erfc.
 //
-// Rules as in kernels.hpp: no allocation, no exceptions.
+// Rules as in ops/common.hpp: no allocation, no exceptions.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#include "common/kernels.hpp"
+#include "common/ops/common.hpp"
 
 namespace cohort::kernels {
 
 // Forced inline on the host: a call per element is what stops a loop from vectorising, and
 // GCC's -O3 heuristics otherwise leave exp_host, fast_erf, or GELU's Act<>::f that calls it, out
-// of line in the large host_ops.cpp (which of them depends on the size of everything else there).
+// of line in the large host TU that runs every family (which of them depends on the size of everything else there).
 // COHORT_HD_ALWAYS_INLINE is COHORT_HD that is always inlined on the host too (under nvcc,
-// COHORT_HD is __forceinline__ already); layer_kernels.hpp uses it for the functions on the path
+// COHORT_HD is __forceinline__ already); the op families use it for the functions on the path
 // from an element loop to these.
 #if defined(__GNUC__)
 #define COHORT_FAST_MATH_INLINE inline __attribute__((always_inline))

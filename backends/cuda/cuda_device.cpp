@@ -1,7 +1,8 @@
 // The CUDA device's memory (the caching allocator over cudaMalloc / cudaFree, pinned host memory),
-// copies, streams and events through the CUDA runtime, its GEMMs and GEMVs through cuBLAS (with the
-// arguments of seams/cublas_gemm.hpp), and the registry's entry. Plain C++ (the host compiler
-// builds it); the op table's kernels are cuda_ops.cu, the only file that needs nvcc.
+// copies, streams and events through the CUDA runtime, its library handles, and the registry's
+// entry. Plain C++ (the host compiler builds it); the op table is op_table.cu, the only file that
+// needs nvcc, and each op family's vendor calls are in the file named after it (gemm.cpp,
+// conv2d.cpp, ...).
 #include "cuda_device.hpp"
 
 #include <cublas_v2.h>
@@ -15,8 +16,7 @@
 #include "cohort/core/math_mode.hpp"
 #include "common/caching_allocator.hpp"
 #include "cuda_check.hpp"
-#include "cudnn_ops.hpp"
-#include "cuda/seams/cublas_gemm.hpp"
+#include "cudnn.hpp"
 
 namespace cohort::cuda {
 namespace {
@@ -312,86 +312,6 @@ void CudaDevice::synchronize_stream(void* s) {
   void* compute = stream();
   if (s == nullptr || s == compute) count_wait();
   COHORT_CHECK_CUDA(cudaStreamSynchronize(as_stream(s ? s : compute)));
-}
-
-// ---- GEMM and GEMV through cuBLAS ----
-// Every argument comes from the plain-value seam (seams/cublas_gemm.hpp, checked on the CPU by
-// tests/vendor); this section only converts the transpose codes and issues the call.
-
-static_assert(CUBLAS_OP_N == seams::kCublasOpN && CUBLAS_OP_T == seams::kCublasOpT,
-              "cuda/seams/cublas_gemm.hpp numbers cublasOperation_t as cublas_api.h does");
-
-namespace {
-cublasOperation_t as_op(int op) { return static_cast<cublasOperation_t>(op); }
-}  // namespace
-
-void CudaDevice::set_math_mode(void* handle) {
-  // Full FP32 products unless the user allowed TF32 (cohort/core/math_mode.hpp); read per call so a
-  // change of the mode applies to the next GEMM, but set on the handle only when it changes: the
-  // handle is shared by everything this device runs (see the threads contract in the header).
-  const int want = allow_tf32() ? 1 : 0;
-  if (math_mode_ == want) return;
-  COHORT_CHECK_CUBLAS(cublasSetMathMode(static_cast<cublasHandle_t>(handle),
-                                        want ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  math_mode_ = want;
-}
-
-void CudaDevice::gemm(const GemmArgs& g) {
-  // The _64 entry points take 64-bit extents, so no size needs narrowing to int.
-  const seams::CublasGemm v = seams::cublas_gemm(g);
-  void* h = blas();
-  set_math_mode(h);
-  const cublasStatus_t st =
-      cublasSgemm_64(as_blas(h), as_op(v.transa), as_op(v.transb), v.m, v.n, v.k, &v.alpha, v.A,
-                     v.lda, v.B, v.ldb, &v.beta, v.C, v.ldc);
-  if (st != CUBLAS_STATUS_SUCCESS)
-    ::cohort::detail::throw_error(
-        __FILE__, __LINE__, "cublasSgemm_64", "cuda",
-        ::cohort::detail::concat("sgemm on ", name(), " failed (", detail::describe(st),
-                                 ") for m=", g.m, " n=", g.n, " k=", g.k, " lda=", g.lda,
-                                 " ldb=", g.ldb, " ldc=", g.ldc, g.trans_a ? " trans_a" : "",
-                                 g.trans_b ? " trans_b" : ""));
-}
-
-void CudaDevice::gemm_batched(const calls::GemmBatched& g) {
-  const seams::CublasGemm v = seams::cublas_gemm_batched(g);
-  void* h = blas();
-  set_math_mode(h);
-  const cublasStatus_t st = cublasSgemmStridedBatched_64(
-      as_blas(h), as_op(v.transa), as_op(v.transb), v.m, v.n, v.k, &v.alpha, v.A, v.lda,
-      v.stride_a, v.B, v.ldb, v.stride_b, &v.beta, v.C, v.ldc, v.stride_c, v.batch);
-  if (st != CUBLAS_STATUS_SUCCESS)
-    ::cohort::detail::throw_error(
-        __FILE__, __LINE__, "cublasSgemmStridedBatched_64", "cuda",
-        ::cohort::detail::concat("batched sgemm on ", name(), " failed (", detail::describe(st),
-                                 ") for batch=", g.batch, " m=", g.m, " n=", g.n, " k=", g.k));
-}
-
-void CudaDevice::gemv(const seams::CublasGemv& v) {
-  // No math mode applies: sgemv has no tensor-op variant.
-  const cublasStatus_t st =
-      cublasSgemv_64(as_blas(blas()), as_op(v.trans), v.m, v.n, &v.alpha, v.A, v.lda, v.x,
-                     v.incx, &v.beta, v.y, v.incy);
-  if (st != CUBLAS_STATUS_SUCCESS)
-    ::cohort::detail::throw_error(
-        __FILE__, __LINE__, "cublasSgemv_64", "cuda",
-        ::cohort::detail::concat("sgemv on ", name(), " failed (", detail::describe(st),
-                                 ") for m=", v.m, " n=", v.n, " lda=", v.lda));
-}
-
-float* CudaDevice::ones_block(std::int64_t n, std::int64_t* to_fill) {
-  *to_fill = 0;
-  if (n <= ones_count_) return ones_;
-  // Grown geometrically, so a slowly rising batch size reallocates O(log) times. The old block
-  // goes back to the cache in stream order: gemvs already enqueued still read it first.
-  std::int64_t count = ones_count_ * 2 > n ? ones_count_ * 2 : n;
-  if (count < 1024) count = 1024;
-  float* p = static_cast<float*>(allocate(static_cast<std::size_t>(count) * sizeof(float)));
-  if (ones_) deallocate(ones_, static_cast<std::size_t>(ones_count_) * sizeof(float));
-  ones_ = p;
-  ones_count_ = count;
-  *to_fill = count;
-  return ones_;
 }
 
 // ---- registry entry ----

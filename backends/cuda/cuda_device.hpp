@@ -1,10 +1,11 @@
 // The CUDA device: one object per visible GPU, memory from our caching allocator over cudaMalloc /
 // cudaFree (backends/common/caching_allocator.hpp: freed blocks are reused in compute-stream order,
 // so after a training loop's first step neither is called and no free synchronises the device),
-// every op enqueued on the device's compute stream: convolutions, training batch norm and softmax
-// through cuDNN (cudnn_ops.cpp), GEMMs and the linear bias gradient (a GEMV) through cuBLAS, maps
-// and row reductions through Thrust (backends/common/thrust_ops.hpp), the rest through the shared
-// implementation of backends/common/op_impl.hpp launched as grid-stride kernels (cuda_ops.cu).
+// every op enqueued on the device's compute stream (op_table.cu): the shared op families of
+// backends/common/ops/ on Thrust (thrust_exec.hpp), with the vendor calls of each family in the file
+// named after it: convolutions (conv2d.cpp), training batch norm (norm.cpp) and softmax
+// (softmax_loss.cpp) through cuDNN, GEMMs (gemm.cpp) and the linear bias gradient (activation.cpp)
+// through cuBLAS.
 // Pinned host memory (cudaHostAlloc) and asynchronous uploads serve the data loader's staging.
 //
 // Internal header: backends/registry.cpp includes it, so it names no CUDA type; the stream and the
@@ -28,6 +29,7 @@
 #include <mutex>
 #include <string>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/device.hpp"
 
 namespace cohort::memory {
@@ -84,20 +86,21 @@ class CudaDevice final : public Device {
   void synchronize_event(void* event) override;
   void synchronize_stream(void* stream) override;
 
-  // cuda_ops.cu: Thrust, else the shared implementation as grid-stride kernels; GEMM below.
+  // op_table.cu: the shared families on Thrust, vendor libraries first where they take the op.
   bool supports(const OpCall& call) const override;
   void run(const OpCall& call) override;
 
-  // Row-major sgemm through cuBLAS on the compute stream (m, n, k >= 1).
+  // Row-major sgemm through cuBLAS on the compute stream (m, n, k >= 1); gemm.cpp.
   void gemm(const GemmArgs& g);
   // The same for a strided batch, one cuBLAS call (m, n, k, batch >= 1).
   void gemm_batched(const calls::GemmBatched& g);
-  // cublasSgemv_64 on the compute stream with the seam's values (seams/cublas_gemm.hpp).
+  // cublasSgemv_64 on the compute stream with the seam's values (seams/cublas_gemm.hpp);
+  // activation.cpp, with ones_block().
   void gemv(const seams::CublasGemv& v);
   // Device memory for at least n floats, kept for the device's lifetime: the ones vector the linear
   // bias gradient multiplies by. *to_fill is 0 when the block already holds ones, else the count of
   // floats of a new block (contents undefined) that the caller sets to 1 on the compute stream
-  // before use (cuda_ops.cu: this file is compiled without nvcc).
+  // before use (op_table.cu: activation.cpp is compiled without nvcc).
   float* ones_block(std::int64_t n, std::int64_t* to_fill);
   // Makes this device current and returns its compute stream (a cudaStream_t), creating it on
   // first use.

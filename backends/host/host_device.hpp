@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/device.hpp"
 #include "cohort/devices.hpp"
 
@@ -28,8 +29,8 @@ class HostDevice final : public Device {
   // No cache: every allocation is a raw one (aligned_alloc), every free a raw free.
   MemoryStats memory_stats() const override;
 
-  // Every op through the shared implementation (backends/common/op_impl.hpp) with the host
-  // executor of host_ops.cpp: Kokkos on the host execution space, GEMM through oneDNN.
+  // Every op through the shared families (backends/common/ops/) with the host executor of
+  // op_table.cpp: Kokkos on the host execution space, GEMM and convolutions through oneDNN.
   bool supports(const OpCall& call) const override;
   void run(const OpCall& call) override;
 
@@ -50,8 +51,5 @@ void ensure_kokkos();
 const HostThreads& configure_threads();
 // cohort::set_host_threads: the count from now on, the governor off (thread_governor.hpp).
 void set_threads(int threads);
-
-// GEMM through oneDNN (kept in its own file so the BLAS choice is one room).
-void sgemm(const GemmArgs& g);
 
 }  // namespace cohort::host

@@ -110,7 +110,7 @@ void on_fork_child() {
 
 bool in_forked_child() { return forked_child.load(std::memory_order_relaxed); }
 
-void follow_contention() {
+void adapt_threads_to_load() {
   // Inside a team (a host launch split between threads) omp_set_num_threads would set only that
   // worker's count while the governor believed it had changed the process's.
   if (in_forked_child() || omp_in_parallel()) return;

@@ -45,7 +45,7 @@ std::int64_t process_run_delay_ns();
 // Called before each oneDNN call: at most once per period reads the delay and applies decide()
 // through omp_set_num_threads. A no-op when off: OMP_NUM_THREADS set by the user, one thread
 // anyway, COHORT_HOST_THREADS_ADAPT=0, or no schedstat.
-void follow_contention();
+void adapt_threads_to_load();
 // Turns the governor off for good (set_host_threads: the user's count wins).
 void stop_following_contention();
 

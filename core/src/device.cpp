@@ -1,6 +1,7 @@
 // Device selection over a list of factories. The list itself is written by hand in
 // backends/registry.cpp; keeping the policy here lets tests drive it with fake factories.
 #include "cohort/core/device.hpp"
+#include "cohort/backend/op_list.hpp"
 
 #include <cstdlib>
 #include <string>

@@ -1,7 +1,7 @@
-// The fallback path of the op front ends (cohort/core/dispatch.hpp): copy the operands to the
+// The fallback path of the op front ends (cohort/backend/dispatch.hpp): copy the operands to the
 // host device, run the call there, copy the outputs back. Copies are synchronous, so the outputs
 // are in place on the original device when this returns, like any other op.
-#include "cohort/core/dispatch.hpp"
+#include "cohort/backend/dispatch.hpp"
 
 #include <array>
 #include <atomic>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cohort/core/device.hpp"
-#include "cohort/core/dispatch.hpp"
+#include "cohort/backend/dispatch.hpp"
 #include "cohort/core/error.hpp"
 
 namespace cohort {

@@ -3,7 +3,7 @@
 
 #include <type_traits>
 
-#include "cohort/core/dispatch.hpp"
+#include "cohort/backend/dispatch.hpp"
 
 namespace cohort::ops {
 namespace {

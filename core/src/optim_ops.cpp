@@ -1,7 +1,7 @@
 // Argument checks for the fused optimizer ops, then one call into the device's op table.
 #include "cohort/core/optim_ops.hpp"
 
-#include "cohort/core/dispatch.hpp"
+#include "cohort/backend/dispatch.hpp"
 
 namespace cohort::ops {
 namespace {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <utility>
 
-#include "cohort/core/dispatch.hpp"
+#include "cohort/backend/dispatch.hpp"
 #include "cohort/core/ops.hpp"
 
 namespace cohort {

@@ -1,5 +1,6 @@
 // The optimizer base: groups, the checked step loop, zero_grad and state save/restore. The
 // per-parameter math lives in each optimizer's file and, below that, in one fused device op.
+#include "cohort/core/device.hpp"
 #include "cohort/optim/optimizer.hpp"
 
 #include <cerrno>

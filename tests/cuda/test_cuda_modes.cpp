@@ -25,7 +25,7 @@
 #include "cohort/devices.hpp"
 #if COHORT_TEST_CUDNN_ALGOS
 #include "cuda/cuda_device.hpp"
-#include "cuda/cudnn_ops.hpp"
+#include "cuda/cudnn.hpp"
 #endif
 
 using namespace cohort;

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/devices.hpp"
 #include "common/host_memory_device.hpp"
 

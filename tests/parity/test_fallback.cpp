@@ -1,11 +1,11 @@
-// The host fallback of the op front ends (cohort/core/dispatch.hpp): a device that supports only
+// The host fallback of the op front ends (cohort/backend/dispatch.hpp): a device that supports only
 // part of the op table (partial_device.hpp) still trains the MNIST CNN, bit for bit as the host
 // does, and only the ops and cases it denies are counted as fallbacks.
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "cohort/core/dispatch.hpp"
+#include "cohort/backend/dispatch.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/layers.hpp"
 #include "cohort/optim.hpp"

@@ -23,6 +23,7 @@
 #include <variant>
 #include <vector>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/tensor.hpp"

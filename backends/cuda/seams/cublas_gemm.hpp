@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 
 namespace cohort::cuda::seams {
 

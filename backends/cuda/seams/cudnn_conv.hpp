@@ -1,7 +1,7 @@
-// The values every cuDNN convolution call of cudnn_ops.cpp is made with, computed from the op's
+// The values every cuDNN convolution call of conv2d.cpp is made with, computed from the op's
 // call struct by plain C++ (no CUDA or cuDNN header), so that a CPU test (tests/vendor) can run
 // them through a naive reference written from cuDNN's documented meaning and compare with the host
-// device. cudnn_ops.cpp sets its descriptors from these structs field by field and passes alpha and
+// device. conv2d.cpp sets its descriptors from these structs field by field and passes alpha and
 // beta from here; it decides nothing about a convolution's shape itself.
 //
 // cuDNN's meaning (cudnn_cnn.h, legacy API), NCHW f32, CROSS_CORRELATION, group count G:
@@ -9,11 +9,11 @@
 //   backward data:    dx = alpha * convT(dy, w) + beta * dx
 //   backward filter:  dw = alpha * corr(x, dy)  + beta * dw
 //   backward bias:    db = alpha * sum_{n,p,q} dy + beta * db, db described as [1, K, 1, 1]
-// The op contract (cohort/core/op_calls.hpp) overwrites y and dx (beta 0) and accumulates dw and
+// The op contract (cohort/backend/op_calls.hpp) overwrites y and dx (beta 0) and accumulates dw and
 // dbias (beta 1).
 #pragma once
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 #include "cuda/seams/cudnn_values.hpp"
 
 namespace cohort::cuda::seams {

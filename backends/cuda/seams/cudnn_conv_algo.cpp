@@ -37,7 +37,7 @@ struct NamedAlgo {
   const char* name;
   AlgoFamily family;
 };
-// Indexed by the enum values of cudnn_ops.h (static_asserted in cudnn_ops.cpp).
+// Indexed by the enum values of cudnn_ops.h (static_asserted in backends/cuda/cudnn.cpp).
 constexpr NamedAlgo kForward[] = {
     {"IMPLICIT_GEMM", AlgoFamily::gemm}, {"IMPLICIT_PRECOMP_GEMM", AlgoFamily::gemm},
     {"GEMM", AlgoFamily::gemm},          {"DIRECT", AlgoFamily::direct},

@@ -1,4 +1,4 @@
-// The values cudnn_ops.cpp passes to cuDNN's batch normalisation in training
+// The values norm.cpp passes to cuDNN's batch normalisation in training
 // (cudnnBatchNormalizationForwardTraining, cudnnBatchNormalizationBackward), computed by plain
 // C++ so that a CPU test (tests/vendor) can execute them through a reference written from cuDNN's
 // documented meaning and compare with the host device (see cudnn_conv.hpp for the pattern).
@@ -20,7 +20,7 @@
 
 #include <cstdint>
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 #include "cuda/seams/cudnn_values.hpp"
 
 namespace cohort::cuda::seams {

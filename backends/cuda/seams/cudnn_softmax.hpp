@@ -4,7 +4,7 @@
 // ACCURATE subtracts the maximum first; LOG gives log-softmax. y = alpha * softmax + beta * y.
 #pragma once
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 #include "cuda/seams/cudnn_values.hpp"
 
 namespace cohort::cuda::seams {

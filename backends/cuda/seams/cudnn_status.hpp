@@ -1,9 +1,9 @@
-// What cudnn_ops.cpp does with the status of a cuDNN execute call (convolution, bias gradient,
+// What cudnn_state.hpp and the family files (conv2d.cpp, norm.cpp, softmax_loss.cpp) does with the status of a cuDNN execute call (convolution, bias gradient,
 // batch norm, softmax), as a plain function of the status number so that a CPU test can check it
 // against cudnn_graph.h's values (review finding G6). cuDNN 9 reports CUDNN_STATUS_NOT_SUPPORTED
 // (3000) or a sub-code 3001-3014 from an execute call when the chosen engine cannot run here (a
 // runtime-compiled engine without NVRTC, too little shared memory, an architecture mismatch, ...):
-// the case is then not covered, which cudnn_ops.hpp answers with "false" (try the next algorithm,
+// the case is then not covered, which cudnn.hpp answers with "false" (try the next algorithm,
 // else the shared kernels), never with an exception. Every other failure throws.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The cuDNN enum values and descriptor shapes the seams (cudnn_conv.hpp, cudnn_norm.hpp) speak in,
 // as plain ints and structs: the seams and their CPU tests (tests/vendor) must build without
-// cudnn.h, and cudnn_ops.cpp static_asserts every number here against the real enums, so a cuDNN
+// cudnn.h, and cudnn_state.hpp and the family files (conv2d.cpp, norm.cpp, softmax_loss.cpp) static_asserts every number here against the real enums, so a cuDNN
 // release that renumbers one fails the CUDA build instead of passing a wrong value.
 #pragma once
 

@@ -3,12 +3,12 @@
 // talk only to this interface; Kokkos, CUDA, cuDNN and cuBLAS types stay inside each backend.
 //
 // Why the op table is two virtuals and not one per op: the ops are listed once
-// (cohort/core/op_list.hpp) and travel as an `OpCall` (a variant of their argument structs). A
+// (cohort/backend/op_list.hpp) and travel as an `OpCall` (a variant of their argument structs). A
 // backend answers supports() for the actual case and run()s it, usually by handing the call to the
 // shared implementation (backends/common/op_impl.hpp) with its own launcher; it names an op only
 // where it calls a vendor library instead. The op front ends check tensors, build the call, and
 // run it on the host device instead when the tensors' device does not support the case
-// (cohort/core/dispatch.hpp), so a backend can grow op by op.
+// (cohort/backend/dispatch.hpp), so a backend can grow op by op.
 //
 // Streams and events. Every device has one compute stream, on which run(), copy() and the
 // stream-ordered frees are enqueued in call order. Further streams (a communicator's) and events
@@ -31,9 +31,12 @@
 #include <vector>
 
 #include "cohort/core/dtype.hpp"
-#include "cohort/core/op_list.hpp"
 
 namespace cohort {
+
+// One op call, defined with the op list in the backend set (cohort/backend/op_list.hpp). Users
+// never name it: the op front ends (cohort/core/ops.hpp, layer_ops.hpp, optim_ops.hpp) build it.
+struct OpCall;
 
 enum class DeviceType { host, cuda };
 

@@ -1,5 +1,5 @@
 // Tensor-level layer ops: argument checks that report the values at fault, then one call into the
-// op table of the tensors' device (semantics in cohort/core/layer_args.hpp). Layers call these and
+// op table of the tensors' device (semantics in cohort/backend/layer_args.hpp). Layers call these and
 // never the Device virtuals. All tensors are f32 (class targets i64, argmax i32), contiguous and on
 // one device. Outputs are overwritten except parameter gradients (dw, dbias, dgamma, dbeta), which
 // accumulate (+=). Optional arguments are pointers; nullptr means "none".
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cohort/core/layer_args.hpp"
+#include "cohort/core/op_options.hpp"
 #include "cohort/core/tensor.hpp"
 
 namespace cohort::ops {

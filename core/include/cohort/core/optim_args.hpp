@@ -1,5 +1,5 @@
 // The scalar arguments of the fused optimizer ops (Device::sgd_step, adam_step, adadelta_step,
-// rmsprop_step): one plain struct per op, shared by the op table (cohort/core/op_calls.hpp), the
+// rmsprop_step): one plain struct per op, shared by the op table (cohort/backend/op_calls.hpp), the
 // kernels written once (backends/common/optim_kernels.hpp) and the checked front end
 // (cohort/core/optim_ops.hpp).
 //

@@ -13,12 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "cohort/core/device.hpp"
 #include "cohort/core/dtype.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/shape.hpp"
 
 namespace cohort {
+
+class Device;  // cohort/core/device.hpp: include it to call the device itself
 
 // Device memory with its owner: either allocated here and freed through the device, or memory
 // owned elsewhere (Tensor::wrap) whose owner this storage keeps alive and never frees itself.

@@ -2,7 +2,7 @@
 // namesakes. One class, ActivationLayer, does the work; the named classes only pick the function.
 #pragma once
 
-#include "cohort/core/layer_args.hpp"
+#include "cohort/core/op_options.hpp"
 #include "cohort/layers/module.hpp"
 
 namespace cohort::nn {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "cohort/core/layer_args.hpp"
+#include "cohort/core/op_options.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/layers/module.hpp"
 

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "cohort/core/layer_args.hpp"
+#include "cohort/core/op_options.hpp"
 #include "cohort/layers/module.hpp"
 
 namespace cohort::nn {

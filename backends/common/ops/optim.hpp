@@ -1,23 +1,18 @@
-// The fused optimizer updates, written once. Each functor updates element i of one parameter tensor
-// and its optimizer state in place; the host backend applies it from a Kokkos parallel_for
-// (backends/host/host_ops.cpp), the CUDA backend from a grid-stride kernel
-// (backends/cuda/cuda_ops.cu), so CPU-only CI runs exactly the arithmetic the GPU runs.
+// Optimizer family: sgd_step, adam_step (Adam and AdamW), adadelta_step, rmsprop_step, each one
+// fused update per element of a parameter and its state, in place.
 //
 // The order of operations is PyTorch 1.13's single-tensor loop (torch/optim/*.py), one rounding to
 // float per tensor op there, one per expression here; the scalar coefficients arrive precomputed
 // (cohort/core/optim_args.hpp documents each formula). The CUDA backend compiles this without FMA
 // contraction (--fmad=false), and sqrtf and '/' are correctly rounded on both sides, so the two
 // backends agree bit for bit.
-//
-// Like kernels.hpp: nothing here may allocate, throw or call the standard library beyond what nvcc
-// also provides on the device.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
-#include "cohort/core/optim_args.hpp"
-#include "common/kernels.hpp"  // COHORT_HD, <cmath>
+#include "cohort/backend/op_calls.hpp"
+#include "common/ops/common.hpp"
 
 namespace cohort::kernels {
 
@@ -184,5 +179,29 @@ struct RmspropUpdate {
     }
   }
 };
+
+template <class Exec>
+void run(Exec& e, const calls::SgdStep& c) {
+  e.for_each("cohort::sgd_step", static_cast<i64>(c.n),
+             SgdUpdate{c.a, c.param, c.grad, c.momentum_buffer});
+}
+template <class Exec>
+void run(Exec& e, const calls::AdamStep& c) {
+  visit_adam(c.a, c.param, c.grad, c.exp_avg, c.exp_avg_sq, c.max_exp_avg_sq,
+             [&](const auto& update) {
+               e.for_each("cohort::adam_step", static_cast<i64>(c.n), update);
+             });
+}
+template <class Exec>
+void run(Exec& e, const calls::AdadeltaStep& c) {
+  visit_adadelta(c.a, c.param, c.grad, c.square_avg, c.acc_delta, [&](const auto& update) {
+    e.for_each("cohort::adadelta_step", static_cast<i64>(c.n), update);
+  });
+}
+template <class Exec>
+void run(Exec& e, const calls::RmspropStep& c) {
+  e.for_each("cohort::rmsprop_step", static_cast<i64>(c.n),
+             RmspropUpdate{c.a, c.param, c.grad, c.square_avg, c.grad_avg, c.momentum_buffer});
+}
 
 }  // namespace cohort::kernels

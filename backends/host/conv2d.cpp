@@ -1,7 +1,7 @@
-// oneDNN's convolution primitives behind the host device's three convolution ops: what cuDNN is to
-// the CUDA device (cudnn_ops.cpp), and what PyTorch's CPU path runs for float NCHW convolutions.
-// host_ops.cpp routes the calls here; a case oneDNN refuses falls back to the shared per-image
-// im2col + GEMM path (common/op_impl.hpp), as does everything when COHORT_HOST_CONV=im2col.
+// The convolution family on the host: oneDNN's primitives behind the three convolution ops: what cuDNN is to
+// the CUDA device (backends/cuda/conv2d.cpp), and what PyTorch's CPU path runs for float NCHW convolutions.
+// op_table.cpp routes the calls here; a case oneDNN refuses falls back to the shared per-image
+// im2col + GEMM path (backends/common/ops/conv2d.hpp), as does everything when COHORT_HOST_CONV=im2col.
 //
 // Layouts. The op contract is NCHW / OIHW in the caller's buffers. oneDNN's fast kernels want
 // blocked layouts (nChw16c, OIhw16i16o); the primitives are created with format `any` and the
@@ -42,7 +42,7 @@
 
 #include "cohort/core/error.hpp"
 #include "cohort/core/math_mode.hpp"
-#include "host_conv.hpp"
+#include "conv2d.hpp"
 #include "host_device.hpp"
 #include "thread_governor.hpp"
 
@@ -275,7 +275,7 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
 
 // nullptr when oneDNN has no primitive for the case (remembered, so it is asked once).
 const Plan* plan_for(Dir dir, const Conv2dArgs& a, bool bias) {
-  follow_contention();  // before the key reads the thread count
+  adapt_threads_to_load();  // before the key reads the thread count
   static std::mutex mu;
   static auto* plans = new std::map<Key, std::unique_ptr<Plan>>;  // never destroyed, as engine()
   const int threads = plan_threads(dir);

@@ -11,7 +11,7 @@
 //  - `out` may alias an input of the same size (element-wise ops only).
 //  - Floating-point operands are f32, class indices i64, pooling argmax i32; Fill takes any dtype.
 //
-// Adding an op: a struct here, a line in cohort/core/op_list.hpp, its math once in
+// Adding an op: a struct here, a line in cohort/backend/op_list.hpp, its math once in
 // backends/common/op_impl.hpp, and its checked front end. See docs/ARCHITECTURE.md.
 #pragma once
 
@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "cohort/core/dtype.hpp"
-#include "cohort/core/layer_args.hpp"
+#include "cohort/backend/layer_args.hpp"
 #include "cohort/core/optim_args.hpp"
 
 namespace cohort {
@@ -116,7 +116,7 @@ struct FillNormal {  // Box-Muller over lane pairs of a Philox block
   float mean, stddev;
 };
 
-// ---- layer ops (extents and semantics in cohort/core/layer_args.hpp) ----
+// ---- layer ops (extents and semantics in cohort/backend/layer_args.hpp) ----
 struct Conv2dForward {  // y = act(conv(x, w) + bias)
   Conv2dArgs a;
   const float* x;
@@ -248,7 +248,7 @@ struct DropoutBackward {  // regenerates the forward's mask from (seed, step)
   float* dx;
   std::size_t n;
 };
-// Data movement (semantics in cohort/core/layer_args.hpp): the head split and merge of
+// Data movement (semantics in cohort/backend/layer_args.hpp): the head split and merge of
 // attention, and the token concatenation and selection of a vision transformer. Backward of
 // either is the same op (the inverse permutation; the slice copied the other way).
 struct Permute {

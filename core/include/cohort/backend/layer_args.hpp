@@ -1,7 +1,8 @@
-// The arguments of the layer ops of the device table (Device::conv2d_forward, pool2d_forward,
-// batch_norm_forward, ...): plain structs shared by the op table (cohort/core/op_calls.hpp), the
-// kernels written once (backends/common/layer_kernels.hpp, compiled by the host compiler and by nvcc)
-// and the checked front end (cohort/core/layer_ops.hpp). Extents are int64 so no product of them
+// Backend interface: the extents of the layer ops' calls (conv2d_forward, pool2d_forward,
+// batch_norm_forward, ...): plain structs shared by the call structs (cohort/backend/op_calls.hpp),
+// the kernels written once (backends/common/ops/, compiled by the host compiler and by nvcc) and
+// the checked front ends (core/src/ops/), which fill them. The options users pass (Activation,
+// PoolKind, DropoutArgs) are in cohort/core/op_options.hpp. Extents are int64 so no product of them
 // overflows; layouts are PyTorch's (NCHW activations, OIHW convolution weights).
 //
 // The front end fills these structs after checking every extent against the tensors, so a backend
@@ -10,13 +11,9 @@
 
 #include <cstdint>
 
-namespace cohort {
+#include "cohort/core/op_options.hpp"
 
-// Element-wise activation functions (the math is in backends/common/layer_kernels.hpp).
-//   relu(x) = max(x, 0)                  leaky_relu(x) = x > 0 ? x : alpha x
-//   gelu(x) = x Phi(x) (exact, erf)      sigmoid(x) = 1 / (1 + e^-x)       tanh(x)
-enum class Activation : int { identity, relu, leaky_relu, gelu, sigmoid, tanh };
-const char* activation_name(Activation f);
+namespace cohort {
 
 // A tensor seen as [outer, channels, inner]: channel c of element (o, i) sits at
 // (o * channels + c) * inner + i. NCHW is outer = N, channels = C, inner = H * W; a batch of
@@ -41,16 +38,6 @@ struct Conv2dArgs {
   Activation act = Activation::identity;
   float act_alpha = 0.0f;  // leaky_relu's slope
 };
-
-// Output extent of a convolution or pooling window along one axis (stride >= 1, dil >= 1); 0 when
-// the (dilated) window does not fit in the padded input.
-inline std::int64_t conv_out_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
-                                  std::int64_t pad, std::int64_t dil) {
-  const std::int64_t span = in + 2 * pad - dil * (kernel - 1) - 1;  // floor division below
-  return span < 0 ? 0 : span / stride + 1;
-}
-
-enum class PoolKind : int { max, avg };
 
 // 2-D pooling, as PyTorch's max_pool2d (implicit -inf padding; the first maximum of a window wins
 // and NaN beats every number) and avg_pool2d (count_include_pad chooses the divisor: the window
@@ -108,15 +95,6 @@ struct SliceCopyArgs {
   std::int64_t dst_len = 0, dst_start = 0;  // dst's extent along the axis, first row written
   bool src_broadcast = false;
   bool accumulate = false;
-};
-
-// Inverted dropout: element i is kept with probability 1 - p and scaled by 1 / (1 - p). Whether it
-// is kept is a pure function of (seed, step, i) (Philox4x32-10), so backward regenerates the mask
-// instead of storing it, and every device draws the same mask.
-struct DropoutArgs {
-  float p = 0.5f;
-  std::uint64_t seed = 0;
-  std::uint64_t step = 0;
 };
 
 }  // namespace cohort

@@ -1,10 +1,10 @@
-// oneDNN's convolution primitives for the host device (host_conv.cpp says how and why). Internal
+// The host's convolution family: oneDNN's primitives (conv2d.cpp says how and why). Internal
 // header, free of oneDNN types. Each entry point returns false, having done nothing, when the case
 // is left to the shared per-image im2col + GEMM path: COHORT_HOST_CONV=im2col, an empty extent, a
 // shape oneDNN has no primitive for, or (backward filter) deterministic_algorithms().
 #pragma once
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 
 namespace cohort::host {
 

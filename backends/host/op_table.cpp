@@ -1,16 +1,17 @@
-// The host device's op table: the shared implementation of backends/common/op_impl.hpp run by the
-// executor below. This file only says how the host launches work (Kokkos parallel_fors split
-// between the host's OpenMP threads), where its GEMM goes (oneDNN), where scratch memory comes
-// from, and which ops go to oneDNN's primitives instead (the convolutions, host_conv.cpp), as the
-// CUDA device sends them to cuDNN.
+// The host device's op table: the shared families of backends/common/ops/ run by the executor
+// below. This file says how the host launches work (Kokkos parallel_fors split between the host's
+// OpenMP threads), where scratch memory comes from, and which ops a vendor library takes first:
+// the three convolutions (oneDNN's primitives, conv2d.cpp) and the batched GEMM's thread split
+// (gemm.cpp). Every other op, and every case oneDNN declines, runs the shared family template.
 #include <Kokkos_Core.hpp>
 #include <omp.h>
 
 #include <cstdlib>
 
 #include "cohort/core/error.hpp"
-#include "common/op_impl.hpp"
-#include "host_conv.hpp"
+#include "common/ops/run_call.hpp"
+#include "conv2d.hpp"
+#include "gemm.hpp"
 #include "host_device.hpp"
 #include "thread_governor.hpp"
 
@@ -19,7 +20,7 @@ namespace {
 
 using i64 = std::int64_t;
 
-// A functor's elements per item (layer_kernels.hpp): its cost() where it has one, else 1.
+// A functor's elements per item (backends/common/ops/common.hpp): its cost() where it has one, else 1.
 template <class F>
 auto item_cost(const F& f, int) -> decltype(f.cost()) {
   return f.cost();
@@ -37,7 +38,7 @@ i64 item_cost(const F&, long) {
 constexpr i64 kWorkPerThread = 16384;
 int launch_threads(i64 count, i64 work) {
   if (work < 2 * kWorkPerThread || count < 2 || omp_in_parallel() || in_forked_child()) return 1;
-  follow_contention();
+  adapt_threads_to_load();
   const i64 by_work = work / kWorkPerThread;
   i64 n = omp_get_max_threads();
   if (by_work < n) n = by_work;
@@ -48,7 +49,7 @@ int launch_threads(i64 count, i64 work) {
 struct HostExec {
   // Items in [0, count), split into one contiguous range per thread, each range a Kokkos
   // parallel_for on the host execution space (Serial: Debian's Kokkos has no threaded host space).
-  // Items write disjoint memory (layer_kernels.hpp), so the split changes no result.
+  // Items write disjoint memory (backends/common/ops/common.hpp), so the split changes no result.
   template <class F>
   void for_each(const char* label, i64 count, const F& f) const {
     if (count <= 0) return;
@@ -86,31 +87,19 @@ struct HostExec {
   }
 };
 
-// ---- oneDNN's ops (found by argument-dependent lookup from kernels::run_call) ----
+// ---- the ops a vendor library takes first (exact-match overloads win over the family templates
+// in kernels::run_call) ----
 
 void run(HostExec& e, const calls::Conv2dForward& c) {
   if (!onednn_conv_forward(c)) return kernels::run(e, c);
   kernels::conv2d_bias_act_pass(e, c.a, nullptr, c.y);  // oneDNN added the bias
 }
-// Batched GEMM (attention's per-head products): the batch split between the threads, each GEMM
-// on one thread (oneDNN's sgemm runs sequentially inside a team), because the products are too
-// small to split (the ViT's 65 x 65 x 32). Each GEMM is the same call as on one thread.
 void run(HostExec& e, const calls::GemmBatched& c) {
   const int threads = c.m == 0 || c.n == 0 || c.k == 0
                           ? 1
                           : launch_threads(c.batch, c.batch * (c.m * c.n * c.k / 8));
   if (threads <= 1) return kernels::run(e, c);
-#pragma omp parallel num_threads(threads)
-  {
-    const i64 t = omp_get_thread_num(), n = omp_get_num_threads();
-    for (i64 i = c.batch * t / n; i < c.batch * (t + 1) / n; ++i) {
-      GemmArgs g = c;
-      g.a = c.a + i * c.stride_a;
-      g.b = c.b + i * c.stride_b;
-      g.c = c.c + i * c.stride_c;
-      sgemm(g);
-    }
-  }
+  sgemm_batched(c, threads);
 }
 void run(HostExec& e, const calls::Conv2dBackwardData& c) {
   if (!onednn_conv_backward_data(c)) kernels::run(e, c);
@@ -122,7 +111,9 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
 
 }  // namespace
 
-bool HostDevice::supports(const OpCall& call) const { return kernels::shared_supports(call); }
+// Every case of every op: the shared families cover them all, and oneDNN's refusals fall back to
+// them inside run().
+bool HostDevice::supports(const OpCall&) const { return true; }
 
 void HostDevice::run(const OpCall& call) {
   HostExec e;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/backend/op_list.hpp"
 #include "cohort/core/device.hpp"
 #include "cohort/core/tensor.hpp"
 

@@ -1,16 +1,16 @@
-// The op table of the device layer, listed once. Every other list follows from this one: the
+// Backend interface: the op table of the device layer, listed once. Every other list follows from this one: the
 // `Op` enum and op_name(), the `OpCall` variant that Device::supports() and Device::run() take,
 // and through it every backend's dispatch (a std::visit over the variant, see
 // backends/common/op_impl.hpp). A backend names an op only where its code is its own (a vendor
 // library call); everything else runs the shared implementation.
 //
 // X(name, Call): `name` is the op's enum value and printed name, `Call` its argument struct in
-// cohort/core/op_calls.hpp. Order is the enum order; append or insert freely.
+// cohort/backend/op_calls.hpp. Order is the enum order; append or insert freely.
 #pragma once
 
 #include <variant>
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 
 #define COHORT_OP_LIST(X)                          \
   /* tensor ops (cohort/core/ops.hpp) */           \
@@ -74,11 +74,16 @@ struct VariantOfRest {
 };
 }  // namespace detail
 
-// One op call: which op (the alternative's index is its Op) and its arguments.
+// One op call: which op (the alternative's index is its Op) and its arguments. A struct deriving
+// from the variant (not an alias) so that cohort/core/device.hpp can forward-declare it and the
+// user headers never see the call structs; std::visit and std::get_if take it as the variant.
 #define COHORT_OP_TYPE(name, Call) , calls::Call
-using OpCall = detail::VariantOfRest<void COHORT_OP_LIST(COHORT_OP_TYPE)>::type;
+struct OpCall : detail::VariantOfRest<void COHORT_OP_LIST(COHORT_OP_TYPE)>::type {
+  using Variant = detail::VariantOfRest<void COHORT_OP_LIST(COHORT_OP_TYPE)>::type;
+  using Variant::Variant;
+};
 #undef COHORT_OP_TYPE
-static_assert(std::variant_size_v<OpCall> == static_cast<std::size_t>(Op::count_),
+static_assert(std::variant_size_v<OpCall::Variant> == static_cast<std::size_t>(Op::count_),
               "OpCall and Op come from the same list");
 
 inline Op op_of(const OpCall& call) { return static_cast<Op>(call.index()); }

@@ -1,8 +1,10 @@
 // cuDNN's share of the CUDA device's op table: whole-batch convolutions (forward, backward data,
-// backward filter), batch normalisation in training, softmax and log-softmax. cuda_ops.cu routes
-// those calls here and runs everything cuDNN does not cover on the shared kernels.
+// backward filter), batch normalisation in training, softmax and log-softmax. op_table.cu routes
+// those calls here and runs everything cuDNN does not cover on the shared families. The handle is
+// cudnn.cpp; each family's calls are in the file named after it (conv2d.cpp, norm.cpp,
+// softmax_loss.cpp).
 //
-// Internal header, free of CUDA types (cudnn_ops.cpp holds the handle and descriptors).
+// Internal header, free of CUDA types (cudnn_state.hpp holds the handle and descriptors).
 //
 // Each entry point returns false, having enqueued nothing, when cuDNN does not cover the case: an
 // extent or element count beyond cuDNN's 32-bit descriptors, batch norm outside training (the
@@ -28,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort/core/op_calls.hpp"
+#include "cohort/backend/op_calls.hpp"
 #include "cuda/seams/cudnn_conv_algo.hpp"
 
 namespace cohort::cuda {
@@ -75,8 +77,10 @@ class Cudnn {
   };
   std::vector<ConvAlgorithmUsed> last_algorithms() const;
 
- private:
+  // The handle and the algorithm cache (cudnn_state.hpp), shared by the family files' calls.
   struct State;
+
+ private:
   std::unique_ptr<State> s_;
 };
 

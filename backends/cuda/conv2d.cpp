@@ -1,0 +1,294 @@
+// The convolution family on the CUDA device: cuDNN's whole-batch convolutions (forward, backward
+// data, backward filter, backward bias) and the choice of algorithm for each shape. op_table.cu
+// routes the three convolution ops here first; a case cuDNN declines runs the shared per-image
+// im2col + GEMM family (backends/common/ops/conv2d.hpp) on this device.
+//
+// Every argument of every cuDNN call comes from a seam of plain values (seams/cudnn_conv.hpp,
+// seams/cudnn_conv_algo.hpp: descriptor extents, modes, alpha/beta, coverage, the algorithm
+// ranking and what an execute status means), which tests/vendor checks on the CPU. Workspaces come
+// from the device's allocator and go back to it in stream order right after the call is enqueued.
+#include <array>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cohort/core/math_mode.hpp"
+#include "cuda/seams/cudnn_conv.hpp"
+#include "cudnn_state.hpp"
+
+namespace cohort::cuda {
+namespace {
+
+using namespace cudnn_detail;
+using seams::ConvDir;
+
+ConvDesc conv_desc(const seams::ConvValues& v) {
+  cudnnConvolutionDescriptor_t raw = nullptr;
+  COHORT_CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&raw));
+  ConvDesc d(raw);
+  COHORT_CHECK_CUDNN(cudnnSetConvolution2dDescriptor(
+      d.get(), v.pad_h, v.pad_w, v.stride_h, v.stride_w, v.dil_h, v.dil_w,
+      static_cast<cudnnConvolutionMode_t>(v.mode), static_cast<cudnnDataType_t>(v.compute_type)));
+  COHORT_CHECK_CUDNN(cudnnSetConvolutionGroupCount(d.get(), v.groups));
+  // The heuristics rank under this math type; each algorithm's own is set before it runs.
+  // CUDNN_DEFAULT_MATH lets cuDNN use TF32 for f32 on Ampere and later; FMA_MATH forbids it.
+  COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(
+      d.get(), static_cast<cudnnMathType_t>(allow_tf32() ? e::kDefaultMath : e::kFmaMath)));
+  return d;
+}
+
+// Every descriptor of one convolution, from the seam's values.
+struct ConvDescs {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  explicit ConvDescs(const seams::ConvValues& v)
+      : x(tensor_desc(v.x)), y(tensor_desc(v.y)), w(filter_desc(v.w)), conv(conv_desc(v)) {}
+};
+
+// What the algorithm cache is keyed on: the direction, every extent, and the two math modes (a
+// change of mode picks again rather than reusing a choice made under the other rules).
+using ConvKey = std::array<i64, 19>;
+ConvKey key_of(ConvDir dir, const Conv2dArgs& a) {
+  return {static_cast<i64>(dir), a.n,       a.c,        a.h,     a.w,     a.k,
+          a.r,                   a.s,       a.stride_h, a.stride_w, a.pad_h, a.pad_w,
+          a.dil_h,               a.dil_w,   a.groups,   a.oh,    a.ow,    allow_tf32() ? 1 : 0,
+          deterministic_algorithms() ? 1 : 0};
+}
+
+const char* dir_name(ConvDir dir) {
+  switch (dir) {
+    case ConvDir::forward: return "forward";
+    case ConvDir::backward_data: return "backward_data";
+    case ConvDir::backward_filter: return "backward_filter";
+  }
+  return "?";
+}
+
+std::string shape_of(const Conv2dArgs& a) {
+  return ::cohort::detail::concat("x[", a.n, ",", a.c, ",", a.h, ",", a.w, "] w[", a.k, ",",
+                                  a.c / a.groups, ",", a.r, ",", a.s, "] stride ", a.stride_h,
+                                  "x", a.stride_w, " pad ", a.pad_h, "x", a.pad_w, " dil ",
+                                  a.dil_h, "x", a.dil_w, " groups ", a.groups);
+}
+
+// The caching allocator's out-of-memory error (backends/common/caching_allocator.hpp), the one
+// allocation failure a smaller workspace can avoid.
+bool is_out_of_memory(const Error& err) { return err.why().rfind("out of memory", 0) == 0; }
+
+// cuDNN's heuristic ranking as plain values, each entry's memory replaced by the exact workspace
+// size under that entry's math type (the heuristic's estimate is for its own settings).
+template <class Perf, class Query>
+std::vector<seams::AlgoPerf> to_plain(const Perf* perf, int returned, const ConvDescs& d,
+                                      const seams::AlgoRules& rules, Query query) {
+  std::vector<seams::AlgoPerf> out;
+  seams::AlgoRules no_cap = rules;
+  no_cap.workspace_cap = SIZE_MAX;
+  for (int i = 0; i < returned; ++i) {
+    const Perf& p = perf[i];
+    seams::AlgoPerf v{static_cast<int>(p.algo), static_cast<int>(p.status), p.time, p.memory,
+                      static_cast<int>(p.determinism), static_cast<int>(p.mathType)};
+    if (!seams::rejection(v, no_cap)) {
+      COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(d.conv.get(), p.mathType));
+      std::size_t exact = 0;
+      const cudnnStatus_t st = query(p.algo, &exact);
+      if (st == CUDNN_STATUS_SUCCESS)
+        v.memory = exact;
+      else
+        v.status = static_cast<int>(st);  // not runnable as described: passed over
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs& d) {
+  const ConvKey key = key_of(dir, a);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.algos.find(key);
+    if (it != s.algos.end()) return it->second;
+  }
+  seams::AlgoRules rules;
+  rules.deterministic = deterministic_algorithms();
+  rules.allow_tf32 = allow_tf32();
+  rules.workspace_cap = seams::workspace_cap(s.free_bytes());
+  std::vector<seams::AlgoPerf> plain;
+  int returned = 0;
+  switch (dir) {
+    case ConvDir::forward: {
+      std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf{};
+      COHORT_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
+          s.handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), static_cast<int>(perf.size()),
+          &returned, perf.data()));
+      plain = to_plain(perf.data(), returned, d, rules, [&](auto algo, std::size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(s.handle, d.x.get(), d.w.get(),
+                                                       d.conv.get(), d.y.get(), algo, bytes);
+      });
+      break;
+    }
+    case ConvDir::backward_data: {
+      std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
+      COHORT_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          s.handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), static_cast<int>(perf.size()),
+          &returned, perf.data()));
+      plain = to_plain(perf.data(), returned, d, rules, [&](auto algo, std::size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            s.handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo, bytes);
+      });
+      break;
+    }
+    case ConvDir::backward_filter: {
+      std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
+          perf{};
+      COHORT_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          s.handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), static_cast<int>(perf.size()),
+          &returned, perf.data()));
+      plain = to_plain(perf.data(), returned, d, rules, [&](auto algo, std::size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            s.handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), algo, bytes);
+      });
+      break;
+    }
+  }
+  std::vector<seams::RankedAlgo> ranked = seams::rank_algorithms(plain, rules);
+  if (log_enabled()) {
+    std::string list;
+    for (const seams::AlgoPerf& p : plain) {
+      const char* why = seams::rejection(p, rules);
+      list += ::cohort::detail::concat(list.empty() ? "" : ", ", seams::conv_algo_name(dir, p.algo),
+                                       " (", p.memory, " B", why ? ", rejected: " : "",
+                                       why ? why : "", ")");
+    }
+    std::fprintf(stderr, "cohort cudnn: conv %s %s -> %s; workspace cap %zu B; ranked: %s\n",
+                 dir_name(dir), shape_of(a).c_str(),
+                 ranked.empty() ? "shared kernels" : seams::conv_algo_name(dir, ranked[0].algo),
+                 rules.workspace_cap, list.c_str());
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.algos.emplace(key, std::move(ranked)).first->second;
+}
+
+// An execute call reported NOT_SUPPORTED for `algo`: no later call of this shape tries it again.
+void drop(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, int algo) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.algos.find(key_of(dir, a));
+  if (it == s.algos.end()) return;
+  auto& list = it->second;
+  for (auto i = list.begin(); i != list.end(); ++i)
+    if (i->algo == algo) {
+      list.erase(i);
+      break;
+    }
+}
+
+void record(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const seams::RankedAlgo& r) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  Cudnn::ConvAlgorithmUsed& u = s.last[dir];
+  u.dir = dir;
+  u.algo = r.algo;
+  u.name = seams::conv_algo_name(dir, r.algo);
+  u.family = seams::conv_algo_family(dir, r.algo);
+  u.math_type = r.math_type;
+  u.workspace = r.workspace;
+  u.shape = shape_of(a);
+}
+
+// Runs `exec(algo, workspace pointer)` with the ranked algorithms in order until one succeeds:
+// an out-of-memory workspace moves to the next entry with a smaller workspace (G7), a
+// NOT_SUPPORTED status drops the entry from the cache and moves on (G6). False when none ran.
+template <class Exec>
+bool run_conv(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs& d, Exec exec) {
+  const std::vector<seams::RankedAlgo> ranked = choose(s, dir, a, d);
+  std::size_t i = 0;
+  while (i < ranked.size()) {
+    const seams::RankedAlgo& r = ranked[i];
+    std::optional<Cudnn::State::Scratch> ws;
+    try {
+      ws.emplace(s.device, r.workspace);
+    } catch (const Error& err) {
+      const int next = seams::next_after_out_of_memory(ranked, i);
+      if (!is_out_of_memory(err) || next < 0) throw;
+      if (log_enabled())
+        std::fprintf(stderr, "cohort cudnn: conv %s %s: %zu B workspace for %s out of memory, "
+                     "trying %s\n", dir_name(dir), shape_of(a).c_str(), r.workspace,
+                     seams::conv_algo_name(dir, r.algo),
+                     seams::conv_algo_name(dir, ranked[static_cast<std::size_t>(next)].algo));
+      i = static_cast<std::size_t>(next);
+      continue;
+    }
+    COHORT_CHECK_CUDNN(
+        cudnnSetConvolutionMathType(d.conv.get(), static_cast<cudnnMathType_t>(r.math_type)));
+    const cudnnStatus_t st = exec(r.algo, ws->p, r.workspace);
+    switch (seams::execute_status_action(static_cast<int>(st))) {
+      case seams::StatusAction::done:
+        record(s, dir, a, r);
+        return true;
+      case seams::StatusAction::decline:
+        // Assumed: a NOT_SUPPORTED status is returned before anything is launched, so dw (beta
+        // 1) has not been touched and the next algorithm or the shared kernels start clean.
+        if (log_enabled())
+          std::fprintf(stderr, "cohort cudnn: conv %s %s: %s not supported here (%s), dropped\n",
+                       dir_name(dir), shape_of(a).c_str(), seams::conv_algo_name(dir, r.algo),
+                       cudnnGetErrorString(st));
+        drop(s, dir, a, r.algo);
+        ++i;
+        continue;
+      case seams::StatusAction::fail:
+        break;
+    }
+    COHORT_CHECK_CUDNN(st);  // throws with cuDNN's message
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Cudnn::conv_forward(const calls::Conv2dForward& c) {
+  const seams::ConvValues v = seams::conv_values(c);
+  if (!v.covered) return false;
+  const ConvDescs d(v);
+  return run_conv(*s_, ConvDir::forward, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+    return cudnnConvolutionForward(s_->handle, &v.alpha, d.x.get(), c.x, d.w.get(), c.w,
+                                   d.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
+                                   bytes, &v.beta, d.y.get(), c.y);
+  });
+}
+
+bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c) {
+  const seams::ConvValues v = seams::conv_values(c);
+  if (!v.covered) return false;
+  const ConvDescs d(v);
+  return run_conv(*s_, ConvDir::backward_data, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+    return cudnnConvolutionBackwardData(s_->handle, &v.alpha, d.w.get(), c.w, d.y.get(), c.dy,
+                                        d.conv.get(),
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
+                                        bytes, &v.beta, d.x.get(), c.dx);
+  });
+}
+
+bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c) {
+  const seams::ConvValues v = seams::conv_values(c);
+  if (!v.covered) return false;
+  const ConvDescs d(v);
+  return run_conv(*s_, ConvDir::backward_filter, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+    return cudnnConvolutionBackwardFilter(s_->handle, &v.alpha, d.x.get(), c.x, d.y.get(), c.dy,
+                                          d.conv.get(),
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
+                                          bytes, &v.beta, d.w.get(), c.dw);
+  });
+}
+
+// cudnnConvolutionBackwardBias is not among the routines cuDNN lists as non-reproducible (its
+// "Reproducibility" notes name only atomics-based convolution algorithms, max-pooling backward and
+// a few others), so deterministic_algorithms() needs no fallback here.
+bool Cudnn::conv_backward_bias(const calls::Conv2dBackwardFilter& c) {
+  const seams::ConvValues v = seams::conv_values(c);
+  if (!v.covered || !v.bias_grad) return false;
+  const TensorDesc dy = tensor_desc(v.y), db = tensor_desc(v.db);
+  COHORT_CUDNN_EXECUTE(cudnnConvolutionBackwardBias(s_->handle, &v.bias_alpha, dy.get(), c.dy,
+                                                    &v.bias_beta, db.get(), c.dbias));
+}
+
+}  // namespace cohort::cuda
