@@ -70,8 +70,10 @@ int main(int argc, char** argv) {
     } else if (a == "--min-time" && i + 1 < argc) {
       min_time = std::atof(argv[++i]);
     } else {
-      std::fprintf(stderr, "gemm_bench: unknown argument '%s'\nusage: gemm_bench [--threads N] [--min-time S]\n",
-                   argv[i]);
+      std::fprintf(
+          stderr,
+          "gemm_bench: unknown argument '%s'\nusage: gemm_bench [--threads N] [--min-time S]\n",
+          argv[i]);
       return 2;
     }
   }
@@ -93,8 +95,10 @@ int main(int argc, char** argv) {
               "openblas GF/s", "ratio");
   auto& dev = cohort::host_device();
   for (const auto& s : kShapes) {
-    auto a = cohort::Tensor::uniform(s.ta ? cohort::Shape{s.k, s.m} : cohort::Shape{s.m, s.k}, -1, 1, 1, dev);
-    auto b = cohort::Tensor::uniform(s.tb ? cohort::Shape{s.n, s.k} : cohort::Shape{s.k, s.n}, -1, 1, 2, dev);
+    auto a = cohort::Tensor::uniform(s.ta ? cohort::Shape{s.k, s.m} : cohort::Shape{s.m, s.k}, -1,
+                                     1, 1, dev);
+    auto b = cohort::Tensor::uniform(s.tb ? cohort::Shape{s.n, s.k} : cohort::Shape{s.k, s.n}, -1,
+                                     1, 2, dev);
     auto c = cohort::Tensor::zeros({s.m, s.n}, cohort::DType::f32, dev);
     const double flops = 2.0 * s.m * s.n * s.k;
     const double ours = gflops([&] { cohort::ops::gemm(a, s.ta, b, s.tb, c); }, flops, min_time);
@@ -103,8 +107,9 @@ int main(int argc, char** argv) {
     float* pc = c.data<float>();
     const double peer = gflops(
         [&] {
-          cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans,
-                      s.m, s.n, s.k, 1.0f, pa, s.ta ? s.m : s.k, pb, s.tb ? s.k : s.n, 0.0f, pc, s.n);
+          cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans,
+                      s.tb ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f, pa, s.ta ? s.m : s.k,
+                      pb, s.tb ? s.k : s.n, 0.0f, pc, s.n);
         },
         flops, min_time);
     std::printf("%-40s %6ld %6ld %6ld %12.1f %12.1f %7.2fx\n", s.what, s.m, s.n, s.k, ours, peer,

@@ -15,10 +15,10 @@
 // at least --min-time seconds after 3 warm-up iterations. The two sides alternate for --rounds
 // rounds (cohort's layers, then PyTorch's, then cohort's again, ...). Printed per side: the best
 // round (load from other processes only ever adds time, so the least disturbed round is the best
-// estimate) and the ratio of the best rounds; the last column is the ratio of the median rounds. Parameter gradients accumulate across
-// iterations on both sides. conv1 computes no input gradient (its input is the image), as in
-// training. "model" is one whole training step's forward + backward (Sequential with its
-// Conv2d+ReLU fusion, NLL loss) against PyTorch's Net.
+// estimate) and the ratio of the best rounds; the last column is the ratio of the median rounds.
+// Parameter gradients accumulate across iterations on both sides. conv1 computes no input gradient
+// (its input is the image), as in training. "model" is one whole training step's forward + backward
+// (Sequential with its Conv2d+ReLU fusion, NLL loss) against PyTorch's Net.
 #include <omp.h>
 
 #include <algorithm>
@@ -90,7 +90,8 @@ std::map<std::string, double> run_torch(const std::string& python, const std::st
 
 // "2.15.0+cu132", as the peer's interpreter reports it (empty if it cannot say), for the header.
 std::string torch_version(const std::string& python) {
-  FILE* p = popen((python + " -c 'import torch; print(torch.__version__)' 2>/dev/null").c_str(), "r");
+  FILE* p =
+      popen((python + " -c 'import torch; print(torch.__version__)' 2>/dev/null").c_str(), "r");
   if (p == nullptr) return "";
   char v[64] = {0};
   if (std::fscanf(p, "%63s", v) != 1) v[0] = 0;

@@ -4,7 +4,7 @@
 // put the two side by side.
 //
 // -z picks how the -n timed ops run, with the meaning cohort-bench gives it:
-//   -z 1 (default): blocking MPI_Allreduce in a loop (how MPI users and the OSU benchmarks call it);
+//   -z 1 (default): blocking MPI_Allreduce in a loop (as MPI users and the OSU benchmarks call it);
 //   -z 0: -n MPI_Iallreduce issued, then one MPI_Waitall (how cohort-bench and nccl-tests time by
 //         default). All -n ops are in flight on the same buffers at once, as in nccl-tests; every
 //         op writes the same values, so the overlap changes timing only.
@@ -52,10 +52,12 @@ int main(int argc, char** argv) {
     else if (a == "-n") iters = std::atoi(argv[i + 1]);
     else if (a == "-w") warmup = std::atoi(argv[i + 1]);
     else if (a == "-c") check = std::atoi(argv[i + 1]) != 0;
-    else if (a == "-z" && (std::strcmp(argv[i + 1], "0") == 0 || std::strcmp(argv[i + 1], "1") == 0))
+    else if (a == "-z" &&
+             (std::strcmp(argv[i + 1], "0") == 0 || std::strcmp(argv[i + 1], "1") == 0))
       blocking = argv[i + 1][0] == '1';
     else if (a == "-z") {
-      if (rank == 0) std::fprintf(stderr, "mpi_allreduce_bench: -z expects 0 or 1, got '%s'\n", argv[i + 1]);
+      if (rank == 0)
+        std::fprintf(stderr, "mpi_allreduce_bench: -z expects 0 or 1, got '%s'\n", argv[i + 1]);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     else {
@@ -111,13 +113,14 @@ int main(int argc, char** argv) {
     if (check) {
       // Same integer-valued pattern as cohort-bench: exact sums.
       for (int i = 0; i < count; ++i)
-        send[static_cast<std::size_t>(i)] =
-            static_cast<float>(static_cast<long>((static_cast<std::size_t>(i) * 7 + rank * 13) % 31) - 15);
+        send[static_cast<std::size_t>(i)] = static_cast<float>(
+            static_cast<long>((static_cast<std::size_t>(i) * 7 + rank * 13) % 31) - 15);
       MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       for (int i = 0; i < count; ++i) {
         double expect = 0;
         for (int r = 0; r < n; ++r)
-          expect += static_cast<double>(static_cast<long>((static_cast<std::size_t>(i) * 7 + r * 13) % 31) - 15);
+          expect += static_cast<double>(
+              static_cast<long>((static_cast<std::size_t>(i) * 7 + r * 13) % 31) - 15);
         wrong += recv[static_cast<std::size_t>(i)] != static_cast<float>(expect);
       }
       MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -137,7 +137,8 @@ Row run(const std::string& backend, const comm::ProcessGroupInfo& info,
   r.comm_ms = st.steps ? 1e3 * st.comm_wait_s / static_cast<double>(st.steps) : 0;
   r.overlap_ms = st.steps ? 1e3 * st.overlap_s / static_cast<double>(st.steps) : 0;
   r.final_loss = last;
-  COHORT_CHECK(ddp.weights_identical_across_ranks(), backend, ": ranks ended with different weights");
+  COHORT_CHECK(ddp.weights_identical_across_ranks(), backend,
+               ": ranks ended with different weights");
   r.digest = ddp.weights_digest();
   r.busbw_1m = allreduce_busbw(*c, 1 << 20, 50);
   r.busbw_16m = allreduce_busbw(*c, 16 << 20, 5);
@@ -149,9 +150,12 @@ Row run(const std::string& backend, const comm::ProcessGroupInfo& info,
 int main(int argc, char** argv) {
   std::int64_t steps = 40, batch = 32;
   std::string plot;
-  CLI::App app{"the same training and all-reduce sweep on every communicator backend", "backend_swap"};
-  app.add_option("--steps", steps, "training steps per backend")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-  app.add_option("--batch-size", batch, "batch size per rank")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  CLI::App app{"the same training and all-reduce sweep on every communicator backend",
+               "backend_swap"};
+  app.add_option("--steps", steps, "training steps per backend")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  app.add_option("--batch-size", batch, "batch size per rank")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--plot", plot, "write a PNG bar chart (needs python3-matplotlib)");
   try {
     app.parse(argc, argv);
@@ -183,16 +187,21 @@ int main(int argc, char** argv) {
       rows.push_back(run(f.name, info, store, steps, batch));
     }
     if (info.rank != 0) return 0;
-    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
-    std::printf("backend swap: %d rank(s), %lld steps of batch %lld per rank, deterministic DDP\n\n",
-                info.world_size, static_cast<long long>(steps), static_cast<long long>(batch));
-    std::printf("%-8s %10s %12s %12s %11s %12s %13s %-17s %s\n", "backend", "images/s", "comm ms/step",
-                "overlap ms", "final loss", "busbw 1MiB", "busbw 16MiB", "weights digest", "bit-identical");
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
+                cohort::host_threads().reason.c_str());
+    std::printf(
+        "backend swap: %d rank(s), %lld steps of batch %lld per rank, deterministic DDP\n\n",
+        info.world_size, static_cast<long long>(steps), static_cast<long long>(batch));
+    std::printf("%-8s %10s %12s %12s %11s %12s %13s %-17s %s\n", "backend", "images/s",
+                "comm ms/step", "overlap ms", "final loss", "busbw 1MiB", "busbw 16MiB",
+                "weights digest", "bit-identical");
     for (const auto& r : rows)
       std::printf("%-8s %10.0f %12.3f %12.3f %11.6f %10.2f GB/s %9.2f GB/s %-17s %s\n",
                   r.backend.c_str(), r.images_per_s, r.comm_ms, r.overlap_ms, r.final_loss,
                   r.busbw_1m, r.busbw_16m, r.digest.c_str(),
-                  r.digest == "-" ? "(no training)" : r.digest == rows.back().digest ? "yes" : "NO");
+                  r.digest == "-"                  ? "(no training)"
+                  : r.digest == rows.back().digest ? "yes"
+                                                   : "NO");
     for (const auto& s : skipped) std::printf("skipped: %s\n", s.c_str());
     bool same = true;
     for (const auto& r : rows) same = same && (r.digest == "-" || r.digest == rows.back().digest);

@@ -11,6 +11,8 @@
 int main(int argc, char** argv) {
   return examples::zoo_main(
       argc, argv,
-      {"cifar_cnn", "CIFAR-10 CNNs, ResNet9 and a ViT (Fashion-MNIST padded to 32x32 where CIFAR-10 is absent)",
-       "cnn_a", {"cnn_a", "cnn_b", "resnet9", "vit", "resnet50"}, "cifar10", {"cifar10", "fashion-mnist"}});
+      {"cifar_cnn",
+       "CIFAR-10 CNNs, ResNet9 and a ViT (Fashion-MNIST padded to 32x32 where CIFAR-10 is absent)",
+       "cnn_a", {"cnn_a", "cnn_b", "resnet9", "vit", "resnet50"},  // default model, accepted
+       "cifar10", {"cifar10", "fashion-mnist"}});                  // default data set, accepted
 }

@@ -20,13 +20,15 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
       spec = argv[++i];
     } else {
-      std::fprintf(stderr, "device_demo: unknown argument '%s' (usage: device_demo [--device NAME])\n",
+      std::fprintf(stderr,
+                   "device_demo: unknown argument '%s' (usage: device_demo [--device NAME])\n",
                    argv[i]);
       return 2;
     }
   }
   try {
-    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
+                cohort::host_threads().reason.c_str());
     std::cout << "devices in this build:\n" << cohort::describe_devices();
     cohort::Device& dev = cohort::device(spec);
     std::cout << "using device: " << dev.name() << "\n\n";
@@ -42,7 +44,8 @@ int main(int argc, char** argv) {
                                   cohort::Tensor::normal({3, 4}, 0.0f, 1.0f, 2, host));
     const auto got = c.to_vector<float>(), ref = ch.to_vector<float>();
     double worst = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) worst = std::fmax(worst, std::fabs(got[i] - ref[i]));
+    for (std::size_t i = 0; i < got.size(); ++i)
+      worst = std::fmax(worst, std::fabs(got[i] - ref[i]));
     std::cout << "max |device - host| = " << worst << "\n";
 
     const long n = 1024;

@@ -11,7 +11,7 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
-#include "cohort/layers/models.hpp"
+#include "cohort/models/mnist.hpp"
 
 namespace nn = cohort::nn;
 using cohort::Shape;
@@ -33,16 +33,18 @@ int main(int argc, char** argv) {
   }
   try {
     cohort::Device& dev = cohort::device(spec);
-    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
+                cohort::host_threads().reason.c_str());
     std::printf("device: %s\n\n", dev.name().c_str());
 
     // The network of PyTorch's examples/mnist/main.py, with its state_dict names.
     nn::manual_seed(1);
-    auto net = nn::mnist_net(dev);
+    auto net = cohort::models::mnist_net(dev);
     std::printf("%s\n", net->summary(Shape{64, 1, 28, 28}).c_str());
 
     std::printf("state_dict:");
-    for (const auto& e : net->state_dict()) std::printf(" %s%s", e.name.c_str(), e.tensor.shape().str().c_str());
+    for (const auto& e : net->state_dict())
+      std::printf(" %s%s", e.name.c_str(), e.tensor.shape().str().c_str());
     std::printf("\n\n");
 
     // Data parallelism registers a hook like this to start all-reducing a gradient as soon as it

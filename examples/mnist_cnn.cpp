@@ -26,21 +26,23 @@
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/trainer.hpp"
 #include "cohort/layers.hpp"
+#include "cohort/models/mnist.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
+#include "common/trainer_flags.hpp"
 
 namespace nn = cohort::nn;
 namespace data = cohort::data;
 namespace train = cohort::train;
 
 namespace {
-struct Flags {
-  std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 14, log_interval = 10;
-  std::int64_t max_steps = -1;
+// Epochs, steps, checkpoint, metrics and TensorBoard are TrainerFlags (examples/common).
+struct Flags : examples::TrainerFlags {
+  Flags() { epochs = 14; }  // the PyTorch example's default
+  std::int64_t batch_size = 64, test_batch_size = 1000;
   double lr = 1.0, gamma = 0.7;
   std::uint64_t seed = 1;
-  std::string data_dir = data::kFashionMnistDir, device, save_model, metrics, trace, resume, comm;
-  std::string tensorboard;
+  std::string data_dir = data::kFashionMnistDir, device, trace, resume, comm;
   std::string grad_compression = "none";  // none | bf16 | f16 (DDP's all-reduce of gradients)
 };
 
@@ -55,7 +57,7 @@ int run(const Flags& f) {
 
   auto& host = cohort::host_device();
   nn::manual_seed(f.seed);
-  auto model = nn::mnist_net(dev);
+  auto model = cohort::models::mnist_net(dev);
   // With a communicator the DDP module wraps the model and is what the Trainer trains: its
   // forward syncs buffers, its backward averages gradients. Checkpoints save the plain model.
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
@@ -89,27 +91,21 @@ int run(const Flags& f) {
   nn::NLLLoss criterion;
 
   if (lead) {
-    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
-    std::printf("cohort mnist_cnn: %s | device %s | %d rank%s (%s%s) x batch %lld | %lld epochs | Adadelta lr %g, StepLR gamma %g\n",
-                train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
-                comm ? comm->backend().c_str() : "no communicator",
-                ddp && f.grad_compression != "none" ? (", " + f.grad_compression + " gradients").c_str() : "",
-                static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
+                cohort::host_threads().reason.c_str());
+    std::printf(
+        "cohort mnist_cnn: %s | device %s | %d rank%s (%s%s) x batch %lld | %lld epochs"
+        " | Adadelta lr %g, StepLR gamma %g\n",
+        train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
+        comm ? comm->backend().c_str() : "no communicator",
+        ddp && f.grad_compression != "none" ? (", " + f.grad_compression + " gradients").c_str()
+                                            : "",
+        static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
   }
   examples::start_trace(f.trace, job);
 
-  // Given the DDP module, the Trainer does the distributed rest: shards the loaders, averages the
-  // metrics, prints, writes metrics and TensorBoard files on rank 0 only.
-  train::TrainerOptions opts;
-  opts.epochs = f.epochs;
-  opts.log_interval = f.log_interval;
-  opts.max_steps = f.max_steps;
-  opts.metrics_path = f.metrics;
-  opts.tensorboard_dir = f.tensorboard;
-  // Checkpoints: the newest whole pair (model + training state) after every epoch, on rank 0; a
-  // crash mid-save leaves the previous one.
-  opts.checkpoint_path = f.save_model;
-  train::Trainer trainer(trained, criterion, optimizer, &scheduler, opts);
+  // Given the DDP module, the Trainer does the distributed rest (see trainer_options).
+  train::Trainer trainer(trained, criterion, optimizer, &scheduler, examples::trainer_options(f));
 
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
@@ -126,11 +122,17 @@ int run(const Flags& f) {
   examples::check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;
 
-  std::printf("%s\n", train::ascii_plot(trainer.loss_history(), "training loss per step (cost history)").c_str());
+  std::printf(
+      "%s\n",
+      train::ascii_plot(trainer.loss_history(), "training loss per step (cost history)").c_str());
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
-  if (!f.trace.empty()) std::printf("trace: %s (%d rank%s)\n", f.trace.c_str(), world, world > 1 ? "s" : "");
-  if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
-  if (!f.save_model.empty()) std::printf("model: %s (+ %s)\n", f.save_model.c_str(), train::state_path_for(f.save_model).c_str());
+  if (!f.trace.empty())
+    std::printf("trace: %s (%d rank%s)\n", f.trace.c_str(), world, world > 1 ? "s" : "");
+  if (ddp)
+    std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
+  if (!f.save_model.empty())
+    std::printf("model: %s (+ %s)\n", f.save_model.c_str(),
+                train::state_path_for(f.save_model).c_str());
   if (!results.empty())
     std::printf("final test accuracy: %.2f%%  training throughput: %.1f images/s\n",
                 100.0 * results.back().eval.accuracy, trainer.images_per_s());
@@ -145,23 +147,32 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"cohort's port of PyTorch's MNIST example (Fashion-MNIST by default)", "mnist_cnn"};
   app.add_option("--batch-size", f.batch_size, "input batch size for training")->check(kPositive);
-  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")->check(kPositive);
+  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")
+      ->check(kPositive);
   app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
   app.add_option("--lr", f.lr, "learning rate")->check(kNonNegative);
   app.add_option("--gamma", f.gamma, "learning rate step gamma")->check(kNonNegative);
-  app.add_option("--log-interval", f.log_interval, "batches between progress lines")->check(kPositive);
-  app.add_option("--save-model", f.save_model, "save the model (safetensors) and training state after each epoch");
+  app.add_option("--log-interval", f.log_interval, "batches between progress lines")
+      ->check(kPositive);
+  app.add_option("--save-model", f.save_model,
+                 "save the model (safetensors) and training state after each epoch");
   app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
   app.add_option("--data", f.data_dir, "MNIST-layout data directory");
   app.add_option("--seed", f.seed, "random seed");
-  app.add_option("--device", f.device, "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
-  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")->check(kPositive);
+  app.add_option("--device", f.device,
+                 "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
+  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")
+      ->check(kPositive);
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
-  app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
+  app.add_option("--tensorboard", f.tensorboard,
+                 "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
   app.add_option("--grad-compression", f.grad_compression,
-                 "data parallel: all-reduce gradients as bf16 or f16 (half the bytes; default none)")
+                 "data parallel: all-reduce gradients as bf16 or f16 "
+                 "(half the bytes; default none)")
       ->check(CLI::IsMember({"none", "bf16", "f16"}));
-  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
+  app.add_option("--comm", f.comm,
+                 "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then "
+                 "auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
   return examples::parse_and_run(app, argc, argv, "mnist_cnn", [&] { return run(f); });
 }

@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   }
   try {
     cohort::Device& dev = cohort::device(spec);
-    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
+                cohort::host_threads().reason.c_str());
     const Problem prob = make_problem(dev);
     std::printf("least squares: X [%lld, %lld], y = X w* + noise(0.01), %d steps on %s\n\n",
                 static_cast<long long>(kN), static_cast<long long>(kD), steps,

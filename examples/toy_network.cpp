@@ -28,8 +28,10 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   std::string device;
   CLI::App app{"toy network: 3 convs + 3 FC, MSE on one-hot targets", "toy_network"};
-  app.add_option("--steps", steps, "SGD steps")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  app.add_option("--batch-size", batch, "batch size")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--steps", steps, "SGD steps")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  app.add_option("--batch-size", batch, "batch size")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--lr", lr, "learning rate")->check(CLI::Range(0.0, 1e6));
   app.add_option("--device", device, "host, cuda, cuda:N");
   app.add_option("--seed", seed, "random seed");
@@ -43,7 +45,8 @@ int main(int argc, char** argv) {
   }
   try {
     cohort::Device& dev = cohort::device(device);
-    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads, cohort::host_threads().reason.c_str());
+    std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
+                cohort::host_threads().reason.c_str());
     auto& host = cohort::host_device();
     nn::manual_seed(seed);
     auto net = nn::make<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
@@ -56,7 +59,8 @@ int main(int argc, char** argv) {
         nn::make<nn::Linear>(128, 10, dev)});
     std::printf("%s\n", net->summary(cohort::Shape{batch, 1, 3, 3}).c_str());
 
-    auto ds = std::make_shared<cohort::data::SyntheticDataset>(4096, cohort::Shape{1, 3, 3}, 10, seed);
+    auto ds =
+        std::make_shared<cohort::data::SyntheticDataset>(4096, cohort::Shape{1, 3, 3}, 10, seed);
     cohort::data::DataLoaderOptions lo;
     lo.batch_size = batch;
     lo.shuffle = true;
@@ -81,8 +85,10 @@ int main(int argc, char** argv) {
       // One-hot targets from the labels.
       const auto labels = b.labels.to_vector<std::int64_t>();
       std::vector<float> onehot(labels.size() * 10, 0.0f);
-      for (std::size_t i = 0; i < labels.size(); ++i) onehot[i * 10 + static_cast<std::size_t>(labels[i])] = 1.0f;
-      const Tensor target = Tensor::from_vector(onehot, {static_cast<std::int64_t>(labels.size()), 10}, dev);
+      for (std::size_t i = 0; i < labels.size(); ++i)
+        onehot[i * 10 + static_cast<std::size_t>(labels[i])] = 1.0f;
+      const Tensor target =
+          Tensor::from_vector(onehot, {static_cast<std::int64_t>(labels.size()), 10}, dev);
       const Tensor out = net->forward(b.images);
       mse.forward(out, target);
       net->backward(mse.backward(), false);
@@ -97,9 +103,12 @@ int main(int argc, char** argv) {
         seen += static_cast<std::int64_t>(p.size());
       }
       if ((step + 1) % 250 == 0 || step == 0)
-        std::printf("step %5lld  cost %.6f\n", static_cast<long long>(step + 1), mse.value() / static_cast<double>(labels.size()));
+        std::printf("step %5lld  cost %.6f\n", static_cast<long long>(step + 1),
+                    mse.value() / static_cast<double>(labels.size()));
     }
-    std::printf("\n%s", cohort::train::ascii_plot(cost, "cost history (squared error per sample, per step)").c_str());
+    std::printf("\n%s",
+                cohort::train::ascii_plot(cost, "cost history (squared error per sample, per step)")
+                    .c_str());
     std::printf("accuracy over the last 100 steps: %.1f%% (chance: 10%%)\n",
                 seen ? 100.0 * static_cast<double>(correct) / static_cast<double>(seen) : 0.0);
     return 0;

@@ -10,7 +10,7 @@ namespace {
 bool reads_input(Activation f) { return f == Activation::leaky_relu || f == Activation::gelu; }
 }  // namespace
 
-bool ActivationLayer::fusable() const { return !reads_input(f_); }
+bool ActivationLayer::fusable() const { return !reads_input(function_); }
 
 Tensor ActivationLayer::forward_impl(const Tensor& x) {
   COHORT_MODULE_CHECK(x.dtype() == DType::f32, "input must be f32, got ", dtype_name(x.dtype()),
@@ -21,9 +21,9 @@ Tensor ActivationLayer::forward_impl(const Tensor& x) {
     return x;
   }
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  ops::activation_forward(f_, alpha_, x, y);
-  x_ = reads_input(f_) ? x : Tensor();
-  y_ = reads_input(f_) ? Tensor() : y;
+  ops::activation_forward(function_, alpha_, x, y);
+  x_ = reads_input(function_) ? x : Tensor();
+  y_ = reads_input(function_) ? Tensor() : y;
   return y;
 }
 
@@ -45,8 +45,8 @@ Tensor ActivationLayer::backward_impl(const Tensor& grad_output, bool need_input
   Tensor dx;
   if (need_input_grad) {
     dx = Tensor::empty(grad_output.shape(), DType::f32, grad_output.device());
-    const Tensor& saved = reads_input(f_) ? x_ : y_;
-    ops::activation_backward(f_, alpha_, saved, saved, grad_output, dx);
+    const Tensor& saved = reads_input(function_) ? x_ : y_;
+    ops::activation_backward(function_, alpha_, saved, saved, grad_output, dx);
   }
   x_ = Tensor();
   y_ = Tensor();

@@ -23,18 +23,19 @@ std::shared_ptr<Linear> mlp_linear(std::int64_t in, std::int64_t out, Device& de
 
 EncoderBlock::EncoderBlock(std::int64_t hidden_dim, std::int64_t num_heads, std::int64_t mlp_dim,
                            Device& device, EncoderBlockOptions o)
-    : Module("EncoderBlock"), d_(hidden_dim) {
+    : Module("EncoderBlock"), hidden_dim_(hidden_dim) {
   COHORT_MODULE_CHECK(hidden_dim >= 1 && num_heads >= 1 && mlp_dim >= 1, "hidden_dim (",
                       hidden_dim, "), num_heads (", num_heads, ") and mlp_dim (", mlp_dim,
                       ") must be positive");
   COHORT_MODULE_CHECK(hidden_dim % num_heads == 0, "hidden_dim ", hidden_dim,
                       " is not divisible by num_heads ", num_heads);
-  ln_1_ = make<LayerNorm>(std::vector<std::int64_t>{d_}, device, o.ln_eps);
-  attn_ = make<MultiheadAttention>(d_, num_heads, device);
+  ln_1_ = make<LayerNorm>(std::vector<std::int64_t>{hidden_dim_}, device, o.ln_eps);
+  attn_ = make<MultiheadAttention>(hidden_dim_, num_heads, device);
   dropout_ = make<Dropout>(o.dropout_p);
-  ln_2_ = make<LayerNorm>(std::vector<std::int64_t>{d_}, device, o.ln_eps);
-  mlp_ = sequential({mlp_linear(d_, mlp_dim, device), make<GELU>(), make<Dropout>(o.dropout_p),
-                     mlp_linear(mlp_dim, d_, device), make<Dropout>(o.dropout_p)});
+  ln_2_ = make<LayerNorm>(std::vector<std::int64_t>{hidden_dim_}, device, o.ln_eps);
+  mlp_ = sequential({mlp_linear(hidden_dim_, mlp_dim, device), make<GELU>(),
+                     make<Dropout>(o.dropout_p), mlp_linear(mlp_dim, hidden_dim_, device),
+                     make<Dropout>(o.dropout_p)});
   register_module("ln_1", ln_1_);
   register_module("self_attention", attn_);
   register_module("dropout", dropout_);
@@ -43,8 +44,8 @@ EncoderBlock::EncoderBlock(std::int64_t hidden_dim, std::int64_t num_heads, std:
 }
 
 Shape EncoderBlock::output_shape_impl(const Shape& input) const {
-  COHORT_MODULE_CHECK(input.rank() == 3 && input[2] == d_, "expected input [N, T, ", d_,
-                      "] (batch, tokens, hidden_dim), got ", input);
+  COHORT_MODULE_CHECK(input.rank() == 3 && input[2] == hidden_dim_, "expected input [N, T, ",
+                      hidden_dim_, "] (batch, tokens, hidden_dim), got ", input);
   return input;
 }
 

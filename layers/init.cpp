@@ -1,3 +1,6 @@
+// Parameter initialisation (see init.hpp): the one process-wide init stream (seed and running
+// offset behind a mutex; every draw reserves whole Philox blocks, so draws never overlap) and
+// PyTorch's distributions drawn from it.
 #include "cohort/layers/init.hpp"
 
 #include <cmath>

@@ -1,8 +1,11 @@
-// The Loss base: the forward/backward pairing and the finite-loss check shared by every loss.
+// The Loss base: the forward/backward pairing and the finite-loss check shared by every loss;
+// and the target check and reduction the losses share (loss_shared.hpp).
 #include "cohort/core/device.hpp"
 #include "cohort/layers/loss.hpp"
 
+#include "cohort/core/ops.hpp"
 #include "cohort/layers/module.hpp"
+#include "loss_shared.hpp"
 
 #include <cmath>
 #include <sstream>
@@ -18,6 +21,27 @@ std::string show(float v) {
   return os.str();
 }
 }  // namespace
+
+namespace detail {
+
+void check_class_targets(const std::string& loss, const Tensor& input, const Tensor& target,
+                         const char* input_kind) {
+  COHORT_CHECK(input.rank() == 2, loss, ": expected input [N, C] (", input_kind, "), got ",
+               input.shape());
+  COHORT_CHECK(target.dtype() == DType::i64 && target.rank() == 1 &&
+                   target.dim(0) == input.dim(0),
+               loss, ": expected target [", input.dim(0), "] of class indices (i64) for input ",
+               input.shape(), ", got ", target.shape(), " ", dtype_name(target.dtype()));
+}
+
+Tensor reduce_rows(const Tensor& terms, float scale) {
+  Tensor loss = Tensor::empty(Shape{}, DType::f32, terms.device());
+  ops::reduce_sum(terms.reshape({1, terms.numel()}), loss);
+  ops::scale(scale, loss, loss);
+  return loss;
+}
+
+}  // namespace detail
 
 float Loss::reduce_scale(std::int64_t elements) const {
   return reduction_ == Reduction::mean && elements > 0 ? 1.0f / static_cast<float>(elements)

@@ -144,7 +144,8 @@ void Module::register_inlined_module(ModulePtr child) {
   COHORT_MODULE_CHECK(child != nullptr, "the inlined module is null");
   COHORT_MODULE_CHECK(!wrapper_, "a wrapper holds exactly one module and nothing else");
   for (const auto& [n, c] : children_)
-    COHORT_MODULE_CHECK(c != child, "the same ", child->type_name(), " instance is registered twice");
+    COHORT_MODULE_CHECK(c != child, "the same ", child->type_name(),
+                        " instance is registered twice");
   child->set_path(path_);
   child->train(training_);
   for (const auto& b : hooks_) child->add_hook_binding(b.hook, b.prefix);
@@ -319,7 +320,8 @@ void Module::summarize(const Shape& input, int depth, std::vector<SummaryRow>& r
 namespace {
 std::string thousands(std::int64_t v) {
   std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<std::size_t>(i), ",");
   return s;
 }
 }  // namespace
@@ -336,8 +338,8 @@ std::string Module::summary(const Shape& input) const {
     for (auto& r : all)
       if (r.depth >= 0) rows.push_back(std::move(r));
   }
-  std::size_t wname = std::string("Layer (type)").size(), wshape = std::string("Output shape").size(),
-              wparam = std::string("Param #").size();
+  std::size_t wname = std::string("Layer (type)").size(),
+              wshape = std::string("Output shape").size(), wparam = std::string("Param #").size();
   std::vector<std::string> names;
   for (const auto& r : rows) {
     std::string n = std::string(static_cast<std::size_t>(2 * r.depth), ' ') +

@@ -1,6 +1,6 @@
-// Residual: y = after(block(x) + shortcut(x)). Backward runs the shortcut first (it was registered last,
-// so its grad-ready hooks fire first, keeping hooks in reverse registration order), then the block,
-// and sums the two input gradients.
+// Residual: y = after(block(x) + shortcut(x)). Backward runs the shortcut first (it was registered
+// last, so its grad-ready hooks fire first, keeping hooks in reverse registration order), then the
+// block, and sums the two input gradients.
 #include "cohort/layers/residual.hpp"
 
 #include "cohort/core/layer_ops.hpp"
@@ -10,21 +10,21 @@ namespace cohort::nn {
 
 Residual::Residual(ModulePtr block, ModulePtr shortcut, ResidualOptions options)
     : Module("Residual"), block_(std::move(block)), shortcut_(std::move(shortcut)),
-      o_(std::move(options)) {
+      options_(std::move(options)) {
   COHORT_MODULE_CHECK(block_ != nullptr, "the block is null");
-  COHORT_MODULE_CHECK(o_.after == Activation::identity || o_.after == Activation::relu,
+  COHORT_MODULE_CHECK(options_.after == Activation::identity || options_.after == Activation::relu,
                       "the activation after the sum must be identity or relu, got ",
-                      activation_name(o_.after));
-  if (o_.block.empty()) {
+                      activation_name(options_.after));
+  if (options_.block.empty()) {
     if (shortcut_)
       for (const auto& [n, c] : block_->children())
-        COHORT_MODULE_CHECK(n != o_.shortcut, "the inlined block has a child named '", n,
+        COHORT_MODULE_CHECK(n != options_.shortcut, "the inlined block has a child named '", n,
                             "', the shortcut's name too");
     register_inlined_module(block_);
   } else {
-    register_module(o_.block, block_);
+    register_module(options_.block, block_);
   }
-  if (shortcut_) register_module(o_.shortcut, shortcut_);
+  if (shortcut_) register_module(options_.shortcut, shortcut_);
 }
 
 Shape Residual::output_shape_impl(const Shape& input) const {
@@ -43,8 +43,8 @@ Tensor Residual::forward_impl(const Tensor& x) {
   const Tensor s = shortcut_ ? shortcut_->forward(x) : x;
   Tensor y = Tensor::empty(b.shape(), DType::f32, b.device());
   ops::add(b, s, y);
-  if (o_.after != Activation::identity) {
-    ops::activation_forward(o_.after, 0.0f, y, y);  // element-wise: in place is safe
+  if (options_.after != Activation::identity) {
+    ops::activation_forward(options_.after, 0.0f, y, y);  // element-wise: in place is safe
     y_ = y;
   }
   return y;
@@ -52,9 +52,9 @@ Tensor Residual::forward_impl(const Tensor& x) {
 
 Tensor Residual::backward_impl(const Tensor& grad_output, bool need_input_grad) {
   Tensor g = grad_output;
-  if (o_.after != Activation::identity) {  // relu's backward reads its output
+  if (options_.after != Activation::identity) {  // relu's backward reads its output
     g = Tensor::empty(grad_output.shape(), DType::f32, grad_output.device());
-    ops::activation_backward(o_.after, 0.0f, y_, y_, grad_output, g);
+    ops::activation_backward(options_.after, 0.0f, y_, y_, grad_output, g);
     y_ = Tensor();
   }
   Tensor gs = shortcut_ ? shortcut_->backward(g, need_input_grad) : g;

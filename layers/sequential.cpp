@@ -27,7 +27,9 @@ std::shared_ptr<Sequential> sequential(std::initializer_list<ModulePtr> children
   return std::make_shared<Sequential>(children);
 }
 
-Sequential& Sequential::add(ModulePtr child) { return add(std::to_string(size()), std::move(child)); }
+Sequential& Sequential::add(ModulePtr child) {
+  return add(std::to_string(size()), std::move(child));
+}
 
 Sequential& Sequential::add(const std::string& name, ModulePtr child) {
   register_module(name, std::move(child));

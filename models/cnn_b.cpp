@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cohort/layers.hpp"
-#include "cohort/models/checks.hpp"
+#include "checks.hpp"
 #include "cohort/models/cnn.hpp"
 
 namespace cohort::models {

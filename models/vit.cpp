@@ -21,17 +21,17 @@ using i64 = std::int64_t;
 class Encoder : public nn::Module {
  public:
   Encoder(i64 seq_length, const ViTConfig& c, Device& dev)
-      : Module("Encoder"), s_(seq_length), d_(c.hidden_dim) {
-    pos_ = register_parameter("pos_embedding",
-                              nn::init_normal(Shape{1, s_, d_}, 0.0f, 0.02f, dev));  // BERT's
+      : Module("Encoder"), seq_len_(seq_length), hidden_dim_(c.hidden_dim) {
+    pos_ = register_parameter("pos_embedding", nn::init_normal(Shape{1, seq_len_, hidden_dim_},
+                                                               0.0f, 0.02f, dev));  // BERT's
     dropout_ = nn::make<nn::Dropout>(c.dropout);
     layers_ = nn::make<nn::Sequential>();
     for (i64 i = 0; i < c.num_layers; ++i)
       layers_->add("encoder_layer_" + std::to_string(i),
                    nn::make<nn::EncoderBlock>(
-                       d_, c.num_heads, c.mlp_dim, dev,
+                       hidden_dim_, c.num_heads, c.mlp_dim, dev,
                        nn::EncoderBlockOptions().eps(c.layer_norm_eps).dropout(c.dropout)));
-    ln_ = nn::make<nn::LayerNorm>(std::vector<i64>{d_}, dev, c.layer_norm_eps);
+    ln_ = nn::make<nn::LayerNorm>(std::vector<i64>{hidden_dim_}, dev, c.layer_norm_eps);
     register_module("dropout", dropout_);
     register_module("layers", layers_);
     register_module("ln", ln_);
@@ -39,23 +39,23 @@ class Encoder : public nn::Module {
 
  protected:
   Shape output_shape_impl(const Shape& input) const override {
-    COHORT_MODULE_CHECK(input.rank() == 3 && input[1] == s_ && input[2] == d_,
-                        "expected input [N, ", s_, ", ", d_, "], got ", input);
+    COHORT_MODULE_CHECK(input.rank() == 3 && input[1] == seq_len_ && input[2] == hidden_dim_,
+                        "expected input [N, ", seq_len_, ", ", hidden_dim_, "], got ", input);
     return input;
   }
   Tensor forward_impl(const Tensor& x) override {
     output_shape_impl(x.shape());
     // x + pos_embedding: pos_embedding is a bias over the flattened [T * D] features.
     Tensor y = x.clone();
-    Tensor rows = y.reshape({x.dim(0), s_ * d_});
-    ops::bias_add(pos_->value.reshape({s_ * d_}), rows, -1);
+    Tensor rows = y.reshape({x.dim(0), seq_len_ * hidden_dim_});
+    ops::bias_add(pos_->value.reshape({seq_len_ * hidden_dim_}), rows, -1);
     return ln_->forward(layers_->forward(dropout_->forward(y)));
   }
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override {
     const Tensor g = dropout_->backward(layers_->backward(ln_->backward(grad_output)));
     if (pos_->requires_grad) {
-      Tensor dpos = pos_->grad.reshape({s_ * d_});
-      ops::bias_grad(g.reshape({g.dim(0), s_ * d_}), dpos, -1);
+      Tensor dpos = pos_->grad.reshape({seq_len_ * hidden_dim_});
+      ops::bias_grad(g.reshape({g.dim(0), seq_len_ * hidden_dim_}), dpos, -1);
       grad_ready(pos_);
     }
     return need_input_grad ? g : Tensor();
@@ -66,7 +66,7 @@ class Encoder : public nn::Module {
   }
 
  private:
-  i64 s_, d_;
+  i64 seq_len_, hidden_dim_;
   ParameterPtr pos_;
   nn::ModulePtr dropout_;
   std::shared_ptr<nn::Sequential> layers_;
@@ -75,7 +75,7 @@ class Encoder : public nn::Module {
 
 class VisionTransformer : public nn::Module {
  public:
-  VisionTransformer(const ViTConfig& c, Device& dev) : Module("VisionTransformer"), c_(c) {
+  VisionTransformer(const ViTConfig& c, Device& dev) : Module("VisionTransformer"), config_(c) {
     COHORT_MODULE_CHECK(c.image_size >= 1 && c.patch_size >= 1 && c.num_layers >= 0 &&
                             c.num_heads >= 1 && c.hidden_dim >= 1 && c.mlp_dim >= 1 &&
                             c.num_classes >= 1 && c.in_channels >= 1,
@@ -93,7 +93,8 @@ class VisionTransformer : public nn::Module {
     grid_ = c.image_size / c.patch_size;
     tokens_ = grid_ * grid_;
     const i64 d = c.hidden_dim;
-    class_token_ = register_parameter("class_token", Tensor::zeros(Shape{1, 1, d}, DType::f32, dev));
+    class_token_ =
+        register_parameter("class_token", Tensor::zeros(Shape{1, 1, d}, DType::f32, dev));
     conv_proj_ = nn::make<nn::Conv2d>(
         nn::Conv2dOptions(c.in_channels, d, c.patch_size).stride(c.patch_size), dev);
     const i64 fan_in = c.in_channels * c.patch_size * c.patch_size;
@@ -113,41 +114,41 @@ class VisionTransformer : public nn::Module {
 
  protected:
   Shape output_shape_impl(const Shape& input) const override {
-    COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == c_.in_channels &&
-                            input[2] == c_.image_size && input[3] == c_.image_size,
-                        "expected input [N, ", c_.in_channels, ", ", c_.image_size, ", ",
-                        c_.image_size, "], got ", input);
-    return Shape{input[0], c_.num_classes};
+    COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == config_.in_channels &&
+                            input[2] == config_.image_size && input[3] == config_.image_size,
+                        "expected input [N, ", config_.in_channels, ", ", config_.image_size, ", ",
+                        config_.image_size, "], got ", input);
+    return Shape{input[0], config_.num_classes};
   }
 
   Tensor forward_impl(const Tensor& x) override {
     output_shape_impl(x.shape());
-    n_ = x.dim(0);
-    const i64 d = c_.hidden_dim;
+    batch_ = x.dim(0);
+    const i64 d = config_.hidden_dim;
     // [N, D, h, w] -> [N, D, T] -> [N, T, D]
     const Tensor grid = conv_proj_->forward(x);
-    const Tensor tokens = ops::permute(grid.reshape({n_, d, tokens_}), {0, 2, 1});
+    const Tensor tokens = ops::permute(grid.reshape({batch_, d, tokens_}), {0, 2, 1});
     // [class token, tokens] -> [N, T + 1, D]
-    Tensor seq = Tensor::empty(Shape{n_, tokens_ + 1, d}, DType::f32, x.device());
+    Tensor seq = Tensor::empty(Shape{batch_, tokens_ + 1, d}, DType::f32, x.device());
     ops::slice_copy(class_token_->value, 0, seq, 0, 1, 1);
     ops::slice_copy(tokens, 0, seq, 1, tokens_, 1);
     const Tensor encoded = encoder_->forward(seq);
-    return heads_->forward(ops::narrow(encoded, 1, 0, 1).reshape({n_, d}));
+    return heads_->forward(ops::narrow(encoded, 1, 0, 1).reshape({batch_, d}));
   }
 
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override {
-    const i64 d = c_.hidden_dim;
+    const i64 d = config_.hidden_dim;
     Device& dev = grad_output.device();
     const Tensor dcls = heads_->backward(grad_output);
-    Tensor dencoded = Tensor::zeros(Shape{n_, tokens_ + 1, d}, DType::f32, dev);
-    ops::slice_copy(dcls.reshape({n_, 1, d}), 0, dencoded, 0, 1, 1);
+    Tensor dencoded = Tensor::zeros(Shape{batch_, tokens_ + 1, d}, DType::f32, dev);
+    ops::slice_copy(dcls.reshape({batch_, 1, d}), 0, dencoded, 0, 1, 1);
     const Tensor dseq = encoder_->backward(dencoded);
     const Tensor dtokens = ops::narrow(dseq, 1, 1, tokens_);
-    const Tensor dgrid = ops::permute(dtokens, {0, 2, 1}).reshape({n_, d, grid_, grid_});
+    const Tensor dgrid = ops::permute(dtokens, {0, 2, 1}).reshape({batch_, d, grid_, grid_});
     Tensor dx = conv_proj_->backward(dgrid, need_input_grad);
     if (class_token_->requires_grad) {  // registered first: its gradient is reported last
       Tensor dct = class_token_->grad.reshape({d});
-      ops::bias_grad(ops::narrow(dseq, 1, 0, 1).reshape({n_, d}), dct, -1);
+      ops::bias_grad(ops::narrow(dseq, 1, 0, 1).reshape({batch_, d}), dct, -1);
       grad_ready(class_token_);
     }
     return dx;
@@ -155,20 +156,20 @@ class VisionTransformer : public nn::Module {
 
   void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const override {
     Module::summarize(input, depth, rows);
-    const Shape seq{input[0], tokens_ + 1, c_.hidden_dim};
+    const Shape seq{input[0], tokens_ + 1, config_.hidden_dim};
     summarize_child(*conv_proj_, input, depth + 1, rows);
     summarize_child(*encoder_, seq, depth + 1, rows);
-    summarize_child(*heads_, Shape{input[0], c_.hidden_dim}, depth + 1, rows);
+    summarize_child(*heads_, Shape{input[0], config_.hidden_dim}, depth + 1, rows);
   }
 
  private:
-  ViTConfig c_;
+  ViTConfig config_;
   i64 grid_ = 0, tokens_ = 0;
   ParameterPtr class_token_;
   std::shared_ptr<nn::Conv2d> conv_proj_;
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<nn::Sequential> heads_;
-  i64 n_ = 0;  // batch of the last forward
+  i64 batch_ = 0;  // batch of the last forward
 };
 
 }  // namespace

@@ -58,7 +58,8 @@ inline void finish_trace(const std::string& path, const Job& j) {
 
 // PyTorch's examples' per-epoch test line.
 inline void print_epoch(const cohort::train::EpochResult& r) {
-  std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), train %.0f images/s\n\n",
+  std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), "
+              "train %.0f images/s\n\n",
               static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
               static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
 }
@@ -67,7 +68,8 @@ inline void print_epoch(const cohort::train::EpochResult& r) {
 // run; an error names the rank's digest otherwise.
 inline void check_ranks_identical(cohort::parallel::DistributedDataParallel* ddp, const Job& j) {
   if (ddp && !ddp->weights_identical_across_ranks())
-    COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ", j.rank, ")");
+    COHORT_FAIL("ranks ended with different weights (digest ", ddp->weights_digest(), " on rank ",
+                j.rank, ")");
 }
 
 }  // namespace examples

@@ -19,6 +19,7 @@
 #include "cohort/models.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
+#include "common/trainer_flags.hpp"
 
 namespace examples {
 namespace {
@@ -27,11 +28,12 @@ namespace data = cohort::data;
 namespace train = cohort::train;
 namespace optim = cohort::optim;
 
-struct Flags {
+// Epochs, steps, checkpoint, metrics and TensorBoard are TrainerFlags (trainer_flags.hpp).
+struct Flags : TrainerFlags {
   std::string model, dataset, data_dir, optimizer = "adam", device, comm;
-  std::string save_model, resume, metrics, trace, tensorboard, model_folder, save_init;
-  std::int64_t batch_size = 64, test_batch_size = 1000, epochs = 1, log_interval = 10;
-  std::int64_t max_steps = -1, synthetic_size = 2048;
+  std::string resume, trace, model_folder, save_init;
+  std::int64_t batch_size = 64, test_batch_size = 1000;
+  std::int64_t synthetic_size = 2048;
   int workers = 0, shuffle = 1;
   double lr = 1e-3, gamma = 1.0, weight_decay = 0.0, momentum = 0.9;
   std::uint64_t seed = 1;
@@ -61,7 +63,8 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     const std::int64_t classes = f.dataset == "tinyimagenet" ? 200 : 10;
     // One set cut in two: the test images share the training images' class templates.
     const std::int64_t n = f.synthetic_size, m = std::max<std::int64_t>(n / 4, 1);
-    auto all = std::make_shared<data::SyntheticDataset>(n + m, cohort::Shape{3, s, s}, classes, f.seed);
+    auto all =
+        std::make_shared<data::SyntheticDataset>(n + m, cohort::Shape{3, s, s}, classes, f.seed);
     d.train = data::subset(all, 0, n);
     d.test = data::subset(all, n, n + m);
     d.what = "SYNTHETIC data (seeded, --synthetic): " + std::to_string(n) + " training and " +
@@ -78,11 +81,13 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     stddev = {0.3530f};
   } else if (f.dataset == "cifar10") {
     const std::string dir = f.data_dir.empty() ? "cifar-10-batches-bin" : f.data_dir;
-    COHORT_CHECK(has_file(dir, "data_batch_1.bin") && has_file(dir, "test_batch.bin"),
-                 "no CIFAR-10 data in '", dir, "': put the binary version's data_batch_1.bin ... "
-                 "data_batch_5.bin and test_batch.bin there (or pass --data DIR); "
-                 "--dataset fashion-mnist trains on the real data set this machine has, --synthetic on "
-                 "generated images");
+    COHORT_CHECK(
+        has_file(dir, "data_batch_1.bin") && has_file(dir, "test_batch.bin"),
+        "no CIFAR-10 data in '", dir,
+        "': put the binary version's data_batch_1.bin ... "
+        "data_batch_5.bin and test_batch.bin there (or pass --data DIR); "
+        "--dataset fashion-mnist trains on the real data set this machine has, --synthetic on "
+        "generated images");
     d.train = data::load_cifar10_dir(dir, data::Split::train);
     d.test = data::load_cifar10_dir(dir, data::Split::test);
     mean = {0.4914f, 0.4822f, 0.4465f};
@@ -90,11 +95,13 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     augment = true;
   } else if (f.dataset == "tinyimagenet") {
     const std::string dir = f.data_dir.empty() ? "tiny-imagenet-200" : f.data_dir;
-    COHORT_CHECK(has_file(dir, "wnids.txt") && has_file(dir, "train") && has_file(dir, "val"),
-                 "no TinyImageNet in '", dir, "': unpack tiny-imagenet-200.zip there (wnids.txt, "
-                 "train/<wnid>/images/*.JPEG, val/images + val/val_annotations.txt) or pass --data DIR; "
-                 "--dataset fashion-mnist trains on the real data set this machine has, --synthetic on "
-                 "generated 64x64 images of 200 classes");
+    COHORT_CHECK(
+        has_file(dir, "wnids.txt") && has_file(dir, "train") && has_file(dir, "val"),
+        "no TinyImageNet in '", dir,
+        "': unpack tiny-imagenet-200.zip there (wnids.txt, "
+        "train/<wnid>/images/*.JPEG, val/images + val/val_annotations.txt) or pass --data DIR; "
+        "--dataset fashion-mnist trains on the real data set this machine has, --synthetic on "
+        "generated 64x64 images of 200 classes");
     d.train = data::load_tiny_imagenet_dir(dir, data::Split::train);
     d.test = data::load_tiny_imagenet_dir(dir, data::Split::test);
     mean = {0.485f, 0.456f, 0.406f};
@@ -111,13 +118,15 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
   }
   d.train_tf.push_back(data::normalize(mean, stddev));
   d.test_tf.push_back(data::normalize(mean, stddev));
-  d.what = d.train->describe() +
-           (f.dataset == "fashion-mnist" ? " | padded by 2 to 32x32, grey copied to 3 channels" : "") +
-           (augment ? " | augmented (crop 4, flip)" : "");
+  d.what =
+      d.train->describe() +
+      (f.dataset == "fashion-mnist" ? " | padded by 2 to 32x32, grey copied to 3 channels" : "") +
+      (augment ? " | augmented (crop 4, flip)" : "");
   return d;
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const std::vector<cohort::ParameterPtr>& params) {
+std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f,
+                                                 const std::vector<cohort::ParameterPtr>& params) {
   if (f.optimizer == "sgd") {
     optim::SGDOptions o;
     o.lr = f.lr;
@@ -179,21 +188,16 @@ int run(const Flags& f, const ZooProgram& p) {
 
   if (lead) {
     std::printf("%s: %s\n", p.name.c_str(), ds.what.c_str());
-    std::printf("model %s (%lld parameters, input %s) | device %s | %d rank%s (%s) x batch %lld | %s lr %g, weight decay %g | %lld epochs\n",
-                f.model.c_str(), static_cast<long long>(model->num_parameters()), sample.str().c_str(),
-                dev.name().c_str(), world, world > 1 ? "s" : "", comm ? comm->backend().c_str() : "no communicator",
-                static_cast<long long>(f.batch_size), f.optimizer.c_str(), f.lr, f.weight_decay,
-                static_cast<long long>(f.epochs));
+    std::printf(
+        "model %s (%lld parameters, input %s) | device %s | %d rank%s (%s) x batch %lld"
+        " | %s lr %g, weight decay %g | %lld epochs\n",
+        f.model.c_str(), static_cast<long long>(model->num_parameters()), sample.str().c_str(),
+        dev.name().c_str(), world, world > 1 ? "s" : "",
+        comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
+        f.optimizer.c_str(), f.lr, f.weight_decay, static_cast<long long>(f.epochs));
   }
   start_trace(f.trace, job);
-  train::TrainerOptions opts;
-  opts.epochs = f.epochs;
-  opts.log_interval = f.log_interval;
-  opts.max_steps = f.max_steps;
-  opts.metrics_path = f.metrics;
-  opts.tensorboard_dir = f.tensorboard;
-  opts.checkpoint_path = f.save_model;
-  train::Trainer trainer(trained, criterion, *optimizer, &scheduler, opts);
+  train::Trainer trainer(trained, criterion, *optimizer, &scheduler, trainer_options(f));
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
     if (lead)
@@ -206,7 +210,8 @@ int run(const Flags& f, const ZooProgram& p) {
     // Like the PyTorch scripts' --model_folder: one model file per epoch, loadable with
     // safetensors.torch.load_file into the PyTorch definition (models/torch_models.py).
     if (!f.model_folder.empty()) {
-      const std::string path = f.model_folder + "/" + f.model + "_epoch" + std::to_string(r.epoch) + ".safetensors";
+      const std::string path =
+          f.model_folder + "/" + f.model + "_epoch" + std::to_string(r.epoch) + ".safetensors";
       train::save_model(path, *model);
       std::printf("saved %s\n", path.c_str());
     }
@@ -217,13 +222,15 @@ int run(const Flags& f, const ZooProgram& p) {
   check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
-  if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
+  if (ddp)
+    std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
   if (!results.empty() && f.no_eval)
-    std::printf("training throughput: %.1f images/s  final train loss %.4f\n", trainer.images_per_s(),
-                results.back().train_loss);
+    std::printf("training throughput: %.1f images/s  final train loss %.4f\n",
+                trainer.images_per_s(), results.back().train_loss);
   else if (!results.empty())
-    std::printf("final test accuracy: %.2f%%  training throughput: %.1f images/s  final train loss %.4f\n",
-                100.0 * results.back().eval.accuracy, trainer.images_per_s(), results.back().train_loss);
+    std::printf(
+        "final test accuracy: %.2f%%  training throughput: %.1f images/s  final train loss %.4f\n",
+        100.0 * results.back().eval.accuracy, trainer.images_per_s(), results.back().train_loss);
   return 0;
 }
 
@@ -240,37 +247,59 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   f.dataset = p.dataset;
   CLI::App app{p.description, p.name};
   app.add_option("--model", f.model, "model: " + joined(p.models))->check(CLI::IsMember(p.models));
-  app.add_option("--dataset", f.dataset, "data set: " + joined(p.datasets))->check(CLI::IsMember(p.datasets));
+  app.add_option("--dataset", f.dataset, "data set: " + joined(p.datasets))
+      ->check(CLI::IsMember(p.datasets));
   app.add_flag("--no-eval", f.no_eval, "skip the test set after each epoch (benchmarks)");
-  app.add_flag("--synthetic", f.synthetic, "train on seeded synthetic images of the data set's shape (says so in the first line)");
-  app.add_option("--synthetic-size", f.synthetic_size, "training images with --synthetic (test: a quarter)")->check(kPositive);
+  app.add_flag(
+      "--synthetic", f.synthetic,
+      "train on seeded synthetic images of the data set's shape (says so in the first line)");
+  app.add_option("--synthetic-size", f.synthetic_size,
+                 "training images with --synthetic (test: a quarter)")
+      ->check(kPositive);
   app.add_option("--data", f.data_dir, "data directory (default: the data set's own)");
-  app.add_option("--workers", f.workers, "threads decoding and transforming each batch (0: the loader's one thread)")
+  app.add_option("--workers", f.workers,
+                 "threads decoding and transforming each batch (0: the loader's one thread)")
       ->check(CLI::Range(0, 256));
-  app.add_option("--augment", f.augment, "1: random crop (padding 4) + horizontal flip, 0: none (default: on for cifar10 and tinyimagenet)")
+  app.add_option("--augment", f.augment,
+                 "1: random crop (padding 4) + horizontal flip, 0: none (default: on for cifar10 "
+                 "and tinyimagenet)")
       ->check(CLI::Range(0, 1));
-  app.add_option("--optimizer", f.optimizer, "sgd|adam|adamw")->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  app.add_option("--optimizer", f.optimizer, "sgd|adam|adamw")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   app.add_option("--lr", f.lr, "learning rate")->check(kNonNegative);
-  app.add_option("--weight-decay", f.weight_decay, "weight decay (L2 for sgd and adam, decoupled for adamw)")->check(kNonNegative);
+  app.add_option("--weight-decay", f.weight_decay,
+                 "weight decay (L2 for sgd and adam, decoupled for adamw)")
+      ->check(kNonNegative);
   app.add_option("--momentum", f.momentum, "SGD momentum")->check(kNonNegative);
   app.add_option("--gamma", f.gamma, "learning rate step gamma per epoch")->check(kNonNegative);
-  app.add_option("--batch-size", f.batch_size, "input batch size for training (per rank)")->check(kPositive);
-  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")->check(kPositive);
+  app.add_option("--batch-size", f.batch_size, "input batch size for training (per rank)")
+      ->check(kPositive);
+  app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")
+      ->check(kPositive);
   app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
-  app.add_option("--log-interval", f.log_interval, "batches between progress lines")->check(kPositive);
-  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")->check(kPositive);
-  app.add_option("--save-model", f.save_model, "save the model (safetensors) and training state after each epoch");
-  app.add_option("--save-init", f.save_init, "write the initial weights (safetensors) to FILE before training");
-  app.add_option("--shuffle", f.shuffle, "1: reshuffle the training set every epoch (default), 0: in order")
+  app.add_option("--log-interval", f.log_interval, "batches between progress lines")
+      ->check(kPositive);
+  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")
+      ->check(kPositive);
+  app.add_option("--save-model", f.save_model,
+                 "save the model (safetensors) and training state after each epoch");
+  app.add_option("--save-init", f.save_init,
+                 "write the initial weights (safetensors) to FILE before training");
+  app.add_option("--shuffle", f.shuffle,
+                 "1: reshuffle the training set every epoch (default), 0: in order")
       ->check(CLI::Range(0, 1));
-  app.add_option("--model-folder", f.model_folder, "write DIR/<model>_epoch<N>.safetensors after every epoch");
+  app.add_option("--model-folder", f.model_folder,
+                 "write DIR/<model>_epoch<N>.safetensors after every epoch");
   app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
   app.add_option("--seed", f.seed, "random seed");
-  app.add_option("--device", f.device, "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
+  app.add_option("--device", f.device,
+                 "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
   app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR");
-  app.add_option("--comm", f.comm, "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
+  app.add_option("--comm", f.comm,
+                 "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then "
+                 "auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
   return examples::parse_and_run(app, argc, argv, p.name, [&] { return run(f, p); });
 }
 

@@ -35,7 +35,8 @@ void Adadelta::update(std::size_t group, Slot& slot) {
   a.eps = static_cast<float>(o.eps);
   a.weight_decay = static_cast<float>(o.weight_decay);
   a.maximize = o.maximize;
-  a.flush_subnormal_state = a.eps > 0x1p-102f && !std::getenv("COHORT_ADADELTA_NO_FLUSH");  // see AdadeltaArgs: then invisible in every result
+  // See AdadeltaArgs: with such an eps the flush is invisible in every result.
+  a.flush_subnormal_state = a.eps > 0x1p-102f && !std::getenv("COHORT_ADADELTA_NO_FLUSH");
   ops::adadelta_step(slot.param->value, slot.param->grad, buffer(slot, "square_avg"),
                      buffer(slot, "acc_delta"), a);
   ++slot.step;

@@ -53,7 +53,8 @@ inline double run_module_case(const cohort::testing::GoldenFile& g, const std::s
   m.train(true);
   m.zero_grad();
   double worst = expect_close(g, cs, "output", m.forward(g.load(cs, "input", dev)));
-  worst = std::max(worst, expect_close(g, cs, "grad_input", m.backward(g.load(cs, "grad_output", dev))));
+  worst = std::max(worst,
+                   expect_close(g, cs, "grad_input", m.backward(g.load(cs, "grad_output", dev))));
   for (const auto& np : m.named_parameters())
     worst = std::max(worst, expect_close(g, cs, "grad." + np.name, np.param->grad));
   return worst;

@@ -138,7 +138,8 @@ inline void check_module(cohort::nn::Module& m, Tensor x, const FdOptions& o = {
   const Tensor dx = m.backward(r);
   const std::vector<float> dxv = dx.to_vector<float>();
   std::vector<std::pair<cohort::NamedParameter, std::vector<float>>> pgrads;
-  for (const auto& np : m.named_parameters()) pgrads.push_back({np, np.param->grad.to_vector<float>()});
+  for (const auto& np : m.named_parameters())
+    pgrads.push_back({np, np.param->grad.to_vector<float>()});
 
   auto loss = [&]() { return dot(fwd(), r); };
   for (std::size_t i : probe_indices(static_cast<std::size_t>(x.numel()), o.max_per_tensor, 1))

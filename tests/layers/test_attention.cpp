@@ -178,7 +178,9 @@ TEST_CASE("permute and slice_copy: bad permutations, ranges and shapes name the 
   CHECK(contains(error_of([&] { ops::slice_copy(x, 1, dst, 3, 3, 1); }),
                  "slice_copy: rows [1, 4) of src [2, 3, 4] to rows [3, 6) of dst [2, 5, 4] along "
                  "axis 1 are out of range"));
-  CHECK(contains(error_of([&] { ops::slice_copy(lt::uniform({2, 3, 5}, -1, 1, 6), 0, dst, 0, 1, 1); }),
+  CHECK(contains(error_of([&] {
+                   ops::slice_copy(lt::uniform({2, 3, 5}, -1, 1, 6), 0, dst, 0, 1, 1);
+                 }),
                  "slice_copy: src [2, 3, 5] and dst [2, 5, 4] differ on an axis other than 1"));
   CHECK(contains(error_of([&] { ops::slice_copy(dst.slice(0, 1), 0, dst, 0, 1, 1); }),
                  "overlap in memory"));
@@ -203,7 +205,8 @@ TEST_CASE("MultiheadAttention and EncoderBlock: PyTorch's names, shapes and init
   // xavier_uniform over [48, 16]: bound sqrt(6 / 64); zero biases.
   const float bound = std::sqrt(6.0f / 64.0f);
   float wmax = 0.0f;
-  for (float v : mha.in_proj_weight()->value.to_vector<float>()) wmax = std::max(wmax, std::fabs(v));
+  for (float v : mha.in_proj_weight()->value.to_vector<float>())
+    wmax = std::max(wmax, std::fabs(v));
   CHECK(wmax <= bound);
   CHECK(wmax > 0.9f * bound);
   CHECK(ops::max(mha.in_proj_bias()->value) == 0.0f);

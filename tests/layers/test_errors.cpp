@@ -37,9 +37,10 @@ TEST_CASE("wrong rank and channel count name the layer and the shapes") {
                 rank);
   const std::string channels =
       error_of([&] { net->forward(lt::uniform({2, 3, 28, 28}, 0, 1, 1)); });
-  CHECK_MESSAGE(channels.find("Conv2d(conv1): expected 4-D input [N, 1, H, W], got [2, 3, 28, 28]") !=
-                    std::string::npos,
-                channels);
+  CHECK_MESSAGE(
+      channels.find("Conv2d(conv1): expected 4-D input [N, 1, H, W], got [2, 3, 28, 28]") !=
+          std::string::npos,
+      channels);
   // Users read the message alone; with COHORT_DEBUG=1 the location follows, and it is the check
   // in the layer's source, not the container's.
   CHECK_MESSAGE(channels.find("conv2d.cpp") == std::string::npos, channels);
@@ -153,9 +154,10 @@ TEST_CASE("Residual: block and shortcut shapes must agree") {
   nn::Sequential net({{"layer1", nn::make<nn::Residual>(nn::make<nn::Conv2d>(
                                      nn::Conv2dOptions(2, 4, 3).padding(1), lt::host()))}});
   const std::string e = error_of([&] { net.forward(lt::uniform({1, 2, 5, 5}, -1, 1, 1)); });
-  CHECK_MESSAGE(e.find("Residual(layer1): block output [1, 4, 5, 5] and shortcut output [1, 2, 5, 5] "
-                       "differ for input [1, 2, 5, 5]") != std::string::npos,
-                e);
+  CHECK_MESSAGE(
+      e.find("Residual(layer1): block output [1, 4, 5, 5] and shortcut output [1, 2, 5, 5] "
+             "differ for input [1, 2, 5, 5]") != std::string::npos,
+      e);
 }
 
 TEST_CASE("LayerNorm, Softmax, Flatten, constructor arguments") {
@@ -176,7 +178,9 @@ TEST_CASE("LayerNorm, Softmax, Flatten, constructor arguments") {
 
 TEST_CASE("losses: shapes, dtypes, target range") {
   nn::CrossEntropyLoss ce;
-  std::string e = error_of([&] { ce.forward(lt::uniform({8, 10}, -1, 1, 1), lt::labels(7, 10, 2)); });
+  std::string e = error_of([&] {
+    ce.forward(lt::uniform({8, 10}, -1, 1, 1), lt::labels(7, 10, 2));
+  });
   CHECK_MESSAGE(e.find("CrossEntropyLoss: expected target [8] of class indices (i64) for input "
                        "[8, 10], got [7] i64") != std::string::npos,
                 e);

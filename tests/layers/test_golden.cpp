@@ -168,7 +168,8 @@ TEST_CASE("layers match PyTorch 1.13") {
     m->train(cfg.at("train").get<bool>());
     // Load PyTorch's state_dict by name, strictly.
     std::vector<nn::NamedTensor> state;
-    for (const auto& e : m->state_dict()) state.push_back({e.name, load(cs, e.name, e.tensor.dtype())});
+    for (const auto& e : m->state_dict())
+      state.push_back({e.name, load(cs, e.name, e.tensor.dtype())});
     m->load_state_dict(state, true);
     const Tensor x = load(cs, "input");
     const Tensor y = m->forward(x);
@@ -209,7 +210,8 @@ TEST_CASE("losses match PyTorch 1.13") {
     ++cases;
     const json& cfg = golden().config(cs);
     const std::string kind = cfg.at("loss");
-    const nn::Reduction red = cfg.at("reduction") == "sum" ? nn::Reduction::sum : nn::Reduction::mean;
+    const nn::Reduction red =
+        cfg.at("reduction") == "sum" ? nn::Reduction::sum : nn::Reduction::mean;
     std::unique_ptr<nn::Loss> loss;
     if (kind == "CrossEntropyLoss") loss = std::make_unique<nn::CrossEntropyLoss>(red);
     if (kind == "NLLLoss") loss = std::make_unique<nn::NLLLoss>(red);

@@ -27,7 +27,8 @@ std::vector<std::string> names_of(const std::vector<nn::NamedTensor>& v) {
 std::shared_ptr<nn::Sequential> tiny_resnet() {
   cohort::Device& d = lt::host();
   auto block = nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
-      {"conv1", nn::make<nn::Conv2d>(nn::Conv2dOptions(4, 8, 3).stride(2).padding(1).bias(false), d)},
+      {"conv1",
+       nn::make<nn::Conv2d>(nn::Conv2dOptions(4, 8, 3).stride(2).padding(1).bias(false), d)},
       {"bn1", nn::make<nn::BatchNorm2d>(8, d)},
       {"relu", nn::make<nn::ReLU>()},
       {"conv2", nn::make<nn::Conv2d>(nn::Conv2dOptions(8, 8, 3).padding(1).bias(false), d)},
@@ -249,7 +250,8 @@ TEST_CASE("Dropout: deterministic masks from (seed, step)") {
   }
   CHECK(static_cast<double>(kept) / 10000.0 == doctest::Approx(0.75).epsilon(0.03));
   // Backward applies the forward's mask.
-  const auto g = d.backward(Tensor::full({1000, 10}, 2.0, DType::f32, lt::host())).to_vector<float>();
+  const auto g =
+      d.backward(Tensor::full({1000, 10}, 2.0, DType::f32, lt::host())).to_vector<float>();
   for (std::size_t i = 0; i < g.size(); ++i) CHECK(g[i] == (y0[i] != 0.0f ? 2.0f / 0.75f : 0.0f));
   // Two layers built after the same manual_seed draw the same seeds; consecutive layers differ.
   nn::manual_seed(9);

@@ -56,10 +56,45 @@ TEST_CASE("every model's state_dict equals PyTorch's: names, order and shapes") 
     }
     // A forward pass gives [N, classes] for the configured input.
     model->eval();
-    const Tensor y = model->forward(Tensor::zeros(Shape{2, c.in_channels, c.image_size, c.image_size},
-                                                  cohort::DType::f32, host()));
+    const Tensor y = model->forward(Tensor::zeros(
+        Shape{2, c.in_channels, c.image_size, c.image_size}, cohort::DType::f32, host()));
     CHECK(y.shape() == Shape{2, c.num_classes});
   }
+}
+
+// mnist_net has no row in model_names.json (it is not in models/torch_models.py): its names and
+// shapes are those of Net in PyTorch's examples/mnist/main.py (bench/mnist_torch.py), written
+// out here. The zoo's entry at the MNIST shape builds the very weights mnist_net(dev) does.
+TEST_CASE("mnist_net: PyTorch's MNIST Net, in the zoo") {
+  const std::vector<std::pair<std::string, Shape>> want = {
+      {"conv1.weight", Shape{32, 1, 3, 3}}, {"conv1.bias", Shape{32}},
+      {"conv2.weight", Shape{64, 32, 3, 3}}, {"conv2.bias", Shape{64}},
+      {"fc1.weight", Shape{128, 9216}},     {"fc1.bias", Shape{128}},
+      {"fc2.weight", Shape{10, 128}},       {"fc2.bias", Shape{10}}};
+  nn::manual_seed(1);
+  const auto net = cohort::models::mnist_net(host());
+  const auto state = net->state_dict();
+  REQUIRE(state.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CHECK(state[i].name == want[i].first);
+    CHECK(state[i].tensor.shape() == want[i].second);
+  }
+  bool listed = false;
+  for (const auto& n : cohort::models::names()) listed = listed || n == "mnist_net";
+  CHECK(listed);
+  ModelConfig c;
+  c.num_classes = 10;
+  c.in_channels = 1;
+  c.image_size = 28;
+  nn::manual_seed(1);
+  const auto zoo = cohort::models::make("mnist_net", host(), c);
+  CHECK(nn::state_digest(*zoo) == nn::state_digest(*net));
+  zoo->eval();
+  CHECK(zoo->forward(Tensor::zeros(Shape{2, 1, 28, 28}, cohort::DType::f32, host())).shape() ==
+        Shape{2, 10});
+  c.image_size = 4;
+  CHECK(lt::error_of([&] { cohort::models::make("mnist_net", host(), c); })
+            .find("mnist_net: image_size must be at least 6, got 4") != std::string::npos);
 }
 
 TEST_CASE("ResNet-50 uses torchvision's initialisation") {
@@ -74,7 +109,8 @@ TEST_CASE("ResNet-50 uses torchvision's initialisation") {
     if (s.rank() == 4 && v.size() >= 4096) {  // kaiming_normal_(fan_out): std sqrt(2 / fan_out)
       const double want = std::sqrt(2.0 / static_cast<double>(s[0] * s[2] * s[3]));
       CHECK_MESSAGE(std::fabs(rms / want - 1.0) < 0.1, np.name, " rms ", rms, " want ", want);
-    } else if (np.name.find("bn") != std::string::npos || np.name.find("downsample.1") != std::string::npos) {
+    } else if (np.name.find("bn") != std::string::npos ||
+               np.name.find("downsample.1") != std::string::npos) {
       const bool weight = np.name.find("weight") != std::string::npos;
       CHECK_MESSAGE(rms == doctest::Approx(weight ? 1.0 : 0.0), np.name);
     }
@@ -100,7 +136,8 @@ void fill(nn::Module& m) {
     for (std::size_t k = 0; k < v.size(); ++k) {
       const double s = std::sin(0.37 * static_cast<double>(k) + t);
       if (p.shape().rank() >= 2)
-        v[k] = static_cast<float>(s * std::sqrt(3.0 * static_cast<double>(p.shape()[0]) / static_cast<double>(p.numel())));
+        v[k] = static_cast<float>(s * std::sqrt(3.0 * static_cast<double>(p.shape()[0]) /
+                                                static_cast<double>(p.numel())));
       else
         v[k] = static_cast<float>(bn.count(np.name) ? 1 + 0.1 * s : 0.1 * s);
     }
@@ -112,7 +149,8 @@ void fill(nn::Module& m) {
 Tensor formula(const Shape& s, double step, bool cosine) {
   std::vector<float> v(static_cast<std::size_t>(s.numel()));
   for (std::size_t k = 0; k < v.size(); ++k)
-    v[k] = static_cast<float>(cosine ? std::cos(step * static_cast<double>(k)) : std::sin(step * static_cast<double>(k)));
+    v[k] = static_cast<float>(cosine ? std::cos(step * static_cast<double>(k))
+                                     : std::sin(step * static_cast<double>(k)));
   return Tensor::from_vector(v, s, host());
 }
 
@@ -139,7 +177,8 @@ TEST_CASE("outputs and gradients equal PyTorch's for formula weights") {
     const auto want_y = g["output"].get<std::vector<float>>();
     const auto got_y = y.to_vector<float>();
     REQUIRE(got_y.size() == want_y.size());
-    auto close = [](const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    auto close = [](const std::vector<float>& got, const std::vector<float>& want,
+                    const std::string& what) {
       double scale = 0;
       for (float w : want) scale = std::max(scale, static_cast<double>(std::fabs(w)));
       for (std::size_t i = 0; i < got.size(); ++i)
@@ -153,7 +192,8 @@ TEST_CASE("outputs and gradients equal PyTorch's for formula weights") {
     const Tensor dx = model->backward(formula(y.shape(), 0.07, true));
     std::map<std::string, std::vector<float>> grads;
     grads["input"] = dx.to_vector<float>();
-    for (const auto& np : model->named_parameters()) grads[np.name] = np.param->grad.to_vector<float>();
+    for (const auto& np : model->named_parameters())
+      grads[np.name] = np.param->grad.to_vector<float>();
     for (const auto& [tensor, entry] : g["grads"].items()) {
       REQUIRE_MESSAGE(grads.count(tensor), tensor);
       const auto idx = entry["index"].get<std::vector<std::size_t>>();
@@ -185,8 +225,8 @@ struct FdTally {
   int checked = 0, skipped = 0, near = 0;  // near: off by more than the tolerance, within 10%
 };
 
-void probe(const std::string& what, float analytic, Tensor& t, std::size_t i, const lt::FdOptions& o,
-           const std::function<double()>& loss, FdTally& tally) {
+void probe(const std::string& what, float analytic, Tensor& t, std::size_t i,
+           const lt::FdOptions& o, const std::function<double()>& loss, FdTally& tally) {
   float* p = t.data<float>();
   const float orig = p[i];
   const auto at = [&](double dx) {
@@ -202,7 +242,9 @@ void probe(const std::string& what, float analytic, Tensor& t, std::size_t i, co
   const auto [lm2, hm2] = at(-o.h / 2);
   const double a = (lp - lm) / (hp - hm), b = (lp2 - lm2) / (hp2 - hm2);
   const double right = (lp2 - l0) / hp2, left = (l0 - lm2) / -hm2;  // one-sided, half step
-  const auto tol = [&](double x, double y) { return o.atol + o.rtol * std::max(std::fabs(x), std::fabs(y)); };
+  const auto tol = [&](double x, double y) {
+    return o.atol + o.rtol * std::max(std::fabs(x), std::fabs(y));
+  };
   // Smooth here: both central differences agree, and so do the one-sided slopes (a kink exactly
   // at the point, e.g. a ReLU input that is exactly 0 behind a zero-initialised batch-norm bias,
   // gives equal central differences at every step, each the mean of the two slopes).
@@ -215,15 +257,16 @@ void probe(const std::string& what, float analytic, Tensor& t, std::size_t i, co
   if (err <= tol(analytic, b)) return;
   if (err <= 5e-3 + 0.1 * std::max(std::fabs(static_cast<double>(analytic)), std::fabs(b))) {
     ++tally.near;
-    MESSAGE(what << "[" << i << "]: backward " << analytic << ", finite differences " << b << " and "
-                 << a << " at twice the step (near a kink or rounding; counted)");
+    MESSAGE(what << "[" << i << "]: backward " << analytic << ", finite differences " << b
+                 << " and " << a << " at twice the step (near a kink or rounding; counted)");
     return;
   }
   FAIL_CHECK(what << "[" << i << "]: backward gives " << analytic << ", finite differences " << b
                     << " (and " << a << " at twice the step)");
 }
 
-void check_fd(nn::Module& m, Tensor x, std::size_t per_tensor, const std::string& name, double h = 1e-3) {
+void check_fd(nn::Module & m, Tensor x, std::size_t per_tensor, const std::string& name,
+              double h = 1e-3) {
   nn::Module* model = &m;
   lt::FdOptions o;
   o.h = h;
@@ -251,12 +294,14 @@ void check_fd(nn::Module& m, Tensor x, std::size_t per_tensor, const std::string
 // Dropout draws a new mask every forward, so the probes run in evaluation mode where a model has
 // dropout (batch norm then uses its running statistics; the training-mode batch norm backward
 // has its own finite-difference test in tests/layers).
-void check_model(const std::string& name, const ModelConfig& c, std::size_t per_tensor, bool train) {
+void check_model(const std::string& name, const ModelConfig& c, std::size_t per_tensor,
+                 bool train) {
   CAPTURE(name);
   nn::manual_seed(7);
   auto model = cohort::models::make(name, host(), c);
   model->train(train);
-  check_fd(*model, lt::distinct(Shape{4, c.in_channels, c.image_size, c.image_size}, 11), per_tensor, name);
+  check_fd(*model, lt::distinct(Shape{4, c.in_channels, c.image_size, c.image_size}, 11),
+           per_tensor, name);
 }
 
 TEST_CASE("CNN-A") {
@@ -283,18 +328,22 @@ TEST_CASE("Bottleneck with a strided downsample and the ReLU after the sum") {
   using nn::make;
   auto& dev = host();
   nn::manual_seed(9);
-  auto block = nn::sequential({{"conv1", make<nn::Conv2d>(nn::Conv2dOptions(4, 2, 1).bias(false), dev)},
-                               {"bn1", make<nn::BatchNorm2d>(2, dev)},
-                               {"relu1", make<nn::ReLU>()},
-                               {"conv2", make<nn::Conv2d>(nn::Conv2dOptions(2, 2, 3).stride(2).padding(1).bias(false), dev)},
-                               {"bn2", make<nn::BatchNorm2d>(2, dev)},
-                               {"relu2", make<nn::ReLU>()},
-                               {"conv3", make<nn::Conv2d>(nn::Conv2dOptions(2, 8, 1).bias(false), dev)},
-                               {"bn3", make<nn::BatchNorm2d>(8, dev)}});
-  auto downsample = nn::sequential({{"0", make<nn::Conv2d>(nn::Conv2dOptions(4, 8, 1).stride(2).bias(false), dev)},
-                                    {"1", make<nn::BatchNorm2d>(8, dev)}});
-  auto m = make<nn::Residual>(block, downsample,
-                              nn::ResidualOptions().inline_block().shortcut_name("downsample").relu_after());
+  auto block = nn::sequential(
+      {{"conv1", make<nn::Conv2d>(nn::Conv2dOptions(4, 2, 1).bias(false), dev)},
+       {"bn1", make<nn::BatchNorm2d>(2, dev)},
+       {"relu1", make<nn::ReLU>()},
+       {"conv2",
+        make<nn::Conv2d>(nn::Conv2dOptions(2, 2, 3).stride(2).padding(1).bias(false), dev)},
+       {"bn2", make<nn::BatchNorm2d>(2, dev)},
+       {"relu2", make<nn::ReLU>()},
+       {"conv3", make<nn::Conv2d>(nn::Conv2dOptions(2, 8, 1).bias(false), dev)},
+       {"bn3", make<nn::BatchNorm2d>(8, dev)}});
+  auto downsample = nn::sequential(
+      {{"0", make<nn::Conv2d>(nn::Conv2dOptions(4, 8, 1).stride(2).bias(false), dev)},
+       {"1", make<nn::BatchNorm2d>(8, dev)}});
+  auto m = make<nn::Residual>(
+      block, downsample,
+      nn::ResidualOptions().inline_block().shortcut_name("downsample").relu_after());
   CHECK(m->state_dict()[0].name == "conv1.weight");
   CHECK(m->state_dict().back().name == "downsample.1.num_batches_tracked");
   check_fd(*m, lt::distinct(Shape{4, 4, 6, 6}, 13), 16, "bottleneck");
@@ -312,7 +361,8 @@ void train_steps(const std::string& name, const ModelConfig& c, int steps, doubl
   ao.lr = lr;
   cohort::optim::Adam opt(model->parameters(), ao);
   nn::CrossEntropyLoss loss;
-  const Tensor x = Tensor::uniform(Shape{8, c.in_channels, c.image_size, c.image_size}, -1, 1, 3, host());
+  const Tensor x =
+      Tensor::uniform(Shape{8, c.in_channels, c.image_size, c.image_size}, -1, 1, 3, host());
   const Tensor t = lt::labels(8, c.num_classes, 4);
   std::vector<double> losses;
   for (int s = 0; s < steps; ++s) {
@@ -335,12 +385,15 @@ TEST_CASE("ResNet-50") { train_steps("resnet50", {}, 8, 1e-3); }
 
 TEST_SUITE("errors") {
 TEST_CASE("unknown names and bad configurations say what is wrong") {
-  CHECK(lt::error_of([] { cohort::models::make("resnet18", host()); })
-            .find("unknown model 'resnet18' (known: cnn_a, cnn_b, resnet9, resnet50") != std::string::npos);
+  CHECK(lt::error_of([] {
+          cohort::models::make("resnet18", host());
+        }).find("unknown model 'resnet18' (known: cnn_a, cnn_b, resnet9, resnet50") !=
+        std::string::npos);
   ModelConfig c;
   c.image_size = 30;
-  CHECK(lt::error_of([&] { cohort::models::make("cnn_b", host(), c); })
-            .find("cnn_b: image_size must be a positive multiple of 8, got 30") != std::string::npos);
+  CHECK(lt::error_of([&] {
+          cohort::models::make("cnn_b", host(), c);
+        }).find("cnn_b: image_size must be a positive multiple of 8, got 30") != std::string::npos);
   c = {};
   c.num_classes = 0;
   CHECK(lt::error_of([&] { cohort::models::make("resnet9", host(), c); })

@@ -113,11 +113,14 @@ TEST_CASE("later changes are validated too: set_lr, set_momentum, add_param_grou
 
 TEST_CASE("bad parameter lists") {
   const auto ps = params();
-  CHECK_ERROR_MENTIONS("Adam|empty parameter list", [&] { optim::Adam(std::vector<ParameterPtr>{}); });
+  CHECK_ERROR_MENTIONS("Adam|empty parameter list",
+                       [&] { optim::Adam(std::vector<ParameterPtr>{}); });
   CHECK_ERROR_MENTIONS("Adam|parameter 1|null", [&] { optim::Adam({ps[0], nullptr}); });
   CHECK_ERROR_MENTIONS("Adam|parameter 2|twice", [&] { optim::Adam({ps[0], ps[1], ps[0]}); });
   optim::SGD sgd({ps[0]}, sgd_lr(0.1));
-  CHECK_ERROR_MENTIONS("SGD|parameter 1 of group 1|another parameter group", [&] { sgd.add_param_group({ps[1], ps[0]}, sgd_lr(0.1)); });
+  CHECK_ERROR_MENTIONS("SGD|parameter 1 of group 1|another parameter group", [&] {
+    sgd.add_param_group({ps[1], ps[0]}, sgd_lr(0.1));
+  });
   auto p64 = std::make_shared<cohort::Parameter>();
   p64->value = Tensor::zeros({2}, DType::f64, cohort::host_device());
   CHECK_ERROR_MENTIONS("RMSprop|f64|f32", [&] { optim::RMSprop({p64}); });
@@ -189,7 +192,8 @@ TEST_CASE("loading a state that does not fit is refused, and changes nothing") {
   }
   {  // different parameters: one fewer
     optim::Adam small({params()[0]});
-    CHECK_ERROR_MENTIONS("Adam.load_state|group 0|1 parameters|2", [&] { target.load_state(small.state()); });
+    CHECK_ERROR_MENTIONS("Adam.load_state|group 0|1 parameters|2",
+                         [&] { target.load_state(small.state()); });
   }
   {  // different parameters: another shape
     optim::StateDict s = good;
@@ -199,17 +203,20 @@ TEST_CASE("loading a state that does not fit is refused, and changes nothing") {
   {  // a buffer of another optimizer
     optim::StateDict s = good;
     s.tensors["state.0.momentum_buffer"] = good.tensors.at("state.0.exp_avg");
-    CHECK_ERROR_MENTIONS("Adam.load_state|unknown tensor key 'state.0.momentum_buffer'|exp_avg", [&] { target.load_state(s); });
+    CHECK_ERROR_MENTIONS("Adam.load_state|unknown tensor key 'state.0.momentum_buffer'|exp_avg",
+                         [&] { target.load_state(s); });
   }
   {  // a parameter index out of range
     optim::StateDict s = good;
     s.tensors["state.2.exp_avg"] = good.tensors.at("state.1.exp_avg");
-    CHECK_ERROR_MENTIONS("Adam.load_state|state.2.exp_avg|2 parameters", [&] { target.load_state(s); });
+    CHECK_ERROR_MENTIONS("Adam.load_state|state.2.exp_avg|2 parameters",
+                         [&] { target.load_state(s); });
   }
   {  // a missing buffer after steps
     optim::StateDict s = good;
     s.tensors.erase("state.0.exp_avg_sq");
-    CHECK_ERROR_MENTIONS("Adam.load_state|state.0.exp_avg_sq|1 steps", [&] { target.load_state(s); });
+    CHECK_ERROR_MENTIONS("Adam.load_state|state.0.exp_avg_sq|1 steps",
+                         [&] { target.load_state(s); });
   }
   {  // an invalid hyper-parameter
     optim::StateDict s = good;
@@ -222,7 +229,8 @@ TEST_CASE("loading a state that does not fit is refused, and changes nothing") {
     CHECK_ERROR_MENTIONS("Adam|missing key|param_groups.0.eps", [&] { target.load_state(s); });
     s = good;
     s.scalars["param_groups.0.momentum"] = 0.9;
-    CHECK_ERROR_MENTIONS("Adam.load_state|unknown key 'param_groups.0.momentum'", [&] { target.load_state(s); });
+    CHECK_ERROR_MENTIONS("Adam.load_state|unknown key 'param_groups.0.momentum'",
+                         [&] { target.load_state(s); });
     s = good;
     s.scalars["param_groups.0.amsgrad"] = 0.5;
     CHECK_ERROR_MENTIONS("Adam|amsgrad|0.5", [&] { target.load_state(s); });
@@ -248,7 +256,8 @@ TEST_CASE("scheduler arguments and stepping limits") {
   CHECK_ERROR_MENTIONS("StepLR|gamma|-0.5", [&] { optim::StepLR(sgd, 3, -0.5); });
   CHECK_ERROR_MENTIONS("ExponentialLR|gamma|nan", [&] { optim::ExponentialLR(sgd, std::nan("")); });
   CHECK_ERROR_MENTIONS("CosineAnnealingLR|T_max = 0", [&] { optim::CosineAnnealingLR(sgd, 0); });
-  CHECK_ERROR_MENTIONS("CosineAnnealingLR|eta_min|-1", [&] { optim::CosineAnnealingLR(sgd, 10, -1.0); });
+  CHECK_ERROR_MENTIONS("CosineAnnealingLR|eta_min|-1",
+                       [&] { optim::CosineAnnealingLR(sgd, 10, -1.0); });
   CHECK_ERROR_MENTIONS("LinearLR|start_factor = 0", [&] { optim::LinearLR(sgd, 0.0); });
   CHECK_ERROR_MENTIONS("LinearLR|start_factor = 1.5", [&] { optim::LinearLR(sgd, 1.5); });
   CHECK_ERROR_MENTIONS("LinearLR|end_factor = 2", [&] { optim::LinearLR(sgd, 0.5, 2.0); });
@@ -270,7 +279,8 @@ TEST_CASE("scheduler arguments and stepping limits") {
   a.pct_start = 0.3;
   {
     optim::Adadelta adadelta(params());
-    CHECK_ERROR_MENTIONS("OneCycleLR|Adadelta|cycle_momentum", [&] { optim::OneCycleLR(adadelta, a); });
+    CHECK_ERROR_MENTIONS("OneCycleLR|Adadelta|cycle_momentum",
+                         [&] { optim::OneCycleLR(adadelta, a); });
     a.cycle_momentum = false;
     optim::OneCycleLR ok(adadelta, a);  // fine without momentum cycling
     CHECK(adadelta.lr() == doctest::Approx(0.1 / 25));

@@ -111,7 +111,8 @@ void check_close(const std::vector<float>& got, const cohort::testing::GoldenTen
 std::vector<ParameterPtr> golden_params(const std::string& c, Device& dev) {
   std::vector<ParameterPtr> ps;
   for (int j = 0; golden().has_tensor(c, "param" + std::to_string(j) + ".init"); ++j)
-    ps.push_back(cohort::make_parameter(golden().load(c, "param" + std::to_string(j) + ".init", dev)));
+    ps.push_back(
+        cohort::make_parameter(golden().load(c, "param" + std::to_string(j) + ".init", dev)));
   return ps;
 }
 

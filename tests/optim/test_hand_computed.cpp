@@ -270,7 +270,8 @@ TEST_CASE("Adadelta's subnormal flush changes no parameter") {
   for (const auto* t : {&sq[1], &acc[1]})
     for (float v : t->to_vector<float>()) CHECK(std::fpclassify(v) != FP_SUBNORMAL);
   for (int k = 0; k < 2; ++k) {
-    const auto u = (k ? acc[0] : sq[0]).to_vector<float>(), f = (k ? acc[1] : sq[1]).to_vector<float>();
+    const auto u = (k ? acc[0] : sq[0]).to_vector<float>(),
+               f = (k ? acc[1] : sq[1]).to_vector<float>();
     for (std::size_t i = 0; i < u.size(); ++i) CHECK(std::fabs(u[i] - f[i]) < 1.17549435e-38f);
   }
 }

@@ -35,23 +35,27 @@ void write_file(const std::string& p, const std::string& s) {
 }
 std::string with_header(const std::string& json, const std::string& data) {
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
   return out + json + data;
 }
 }  // namespace
 
 TEST_CASE("safetensors: reads a file written from the specification") {
   auto& host = cohort::host_device();
-  const auto f = cohort::io::load_safetensors(std::string(COHORT_GOLDEN_DIR) + "/sample.safetensors");
+  const auto f =
+      cohort::io::load_safetensors(std::string(COHORT_GOLDEN_DIR) + "/sample.safetensors");
   CHECK(f.metadata.at("format") == "pt");
   CHECK(f.metadata.at("epoch") == "3");
   REQUIRE(f.tensors.size() == 7);
   CHECK(f.tensors[0].name == "conv1.weight");
   CHECK(f.find("conv1.weight")->shape == cohort::Shape{2, 1, 1, 2});
-  CHECK(f.find("conv1.weight")->to(host).to_vector<float>() == std::vector<float>{0.5f, -1.25f, 3.0f, 1e-3f});
+  CHECK(f.find("conv1.weight")->to(host).to_vector<float>() ==
+        std::vector<float>{0.5f, -1.25f, 3.0f, 1e-3f});
   CHECK(f.find("fc.bias")->to(host).to_vector<double>() == std::vector<double>{1.0, -2.0, 0.125});
   CHECK(f.find("labels")->to(host).to_vector<std::int64_t>() == std::vector<std::int64_t>{7, -3});
-  CHECK(f.find("counts")->to(host).to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2, 3, 4});
+  CHECK(f.find("counts")->to(host).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{1, 2, 3, 4});
   CHECK(f.find("mask")->to(host).to_vector<std::uint8_t>() == std::vector<std::uint8_t>{0, 1, 255});
   CHECK(f.find("half")->to(host).item(0) == 1.0);
   CHECK(f.find("half")->to(host).item(1) == -2.5);
@@ -75,7 +79,10 @@ TEST_CASE("safetensors: round trip, layout, atomic replacement") {
   cohort::io::save_safetensors(p, ts, {{"step", "100"}});
   const std::string bytes = read_file(p);
   std::uint64_t hlen = 0;
-  for (int i = 0; i < 8; ++i) hlen |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    hlen |=
+        static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]))
+        << (8 * i);
   CHECK((8 + hlen) % 8 == 0);  // data section 8-byte aligned
   CHECK(bytes.size() == 8 + hlen + 15 * 4 + 5 * 4 + 8);
   const auto back = cohort::io::load_safetensors(p);
@@ -129,12 +136,12 @@ TEST_CASE("safetensors: corrupt and truncated files are named errors") {
     return error_of([&] { cohort::io::load_safetensors(p); });
   };
   CHECK(load_err("abc").find("truncated: 3 bytes") != std::string::npos);
-  CHECK(load_err(with_header("{\"a\":1}", "").substr(0, 12)).find("header length 7 but only 4 bytes follow") !=
-        std::string::npos);
+  CHECK(load_err(with_header("{\"a\":1}", "").substr(0, 12))
+            .find("header length 7 but only 4 bytes follow") != std::string::npos);
   CHECK(load_err(with_header("{not json", "")).find("corrupt JSON header") != std::string::npos);
   const std::string ok = "{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
-  CHECK(load_err(with_header(ok, std::string(4, '\0'))).find("spans bytes [0, 8) of a 4-byte data section") !=
-        std::string::npos);
+  CHECK(load_err(with_header(ok, std::string(4, '\0')))
+            .find("spans bytes [0, 8) of a 4-byte data section") != std::string::npos);
   CHECK(load_err(with_header("{\"t\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}",
                              std::string(8, '\0')))
             .find("tensor 't' of shape [3] f32 needs 12 bytes but spans 8") != std::string::npos);
@@ -145,7 +152,8 @@ TEST_CASE("safetensors: corrupt and truncated files are named errors") {
                              "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}",
                              std::string(6, '\0')))
             .find("tensors 'a' and 'b' overlap") != std::string::npos);
-  CHECK(load_err(with_header("{\"t\":[1,2]}", "")).find("entry 't' is malformed") != std::string::npos);
+  CHECK(load_err(with_header("{\"t\":[1,2]}", "")).find("entry 't' is malformed") !=
+        std::string::npos);
   CHECK(error_of([&] { cohort::io::load_safetensors(d.file("missing")); })
             .find("cannot open safetensors file") != std::string::npos);
 }

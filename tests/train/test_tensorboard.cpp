@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../../train/src/crc32c.hpp"  // internal: the CRC is not public API
 #include "../common/testing.hpp"
 #include "cohort/train/tensorboard.hpp"
 

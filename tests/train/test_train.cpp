@@ -86,7 +86,8 @@ TEST_CASE("metrics: JSON Lines that a JSON parser reads back") {
   const std::string path = temp_path("metrics.jsonl");
   {
     MetricsWriter w(path);
-    w.write("train", {{"step", 10}, {"loss", 0.25}, {"lr", 1e-3}}, {{"phase_ms", {{"forward", 1.5}}}});
+    w.write("train", {{"step", 10}, {"loss", 0.25}, {"lr", 1e-3}},
+            {{"phase_ms", {{"forward", 1.5}}}});
     w.write("eval", {{"epoch", 1}, {"accuracy", 0.891}, {"bad", std::nan("")}});
   }
   std::ifstream in(path);
@@ -119,7 +120,8 @@ TEST_CASE("phase timer: parts of a phase are shown under it and not counted twic
   t.end_step();
   const std::string sum = t.summary();
   // step = 30 + 60 + 10 + 100 ms (comm and overlap are inside backward): 200 ms over 2 steps.
-  CHECK(sum.find("total                     0.200    100.000  100.0%  (2 steps)") != std::string::npos);
+  CHECK(sum.find("total                     0.200    100.000  100.0%  (2 steps)") !=
+        std::string::npos);
   CHECK(sum.find("  of which comm           0.015      7.500    7.5%") != std::string::npos);
   CHECK(sum.find("  of which overlap        0.005      2.500    2.5%") != std::string::npos);
   CHECK(sum.find("backward                  0.060     30.000   30.0%") != std::string::npos);

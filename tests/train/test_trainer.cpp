@@ -20,7 +20,7 @@ using cohort::testing::TempDir;
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
-#include "cohort/layers/models.hpp"
+#include "cohort/models/mnist.hpp"
 #include "cohort/optim.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/trainer.hpp"
@@ -101,7 +101,8 @@ TEST_CASE("resume after epoch 1 gives the weights of an uninterrupted run") {
   cohort::optim::StepLR sched_c(opt_c, 1, 0.5);
   nn::NLLLoss loss_c;
   train::load_model(path, *c);
-  const auto progress = train::load_training_state(train::state_path_for(path), *c, opt_c, &sched_c);
+  const auto progress =
+      train::load_training_state(train::state_path_for(path), *c, opt_c, &sched_c);
   CHECK(progress.epoch == 1);
   CHECK(progress.global_step == 6);
   data::DataLoader lc(ds, loader_options(16, true), {}, dev);
@@ -227,9 +228,11 @@ TEST_CASE("a short run on real Fashion-MNIST learns (6400 training images, one p
     FAIL("Fashion-MNIST is not installed at ", data::kFashionMnistDir, " (run tools/setup.sh)");
   auto& dev = cohort::host_device();
   nn::manual_seed(1);
-  auto net = nn::mnist_net(dev);
-  auto train_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::train), 0, 6400);
-  auto test_set = data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::test), 0, 1000);
+  auto net = cohort::models::mnist_net(dev);
+  auto train_set =
+      data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::train), 0, 6400);
+  auto test_set =
+      data::subset(data::load_mnist_dir(data::kFashionMnistDir, data::Split::test), 0, 1000);
   const std::vector<data::TransformPtr> tf = {data::normalize({0.1307f}, {0.3081f})};
   data::DataLoader tl(train_set, loader_options(64, true), tf, dev);
   data::DataLoader el(test_set, loader_options(500, false), tf, dev);
@@ -249,7 +252,7 @@ TEST_CASE("a short run on real Fashion-MNIST learns (6400 training images, one p
   CHECK(r[0].train_loss < 1.2);
 }
 
-// ---- deferred loss readback: a device the host cannot address (tests/common/remote_device.hpp) ----
+// ---- deferred loss readback: a device the host cannot address (common/remote_device.hpp) ----
 
 namespace {
 // Reads a JSON Lines metrics file with the timing fields (images_per_s, phase_ms) cut off, which
@@ -267,7 +270,8 @@ std::vector<std::string> metrics_rows(const std::string& path) {
 // Sample `nan_at` has a NaN pixel; the rest are a SyntheticDataset's.
 class NanDataset final : public data::Dataset {
  public:
-  NanDataset(data::DatasetPtr inner, std::int64_t nan_at) : inner_(std::move(inner)), nan_at_(nan_at) {}
+  NanDataset(data::DatasetPtr inner, std::int64_t nan_at)
+      : inner_(std::move(inner)), nan_at_(nan_at) {}
   std::int64_t size() const override { return inner_->size(); }
   cohort::Shape sample_shape() const override { return inner_->sample_shape(); }
   std::int64_t num_classes() const override { return inner_->num_classes(); }

@@ -1,3 +1,5 @@
+// ascii_plot (see ascii_plot.hpp): the values bucketed into at most `width` columns (each the mean
+// of its bucket), non-finite values skipped, drawn on a grid with labelled top, middle and bottom.
 #include "cohort/train/ascii_plot.hpp"
 
 #include <algorithm>
@@ -51,7 +53,8 @@ std::string ascii_plot(const std::vector<double>& values, const std::string& tit
   const std::string right = label;
   std::string axis = std::string(12, ' ') + "1";
   const std::size_t end_col = 12 + cols;
-  if (end_col > axis.size() + right.size()) axis += std::string(end_col - axis.size() - right.size(), ' ');
+  if (end_col > axis.size() + right.size())
+    axis += std::string(end_col - axis.size() - right.size(), ' ');
   out += axis + right + "\n";
   return out;
 }

@@ -1,3 +1,7 @@
+// Checkpoints (see checkpoint.hpp): the model file, the training-state file with every scalar as
+// exact metadata text, and save_checkpoint/load_checkpoint, which keep the pair whole through a
+// crash by writing the new pair under other names, hard-linking the old one as .prev, and
+// renaming; load_checkpoint falls back to .prev when the digests of a pair disagree.
 #include "cohort/train/checkpoint.hpp"
 
 #include <fcntl.h>
@@ -40,7 +44,8 @@ void for_each_dropout(const nn::Module& m, const std::string& prefix,
     for_each_dropout(*child, prefix.empty() ? name : prefix + "." + name, fn);
 }
 
-const std::string& meta(const io::SafetensorsFile& f, const std::string& path, const std::string& key) {
+const std::string& meta(const io::SafetensorsFile& f, const std::string& path,
+                        const std::string& key) {
   const auto it = f.metadata.find(key);
   COHORT_CHECK(it != f.metadata.end(), "checkpoint '", path, "' lacks '", key, "'");
   return it->second;
@@ -121,7 +126,8 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
   }
   TrainingProgress p;
   p.epoch = static_cast<std::int64_t>(parse_num(path, "epoch", meta(f, path, "epoch")));
-  p.global_step = static_cast<std::int64_t>(parse_num(path, "global_step", meta(f, path, "global_step")));
+  p.global_step =
+      static_cast<std::int64_t>(parse_num(path, "global_step", meta(f, path, "global_step")));
 
   optim::StateDict os;
   os.kind = meta(f, path, "optimizer.kind");
@@ -150,7 +156,8 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
   for_each_dropout(model, "", [&](const std::string& dp, nn::Dropout& d) {
     const std::string& s = meta(f, path, "rng." + dp + ".seed");
     const std::string& st = meta(f, path, "rng." + dp + ".step");
-    rng.push_back({&d, {std::strtoull(s.c_str(), nullptr, 10), std::strtoull(st.c_str(), nullptr, 10)}});
+    rng.push_back(
+        {&d, {std::strtoull(s.c_str(), nullptr, 10), std::strtoull(st.c_str(), nullptr, 10)}});
   });
   try {
     optimizer.load_state(os);

@@ -1,3 +1,6 @@
+// MetricsWriter (see metrics.hpp): one JSON object per line, flushed; whole numbers printed as
+// integers, others to 9 significant digits, non-finite ones as null (JSON has no NaN). And
+// merge_chrome_traces, which joins the ranks' trace files into one.
 #include "cohort/train/metrics.hpp"
 
 #include <cmath>
@@ -19,23 +22,24 @@ void write_number(std::FILE* f, double v) {
 }  // namespace
 
 MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "w");
-  COHORT_CHECK(f_ != nullptr, "cannot open metrics file '", path, "' for writing");
+  file_ = std::fopen(path.c_str(), "w");
+  COHORT_CHECK(file_ != nullptr, "cannot open metrics file '", path, "' for writing");
 }
 
 MetricsWriter::~MetricsWriter() {
-  if (f_) std::fclose(f_);
+  if (file_) std::fclose(file_);
 }
 
-MetricsWriter::MetricsWriter(MetricsWriter&& o) noexcept : f_(o.f_), path_(std::move(o.path_)) {
-  o.f_ = nullptr;
+MetricsWriter::MetricsWriter(MetricsWriter&& o) noexcept
+    : file_(o.file_), path_(std::move(o.path_)) {
+  o.file_ = nullptr;
 }
 MetricsWriter& MetricsWriter::operator=(MetricsWriter&& o) noexcept {
   if (this != &o) {
-    if (f_) std::fclose(f_);
-    f_ = o.f_;
+    if (file_) std::fclose(file_);
+    file_ = o.file_;
     path_ = std::move(o.path_);
-    o.f_ = nullptr;
+    o.file_ = nullptr;
   }
   return *this;
 }
@@ -43,24 +47,24 @@ MetricsWriter& MetricsWriter::operator=(MetricsWriter&& o) noexcept {
 void MetricsWriter::write(const std::string& kind,
                           const std::vector<std::pair<std::string, double>>& values,
                           const std::map<std::string, std::map<std::string, double>>& groups) {
-  if (!f_) return;
-  std::fprintf(f_, "{\"kind\": \"%s\"", kind.c_str());
+  if (!file_) return;
+  std::fprintf(file_, "{\"kind\": \"%s\"", kind.c_str());
   for (const auto& [k, v] : values) {
-    std::fprintf(f_, ", \"%s\": ", k.c_str());
-    write_number(f_, v);
+    std::fprintf(file_, ", \"%s\": ", k.c_str());
+    write_number(file_, v);
   }
   for (const auto& [g, m] : groups) {
-    std::fprintf(f_, ", \"%s\": {", g.c_str());
+    std::fprintf(file_, ", \"%s\": {", g.c_str());
     bool first = true;
     for (const auto& [k, v] : m) {
-      std::fprintf(f_, "%s\"%s\": ", first ? "" : ", ", k.c_str());
-      write_number(f_, v);
+      std::fprintf(file_, "%s\"%s\": ", first ? "" : ", ", k.c_str());
+      write_number(file_, v);
       first = false;
     }
-    std::fprintf(f_, "}");
+    std::fprintf(file_, "}");
   }
-  std::fprintf(f_, "}\n");
-  COHORT_CHECK(std::fflush(f_) == 0, "writing metrics file '", path_, "' failed");
+  std::fprintf(file_, "}\n");
+  COHORT_CHECK(std::fflush(file_) == 0, "writing metrics file '", path_, "' failed");
 }
 
 }  // namespace cohort::train

@@ -1,3 +1,5 @@
+// PhaseTimer (see phase_timer.hpp): seconds per phase in first-seen order, "of which" rows kept
+// under their parent, and the summary table; a Scope adds its time and, when tracing, a span.
 #include "cohort/train/phase_timer.hpp"
 
 #include <algorithm>
@@ -8,12 +10,12 @@
 namespace cohort::train {
 
 PhaseTimer::Scope::Scope(PhaseTimer& t, std::string name, const char* track)
-    : t_(t), name_(std::move(name)), track_(track), start_(std::chrono::steady_clock::now()),
+    : timer_(t), name_(std::move(name)), track_(track), start_(std::chrono::steady_clock::now()),
       trace_start_(trace::enabled() ? trace::now_us() : -1) {}
 
 PhaseTimer::Scope::~Scope() {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  t_.add(name_, s);
+  timer_.add(name_, s);
   if (trace_start_ >= 0) trace::record(name_, track_, trace_start_, trace::now_us() - trace_start_);
 }
 
@@ -61,7 +63,8 @@ std::string PhaseTimer::summary() const {
     if (nested(name)) continue;  // printed under its parent
     row(name, seconds_.at(name));
     for (const auto& child : order_)
-      if (nested(child) && parent_.at(child) == name) row("  of which " + child, seconds_.at(child));
+      if (nested(child) && parent_.at(child) == name)
+        row("  of which " + child, seconds_.at(child));
   }
   std::snprintf(line, sizeof line, "%-20s %10.3f %10.3f %6.1f%%  (%lld steps)\n", "total", all,
                 per_step * all, 100.0, static_cast<long long>(steps_));

@@ -1,3 +1,5 @@
+// ProgressBar (see progress.hpp): one redrawn line on a terminal, a plain line per log interval
+// otherwise, with the ETA from the epoch's elapsed time.
 #include "cohort/train/progress.hpp"
 
 #include <unistd.h>
@@ -33,7 +35,8 @@ void ProgressBar::update(std::int64_t step, double loss, double images_per_s) {
   const std::int64_t done = step + 1;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(steps_ - done) : -1;
+  const double eta =
+      done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(steps_ - done) : -1;
   if (tty_) {
     const int width = 24;
     const int filled = steps_ > 0 ? static_cast<int>(width * done / steps_) : 0;

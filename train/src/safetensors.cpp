@@ -1,3 +1,6 @@
+// safetensors reading and writing (see safetensors.hpp). Writes go to a temporary file that is
+// fsynced and renamed; reads check the header (its length, dtypes, shapes and offsets) against the
+// file's size, so a truncated or corrupt file is an error naming the file, not a crash.
 #include "cohort/train/safetensors.hpp"
 
 #include <fcntl.h>
@@ -30,7 +33,8 @@ const char* st_dtype(DType dt) {
 }
 
 bool parse_dtype(const std::string& s, DType* dt) {
-  for (DType d : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8})
+  for (DType d :
+       {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u8})
     if (s == st_dtype(d)) {
       *dt = d;
       return true;

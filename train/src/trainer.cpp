@@ -1,3 +1,7 @@
+// Trainer (see trainer.hpp): train_epoch's step loop, evaluate's cross-rank sums, and fit's order
+// per epoch (train, buffer sync, evaluate, scalars, scheduler step, checkpoint, hooks). The rules
+// they follow for distributed runs and GPU loss readback are in docs/TRAINING.md. Helpers:
+// PendingLosses (step losses gathered on the device until read back) and shard_loader.
 #include "cohort/train/trainer.hpp"
 
 #include <algorithm>
@@ -22,25 +26,29 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                  optim::Scheduler* scheduler, TrainerOptions options)
-    : model_(model), loss_(loss), opt_(optimizer), sched_(scheduler), o_(std::move(options)) {
-  COHORT_CHECK(o_.epochs >= 1, "Trainer: epochs must be >= 1, got ", o_.epochs);
-  COHORT_CHECK(o_.log_interval >= 1, "Trainer: log interval must be >= 1, got ", o_.log_interval);
-  COHORT_CHECK(o_.accumulation >= 1, "Trainer: accumulation must be >= 1, got ", o_.accumulation);
-  COHORT_CHECK(o_.max_steps == -1 || o_.max_steps >= 1, "Trainer: max steps must be >= 1 or -1, got ",
-               o_.max_steps);
-  COHORT_CHECK(o_.world_size >= 1, "Trainer: world size must be >= 1, got ", o_.world_size);
+    : model_(model), loss_(loss), opt_(optimizer), sched_(scheduler), options_(std::move(options)) {
+  COHORT_CHECK(options_.epochs >= 1, "Trainer: epochs must be >= 1, got ", options_.epochs);
+  COHORT_CHECK(options_.log_interval >= 1, "Trainer: log interval must be >= 1, got ",
+               options_.log_interval);
+  COHORT_CHECK(options_.accumulation >= 1, "Trainer: accumulation must be >= 1, got ",
+               options_.accumulation);
+  COHORT_CHECK(options_.max_steps == -1 || options_.max_steps >= 1,
+               "Trainer: max steps must be >= 1 or -1, got ", options_.max_steps);
+  COHORT_CHECK(options_.world_size >= 1, "Trainer: world size must be >= 1, got ",
+               options_.world_size);
   ddp_ = dynamic_cast<parallel::DistributedDataParallel*>(&model_);
-  comm_ = o_.communicator.get();
+  comm_ = options_.communicator.get();
   if (ddp_) {
     COHORT_CHECK(!comm_ || comm_ == &ddp_->communicator(), "Trainer: TrainerOptions::communicator "
                  "is not the communicator of the DistributedDataParallel model it trains");
     comm_ = &ddp_->communicator();
   }
   if (comm_) {
-    COHORT_CHECK(o_.world_size == 1 || o_.world_size == comm_->size(), "Trainer: world_size ",
-                 o_.world_size, " contradicts the communicator's ", comm_->size(), " ranks");
-    o_.world_size = comm_->size();
-    o_.distributed_eval = comm_->size() > 1;
+    COHORT_CHECK(options_.world_size == 1 || options_.world_size == comm_->size(),
+                 "Trainer: world_size ", options_.world_size, " contradicts the communicator's ",
+                 comm_->size(), " ranks");
+    options_.world_size = comm_->size();
+    options_.distributed_eval = comm_->size() > 1;
     if (comm_->size() > 1) {
       reduce_metric = [c = comm_, dev = model_.device()](double v) {
         with_context("Trainer (averaging the epoch's training loss over the ranks)", [&] {
@@ -52,27 +60,31 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
   }
   // Rank 0 alone shows and writes what describes the whole run.
   if (!is_lead()) {
-    o_.show_progress = false;
-    o_.metrics_path.clear();
-    o_.tensorboard_dir.clear();
+    options_.show_progress = false;
+    options_.metrics_path.clear();
+    options_.tensorboard_dir.clear();
   }
-  if (!o_.metrics_path.empty()) metrics_ = MetricsWriter(o_.metrics_path);
-  if (!o_.tensorboard_dir.empty()) tensorboard_ = std::make_unique<SummaryWriter>(o_.tensorboard_dir);
+  if (!options_.metrics_path.empty()) metrics_ = MetricsWriter(options_.metrics_path);
+  if (!options_.tensorboard_dir.empty())
+    tensorboard_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
 }
 
 Trainer::~Trainer() = default;
 
 int Trainer::rank() const { return comm_ ? comm_->rank() : 0; }
-int Trainer::world_size() const { return static_cast<int>(o_.world_size); }
+int Trainer::world_size() const { return static_cast<int>(options_.world_size); }
 
 void Trainer::log_scalars(const std::string& prefix,
                           const std::vector<std::pair<std::string, double>>& values) {
   if (!tensorboard_) return;
-  for (const auto& [name, v] : values) tensorboard_->add_scalar(prefix + "/" + name, v, global_step_);
+  for (const auto& [name, v] : values)
+    tensorboard_->add_scalar(prefix + "/" + name, v, global_step_);
 }
 
 double Trainer::images_per_s() const {
-  return train_seconds_ > 0 ? static_cast<double>(train_samples_ * o_.world_size) / train_seconds_ : 0.0;
+  return train_seconds_ > 0
+             ? static_cast<double>(train_samples_ * options_.world_size) / train_seconds_
+             : 0.0;
 }
 
 namespace {
@@ -142,11 +154,11 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   model_.train();
   train.set_epoch(epoch - 1);
   const std::int64_t micro = train.num_batches();
-  std::int64_t steps = micro / o_.accumulation;
+  std::int64_t steps = micro / options_.accumulation;
   if (steps == 0 && micro > 0) steps = 1;  // fewer batches than one accumulation: one step
-  if (o_.max_steps > 0) steps = std::min(steps, o_.max_steps);
-  ProgressBar bar(stdout, o_.log_interval, o_.show_progress ? -1 : 0);
-  if (o_.show_progress) bar.start_epoch(epoch, o_.epochs, steps);
+  if (options_.max_steps > 0) steps = std::min(steps, options_.max_steps);
+  ProgressBar bar(stdout, options_.log_interval, options_.show_progress ? -1 : 0);
+  if (options_.show_progress) bar.start_epoch(epoch, options_.epochs, steps);
 
   EpochResult r;
   r.epoch = epoch;
@@ -156,7 +168,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   data::Batch batch;
   const CheckFiniteGuard guard{loss_, loss_.check_finite()};
   PendingLosses pending;
-  const std::int64_t capacity = o_.accumulation * std::max<std::int64_t>(1, std::min(o_.log_interval, steps));
+  const std::int64_t capacity =
+      options_.accumulation * std::max<std::int64_t>(1, std::min(options_.log_interval, steps));
   bool deferred = false;  // the model's device is not host-accessible: read losses at log points
   std::string device_name;
   // Reads the pending losses back into the history and the epoch sum; returns the last one. On a
@@ -169,7 +182,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
         const auto back = static_cast<std::int64_t>(losses.size() - 1 - i);
         COHORT_FAIL("Trainer: the loss of step ", last_step - back + 1, " of epoch ", epoch,
                     " (global step ", global_step_ - back, ") is ", std::isnan(v) ? "nan" : "inf",
-                    "; on ", device_name, " losses are read back every ", o_.log_interval,
+                    "; on ", device_name, " losses are read back every ", options_.log_interval,
                     " steps (log interval), so ", back, " more step", back == 1 ? "" : "s",
                     " ran after it. A label outside the classes shows as a nan loss there; the "
                     "DataLoader checks labels on the host");
@@ -182,12 +195,12 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   for (std::int64_t step = 0; step < steps; ++step) {
     std::int64_t k_done = 0;
     // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
-    const std::int64_t k_this =
-        std::max<std::int64_t>(1, std::min(o_.accumulation, micro - step * o_.accumulation));
+    const std::int64_t k_this = std::max<std::int64_t>(
+        1, std::min(options_.accumulation, micro - step * options_.accumulation));
     for (std::int64_t k = 0; k < k_this; ++k) {
       const bool got = timer_.time("data", [&] { return train.next(batch); }, "data");
       if (!got) break;
-      const float scale = 1.0f / static_cast<float>(o_.accumulation);
+      const float scale = 1.0f / static_cast<float>(options_.accumulation);
       // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
       // plain model).
       model_.set_grad_sync(k + 1 >= k_this);
@@ -219,12 +232,13 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     timer_.end_step();
     ++global_step_;
     ++r.steps;
-    const bool log_point = (step + 1) % o_.log_interval == 0 || step + 1 == steps;
+    const bool log_point = (step + 1) % options_.log_interval == 0 || step + 1 == steps;
     if (deferred && !log_point) continue;
     const double step_loss = read_back(step);
     const double elapsed = seconds_since(t0);
-    const double ips = elapsed > 0 ? static_cast<double>(samples * o_.world_size) / elapsed : 0;
-    if (o_.show_progress) bar.update(step, step_loss, ips);
+    const double ips =
+        elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0;
+    if (options_.show_progress) bar.update(step, step_loss, ips);
     if (log_point)
       log_scalars("train", {{"loss", step_loss}, {"lr", opt_.lr()}, {"images_per_s", ips}});
     if (log_point)
@@ -237,13 +251,13 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
                      {{"phase_ms", timer_.mean_ms()}});
   }
   read_back(r.steps - 1);  // steps left pending when the epoch ended early
-  if (o_.show_progress) bar.end_epoch();
+  if (options_.show_progress) bar.end_epoch();
   const double elapsed = seconds_since(t0);
   train_seconds_ += elapsed;
   train_samples_ += samples;
   r.train_loss = r.steps ? loss_sum / static_cast<double>(r.steps) : 0.0;
   if (reduce_metric) r.train_loss = reduce_metric(r.train_loss);
-  r.images_per_s = elapsed > 0 ? static_cast<double>(samples * o_.world_size) / elapsed : 0.0;
+  r.images_per_s = elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0.0;
   return r;
 }
 
@@ -262,7 +276,8 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     Tensor out = model_.forward(batch.images);
     loss_.forward(out, batch.labels);
     const std::int64_t n = batch.images.dim(0);
-    loss_sum += loss_.value() * (loss_.reduction() == nn::Reduction::mean ? static_cast<double>(n) : 1.0);
+    loss_sum +=
+        loss_.value() * (loss_.reduction() == nn::Reduction::mean ? static_cast<double>(n) : 1.0);
     Tensor pred = Tensor::empty({n}, DType::i64, out.device());
     ops::argmax(out, pred);
     const auto p = pred.to_vector<std::int64_t>();
@@ -279,10 +294,13 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     loss_sum = sums[0];
     r.correct = std::llround(sums[1]);
     r.samples = std::llround(sums[2]);
-  } else if (reduce_metric && o_.distributed_eval) {  // sums across ranks, via the average the hook computes
-    loss_sum = reduce_metric(loss_sum) * static_cast<double>(o_.world_size);
-    r.correct = std::llround(reduce_metric(static_cast<double>(r.correct)) * static_cast<double>(o_.world_size));
-    r.samples = std::llround(reduce_metric(static_cast<double>(r.samples)) * static_cast<double>(o_.world_size));
+  } else if (reduce_metric &&
+             options_.distributed_eval) {  // sums across ranks, via the average the hook computes
+    loss_sum = reduce_metric(loss_sum) * static_cast<double>(options_.world_size);
+    r.correct = std::llround(reduce_metric(static_cast<double>(r.correct)) *
+                             static_cast<double>(options_.world_size));
+    r.samples = std::llround(reduce_metric(static_cast<double>(r.samples)) *
+                             static_cast<double>(options_.world_size));
   }
   r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : 0.0;
   r.accuracy = r.samples ? static_cast<double>(r.correct) / static_cast<double>(r.samples) : 0.0;
@@ -302,7 +320,7 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
   if (first_epoch == 0) first_epoch = epochs_done_ + 1;
   COHORT_CHECK(first_epoch >= 1, "Trainer::fit: first epoch must be >= 1, got ", first_epoch);
   std::vector<EpochResult> results;
-  for (std::int64_t epoch = first_epoch; epoch <= o_.epochs; ++epoch) {
+  for (std::int64_t epoch = first_epoch; epoch <= options_.epochs; ++epoch) {
     EpochResult r = train_epoch(train, epoch);
     // Batch-norm running statistics drift apart during an epoch (each rank's forward updates them
     // with its own batch after DDP's broadcast). PyTorch's DDP copies rank 0's buffers in every
@@ -321,13 +339,14 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
     }
     std::vector<std::pair<std::string, double>> epoch_scalars = {
         {"loss", r.train_loss}, {"images_per_s", r.images_per_s}};
-    for (const auto& [phase, ms] : timer_.mean_ms()) epoch_scalars.emplace_back("phase_ms_" + phase, ms);
+    for (const auto& [phase, ms] : timer_.mean_ms())
+      epoch_scalars.emplace_back("phase_ms_" + phase, ms);
     log_scalars("epoch", epoch_scalars);
     if (test) log_scalars("eval", {{"loss", r.eval.loss}, {"accuracy", r.eval.accuracy}});
     if (sched_) sched_->step();
     epochs_done_ = epoch;
-    if (!o_.checkpoint_path.empty() && is_lead())
-      save_checkpoint(o_.checkpoint_path, ddp_ ? ddp_->module() : model_, opt_, sched_,
+    if (!options_.checkpoint_path.empty() && is_lead())
+      save_checkpoint(options_.checkpoint_path, ddp_ ? ddp_->module() : model_, opt_, sched_,
                       {epoch, global_step_});
     if (tensorboard_) tensorboard_->flush();
     results.push_back(r);

@@ -12,12 +12,13 @@
 #include "cohort/layers/module.hpp"
 #include "cohort/models/cnn.hpp"
 #include "cohort/models/config.hpp"
+#include "cohort/models/mnist.hpp"
 #include "cohort/models/resnet.hpp"
 #include "cohort/models/vit.hpp"
 
 namespace cohort::models {
 
-// "cnn_a", "cnn_b", "resnet9", "resnet50", "vit" (the names make() takes).
+// "cnn_a", "cnn_b", "resnet9", "resnet50", "vit", "mnist_net" (the names make() takes).
 std::vector<std::string> names();
 
 // The model `name` on `device` with `config`; an unknown name is an error listing names().

@@ -7,26 +7,31 @@
 
 namespace cohort::nn {
 
+class Sequential;
+
 class ActivationLayer : public Module {
  public:
-  Activation function() const { return f_; }
+  Activation function() const { return function_; }
   float alpha() const { return alpha_; }
 
-  // Fusion with a preceding layer (see Conv2d::fuse_activation_once): records `y`, already
-  // f(pre-activation), as this layer's forward output, as forward would have. Only for functions
-  // whose backward reads just the output (relu, sigmoid, tanh).
-  Tensor adopt_fused_output(const Tensor& y);
-  bool fusable() const;
-
  protected:
-  ActivationLayer(std::string type, Activation f, float alpha) : Module(std::move(type)), f_(f), alpha_(alpha) {}
+  ActivationLayer(std::string type, Activation f, float alpha)
+      : Module(std::move(type)), function_(f), alpha_(alpha) {}
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override { return input; }
   void release_saved() override { x_ = y_ = Tensor(); }
 
  private:
-  Activation f_;
+  // The Sequential fusion (sequential.hpp) is the only caller: internal coordination, not API.
+  friend class Sequential;
+  // Fusion with a preceding layer (see Conv2d::fuse_activation_once): records `y`, already
+  // f(pre-activation), as this layer's forward output, as forward would have. Only for functions
+  // whose backward reads just the output (relu, sigmoid, tanh): fusable().
+  Tensor adopt_fused_output(const Tensor& y);
+  bool fusable() const;
+
+  Activation function_;
   float alpha_;
   Tensor x_, y_;  // the last forward's input (when the backward reads it) and output
   bool adopting_ = false;  // inside adopt_fused_output: forward records its input as the output

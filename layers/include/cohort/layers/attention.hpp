@@ -28,30 +28,30 @@ class MultiheadAttention : public Module {
   // embed_dim must be a positive multiple of num_heads.
   MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads, Device& device);
 
-  const ParameterPtr& in_proj_weight() const { return w_; }
-  const ParameterPtr& in_proj_bias() const { return b_; }
+  const ParameterPtr& in_proj_weight() const { return in_proj_weight_; }
+  const ParameterPtr& in_proj_bias() const { return in_proj_bias_; }
   const std::shared_ptr<Linear>& out_proj() const { return out_proj_; }
-  std::int64_t embed_dim() const { return e_; }
-  std::int64_t num_heads() const { return h_; }
-  std::int64_t head_dim() const { return dh_; }
+  std::int64_t embed_dim() const { return embed_dim_; }
+  std::int64_t num_heads() const { return num_heads_; }
+  std::int64_t head_dim() const { return head_dim_; }
 
  protected:
   // Input [N, T, E] (batch first: N sequences of T tokens), output [N, T, E].
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override;
-  void release_saved() override { x_ = qkv_ = p_ = Tensor(); }
+  void release_saved() override { x_ = qkv_ = probs_ = Tensor(); }
   void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const override;
 
  private:
-  std::int64_t e_, h_, dh_;
-  ParameterPtr w_, b_;
+  std::int64_t embed_dim_, num_heads_, head_dim_;
+  ParameterPtr in_proj_weight_, in_proj_bias_;
   std::shared_ptr<Linear> out_proj_;
   // What backward needs from the last forward.
-  std::int64_t n_ = 0, t_ = 0;
-  Tensor x_;    // the input as [N * T, E]
-  Tensor qkv_;  // [3, N * H, T, dh]: every head's queries, keys and values
-  Tensor p_;    // [N * H, T, T]: the attention probabilities
+  std::int64_t batch_ = 0, seq_len_ = 0;  // N and T
+  Tensor x_;      // the input as [N * T, E]
+  Tensor qkv_;    // [3, N * H, T, dh]: every head's queries, keys and values
+  Tensor probs_;  // [N * H, T, T]: the attention probabilities
 };
 
 }  // namespace cohort::nn

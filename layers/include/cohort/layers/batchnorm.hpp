@@ -23,8 +23,8 @@ class BatchNorm2d : public Module {
 
   const ParameterPtr& weight() const { return weight_; }  // null unless affine
   const ParameterPtr& bias() const { return bias_; }
-  std::int64_t num_features() const { return c_; }
-  const BatchNormOptions& options() const { return o_; }
+  std::int64_t num_features() const { return num_features_; }
+  const BatchNormOptions& options() const { return options_; }
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -34,8 +34,8 @@ class BatchNorm2d : public Module {
   void on_state_loaded() override;
 
  private:
-  std::int64_t c_;
-  BatchNormOptions o_;
+  std::int64_t num_features_;
+  BatchNormOptions options_;
   ParameterPtr weight_, bias_;
   std::int64_t batches_tracked_ = 0;  // host copy of num_batches_tracked
   Tensor x_, save_mean_, save_invstd_;

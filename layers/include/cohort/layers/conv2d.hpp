@@ -10,6 +10,8 @@
 
 namespace cohort::nn {
 
+class Sequential;
+
 // Conv2dOptions(in, out, kernel).stride(2).padding(1): square or (h, w) values, PyTorch's defaults.
 struct Conv2dOptions {
   Conv2dOptions(std::int64_t in, std::int64_t out, std::int64_t kernel)
@@ -17,11 +19,23 @@ struct Conv2dOptions {
   Conv2dOptions(std::int64_t in, std::int64_t out, std::int64_t kh, std::int64_t kw)
       : in_channels(in), out_channels(out), kernel_h(kh), kernel_w(kw) {}
   Conv2dOptions& stride(std::int64_t s) { return stride(s, s); }
-  Conv2dOptions& stride(std::int64_t h, std::int64_t w) { p.stride_h = h; p.stride_w = w; return *this; }
+  Conv2dOptions& stride(std::int64_t h, std::int64_t w) {
+    p.stride_h = h;
+    p.stride_w = w;
+    return *this;
+  }
   Conv2dOptions& padding(std::int64_t s) { return padding(s, s); }
-  Conv2dOptions& padding(std::int64_t h, std::int64_t w) { p.pad_h = h; p.pad_w = w; return *this; }
+  Conv2dOptions& padding(std::int64_t h, std::int64_t w) {
+    p.pad_h = h;
+    p.pad_w = w;
+    return *this;
+  }
   Conv2dOptions& dilation(std::int64_t s) { return dilation(s, s); }
-  Conv2dOptions& dilation(std::int64_t h, std::int64_t w) { p.dil_h = h; p.dil_w = w; return *this; }
+  Conv2dOptions& dilation(std::int64_t h, std::int64_t w) {
+    p.dil_h = h;
+    p.dil_w = w;
+    return *this;
+  }
   Conv2dOptions& groups(std::int64_t g) { p.groups = g; return *this; }
   Conv2dOptions& bias(bool b) { with_bias = b; return *this; }
 
@@ -38,14 +52,7 @@ class Conv2d : public Module {
 
   const ParameterPtr& weight() const { return weight_; }
   const ParameterPtr& bias() const { return bias_; }  // null without bias
-  const Conv2dOptions& options() const { return o_; }
-
-  // Applies `f` to the output inside the convolution's own pass over it (where it costs nothing:
-  // each image's output is still in cache after its GEMM). Sequential uses this for
-  // Conv2d -> ReLU/Sigmoid/Tanh pairs, whose backward needs only the output; the activation
-  // module then adopts that output (Activation::adopt_fused_output). Applies to the next forward
-  // only.
-  void fuse_activation_once(Activation f) { fused_ = f; }
+  const Conv2dOptions& options() const { return options_; }
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -54,7 +61,16 @@ class Conv2d : public Module {
   void release_saved() override { x_ = Tensor(); }
 
  private:
-  Conv2dOptions o_;
+  // The Sequential fusion (sequential.hpp) is the only caller: internal coordination, not API.
+  friend class Sequential;
+  // Applies `f` to the output inside the convolution's own pass over it (where it costs nothing:
+  // each image's output is still in cache after its GEMM). Sequential uses this for
+  // Conv2d -> ReLU/Sigmoid/Tanh pairs, whose backward needs only the output; the activation
+  // module then adopts that output (ActivationLayer::adopt_fused_output). Applies to the next
+  // forward only.
+  void fuse_activation_once(Activation f) { fused_ = f; }
+
+  Conv2dOptions options_;
   ParameterPtr weight_, bias_;
   Activation fused_ = Activation::identity;
   Tensor x_;

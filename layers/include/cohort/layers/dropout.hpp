@@ -15,7 +15,7 @@ class Dropout : public Module {
  public:
   explicit Dropout(float p = 0.5f);
 
-  float p() const { return p_; }
+  float p() const { return drop_prob_; }
   std::uint64_t seed() const { return seed_; }
   void set_seed(std::uint64_t seed) { seed_ = seed; }
   // The number of training forwards so far; the next one draws the mask of step `step()`.
@@ -28,7 +28,7 @@ class Dropout : public Module {
   Shape output_shape_impl(const Shape& input) const override { return input; }
 
  private:
-  float p_;
+  float drop_prob_;
   std::uint64_t seed_, step_ = 0;
   bool applied_ = false;            // the last forward dropped (training and p > 0)
   std::uint64_t applied_step_ = 0;  // its step

@@ -48,7 +48,7 @@ class EncoderBlock : public Module {
   void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const override;
 
  private:
-  std::int64_t d_;
+  std::int64_t hidden_dim_;
   std::shared_ptr<LayerNorm> ln_1_, ln_2_;
   std::shared_ptr<MultiheadAttention> attn_;
   ModulePtr dropout_;

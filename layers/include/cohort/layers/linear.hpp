@@ -12,8 +12,8 @@ class Linear : public Module {
 
   const ParameterPtr& weight() const { return weight_; }
   const ParameterPtr& bias() const { return bias_; }  // null without bias
-  std::int64_t in_features() const { return in_; }
-  std::int64_t out_features() const { return out_; }
+  std::int64_t in_features() const { return in_features_; }
+  std::int64_t out_features() const { return out_features_; }
 
  protected:
   // Input [..., in] (any leading dimensions, flattened into rows), output [..., out].
@@ -23,7 +23,7 @@ class Linear : public Module {
   void release_saved() override { x_ = Tensor(); }
 
  private:
-  std::int64_t in_, out_;
+  std::int64_t in_features_, out_features_;
   ParameterPtr weight_, bias_;
   Tensor x_;  // input of the last forward, as [rows, in]
 };

@@ -17,11 +17,23 @@ struct MaxPool2dOptions {
     p.kw = p.stride_w = kw;
   }
   MaxPool2dOptions& stride(std::int64_t s) { return stride(s, s); }
-  MaxPool2dOptions& stride(std::int64_t h, std::int64_t w) { p.stride_h = h; p.stride_w = w; return *this; }
+  MaxPool2dOptions& stride(std::int64_t h, std::int64_t w) {
+    p.stride_h = h;
+    p.stride_w = w;
+    return *this;
+  }
   MaxPool2dOptions& padding(std::int64_t s) { return padding(s, s); }
-  MaxPool2dOptions& padding(std::int64_t h, std::int64_t w) { p.pad_h = h; p.pad_w = w; return *this; }
+  MaxPool2dOptions& padding(std::int64_t h, std::int64_t w) {
+    p.pad_h = h;
+    p.pad_w = w;
+    return *this;
+  }
   MaxPool2dOptions& dilation(std::int64_t s) { return dilation(s, s); }
-  MaxPool2dOptions& dilation(std::int64_t h, std::int64_t w) { p.dil_h = h; p.dil_w = w; return *this; }
+  MaxPool2dOptions& dilation(std::int64_t h, std::int64_t w) {
+    p.dil_h = h;
+    p.dil_w = w;
+    return *this;
+  }
   ops::Pool2dParams p;
 };
 
@@ -34,17 +46,25 @@ struct AvgPool2dOptions {
     p.kw = p.stride_w = kw;
   }
   AvgPool2dOptions& stride(std::int64_t s) { return stride(s, s); }
-  AvgPool2dOptions& stride(std::int64_t h, std::int64_t w) { p.stride_h = h; p.stride_w = w; return *this; }
+  AvgPool2dOptions& stride(std::int64_t h, std::int64_t w) {
+    p.stride_h = h;
+    p.stride_w = w;
+    return *this;
+  }
   AvgPool2dOptions& padding(std::int64_t s) { return padding(s, s); }
-  AvgPool2dOptions& padding(std::int64_t h, std::int64_t w) { p.pad_h = h; p.pad_w = w; return *this; }
+  AvgPool2dOptions& padding(std::int64_t h, std::int64_t w) {
+    p.pad_h = h;
+    p.pad_w = w;
+    return *this;
+  }
   AvgPool2dOptions& count_include_pad(bool b) { p.count_include_pad = b; return *this; }
   ops::Pool2dParams p;
 };
 
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(const MaxPool2dOptions& o) : Module("MaxPool2d"), p_(o.p) {}
-  const ops::Pool2dParams& params() const { return p_; }
+  explicit MaxPool2d(const MaxPool2dOptions& o) : Module("MaxPool2d"), params_(o.p) {}
+  const ops::Pool2dParams& params() const { return params_; }
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -53,15 +73,15 @@ class MaxPool2d : public Module {
   void release_saved() override { argmax_ = Tensor(); }
 
  private:
-  ops::Pool2dParams p_;
+  ops::Pool2dParams params_;
   Shape x_shape_;
   Tensor argmax_;  // i32, per output: the winner's index in its input plane
 };
 
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(const AvgPool2dOptions& o) : Module("AvgPool2d"), p_(o.p) {}
-  const ops::Pool2dParams& params() const { return p_; }
+  explicit AvgPool2d(const AvgPool2dOptions& o) : Module("AvgPool2d"), params_(o.p) {}
+  const ops::Pool2dParams& params() const { return params_; }
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -69,15 +89,16 @@ class AvgPool2d : public Module {
   Shape output_shape_impl(const Shape& input) const override;
 
  private:
-  ops::Pool2dParams p_;
+  ops::Pool2dParams params_;
   Shape x_shape_;
 };
 
 class AdaptiveAvgPool2d : public Module {
  public:
-  explicit AdaptiveAvgPool2d(std::int64_t output_size) : AdaptiveAvgPool2d(output_size, output_size) {}
+  explicit AdaptiveAvgPool2d(std::int64_t output_size)
+      : AdaptiveAvgPool2d(output_size, output_size) {}
   AdaptiveAvgPool2d(std::int64_t out_h, std::int64_t out_w)
-      : Module("AdaptiveAvgPool2d"), oh_(out_h), ow_(out_w) {}
+      : Module("AdaptiveAvgPool2d"), out_h_(out_h), out_w_(out_w) {}
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -86,7 +107,7 @@ class AdaptiveAvgPool2d : public Module {
 
  private:
   ops::Pool2dParams params_for(const Shape& input) const;  // the equivalent average pooling
-  std::int64_t oh_, ow_;
+  std::int64_t out_h_, out_w_;
   Shape x_shape_;
 };
 

@@ -45,7 +45,7 @@ class Residual : public Module {
 
  private:
   ModulePtr block_, shortcut_;
-  ResidualOptions o_;
+  ResidualOptions options_;
   Tensor y_;  // the output, kept for `after`'s backward
 };
 

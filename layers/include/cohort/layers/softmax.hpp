@@ -10,7 +10,8 @@ class SoftmaxLayer : public Module {
   int dim() const { return dim_; }
 
  protected:
-  SoftmaxLayer(std::string type, bool log, int dim) : Module(std::move(type)), log_(log), dim_(dim) {}
+  SoftmaxLayer(std::string type, bool log, int dim)
+      : Module(std::move(type)), log_(log), dim_(dim) {}
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override;

@@ -1,7 +1,8 @@
 // torch.optim.RMSprop, PyTorch 1.13's update order:
 //   g = grad (negated if maximize) + weight_decay * p
 //   square_avg = alpha * square_avg + (1 - alpha) * g * g
-//   centered:  grad_avg = alpha * grad_avg + (1 - alpha) * g;  avg = sqrt(square_avg - grad_avg^2) + eps
+//   centered:  grad_avg = alpha * grad_avg + (1 - alpha) * g;
+//              avg = sqrt(square_avg - grad_avg^2) + eps
 //   else       avg = sqrt(square_avg) + eps
 //   momentum > 0:  buf = momentum * buf + g / avg;  p = p - lr * buf
 //   else           p = p - lr * g / avg

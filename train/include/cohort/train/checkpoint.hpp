@@ -12,9 +12,9 @@
 // file intact. The state records the digest of the model's weights (nn::state_digest) and
 // load_training_state refuses a model that holds other weights, so a model file and a state
 // file from different saves cannot be resumed together; save_checkpoint/load_checkpoint below
-// keep the pair whole through a crash at any point. Loading validates everything before it changes anything: a corrupt file, or
-// names and shapes that do not match the model, is an error naming the file and the key, and
-// the model is left as it was.
+// keep the pair whole through a crash at any point. Loading validates everything before it changes
+// anything: a corrupt file, or names and shapes that do not match the model, is an error naming the
+// file and the key, and the model is left as it was.
 #pragma once
 
 #include <cstdint>

@@ -20,13 +20,13 @@ class MetricsWriter {
   MetricsWriter(MetricsWriter&& o) noexcept;
   MetricsWriter& operator=(MetricsWriter&& o) noexcept;
 
-  bool enabled() const { return f_ != nullptr; }
+  bool enabled() const { return file_ != nullptr; }
   // Writes {"kind": kind, k1: v1, ...} (numbers) plus nested number maps under their names.
   void write(const std::string& kind, const std::vector<std::pair<std::string, double>>& values,
              const std::map<std::string, std::map<std::string, double>>& groups = {});
 
  private:
-  std::FILE* f_ = nullptr;
+  std::FILE* file_ = nullptr;
   std::string path_;
 };
 

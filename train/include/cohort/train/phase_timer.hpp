@@ -43,7 +43,7 @@ class PhaseTimer {
     ~Scope();
 
    private:
-    PhaseTimer& t_;
+    PhaseTimer& timer_;
     std::string name_;
     const char* track_;
     std::chrono::steady_clock::time_point start_;

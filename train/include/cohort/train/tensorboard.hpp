@@ -39,10 +39,4 @@ class SummaryWriter {
   int flush_every_, pending_ = 0;
 };
 
-namespace detail {
-// CRC-32C (Castagnoli), as TFRecord frames use it, and its masked form.
-std::uint32_t crc32c(const void* data, std::size_t n);
-std::uint32_t masked_crc32c(const void* data, std::size_t n);
-}  // namespace detail
-
 }  // namespace cohort::train

@@ -1,38 +1,10 @@
 // The training loop, kept thin: per-epoch train and evaluate over DataLoaders, gradient
-// accumulation, per-phase timing, progress, metrics and traces, and a few generic hooks. Everything
-// it does a user could write by hand in 30 lines; it exists so every example reports the same way.
-//
-// It takes any nn::Module, data-parallel ones included: pass a parallel::DistributedDataParallel
-// as the model and its forward syncs buffers and its backward returns averaged gradients. The
-// Trainer then sets up the rest of a distributed run itself (or does so for a plain model given
-// TrainerOptions::communicator, e.g. with parallel::DistributedOptimizer):
-//  - shards the training loader (rank r of n, DistributedSampler rules) unless it already is;
-//  - shards the test loader without padding and sums loss and accuracy over the ranks, so every
-//    rank's evaluate() returns the whole test set's figures;
-//  - averages the epoch's training loss over the ranks, counts images/s over all of them;
-//  - gives every rank rank 0's buffers (batch-norm running statistics) at each epoch's end, before
-//    evaluating and saving, so the ranks evaluate and end with the same model (unless the DDP was
-//    built with broadcast_buffers = false);
-//  - prints progress, writes metrics, TensorBoard scalars and checkpoints on rank 0 only;
-//  - adds DDP's "comm" (waiting for all-reduces) and "overlap" (all-reduce time hidden under
-//    backward) to the phase table as parts of backward ("of which"), not counted twice in the
-//    step's total.
-//
-// One step: data (wait for the loader) -> forward (model + loss) -> backward -> [after_backward
-// hook] -> optimizer (step + zero_grad). With accumulation = k, k micro-batches run
-// forward/backward (loss scaled by 1/k) per optimizer step, and all but the last run with
-// model.set_grad_sync(false) (DDP: no_sync, so only the last micro-batch communicates).
-//
-// Loss readback. Each micro-batch's loss stays on the model's device: it is copied into a small
-// device buffer and read back to the host in one copy. On the host that happens every step (no
-// cost, results as if each loss were read at once). On a device the host cannot address (a GPU)
-// it happens only at log points ((step + 1) % log_interval == 0), at the epoch's last step and when
-// the epoch ends, so the steps in between never wait for the device; the Loss's own finite check,
-// itself a readback, is turned off during train_epoch there and done on the values read back
-// instead: a NaN or infinite loss is an error naming its step, up to log_interval - 1 steps late.
-// The printed losses, metrics rows, loss_history() and EpochResult are the same either way; on a
-// GPU the history simply grows in chunks at those points (an after_backward hook between them
-// sees it as of the last one).
+// accumulation, per-phase timing, progress, metrics, TensorBoard and checkpoints, and a few
+// generic hooks; it exists so every example reports the same way. Given a DistributedDataParallel
+// model (or TrainerOptions::communicator) it sets up the rest of a distributed run itself; on a
+// GPU it reads step losses back only at log points. The rules of both, and of one step, are in
+// docs/TRAINING.md ("One training step", "Data parallel training with the Trainer", "Loss
+// readback on a GPU").
 #pragma once
 
 #include <cstdint>
@@ -107,7 +79,10 @@ class Trainer {
   // reads the file. Returns what it loaded (epochs and steps completed, and which file of the
   // pair: `path` or its .prev); fit() continues after that epoch.
   CheckpointLoad resume(const std::string& path);
-  // One epoch of training (the loader's epoch is set to epoch - 1 for shuffling).
+  // One epoch of training (the loader's epoch is set to epoch - 1 for shuffling). Per optimizer
+  // step: data -> forward (model + loss) -> backward -> after_backward -> optimizer (step +
+  // zero_grad); with accumulation = k, k micro-batches (loss scaled by 1/k), all but the last
+  // with model.set_grad_sync(false) (DDP: no_sync).
   EpochResult train_epoch(data::DataLoader& train, std::int64_t epoch);
   // Loss and accuracy in eval mode (no gradients, dropout off, batch-norm running stats).
   EvalResult evaluate(data::DataLoader& test);
@@ -128,7 +103,7 @@ class Trainer {
 
   PhaseTimer& timer() { return timer_; }
   // The loss of every optimizer step so far (the cost history); on a GPU as of the last readback
-  // (see the file comment), complete whenever train_epoch has returned.
+  // (docs/TRAINING.md), complete whenever train_epoch has returned.
   const std::vector<double>& loss_history() const { return history_; }
   std::int64_t global_step() const { return global_step_; }
   void set_global_step(std::int64_t s) { global_step_ = s; }
@@ -140,7 +115,7 @@ class Trainer {
   nn::Loss& loss_;
   optim::Optimizer& opt_;
   optim::Scheduler* sched_;
-  TrainerOptions o_;
+  TrainerOptions options_;
   PhaseTimer timer_;
   MetricsWriter metrics_;
   std::vector<double> history_;

@@ -4,26 +4,19 @@
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/layers/loss.hpp"
+#include "loss_shared.hpp"
 
 namespace cohort::nn {
 
 Tensor CrossEntropyLoss::forward_impl(const Tensor& input, const Tensor& target) {
-  COHORT_CHECK(input.rank() == 2, name(), ": expected input [N, C] (logits), got ",
-               input.shape());
-  COHORT_CHECK(target.dtype() == DType::i64 && target.rank() == 1 &&
-                   target.dim(0) == input.dim(0),
-               name(), ": expected target [", input.dim(0), "] of class indices (i64) for input ",
-               input.shape(), ", got ", target.shape(), " ", dtype_name(target.dtype()));
+  detail::check_class_targets(name(), input, target, "logits");
   Device& d = input.device();
   logp_ = Tensor::empty(input.shape(), DType::f32, d);
   ops::softmax_forward(true, input, logp_, 1);
   Tensor rows = Tensor::empty(Shape{input.dim(0)}, DType::f32, d);
   ops::nll_forward(logp_, target, rows);
-  Tensor loss = Tensor::empty(Shape{}, DType::f32, d);
-  ops::reduce_sum(rows.reshape({1, input.dim(0)}), loss);
-  ops::scale(reduce_scale(input.dim(0)), loss, loss);
   target_ = target;
-  return loss;
+  return detail::reduce_rows(rows, reduce_scale(input.dim(0)));
 }
 
 Tensor CrossEntropyLoss::backward_impl(float scale) {

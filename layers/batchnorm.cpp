@@ -11,35 +11,36 @@
 namespace cohort::nn {
 
 BatchNorm2d::BatchNorm2d(std::int64_t num_features, Device& device, BatchNormOptions options)
-    : Module("BatchNorm2d"), c_(num_features), o_(options) {
-  COHORT_MODULE_CHECK(c_ >= 1, "num_features must be positive, got ", c_);
-  COHORT_MODULE_CHECK(o_.eps > 0.0f, "eps must be positive, got ", o_.eps);
-  if (o_.affine) {
-    weight_ = register_parameter("weight", Tensor::full(Shape{c_}, 1.0, DType::f32, device));
-    bias_ = register_parameter("bias", Tensor::zeros(Shape{c_}, DType::f32, device));
+    : Module("BatchNorm2d"), num_features_(num_features), options_(options) {
+  COHORT_MODULE_CHECK(num_features_ >= 1, "num_features must be positive, got ", num_features_);
+  COHORT_MODULE_CHECK(options_.eps > 0.0f, "eps must be positive, got ", options_.eps);
+  if (options_.affine) {
+    weight_ =
+        register_parameter("weight", Tensor::full(Shape{num_features_}, 1.0, DType::f32, device));
+    bias_ = register_parameter("bias", Tensor::zeros(Shape{num_features_}, DType::f32, device));
   }
-  if (o_.track_running_stats) {
-    register_buffer("running_mean", Tensor::zeros(Shape{c_}, DType::f32, device));
-    register_buffer("running_var", Tensor::full(Shape{c_}, 1.0, DType::f32, device));
+  if (options_.track_running_stats) {
+    register_buffer("running_mean", Tensor::zeros(Shape{num_features_}, DType::f32, device));
+    register_buffer("running_var", Tensor::full(Shape{num_features_}, 1.0, DType::f32, device));
     register_buffer("num_batches_tracked", Tensor::zeros(Shape{}, DType::i64, device));
   }
 }
 
 Shape BatchNorm2d::output_shape_impl(const Shape& input) const {
-  COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == c_, "expected 4-D input [N, ", c_,
-                      ", H, W], got ", input);
+  COHORT_MODULE_CHECK(input.rank() == 4 && input[1] == num_features_, "expected 4-D input [N, ",
+                      num_features_, ", H, W], got ", input);
   return input;
 }
 
 Tensor BatchNorm2d::forward_impl(const Tensor& x) {
   output_shape_impl(x.shape());
-  const bool batch_stats = is_training() || !o_.track_running_stats;
+  const bool batch_stats = is_training() || !options_.track_running_stats;
   COHORT_MODULE_CHECK(!batch_stats || x.dim(0) * x.dim(2) * x.dim(3) > 1,
                       "training needs more than 1 value per channel, got input ", x.shape());
   float momentum = 0.0f;
   Tensor* rm = nullptr;
   Tensor* rv = nullptr;
-  if (o_.track_running_stats) {
+  if (options_.track_running_stats) {
     Tensor& mean = buffer("running_mean");
     COHORT_MODULE_CHECK(&x.device() == &mean.device(), "input is on ", x.device().name(),
                         ", buffers are on ", mean.device().name());
@@ -48,23 +49,24 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x) {
       // host keeps the count (no device read per step); load_state_dict refreshes it.
       ++batches_tracked_;
       ops::fill(buffer("num_batches_tracked"), static_cast<double>(batches_tracked_));
-      momentum = o_.momentum ? *o_.momentum : 1.0f / static_cast<float>(batches_tracked_);
+      momentum =
+          options_.momentum ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
     }
     rm = &mean;
     rv = &buffer("running_var");
   }
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  save_mean_ = Tensor::empty(Shape{c_}, DType::f32, x.device());
-  save_invstd_ = Tensor::empty(Shape{c_}, DType::f32, x.device());
+  save_mean_ = Tensor::empty(Shape{num_features_}, DType::f32, x.device());
+  save_invstd_ = Tensor::empty(Shape{num_features_}, DType::f32, x.device());
   ops::batch_norm_forward(x, weight_ ? &weight_->value : nullptr, bias_ ? &bias_->value : nullptr,
-                          rm, rv, y, save_mean_, save_invstd_, o_.eps, momentum, batch_stats);
+                          rm, rv, y, save_mean_, save_invstd_, options_.eps, momentum, batch_stats);
   used_batch_stats_ = batch_stats;
   x_ = x;
   return y;
 }
 
 void BatchNorm2d::on_state_loaded() {
-  if (o_.track_running_stats)
+  if (options_.track_running_stats)
     batches_tracked_ = static_cast<std::int64_t>(buffer("num_batches_tracked").item());
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cohort/layers.hpp"
-#include "cohort/models/checks.hpp"
+#include "checks.hpp"
 #include "cohort/models/resnet.hpp"
 
 namespace cohort::models {
@@ -36,10 +36,11 @@ nn::ModulePtr resnet9(Device& dev, const ModelConfig& c) {
        {"conv3", conv_block(dev, 128, 256, true)},
        {"conv4", conv_block(dev, 256, 512, true)},
        {"res2", residual(dev, 512)},
-       {"classifier", nn::sequential({{"0", make<nn::MaxPool2d>(nn::MaxPool2dOptions(c.image_size / 8))},
-                                      {"1", make<nn::Flatten>()},
-                                      {"2", make<nn::Dropout>(0.2f)},
-                                      {"3", make<nn::Linear>(512, c.num_classes, dev)}})}});
+       {"classifier",
+        nn::sequential({{"0", make<nn::MaxPool2d>(nn::MaxPool2dOptions(c.image_size / 8))},
+                        {"1", make<nn::Flatten>()},
+                        {"2", make<nn::Dropout>(0.2f)},
+                        {"3", make<nn::Linear>(512, c.num_classes, dev)}})}});
 }
 
 }  // namespace cohort::models

@@ -1,4 +1,5 @@
 // Shared argument checks of the zoo's constructors (one message format for every model).
+// Internal header of models/ (not installed).
 #pragma once
 
 #include <string>

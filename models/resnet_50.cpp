@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cohort/layers.hpp"
-#include "cohort/models/checks.hpp"
+#include "checks.hpp"
 #include "cohort/models/resnet.hpp"
 
 namespace cohort::models {
@@ -13,7 +13,8 @@ using nn::make;
 
 nn::ModulePtr conv(Device& dev, std::int64_t in, std::int64_t out, std::int64_t k,
                    std::int64_t stride) {
-  return make<nn::Conv2d>(nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false), dev);
+  return make<nn::Conv2d>(nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false),
+                          dev);
 }
 
 // torchvision's Bottleneck: conv1 1x1, bn1, relu, conv2 3x3 (stride), bn2, relu, conv3 1x1
@@ -32,8 +33,9 @@ nn::ModulePtr bottleneck(Device& dev, std::int64_t in, std::int64_t planes, std:
   if (stride != 1 || in != out)
     downsample = nn::sequential({{"0", conv(dev, in, out, 1, stride)},
                                  {"1", make<nn::BatchNorm2d>(out, dev)}});
-  return make<nn::Residual>(block, downsample,
-                            nn::ResidualOptions().inline_block().shortcut_name("downsample").relu_after());
+  return make<nn::Residual>(
+      block, downsample,
+      nn::ResidualOptions().inline_block().shortcut_name("downsample").relu_after());
 }
 
 // torchvision's init: convolutions kaiming_normal_(mode="fan_out", nonlinearity="relu"), i.e.
@@ -52,7 +54,8 @@ void torchvision_init(nn::Module& m, Device& dev) {
 
 nn::ModulePtr resnet50(Device& dev, const ModelConfig& c) {
   detail::check_config("resnet50", c, 1);
-  COHORT_CHECK(c.image_size >= 32, "resnet50: image_size must be at least 32 (five stride-2 steps), got ",
+  COHORT_CHECK(c.image_size >= 32,
+               "resnet50: image_size must be at least 32 (five stride-2 steps), got ",
                c.image_size);
   std::vector<std::pair<std::string, nn::ModulePtr>> top = {
       {"conv1", conv(dev, c.in_channels, 64, 7, 2)},
@@ -65,7 +68,8 @@ nn::ModulePtr resnet50(Device& dev, const ModelConfig& c) {
     const std::int64_t planes = 64LL << stage;
     std::vector<std::pair<std::string, nn::ModulePtr>> layer;
     for (std::int64_t b = 0; b < blocks[stage]; ++b) {
-      layer.emplace_back(std::to_string(b), bottleneck(dev, in, planes, b == 0 && stage > 0 ? 2 : 1));
+      layer.emplace_back(std::to_string(b),
+                         bottleneck(dev, in, planes, b == 0 && stage > 0 ? 2 : 1));
       in = planes * 4;
     }
     top.emplace_back("layer" + std::to_string(stage + 1), make<nn::Sequential>(std::move(layer)));

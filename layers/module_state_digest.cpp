@@ -1,3 +1,5 @@
+// nn::state_digest (declared in module.hpp): a hash of the whole state_dict. Apart from
+// module.cpp because it reads every tensor back to the host, which the Module tree never does.
 #include <cstdio>
 #include <vector>
 

@@ -4,6 +4,7 @@
 
 #include "cohort/core/ops.hpp"
 #include "cohort/layers/loss.hpp"
+#include "loss_shared.hpp"
 
 namespace cohort::nn {
 
@@ -16,14 +17,12 @@ Tensor MSELoss::forward_impl(const Tensor& input, const Tensor& target) {
   ops::sub(input, target, diff_);
   Tensor sq = Tensor::empty(input.shape(), DType::f32, d);
   ops::mul(diff_, diff_, sq);
-  Tensor loss = Tensor::empty(Shape{}, DType::f32, d);
   if (input.numel() == 0) {
+    Tensor loss = Tensor::empty(Shape{}, DType::f32, d);
     ops::fill(loss, reduction() == Reduction::mean ? NAN : 0.0);  // torch: mean of nothing is nan
-  } else {
-    ops::reduce_sum(sq.reshape({1, input.numel()}), loss);
-    ops::scale(reduce_scale(input.numel()), loss, loss);
+    return loss;
   }
-  return loss;
+  return detail::reduce_rows(sq, reduce_scale(input.numel()));
 }
 
 Tensor MSELoss::backward_impl(float scale) {
