@@ -1,4 +1,4 @@
-// Check macros for the CUDA runtime, cuBLAS and cuDNN, used only at this backend's edge: each failing call
+// Check macros for the CUDA runtime (the shared one), cuBLAS and cuDNN, used only at this backend's edge: each failing call
 // becomes a cohort::Error attributed to "cuda" that names the expression, the status name and its
 // description ("cudaErrorMemoryAllocation: out of memory"). Internal header: it includes CUDA
 // headers, so nothing outside backends/cuda/ may include it.
@@ -11,12 +11,11 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
+#include "cohort_internal/cuda_status.hpp"
 
 namespace cohort::cuda::detail {
 
-inline std::string describe(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
-}
+inline std::string describe(cudaError_t e) { return ::cohort::detail::describe_cuda(e); }
 inline std::string describe(cublasStatus_t s) {
   return std::string(cublasGetStatusName(s)) + ": " + cublasGetStatusString(s);
 }
@@ -33,19 +32,9 @@ inline std::string describe(cudnnStatus_t s) {
 
 }  // namespace cohort::cuda::detail
 
-// Throws cohort::Error when `expr` (a cudaError_t) is not cudaSuccess. A failed runtime call also
-// leaves its error in the thread's "last error" slot; it is read (and, for non-sticky errors,
-// cleared) before throwing so that a later launch check (cudaGetLastError) does not report this
-// stale failure again.
-#define COHORT_CHECK_CUDA(expr)                                                             \
-  do {                                                                                      \
-    const cudaError_t cohort_cuda_err_ = (expr);                                            \
-    if (cohort_cuda_err_ != cudaSuccess) {                                                  \
-      (void)cudaGetLastError();                                                             \
-      ::cohort::detail::throw_error(__FILE__, __LINE__, #expr, "cuda",                      \
-                                    ::cohort::cuda::detail::describe(cohort_cuda_err_));    \
-    }                                                                                       \
-  } while (0)
+// Throws cohort::Error attributed to "cuda" when `expr` (a cudaError_t) is not cudaSuccess (the
+// shared check of cohort_internal/cuda_status.hpp).
+#define COHORT_CHECK_CUDA(expr) COHORT_CHECK_CUDA_IN("cuda", expr)
 
 // Throws cohort::Error when `expr` (a cublasStatus_t) is not CUBLAS_STATUS_SUCCESS.
 #define COHORT_CHECK_CUBLAS(expr)                                                           \

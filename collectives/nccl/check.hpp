@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
+#include "cohort_internal/cuda_status.hpp"
 
 namespace cohort::comm::nccl::detail {
 
@@ -19,10 +20,6 @@ inline std::string describe(ncclResult_t r, ncclComm_t comm = nullptr) {
   const char* last = ncclGetLastError(comm);
   if (last != nullptr && *last != '\0') s += std::string(" (") + last + ")";
   return s;
-}
-
-inline std::string describe(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
 }
 
 }  // namespace cohort::comm::nccl::detail
@@ -37,13 +34,6 @@ inline std::string describe(cudaError_t e) {
                                     ::cohort::comm::nccl::detail::describe(cohort_nccl_r_)); \
   } while (0)
 
-// Throws cohort::Error when `expr` (a cudaError_t) is not cudaSuccess; clears a non-sticky error.
-#define COHORT_CHECK_CUDA_RT(expr)                                                          \
-  do {                                                                                      \
-    const cudaError_t cohort_cuda_e_ = (expr);                                              \
-    if (cohort_cuda_e_ != cudaSuccess) {                                                    \
-      (void)cudaGetLastError();                                                             \
-      ::cohort::detail::throw_error(__FILE__, __LINE__, #expr, "nccl",                      \
-                                    ::cohort::comm::nccl::detail::describe(cohort_cuda_e_)); \
-    }                                                                                       \
-  } while (0)
+// Throws cohort::Error attributed to "nccl" when `expr` (a cudaError_t) is not cudaSuccess (the
+// shared check of cohort_internal/cuda_status.hpp).
+#define COHORT_CHECK_CUDA_RT(expr) COHORT_CHECK_CUDA_IN("nccl", expr)

@@ -18,7 +18,7 @@ void check_device_pointer(const Context& ctx, const OpDesc& op, const char* arg,
   std::ostringstream what;
   what << op.str() << ": " << arg << " buffer " << p << " (" << bytes << " bytes) ";
   COHORT_CHECK_IN(kName, e == cudaSuccess, what.str(), "is not a pointer CUDA knows (",
-                  describe(e), "); the nccl backend takes GPU memory only");
+                  ::cohort::detail::describe_cuda(e), "); the nccl backend takes GPU memory only");
   COHORT_CHECK_IN(kName, a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged,
                   what.str(), "is host memory",
                   a.type == cudaMemoryTypeHost ? " (pinned)" : "",

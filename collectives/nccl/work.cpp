@@ -58,7 +58,7 @@ class NcclWork final : public Work {
     }
     if (e != cudaErrorNotReady) {
       (void)cudaGetLastError();
-      ctx_->fail_locked("nccl " + desc_.str() + " failed on " + ctx_->who() + ": " + describe(e));
+      ctx_->fail_locked("nccl " + desc_.str() + " failed on " + ctx_->who() + ": " + ::cohort::detail::describe_cuda(e));
     }
     ncclResult_t state = ncclSuccess;
     const ncclResult_t r = ncclCommGetAsyncError(ctx_->comm, &state);

@@ -46,10 +46,13 @@ int error_rank() noexcept { return g_rank.load(); }
 namespace detail {
 void throw_error(const char* file, int line, const char* expr, const char* backend,
                  const std::string& why) {
-  // Keep only the path below the repository's top folders so messages stay short.
+  // Keep only the path below the repository's top folders so messages stay short. The folders
+  // that mirror the library's (tests/core/, tests/data/, ...) come first, so a test's file keeps
+  // its tests/ prefix.
   std::string f = file;
-  for (const char* top : {"/core/", "/backends/", "/layers/", "/collectives/", "/parallel/",
-                          "/optim/", "/data/", "/tools/", "/examples/", "/tests/", "/bench/"}) {
+  for (const char* top : {"/tests/", "/examples/", "/bench/", "/tools/", "/core/", "/backends/",
+                          "/layers/", "/models/", "/collectives/", "/parallel/", "/optim/",
+                          "/data/", "/train/"}) {
     const auto pos = f.rfind(top);
     if (pos != std::string::npos) {
       f = f.substr(pos + 1);

@@ -219,8 +219,8 @@ TEST_CASE("errors carry file, line, expression and rank") {
     COHORT_CHECK(1 + 1 == 3, "arithmetic is broken: ", 2);
     FAIL("no throw");
   } catch (const cohort::Error& e) {
-    // The path below the first of error.cpp's top folders that it finds: core/ (of tests/core/).
-    CHECK(e.file() == "core/test_core.cpp");
+    // The path from the repository's top folder: tests/ before the library folder it mirrors.
+    CHECK(e.file() == "tests/core/test_core.cpp");
     CHECK(e.line() > 0);
     CHECK(e.expression() == "1 + 1 == 3");
     CHECK(e.why() == "arithmetic is broken: 2");
@@ -238,6 +238,6 @@ TEST_CASE("errors carry file, line, expression and rank") {
   cohort::set_error_rank(-1);
   CHECK(msg == "cohort [shm] (rank 3): peer gone");
   CHECK(off == msg);
-  CHECK(dbg.find("cohort [shm] (rank 3): peer gone [at core/test_core.cpp:") == 0);
+  CHECK(dbg.find("cohort [shm] (rank 3): peer gone [at tests/core/test_core.cpp:") == 0);
   CHECK(dbg.find(", check `false` failed]") != std::string::npos);
 }

@@ -220,7 +220,7 @@ std::vector<Row> rows() {
   // transform-domain algorithm (Winograd, FFT), whose rounding grows with the transform and the
   // sum's length, is expected to stay inside it there. The [8, 16, 32, 32] cases sum 144 products
   // per output and 8192 per weight gradient; their tolerances are set below from the length of
-  // the sum. tests/cuda/test_cuda_modes.cpp sets tolerances by the algorithm family that ran. If
+  // the sum. tests/backends/cuda/test_cuda_modes.cpp sets tolerances by the algorithm family that ran. If
   // a conv row fails on cuda, COHORT_CUDNN_LOG=1 prints the algorithm cuDNN chose for each shape:
   // loosen that family's rows (seams::conv_tolerance) only if it is transform-based.
   struct ConvCase {

@@ -8,6 +8,7 @@
 #include "cohort/backend/dispatch.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/layers.hpp"
+#include "cohort/models/mnist.hpp"
 #include "cohort/optim.hpp"
 #include "partial_device.hpp"
 
@@ -19,7 +20,7 @@ namespace {
 // Three Adadelta steps of the MNIST CNN on fixed random data; the final state_dict on the host.
 std::vector<std::vector<float>> train(Device& dev) {
   nn::manual_seed(11);
-  auto net = nn::mnist_net(dev);
+  auto net = models::mnist_net(dev);
   optim::Adadelta opt(net->parameters());
   nn::NLLLoss loss;
   for (int step = 0; step < 3; ++step) {

@@ -13,7 +13,6 @@
 #include "cohort/layers/layernorm.hpp"
 #include "cohort/layers/linear.hpp"
 #include "cohort/layers/loss.hpp"
-#include "cohort/layers/models.hpp"  // nn::mnist_net, forwarded to models/ (see there)
 #include "cohort/layers/module.hpp"
 #include "cohort/layers/pooling.hpp"
 #include "cohort/layers/residual.hpp"

@@ -16,7 +16,7 @@
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
-#include "cohort/layers/models.hpp"
+#include "cohort/models/mnist.hpp"
 #include "cohort/optim.hpp"
 #include "cohort/train/trainer.hpp"
 
@@ -73,7 +73,7 @@ int main() {
     }
 
     nn::manual_seed(1);
-    auto net = nn::mnist_net(*dev);
+    auto net = cohort::models::mnist_net(*dev);
     cohort::optim::Adadelta opt(net->parameters());
     nn::NLLLoss loss;
     data::DataLoader loader(ds, lo, {}, host, dev);
