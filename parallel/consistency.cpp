@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cohort/collectives/host_values.hpp"
+#include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/hash.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/core/hash.hpp"
-#include "cohort/collectives/host_values.hpp"
+#include "cohort/collectives/host_collectives.hpp"
 
 namespace cohort::parallel {
 

@@ -30,7 +30,7 @@
 
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
-#include "cohort/core/launch_env.hpp"
+#include "cohort/core/launch_info.hpp"
 #include "cohort/devices.hpp"
 
 namespace {

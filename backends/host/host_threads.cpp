@@ -7,7 +7,7 @@
 //   2. under srun with --cpus-per-task, SLURM_CPUS_PER_TASK (at most the CPUs we may run on);
 //   3. else the CPUs in this process's affinity mask (sched_getaffinity: what a cgroup, taskset or
 //      a launcher's binding left us) divided by the ranks on this host, as LaunchInfo reads them
-//      (cohort/core/launch_env.hpp, the one reader of launcher variables), at least 1.
+//      (cohort/core/launch_info.hpp, the one reader of launcher variables), at least 1.
 // Rule 3 divides even when a launcher bound each rank to its own CPUs (mpirun --map-by
 // slot:PE=4): that undersubscribes by the local rank count, where not dividing under a shared
 // cgroup would oversubscribe, which costs far more. Such jobs set OMP_NUM_THREADS.
@@ -23,7 +23,7 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
-#include "cohort/core/launch_env.hpp"
+#include "cohort/core/launch_info.hpp"
 #include "host_device.hpp"
 #include "thread_governor.hpp"
 

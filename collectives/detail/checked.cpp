@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort/collectives/host_values.hpp"
+#include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/error.hpp"
 #include "detail/op_desc.hpp"
 

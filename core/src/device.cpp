@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
-#include "cohort/core/launch_env.hpp"
+#include "cohort/core/launch_info.hpp"
 
 namespace cohort {
 

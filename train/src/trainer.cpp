@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort/collectives/host_values.hpp"
+#include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/train/checkpoint.hpp"

@@ -1,5 +1,5 @@
-// allreduce_host / allgather_host (see cohort/collectives/host_values.hpp).
-#include "cohort/collectives/host_values.hpp"
+// allreduce_host / allgather_host (see cohort/collectives/host_collectives.hpp).
+#include "cohort/collectives/host_collectives.hpp"
 
 #include <functional>
 

@@ -4,7 +4,7 @@
 // wins (torchrun, then Open MPI, then Slurm), so a torchrun started inside a Slurm allocation is
 // read as torchrun. Within that set every value is checked, and a missing partner or a
 // contradiction names the variables and their values.
-#include "cohort/core/launch_env.hpp"
+#include "cohort/core/launch_info.hpp"
 
 #include <cerrno>
 #include <cstdlib>
