@@ -152,16 +152,23 @@ inline GemmArgs conv_gemm(bool trans_a, bool trans_b, i64 m, i64 n, i64 k, const
   return ga;
 }
 
+// The per-image step of the directions that read x: image b's column matrix (nothing when the
+// convolution is pointwise and col is null).
+template <class Exec>
+auto im2col_of(Exec& e, const Conv2dArgs& a, const float* x) {
+  return [&e, &a, x](i64 b, float* col) {
+    if (col)
+      e.for_each("cohort::im2col", a.c * a.r * a.s, Im2colRow{a, x + b * a.c * a.h * a.w, col});
+  };
+}
+
 template <class Exec>
 void run(Exec& e, const calls::Conv2dForward& c) {
   const Conv2dArgs& a = c.a;
   const i64 kg = a.k / a.groups, crs = (a.c / a.groups) * a.r * a.s, ohw = a.oh * a.ow;
   const auto image = [&](i64 b) { return c.x + b * a.c * a.h * a.w; };
   for_each_image_group(
-      e, a,
-      [&](i64 b, float* col) {
-        if (col) e.for_each("cohort::im2col", a.c * a.r * a.s, Im2colRow{a, image(b), col});
-      },
+      e, a, im2col_of(e, a, c.x),
       [&](i64 b, i64 g, const float* col) {  // y_g [kg, ohw] = W_g [kg, crs] col_g [crs, ohw]
         const float* cb = col ? col : image(b);
         return conv_gemm(false, false, kg, ohw, crs, c.w + g * kg * crs, crs, cb + g * crs * ohw,
@@ -200,10 +207,7 @@ void run(Exec& e, const calls::Conv2dBackwardFilter& c) {
   const i64 kg = a.k / a.groups, crs = (a.c / a.groups) * a.r * a.s, ohw = a.oh * a.ow;
   const auto image = [&](i64 b) { return c.x + b * a.c * a.h * a.w; };
   for_each_image_group(
-      e, a,
-      [&](i64 b, float* col) {
-        if (col) e.for_each("cohort::im2col", a.c * a.r * a.s, Im2colRow{a, image(b), col});
-      },
+      e, a, im2col_of(e, a, c.x),
       [&](i64 b, i64 g, const float* col) {  // dW_g [kg, crs] += dy_g [kg, ohw] col_g^T [ohw, crs]
         const float* cb = col ? col : image(b);
         return conv_gemm(false, true, kg, crs, ohw, c.dy + b * a.k * ohw + g * kg * ohw, ohw,

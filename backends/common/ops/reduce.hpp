@@ -71,25 +71,26 @@ struct RowArgmaxItem {  // item: row; the first maximal column, NaN wins
   }
 };
 
+// One work item per row of the call's [rows, cols] matrix.
+template <class Item, class Exec, class Call>
+void for_each_row(Exec& e, const char* label, const Call& c) {
+  e.for_each(label, static_cast<i64>(c.rows), Item{c.x, static_cast<i64>(c.cols), c.out});
+}
 template <class Exec>
 void run(Exec& e, const calls::ReduceSum& c) {
-  e.for_each("cohort::reduce_sum", static_cast<i64>(c.rows),
-             RowSumItem{c.x, static_cast<i64>(c.cols), c.out});
+  for_each_row<RowSumItem>(e, "cohort::reduce_sum", c);
 }
 template <class Exec>
 void run(Exec& e, const calls::ReduceSumSq& c) {
-  e.for_each("cohort::reduce_sum_sq", static_cast<i64>(c.rows),
-             RowSumSqItem{c.x, static_cast<i64>(c.cols), c.out});
+  for_each_row<RowSumSqItem>(e, "cohort::reduce_sum_sq", c);
 }
 template <class Exec>
 void run(Exec& e, const calls::ReduceMax& c) {
-  e.for_each("cohort::reduce_max", static_cast<i64>(c.rows),
-             RowMaxItem{c.x, static_cast<i64>(c.cols), c.out});
+  for_each_row<RowMaxItem>(e, "cohort::reduce_max", c);
 }
 template <class Exec>
 void run(Exec& e, const calls::Argmax& c) {
-  e.for_each("cohort::argmax", static_cast<i64>(c.rows),
-             RowArgmaxItem{c.x, static_cast<i64>(c.cols), c.out});
+  for_each_row<RowArgmaxItem>(e, "cohort::argmax", c);
 }
 
 }  // namespace cohort::kernels
