@@ -65,19 +65,14 @@ struct BatchNormApply {  // item: (image, channel) plane
   }
 };
 
-struct BatchNormBackwardChannel {  // item: channel
-  BatchNormArgs a;
-  const float* x;
-  const float* dy;
-  const float* gamma;  // nullable
-  const float* mean;
-  const float* invstd;
-  float* dx;      // nullable
-  float* dgamma;  // nullable
-  float* dbeta;   // nullable
-  i64 cost() const { return 3 * a.n * a.inner; }
+struct BatchNormBackwardChannel {  // item: channel; the call's operands as they came
+  calls::BatchNormBackward call;
+  i64 cost() const { return 3 * call.a.n * call.a.inner; }
   COHORT_HD void operator()(i64 c) const {
-    const float mu = mean[c], is = invstd[c];
+    const BatchNormArgs& a = call.a;
+    const float *x = call.x, *dy = call.dy, *gamma = call.gamma;
+    float *dx = call.dx, *dgamma = call.dgamma, *dbeta = call.dbeta;
+    const float mu = call.save_mean[c], is = call.save_invstd[c];
     double sdy = 0.0, sdyx = 0.0;  // sum dy, sum dy * xhat
     for (i64 b = 0; b < a.n; ++b) {
       const i64 off = (b * a.c + c) * a.inner;
@@ -204,9 +199,7 @@ void run(Exec& e, const calls::BatchNormForward& c) {
 }
 template <class Exec>
 void run(Exec& e, const calls::BatchNormBackward& c) {
-  e.for_each("cohort::batch_norm_backward", c.a.c,
-             BatchNormBackwardChannel{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_invstd, c.dx, c.dgamma,
-                               c.dbeta});
+  e.for_each("cohort::batch_norm_backward", c.a.c, BatchNormBackwardChannel{c});
 }
 template <class Exec>
 void run(Exec& e, const calls::LayerNormForward& c) {
