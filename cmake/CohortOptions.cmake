@@ -63,7 +63,7 @@ if(NOT COHORT_ENABLE_CUDA STREQUAL "OFF")
     # the driver compiles for newer GPUs at load time; override with -DCMAKE_CUDA_ARCHITECTURES=...
     # (no GPU here to detect "native"). sm_75 is the oldest CUDA 13 supports; PTX cannot run on a
     # GPU older than itself, so without 75-real a T4 has no image. It costs about 6 s of nvcc CPU
-    # time per build of cuda_ops.cu (21 -> 27 s, 2 cores, nvcc 13.0).
+    # time per build of backends/cuda/op_table.cu (21 -> 27 s, 2 cores, nvcc 13.0).
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES "75-real;80-real;90")
     endif()

@@ -1,5 +1,5 @@
 // The host device: memory from the C heap, copies as memmove, and the registry's entry. Its op
-// table is host_ops.cpp.
+// table is op_table.cpp.
 #include "host_device.hpp"
 
 #include <cstdlib>

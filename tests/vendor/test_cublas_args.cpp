@@ -7,7 +7,7 @@
 // The front end's GemmArgs reach the seam unchanged: SeamDevice below is a device whose GEMMs and
 // linear bias gradients go through the seam and the CPU BLAS, as CudaDevice's go through the seam
 // and cuBLAS (the same k == 0 / inner != 1 cases stay on the shared path), so cohort::ops::gemm on
-// it runs the real checks of core/src/ops.cpp. The leading-dimension rules cuBLAS documents are
+// it runs the real checks of core/src/ops/gemm.cpp. The leading-dimension rules cuBLAS documents are
 // asserted on every value the seam produced, and each operand's footprint (the elements a
 // column-major call with those extents and leading dimensions reads) is checked against the
 // tensor it points into.
@@ -132,7 +132,7 @@ class SeamDevice final : public cohort::testing::HostMemoryDevice {
   }
   bool supports(const cohort::OpCall&) const override { return true; }
   void run(const cohort::OpCall& call) override {
-    // The cases CudaDevice hands to cuBLAS (op_impl.hpp's run(Gemm), cuda_ops.cu's GemmBatched and
+    // The cases CudaDevice hands to cuBLAS (ops/gemm.hpp's run(Gemm), cuda/op_table.cu's GemmBatched and
     // BiasGrad overloads); everything else runs on the host device, as there on the shared path.
     // A call whose operands would reach past their allocations fails the test instead of running.
     if (const auto* g = std::get_if<calls::Gemm>(&call); g && g->m > 0 && g->n > 0 && g->k > 0) {
@@ -335,7 +335,7 @@ TEST_CASE("gemm_batched: every shape, transpose pair and alpha/beta, strided bat
 
 TEST_CASE("gemm: padded leading dimensions and sub-matrices, as the convolution path issues") {
   // GemmArgs allow row strides beyond the row (op_calls.hpp) and pointers into a larger buffer
-  // (op_impl.hpp's per-group convolution GEMMs). The host device runs the same GemmArgs on a copy
+  // (ops/conv2d.hpp's per-group convolution GEMMs). The host device runs the same GemmArgs on a copy
   // of every buffer: C's padding must stay as it was, the products must agree.
   Device& host = cohort::host_device();
   std::uint64_t seed = 9000;

@@ -89,7 +89,7 @@ struct SoftmaxBackwardItem {  // item: one (outer, inner) position
 };
 
 // Targets out of [0, classes) cannot reach these kernels from host memory (the front end checks
-// them) but can from a GPU's, where they are not read back (core/src/layer_ops.cpp): such a row
+// them) but can from a GPU's, where they are not read back (core/src/ops/softmax_loss.cpp): such a row
 // gets a NaN loss or gradient, never a read or write outside the row.
 struct NllForwardRow {  // item: row
   const float* logp;

@@ -1,5 +1,5 @@
 // How conv2d.cpp chooses, and falls back between, cuDNN's convolution algorithms, as plain
-// values: the test (tests/vendor) feeds synthetic heuristic results without cudnn.h. cudnn_ops.cpp
+// values: the test (tests/vendor) feeds synthetic heuristic results without cudnn.h. backends/cuda/conv2d.cpp
 // copies each cudnnConvolution*AlgoPerf_t into an AlgoPerf (memory replaced by the exact workspace
 // size under that entry's math type) and keeps the ranked list this returns as its cached choice.
 //

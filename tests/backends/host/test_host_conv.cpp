@@ -1,4 +1,4 @@
-// The host device's oneDNN convolutions (backends/host/host_conv.hpp) against a direct
+// The host device's oneDNN convolutions (backends/host/conv2d.hpp) against a direct
 // convolution written out loop by loop in double, over the shapes the layers and the model zoo
 // produce and the awkward ones (strides whose floor drops trailing input rows, dilation, groups,
 // depthwise, 1x1, padding wider than the kernel's reach); and the host's split of shared-kernel

@@ -12,7 +12,7 @@
 //  - Floating-point operands are f32, class indices i64, pooling argmax i32; Fill takes any dtype.
 //
 // Adding an op: a struct here, a line in cohort/backend/op_list.hpp, its math once in
-// backends/common/op_impl.hpp, and its checked front end. See docs/ARCHITECTURE.md.
+// backends/common/ops/<family>.hpp, and its checked front end (core/src/ops/<family>.cpp). See docs/ARCHITECTURE.md.
 #pragma once
 
 #include <cstddef>

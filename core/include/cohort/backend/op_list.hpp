@@ -1,8 +1,17 @@
-// Backend interface: the op table of the device layer, listed once. Every other list follows from this one: the
-// `Op` enum and op_name(), the `OpCall` variant that Device::supports() and Device::run() take,
-// and through it every backend's dispatch (a std::visit over the variant, see
-// backends/common/op_impl.hpp). A backend names an op only where its code is its own (a vendor
-// library call); everything else runs the shared implementation.
+// Backend interface: the op table of the device layer, listed once. Every other list follows from
+// this one: the `Op` enum and op_name(), the `OpCall` variant that Device::supports() and
+// Device::run() take, and through it every backend's op table (a std::visit over the variant).
+//
+// Where each op's pieces are, one hop from here (the group comments below name the family):
+//   call struct       cohort/backend/op_calls.hpp (extents: layer_args.hpp; scalars: optim_args.hpp)
+//   front end         cohort/core/{ops,layer_ops,optim_ops}.hpp, checked in core/src/ops/<family>.cpp
+//   shared code       backends/common/ops/<family>.hpp, forward and backward side by side
+//   host              backends/host/<family>.cpp where oneDNN takes the op; backends/host/op_table.cpp
+//                     routes it (and lists the route)
+//   CUDA              backends/cuda/<family>.cpp where cuDNN or cuBLAS takes it; op_table.cu routes
+//   parity row        tests/parity/parity_rows.cpp; reference tests/parity/reference/<family>.cpp
+//   what runs where   `cohort-doctor --ops`
+// docs/ARCHITECTURE.md, "How to add an op", walks through one.
 //
 // X(name, Call): `name` is the op's enum value and printed name, `Call` its argument struct in
 // cohort/backend/op_calls.hpp. Order is the enum order; append or insert freely.
@@ -13,7 +22,7 @@
 #include "cohort/backend/op_calls.hpp"
 
 #define COHORT_OP_LIST(X)                          \
-  /* tensor ops (cohort/core/ops.hpp) */           \
+  /* elementwise.hpp (front ends: ops.hpp) */      \
   X(fill, Fill)                                    \
   X(cast, Cast)                                    \
   X(add, Add)                                      \
@@ -21,38 +30,46 @@
   X(mul, Mul)                                      \
   X(axpy, Axpy)                                    \
   X(scale, Scale)                                  \
+  /* reduce.hpp (ops.hpp) */                       \
   X(reduce_sum, ReduceSum)                         \
   X(reduce_sum_sq, ReduceSumSq)                    \
   X(reduce_max, ReduceMax)                         \
   X(argmax, Argmax)                                \
+  /* gemm.hpp (ops.hpp) */                         \
   X(gemm, Gemm)                                    \
   X(gemm_batched, GemmBatched)                     \
+  /* random.hpp (ops.hpp, layer_ops.hpp) */        \
   X(fill_uniform, FillUniform)                     \
   X(fill_normal, FillNormal)                       \
-  /* layer ops (cohort/core/layer_ops.hpp) */      \
+  X(dropout_forward, DropoutForward)               \
+  X(dropout_backward, DropoutBackward)             \
+  /* conv2d.hpp (layer_ops.hpp) */                 \
   X(conv2d_forward, Conv2dForward)                 \
   X(conv2d_backward_data, Conv2dBackwardData)      \
   X(conv2d_backward_filter, Conv2dBackwardFilter)  \
+  /* pool2d.hpp (layer_ops.hpp) */                 \
   X(pool2d_forward, Pool2dForward)                 \
   X(pool2d_backward, Pool2dBackward)               \
+  /* activation.hpp (layer_ops.hpp) */             \
   X(activation_forward, ActivationForward)         \
   X(activation_backward, ActivationBackward)       \
   X(bias_add, BiasAdd)                             \
   X(bias_grad, BiasGrad)                           \
+  /* softmax_loss.hpp (layer_ops.hpp) */           \
   X(softmax_forward, SoftmaxForward)               \
   X(softmax_backward, SoftmaxBackward)             \
+  X(nll_forward, NllForward)                       \
+  X(nll_backward, NllBackward)                     \
+  X(cross_entropy_backward, CrossEntropyBackward)  \
+  /* norm.hpp (layer_ops.hpp) */                   \
   X(batch_norm_forward, BatchNormForward)          \
   X(batch_norm_backward, BatchNormBackward)        \
   X(layer_norm_forward, LayerNormForward)          \
   X(layer_norm_backward, LayerNormBackward)        \
-  X(dropout_forward, DropoutForward)               \
-  X(dropout_backward, DropoutBackward)             \
-  X(nll_forward, NllForward)                       \
-  X(nll_backward, NllBackward)                     \
-  X(cross_entropy_backward, CrossEntropyBackward)  \
+  /* reshape.hpp (layer_ops.hpp) */                \
   X(permute, Permute)                              \
   X(slice_copy, SliceCopy)                         \
-  /* optimizer ops (cohort/core/optim_ops.hpp) */  \
+  /* optim.hpp (optim_ops.hpp) */                  \
   X(sgd_step, SgdStep)                             \
   X(adam_step, AdamStep)                           \
   X(adadelta_step, AdadeltaStep)                   \

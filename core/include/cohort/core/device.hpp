@@ -5,7 +5,7 @@
 // Why the op table is two virtuals and not one per op: the ops are listed once
 // (cohort/backend/op_list.hpp) and travel as an `OpCall` (a variant of their argument structs). A
 // backend answers supports() for the actual case and run()s it, usually by handing the call to the
-// shared implementation (backends/common/op_impl.hpp) with its own launcher; it names an op only
+// shared op families (backends/common/ops/) with its own executor; it names an op only
 // where it calls a vendor library instead. The op front ends check tensors, build the call, and
 // run it on the host device instead when the tensors' device does not support the case
 // (cohort/backend/dispatch.hpp), so a backend can grow op by op.

@@ -8,7 +8,7 @@
 
 namespace cohort {
 
-// Element-wise activation functions (the math is in backends/common/layer_kernels.hpp).
+// Element-wise activation functions (the math is in backends/common/ops/activation.hpp).
 //   relu(x) = max(x, 0)                  leaky_relu(x) = x > 0 ? x : alpha x
 //   gelu(x) = x Phi(x) (exact, erf)      sigmoid(x) = 1 / (1 + e^-x)       tanh(x)
 enum class Activation : int { identity, relu, leaky_relu, gelu, sigmoid, tanh };

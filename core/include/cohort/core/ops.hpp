@@ -19,11 +19,10 @@ void axpy(float alpha, const Tensor& x, Tensor& y);       // y += alpha * x
 void scale(float alpha, const Tensor& x, Tensor& out);    // out = alpha * x
 
 // Reductions over the last dimension: x [..., C] -> out [...] (out has numel == x.numel() / C).
-// Over the last axis: out has one element per row of x viewed as [rows, x.dim(-1)].
-void reduce_sum(const Tensor& x, Tensor& out);  // accumulated in double
+void reduce_sum(const Tensor& x, Tensor& out);     // accumulated in double
 void reduce_sum_sq(const Tensor& x, Tensor& out);  // sum of squares, in double
-void reduce_max(const Tensor& x, Tensor& out);  // NaN wins, as torch.max
-void argmax(const Tensor& x, Tensor& out);      // out dtype i64; the first maximal column
+void reduce_max(const Tensor& x, Tensor& out);     // NaN wins, as torch.max
+void argmax(const Tensor& x, Tensor& out);         // out dtype i64; the first maximal column
 // Whole-tensor reductions, returned to the host (synchronises).
 // Fills x (f32) with Philox draws at stream positions offset .. offset + numel - 1 of `seed`:
 // uniform in [lo, hi), or normal (Box-Muller). Tensor::uniform / Tensor::normal make a new tensor.

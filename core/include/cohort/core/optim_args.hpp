@@ -1,6 +1,6 @@
 // The scalar arguments of the fused optimizer ops (Device::sgd_step, adam_step, adadelta_step,
 // rmsprop_step): one plain struct per op, shared by the op table (cohort/backend/op_calls.hpp), the
-// kernels written once (backends/common/optim_kernels.hpp) and the checked front end
+// kernels written once (backends/common/ops/optim.hpp) and the checked front end
 // (cohort/core/optim_ops.hpp).
 //
 // Every field is a float exactly as PyTorch 1.13's single-tensor loop hands it to its tensor
