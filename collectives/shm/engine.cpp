@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "cohort/core/error.hpp"
 #include "detail/backoff.hpp"
@@ -375,6 +377,13 @@ void Engine::check_peer_abort_locked() {
   const Header& h = seg_->header();
   const int who = h.abort_rank.load(std::memory_order_relaxed);
   if (who < 0 || who == rank) return;
+  // fail_locked() claims abort_rank first and publishes the reason right after: a rank that looks
+  // in between would report "no reason" and lose what the first rank saw (the dead peer's pid).
+  // Wait briefly for it; the writer may itself have died in between, hence the bound.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (!h.abort_ready.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
   std::string reason = "(no reason recorded)";
   if (h.abort_ready.load(std::memory_order_acquire))
     reason.assign(h.abort_reason, strnlen(h.abort_reason, sizeof(h.abort_reason)));

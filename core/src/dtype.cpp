@@ -1,3 +1,5 @@
+// Names of the element types and the f32 <-> bf16 / f16 conversions the host uses (round to
+// nearest even, as torch).
 #include "cohort/core/dtype.hpp"
 
 #include <cstring>

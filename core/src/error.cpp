@@ -1,3 +1,5 @@
+// cohort::Error: how every failure is reported (file, line, expression, backend, rank and the
+// values at fault), and the path shortening that keeps messages readable.
 #include "cohort/core/error.hpp"
 
 #include <atomic>

@@ -1,3 +1,5 @@
+// The process-wide math modes (allow_tf32, deterministic_algorithms), read by the backends on
+// every call so a change applies to the next op.
 #include "cohort/core/math_mode.hpp"
 
 #include <atomic>

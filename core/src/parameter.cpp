@@ -1,3 +1,4 @@
+// Parameter: a tensor with its gradient (and whether it wants one), what optimizers and DDP walk.
 #include "cohort/core/parameter.hpp"
 
 namespace cohort {

@@ -1,3 +1,4 @@
+// Shape: extents, element counts and the "[2, 3]" printing every error message uses.
 #include "cohort/core/shape.hpp"
 
 #include <ostream>

@@ -1,3 +1,5 @@
+// Tensor: storage ownership, views (reshape, leading-axis slices), copies between devices and
+// the random constructors (which call the fill ops).
 #include "cohort/core/tensor.hpp"
 
 #include <cstdint>

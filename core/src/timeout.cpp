@@ -1,3 +1,5 @@
+// The default collective and store timeout: COHORT_TIMEOUT seconds (300 when unset), read at
+// each call so a test may set it; a malformed value is an error naming it.
 #include "cohort/core/timeout.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Chrome-trace spans (--trace): a process-wide recorder that costs one branch when off.
 #include "cohort/core/trace.hpp"
 
 #include <atomic>

@@ -1,3 +1,5 @@
+// The ucx test harness (harness.hpp says what it offers): the in-memory and directory Stores and the
+// process launcher.
 #include "harness.hpp"
 
 #include <fcntl.h>

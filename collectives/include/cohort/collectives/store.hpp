@@ -19,8 +19,11 @@ namespace cohort::comm {
 class Store {
  public:
   virtual ~Store() = default;
+  // Stores `value` under `key`, replacing what was there; returns once the store has it.
   virtual void set(const std::string& key, const std::vector<std::uint8_t>& value) = 0;
+  // The value of `key`, waiting up to `timeout` for it to exist; then throws naming the key.
   virtual std::vector<std::uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  // Adds `delta` to the integer at `key` (0 when absent), atomically; returns the new value.
   virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
   // True when every key exists, without waiting.
   virtual bool check(const std::vector<std::string>& keys) = 0;

@@ -1,4 +1,4 @@
-// The scalar arguments of the fused optimizer ops (Device::sgd_step, adam_step, adadelta_step,
+// The scalar arguments of the fused optimizer ops (sgd_step, adam_step, adadelta_step,
 // rmsprop_step): one plain struct per op, shared by the op table (cohort/backend/op_calls.hpp), the
 // kernels written once (backends/common/ops/optim.hpp) and the checked front end
 // (cohort/core/optim_ops.hpp).

@@ -94,8 +94,11 @@ class Tensor {
 
   // New storage.
   Tensor clone() const;
-  Tensor to(Device& device) const;  // a copy on `device` (a clone if it is already there)
-  // Copies src's elements into this tensor (same dtype and numel; devices may differ).
+  // A copy on `device` (a clone if it is already there). Blocks until the copy is in place when
+  // either side is not the host (the device's blocking copies); device to device it is enqueued.
+  Tensor to(Device& device) const;
+  // Copies src's elements into this tensor (same dtype and numel; devices may differ). Blocks as
+  // to() does.
   void copy_from(const Tensor& src);
 
   // Host copy of the elements; T must match dtype().

@@ -1,3 +1,5 @@
+// The "thrust-host" test device (thrust_host_device.hpp says why): the CUDA device's executor on
+// Thrust's CPP system, with launches counted per op.
 #include "thrust_host_device.hpp"
 
 #include <thrust/system/cpp/execution_policy.h>
