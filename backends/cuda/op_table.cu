@@ -138,19 +138,15 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
   X(softmax_backward, SoftmaxBackward, "cuDNN (cuda/softmax_loss.cpp)",      \
     "shared kernels when a dimension exceeds cuDNN's 32-bit descriptors")
 
-#define COHORT_CUDA_ROUTE_CHECK(name, Call, path, why) \
-  [[maybe_unused]] void (*const check_##name)(CudaExec&, const calls::Call&) = &run;
-COHORT_CUDA_VENDOR_ROUTES(COHORT_CUDA_ROUTE_CHECK)
-#undef COHORT_CUDA_ROUTE_CHECK
+using RouteExec = CudaExec;
+COHORT_CUDA_VENDOR_ROUTES(COHORT_ROUTE_CHECK)
 
 }  // namespace
 
 DeviceRoutes op_routes() {
-#define COHORT_CUDA_ROUTE(name, Call, path, why) OpRoute{Op::name, "", path, why},
   return DeviceRoutes{"cuda",
                       "shared kernels on Thrust (for_each_n, transform, fill_n with par_nosync on the compute stream); their GEMMs through cuBLAS sgemm (cuda/gemm.cpp)",
-                      kernels::routes_with({COHORT_CUDA_VENDOR_ROUTES(COHORT_CUDA_ROUTE)})};
-#undef COHORT_CUDA_ROUTE
+                      kernels::routes_with({COHORT_CUDA_VENDOR_ROUTES(COHORT_ROUTE_ENTRY)})};
 }
 
 // Every case of every op: the shared families cover them all, and a vendor's refusal falls back to

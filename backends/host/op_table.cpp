@@ -126,19 +126,15 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
     "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when "  \
     "the work is too small to split")
 
-#define COHORT_HOST_ROUTE_CHECK(name, Call, path, why) \
-  [[maybe_unused]] void (*const check_##name)(HostExec&, const calls::Call&) = &run;
-COHORT_HOST_VENDOR_ROUTES(COHORT_HOST_ROUTE_CHECK)
-#undef COHORT_HOST_ROUTE_CHECK
+using RouteExec = HostExec;
+COHORT_HOST_VENDOR_ROUTES(COHORT_ROUTE_CHECK)
 
 }  // namespace
 
 DeviceRoutes op_routes() {
-#define COHORT_HOST_ROUTE(name, Call, path, why) OpRoute{Op::name, "", path, why},
   return DeviceRoutes{"host",
                       "shared kernels on Kokkos (host execution space), launches split across OpenMP threads; their GEMMs through oneDNN sgemm (host/gemm.cpp)",
-                      kernels::routes_with({COHORT_HOST_VENDOR_ROUTES(COHORT_HOST_ROUTE)})};
-#undef COHORT_HOST_ROUTE
+                      kernels::routes_with({COHORT_HOST_VENDOR_ROUTES(COHORT_ROUTE_ENTRY)})};
 }
 
 // Every case of every op: the shared families cover them all, and oneDNN's refusals fall back to

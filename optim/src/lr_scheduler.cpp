@@ -367,4 +367,104 @@ void OneCycleLR::apply_extra(std::int64_t epoch) {
   for (std::size_t g = 0; g < ms.size(); ++g) opt.set_momentum(g, ms[g]);
 }
 
+// ---- SequentialLR ----
+
+SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::unique_ptr<Scheduler>> schedulers,
+                           std::vector<std::int64_t> milestones)
+    : Scheduler(optimizer, "SequentialLR"),
+      schedulers_(std::move(schedulers)),
+      milestones_(std::move(milestones)) {
+  COHORT_CHECK(!schedulers_.empty(), "SequentialLR: needs at least one scheduler");
+  COHORT_CHECK(milestones_.size() + 1 == schedulers_.size(), "SequentialLR: ", schedulers_.size(),
+               " schedulers need ", schedulers_.size() - 1, " milestones, got ",
+               milestones_.size());
+  for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+    COHORT_CHECK(schedulers_[i] != nullptr, "SequentialLR: scheduler ", i, " is null");
+    COHORT_CHECK(&schedulers_[i]->optimizer() == &optimizer, "SequentialLR: scheduler ", i, " (",
+                 schedulers_[i]->name(), ") steps another optimizer than the SequentialLR's");
+  }
+  for (std::size_t i = 0; i < milestones_.size(); ++i)
+    COHORT_CHECK(milestones_[i] >= 1 && (i == 0 || milestones_[i] > milestones_[i - 1]),
+                 "SequentialLR: milestones must be increasing and >= 1; milestone ", i, " is ",
+                 milestones_[i], i ? " after " + std::to_string(milestones_[i - 1]) : "");
+  start();
+}
+
+const Scheduler& SequentialLR::scheduler(std::size_t i) const {
+  COHORT_CHECK(i < schedulers_.size(), "SequentialLR.scheduler: index ", i, " out of range (",
+               schedulers_.size(), " schedulers)");
+  return *schedulers_[i];
+}
+
+std::pair<const Scheduler*, std::int64_t> SequentialLR::locate(std::int64_t epoch) const {
+  const auto at = std::upper_bound(milestones_.begin(), milestones_.end(), epoch);
+  const auto i = static_cast<std::size_t>(at - milestones_.begin());
+  return {schedulers_[i].get(), i == 0 ? epoch : epoch - milestones_[i - 1]};
+}
+
+double SequentialLR::lr_at(std::size_t group, std::int64_t epoch) const {
+  const auto [s, e] = locate(epoch);
+  return s->lr_at(group, e);
+}
+
+void SequentialLR::check_epoch(std::int64_t epoch) const {
+  const auto [s, e] = locate(epoch);
+  s->check_epoch(e);
+}
+
+void SequentialLR::apply_extra(std::int64_t epoch) {
+  const auto [s, e] = locate(epoch);
+  const_cast<Scheduler*>(s)->apply_extra(e);
+}
+
+void SequentialLR::save_args(StateDict& out) const {
+  for (std::size_t i = 0; i < milestones_.size(); ++i)
+    out.scalars["milestones." + std::to_string(i)] = static_cast<double>(milestones_[i]);
+  for (std::size_t i = 0; i < schedulers_.size(); ++i)
+    for (const auto& [k, v] : schedulers_[i]->state().scalars)
+      out.scalars["schedulers." + std::to_string(i) + "." + k] = v;
+}
+
+std::function<void()> SequentialLR::stage_args(const StateDict& in, std::set<std::string>& used) {
+  const std::string who = where("load_state");
+  std::vector<std::int64_t> milestones(milestones_.size());
+  for (std::size_t i = 0; i < milestones.size(); ++i) {
+    const std::string key = "milestones." + std::to_string(i);
+    read_value(name(), in, key, milestones[i]);
+    used.insert(key);
+    COHORT_CHECK(milestones[i] >= 1 && (i == 0 || milestones[i] > milestones[i - 1]), who,
+                 "'", key, "' is ", milestones[i], " (milestones must be increasing and >= 1)");
+  }
+  COHORT_CHECK(!in.scalars.count("milestones." + std::to_string(milestones.size())), who,
+               "the state has more than ", milestones.size(), " milestones");
+  std::vector<StateDict> parts(schedulers_.size());
+  for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+    const std::string prefix = "schedulers." + std::to_string(i) + ".";
+    parts[i].kind = schedulers_[i]->name();
+    for (const auto& [k, v] : in.scalars)
+      if (k.rfind(prefix, 0) == 0) {
+        parts[i].scalars[k.substr(prefix.size())] = v;
+        used.insert(k);
+      }
+  }
+  // Each part checks its own keys by loading them; the parts are then put back, so that nothing
+  // changes until the whole state has been checked (the returned function installs it).
+  std::vector<StateDict> saved;
+  try {
+    for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+      saved.push_back(schedulers_[i]->state());
+      with_context("SequentialLR.load_state: scheduler " + std::to_string(i),
+                   [&] { schedulers_[i]->load_state(parts[i]); });
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < saved.size(); ++i) schedulers_[i]->load_state(saved[i]);
+    throw;
+  }
+  for (std::size_t i = 0; i < saved.size(); ++i) schedulers_[i]->load_state(saved[i]);
+  return [this, milestones, parts] {
+    milestones_ = milestones;
+    for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state(parts[i]);
+  };
+}
+
 }  // namespace cohort::optim

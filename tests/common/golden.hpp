@@ -2,7 +2,8 @@
 // never needs torch). File format (JSON):
 //   { "cases": { "<case>": { "config": {...},
 //                             "tensors": { "<name>": {"shape": [..], "data": [..]}, ... } } } }
-// Float data is written with Python's repr, so it round-trips exactly to float64 and then f32.
+// Float data is written with Python's repr, so it round-trips exactly to float64 and then f32;
+// NaN and infinities, which JSON lacks, as the strings "nan", "inf" and "-inf".
 #pragma once
 
 #include <fstream>
@@ -44,7 +45,9 @@ class GoldenFile {
     COHORT_CHECK(t.contains(name), "golden file '", path_, "', case '", c, "': no tensor '", name, "'");
     GoldenTensor g;
     g.shape = t[name]["shape"].get<std::vector<std::int64_t>>();
-    for (double v : t[name]["data"]) g.data.push_back(static_cast<float>(v));
+    for (const auto& v : t[name]["data"])
+      g.data.push_back(v.is_string() ? std::stof(v.get<std::string>())
+                                     : static_cast<float>(v.get<double>()));
     return g;
   }
   // The golden tensor on `device`.

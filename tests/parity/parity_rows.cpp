@@ -103,6 +103,16 @@ std::vector<Row> rows() {
     ops::scale(1.5f, c.in(x), o);
     c.check({o}, [=] { return one(ref::scale(1.5, x.v)); });
   });
+  // Values beyond both bounds, exactly on them, and a NaN (it passes through, as torch.clamp).
+  add(Op::clamp, "clamp [-0.5, 0.25] with NaN, in place", 0, [](Case& c) {
+    HostTensor x = uni({300}, 8);
+    x.v[7] = -0.5;
+    x.v[8] = 0.25;
+    x.v[9] = std::nan("");
+    Tensor o = c.out(x);
+    ops::clamp(o, -0.5f, 0.25f, o);
+    c.check({o}, [=] { return one(ref::clamp(x.v, -0.5, 0.25)); });
+  });
   add(Op::reduce_sum, "reduce_sum [7, 333]", 1e-6, [](Case& c) {
     const HostTensor x = uni({7, 333}, 8);
     Tensor o = c.out({7});
@@ -495,6 +505,16 @@ std::vector<Row> rows() {
     ops::cross_entropy_backward(logp, c.ints(targets), 0.2f, dx);
     c.check({dx}, [=] { return one(ref::cross_entropy_backward(logits.v, targets, 10, 0.2f)); });
   });
+  add(Op::cross_entropy_backward, "cross_entropy backward, label smoothing 0.1", 1e-6,
+      [targets](Case& c) {
+        const HostTensor logits = uni({5, 10}, 75, -3, 3);
+        Tensor logp = c.out({5, 10}), dx = c.out({5, 10});
+        ops::softmax_forward(true, c.in(logits), logp, 1);
+        ops::cross_entropy_backward(logp, c.ints(targets), 0.2f, dx, 0.1f);
+        c.check({dx}, [=] {
+          return one(ref::cross_entropy_backward(logits.v, targets, 10, 0.2f, 0.1f));
+        });
+      });
 
   // ---- data movement (exact: nothing is computed) ----
   struct PermuteCase {

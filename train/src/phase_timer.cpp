@@ -29,9 +29,21 @@ void PhaseTimer::add_within(const std::string& name, const std::string& parent, 
   add(name, seconds);
 }
 
+void PhaseTimer::add_outside(const std::string& name, double seconds) {
+  for (auto& [k, v] : outside_)
+    if (k == name) {
+      v += seconds;
+      return;
+    }
+  outside_.emplace_back(name, seconds);
+}
+
 double PhaseTimer::total(const std::string& name) const {
   const auto it = seconds_.find(name);
-  return it == seconds_.end() ? 0.0 : it->second;
+  if (it != seconds_.end()) return it->second;
+  for (const auto& [k, v] : outside_)
+    if (k == name) return v;
+  return 0.0;
 }
 
 std::map<std::string, double> PhaseTimer::mean_ms() const {
@@ -69,6 +81,11 @@ std::string PhaseTimer::summary() const {
   std::snprintf(line, sizeof line, "%-20s %10.3f %10.3f %6.1f%%  (%lld steps)\n", "total", all,
                 per_step * all, 100.0, static_cast<long long>(steps_));
   out += line;
+  for (const auto& [name, v] : outside_) {
+    std::snprintf(line, sizeof line, "%-20s %10.3f %10s %7s  (outside the steps)\n", name.c_str(),
+                  v, "-", "-");
+    out += line;
+  }
   return out;
 }
 
@@ -76,6 +93,7 @@ void PhaseTimer::reset() {
   order_.clear();
   parent_.clear();
   seconds_.clear();
+  outside_.clear();
   steps_ = 0;
 }
 

@@ -9,13 +9,23 @@
 namespace cohort::train {
 
 ProgressBar::ProgressBar(std::FILE* out, std::int64_t log_interval, int tty)
-    : out_(out), interval_(log_interval < 1 ? 1 : log_interval),
+    : out_(out), interval_(log_interval < 1 ? 1 : log_interval), phase_interval_(interval_),
       tty_(tty < 0 ? ::isatty(::fileno(out)) != 0 : tty != 0) {}
 
 void ProgressBar::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps) {
   epoch_ = epoch;
   epochs_ = epochs;
   steps_ = steps;
+  phase_interval_ = interval_;
+  label_ = "epoch " + std::to_string(epoch) + "/" + std::to_string(epochs);
+  start_ = std::chrono::steady_clock::now();
+  drawn_ = false;
+}
+
+void ProgressBar::start_eval(std::int64_t batches, std::int64_t interval) {
+  steps_ = batches;
+  phase_interval_ = interval < 1 ? 1 : interval;
+  label_ = "evaluate";
   start_ = std::chrono::steady_clock::now();
   drawn_ = false;
 }
@@ -31,7 +41,9 @@ std::string ProgressBar::format_duration(double seconds) {
   return buf;
 }
 
-void ProgressBar::update(std::int64_t step, double loss, double images_per_s) {
+void ProgressBar::update(std::int64_t step, double loss, double images_per_s,
+                         const std::string& extra) {
+  const std::string more = extra.empty() ? "" : " " + extra;
   const std::int64_t done = step + 1;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -42,17 +54,15 @@ void ProgressBar::update(std::int64_t step, double loss, double images_per_s) {
     const int filled = steps_ > 0 ? static_cast<int>(width * done / steps_) : 0;
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar += std::string(static_cast<std::size_t>(width - filled), '.');
-    std::fprintf(out_, "\repoch %lld/%lld [%s] %lld/%lld loss %.4f %.0f img/s ETA %s\033[K",
-                 static_cast<long long>(epoch_), static_cast<long long>(epochs_), bar.c_str(),
-                 static_cast<long long>(done), static_cast<long long>(steps_), loss, images_per_s,
-                 format_duration(eta).c_str());
+    std::fprintf(out_, "\r%s [%s] %lld/%lld loss %.4f%s %.0f img/s ETA %s\033[K", label_.c_str(),
+                 bar.c_str(), static_cast<long long>(done), static_cast<long long>(steps_), loss,
+                 more.c_str(), images_per_s, format_duration(eta).c_str());
     drawn_ = true;
-  } else if (done % interval_ == 0 || done == steps_) {
-    std::fprintf(out_, "epoch %lld/%lld step %lld/%lld (%3.0f%%) loss %.4f %.0f img/s ETA %s\n",
-                 static_cast<long long>(epoch_), static_cast<long long>(epochs_),
-                 static_cast<long long>(done), static_cast<long long>(steps_),
+  } else if (done % phase_interval_ == 0 || done == steps_) {
+    std::fprintf(out_, "%s step %lld/%lld (%3.0f%%) loss %.4f%s %.0f img/s ETA %s\n",
+                 label_.c_str(), static_cast<long long>(done), static_cast<long long>(steps_),
                  steps_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(steps_) : 0.0,
-                 loss, images_per_s, format_duration(eta).c_str());
+                 loss, more.c_str(), images_per_s, format_duration(eta).c_str());
   }
   std::fflush(out_);
 }

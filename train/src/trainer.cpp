@@ -1,5 +1,7 @@
-// Trainer (see trainer.hpp): train_epoch's step loop, evaluate's cross-rank sums, and fit's order
-// per epoch (train, buffer sync, evaluate, scalars, scheduler step, checkpoint, hooks). The rules
+// Trainer (see trainer.hpp): train_epoch's step loop (micro-batches, after_backward, clipping,
+// optimizer, per-step scheduler), evaluate's cross-rank sums, and fit's order per epoch (train,
+// buffer sync, evaluate, scalars, per-epoch scheduler step, checkpoint, hooks) until the epochs or
+// the step budget run out. The rules
 // they follow for distributed runs and GPU loss readback are in docs/TRAINING.md. Helpers:
 // PendingLosses (step losses gathered on the device until read back) and shard_loader.
 #include "cohort/train/trainer.hpp"
@@ -14,6 +16,7 @@
 #include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/trace.hpp"
+#include "cohort/layers/clip_grad.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
 
@@ -33,7 +36,15 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
   COHORT_CHECK(options_.accumulation >= 1, "Trainer: accumulation must be >= 1, got ",
                options_.accumulation);
   COHORT_CHECK(options_.max_steps == -1 || options_.max_steps >= 1,
-               "Trainer: max steps must be >= 1 or -1, got ", options_.max_steps);
+               "Trainer: max_steps must be >= 1 or -1, got ", options_.max_steps);
+  COHORT_CHECK(options_.max_steps_per_epoch == -1 || options_.max_steps_per_epoch >= 1,
+               "Trainer: max_steps_per_epoch must be >= 1 or -1, got ",
+               options_.max_steps_per_epoch);
+  COHORT_CHECK(std::isfinite(options_.max_grad_norm) && options_.max_grad_norm >= 0,
+               "Trainer: max_grad_norm must be finite and >= 0 (0: no clipping), got ",
+               options_.max_grad_norm);
+  COHORT_CHECK(options_.grad_norm_type > 0, "Trainer: grad_norm_type must be > 0 (or infinity), "
+               "got ", options_.grad_norm_type);
   COHORT_CHECK(options_.world_size >= 1, "Trainer: world size must be >= 1, got ",
                options_.world_size);
   ddp_ = dynamic_cast<parallel::DistributedDataParallel*>(&model_);
@@ -156,7 +167,11 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   const std::int64_t micro = train.num_batches();
   std::int64_t steps = micro / options_.accumulation;
   if (steps == 0 && micro > 0) steps = 1;  // fewer batches than one accumulation: one step
-  if (options_.max_steps > 0) steps = std::min(steps, options_.max_steps);
+  if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
+  if (options_.max_steps > 0)
+    steps = std::clamp<std::int64_t>(options_.max_steps - global_step_, 0, steps);
+  const std::vector<ParameterPtr> params =
+      options_.max_grad_norm > 0 ? model_.parameters() : std::vector<ParameterPtr>{};
   ProgressBar bar(stdout, options_.log_interval, options_.show_progress ? -1 : 0);
   if (options_.show_progress) bar.start_epoch(epoch, options_.epochs, steps);
 
@@ -225,10 +240,31 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       timer_.add_within("overlap", "backward", ddp_->last_step().overlap_s);
     }
     if (after_backward) after_backward();
+    if (options_.max_grad_norm > 0) {
+      timer_.time("clip", [&] {
+        r.grad_norm = with_context(
+            "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
+                std::to_string(epoch) + ", global step " + std::to_string(global_step_ + 1) + ")",
+            [&] {
+              return nn::clip_grad_norm(params, options_.max_grad_norm, options_.grad_norm_type,
+                                        options_.error_if_nonfinite);
+            });
+      });
+      if (!std::isfinite(r.grad_norm) && ++r.nonfinite_grad_norms <= 3 && is_lead())
+        std::fprintf(stderr,
+                     "Trainer: step %lld of epoch %lld (global step %lld): the total gradient norm "
+                     "is %s; the gradients were scaled by max_grad_norm / norm as torch does "
+                     "(error_if_nonfinite stops instead)%s\n",
+                     static_cast<long long>(step + 1), static_cast<long long>(epoch),
+                     static_cast<long long>(global_step_ + 1), std::isnan(r.grad_norm) ? "nan" : "inf",
+                     r.nonfinite_grad_norms == 3 ? "; further such steps this epoch are counted, "
+                                                   "not printed" : "");
+    }
     timer_.time("optimizer", [&] {
       opt_.step();
       opt_.zero_grad();
     });
+    if (sched_ && options_.scheduler_interval == SchedulerInterval::step) sched_->step();
     timer_.end_step();
     ++global_step_;
     ++r.steps;
@@ -239,16 +275,16 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     const double ips =
         elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0;
     if (options_.show_progress) bar.update(step, step_loss, ips);
-    if (log_point)
-      log_scalars("train", {{"loss", step_loss}, {"lr", opt_.lr()}, {"images_per_s", ips}});
-    if (log_point)
-      metrics_.write("train",
-                     {{"step", static_cast<double>(global_step_)},
-                      {"epoch", static_cast<double>(epoch)},
-                      {"loss", step_loss},
-                      {"lr", opt_.lr()},
-                      {"images_per_s", ips}},
-                     {{"phase_ms", timer_.mean_ms()}});
+    if (log_point) {
+      std::vector<std::pair<std::string, double>> scalars = {
+          {"loss", step_loss}, {"lr", opt_.lr()}, {"images_per_s", ips}};
+      if (options_.max_grad_norm > 0) scalars.emplace_back("grad_norm", r.grad_norm);
+      log_scalars("train", scalars);
+      std::vector<std::pair<std::string, double>> row = {{"step", static_cast<double>(global_step_)},
+                                                         {"epoch", static_cast<double>(epoch)}};
+      row.insert(row.end(), scalars.begin(), scalars.end());
+      metrics_.write("train", row, {{"phase_ms", timer_.mean_ms()}});
+    }
   }
   read_back(r.steps - 1);  // steps left pending when the epoch ended early
   if (options_.show_progress) bar.end_epoch();
@@ -272,6 +308,13 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   EvalResult r;
   double loss_sum = 0;
   data::Batch batch;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t batches = test.num_batches();
+  // Off a terminal about four lines per pass, at most one per log interval.
+  ProgressBar bar(stdout, options_.log_interval, options_.show_progress ? -1 : 0);
+  if (options_.show_progress)
+    bar.start_eval(batches, std::min(options_.log_interval, std::max<std::int64_t>(1, (batches + 3) / 4)));
+  std::int64_t done = 0;
   while (test.next(batch)) {
     Tensor out = model_.forward(batch.images);
     loss_.forward(out, batch.labels);
@@ -284,7 +327,18 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     const auto l = batch.labels.to_vector<std::int64_t>();
     for (std::size_t i = 0; i < p.size(); ++i) r.correct += p[i] == l[i];
     r.samples += n;
+    if (options_.show_progress && r.samples > 0) {
+      const double elapsed = seconds_since(t0);
+      char acc[32];
+      std::snprintf(acc, sizeof acc, "acc %.2f%%",
+                    100.0 * static_cast<double>(r.correct) / static_cast<double>(r.samples));
+      bar.update(done, loss_sum / static_cast<double>(r.samples),
+                 elapsed > 0 ? static_cast<double>(r.samples * world_size()) / elapsed : 0, acc);
+    }
+    ++done;
   }
+  if (options_.show_progress) bar.end_epoch();
+  timer_.add_outside("evaluate", seconds_since(t0));
   model_.train();
   if (comm_ && comm_->size() > 1) {  // every rank evaluated its shard: sum them
     double sums[3] = {loss_sum, static_cast<double>(r.correct), static_cast<double>(r.samples)};
@@ -321,6 +375,7 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
   COHORT_CHECK(first_epoch >= 1, "Trainer::fit: first epoch must be >= 1, got ", first_epoch);
   std::vector<EpochResult> results;
   for (std::int64_t epoch = first_epoch; epoch <= options_.epochs; ++epoch) {
+    if (options_.max_steps > 0 && global_step_ >= options_.max_steps) break;  // budget spent
     EpochResult r = train_epoch(train, epoch);
     // Batch-norm running statistics drift apart during an epoch (each rank's forward updates them
     // with its own batch after DDP's broadcast). PyTorch's DDP copies rank 0's buffers in every
@@ -343,7 +398,7 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
       epoch_scalars.emplace_back("phase_ms_" + phase, ms);
     log_scalars("epoch", epoch_scalars);
     if (test) log_scalars("eval", {{"loss", r.eval.loss}, {"accuracy", r.eval.accuracy}});
-    if (sched_) sched_->step();
+    if (sched_ && options_.scheduler_interval == SchedulerInterval::epoch) sched_->step();
     epochs_done_ = epoch;
     if (!options_.checkpoint_path.empty() && is_lead())
       save_checkpoint(options_.checkpoint_path, ddp_ ? ddp_->module() : model_, opt_, sched_,

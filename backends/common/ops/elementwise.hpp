@@ -1,4 +1,4 @@
-// Element-wise family: fill, cast, add, sub, mul, axpy, scale. The math functors (AddFn, ...)
+// Element-wise family: fill, cast, add, sub, mul, axpy, scale, clamp. The math functors (AddFn, ...)
 // are the maps; the items apply them per element. An executor with transforms (Thrust) runs the
 // maps as thrust::transform and fills as thrust::fill_n; the others run the items with for_each.
 // Each element is computed once by the same functor either way, so results agree bit for bit.
@@ -20,6 +20,10 @@ struct MulFn { COHORT_HD float operator()(float a, float b) const { return a * b
 struct ScaleFn {
   float alpha;
   COHORT_HD float operator()(float x) const { return alpha * x; }
+};
+struct ClampFn {  // NaN passes through (every comparison with it is false), as torch.clamp
+  float lo, hi;
+  COHORT_HD float operator()(float x) const { return x < lo ? lo : (x > hi ? hi : x); }
 };
 struct AxpyFn {  // y' = y + alpha x
   float alpha;
@@ -179,6 +183,10 @@ void run(Exec& e, const calls::Axpy& c) {
 template <class Exec>
 void run(Exec& e, const calls::Scale& c) {
   map1(e, "cohort::scale", c.x, c.out, c.n, ScaleFn{c.alpha});
+}
+template <class Exec>
+void run(Exec& e, const calls::Clamp& c) {
+  map1(e, "cohort::clamp", c.x, c.out, c.n, ClampFn{c.lo, c.hi});
 }
 
 }  // namespace cohort::kernels

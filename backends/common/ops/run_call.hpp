@@ -5,7 +5,7 @@
 // templates. Where each op runs on each device: `cohort-doctor --ops` prints the route table.
 //
 // family (backends/common/ops/)   ops
-//   elementwise.hpp               fill cast add sub mul axpy scale
+//   elementwise.hpp               fill cast add sub mul axpy scale clamp
 //   random.hpp                    fill_uniform fill_normal dropout_forward dropout_backward
 //   reduce.hpp                    reduce_sum reduce_sum_sq reduce_max argmax
 //   gemm.hpp                      gemm gemm_batched
@@ -52,7 +52,7 @@ void run_call(Exec& e, const OpCall& call) {
 inline const char* op_family(Op op) {
   switch (op) {
     case Op::fill: case Op::cast: case Op::add: case Op::sub: case Op::mul: case Op::axpy:
-    case Op::scale:
+    case Op::scale: case Op::clamp:
       return "elementwise.hpp";
     case Op::fill_uniform: case Op::fill_normal: case Op::dropout_forward:
     case Op::dropout_backward:
@@ -83,6 +83,14 @@ inline const char* op_family(Op op) {
   }
   return "?";
 }
+
+// The two expansions of a backend's vendor route list X(name, Call, path, why) (op_table.*):
+// COHORT_ROUTE_CHECK takes the address of the exact-match overload `run(RouteExec&, const
+// calls::Call&)` (the backend names its executor RouteExec), so a listed route without its overload
+// fails to compile; COHORT_ROUTE_ENTRY makes the route for routes_with().
+#define COHORT_ROUTE_CHECK(name, Call, path, why) \
+  [[maybe_unused]] void (*const check_##name)(RouteExec&, const calls::Call&) = &run;
+#define COHORT_ROUTE_ENTRY(name, Call, path, why) OpRoute{Op::name, "", path, why},
 
 // A backend's route table: every op on its shared family template, except the ops in `vendor`,
 // which a vendor library takes first.

@@ -117,11 +117,13 @@ struct NllBackwardRow {  // item: row
   }
 };
 
-struct CrossEntropyBackwardRow {  // item: row; dx = scale * (softmax - onehot)
+// item: row; dx = scale * (softmax - on * onehot - off), on = 1 - smoothing, off = smoothing / C
+// (with smoothing 0 the subtractions of 1 and 0 leave the plain gradient's bits)
+struct CrossEntropyBackwardRow {
   const float* logp;
   const std::int64_t* target;
   i64 classes;
-  float scale;
+  float scale, on, off;
   float* dx;
   i64 cost() const { return 2 * classes; }
   COHORT_HD void operator()(i64 r) const {
@@ -130,7 +132,7 @@ struct CrossEntropyBackwardRow {  // item: row; dx = scale * (softmax - onehot)
     const i64 t = target[r];
     const bool valid = t >= 0 && t < classes;
     for (i64 c = 0; c < classes; ++c)
-      out[c] = valid ? scale * (expf(in[c]) - (c == t ? 1.0f : 0.0f)) : NAN;
+      out[c] = valid ? scale * (expf(in[c]) - (c == t ? on : 0.0f) - off) : NAN;
   }
 };
 
@@ -156,7 +158,9 @@ void run(Exec& e, const calls::NllBackward& c) {
 template <class Exec>
 void run(Exec& e, const calls::CrossEntropyBackward& c) {
   e.for_each("cohort::cross_entropy_backward", static_cast<i64>(c.rows),
-             CrossEntropyBackwardRow{c.logp, c.target, static_cast<i64>(c.classes), c.scale, c.dx});
+             CrossEntropyBackwardRow{c.logp, c.target, static_cast<i64>(c.classes), c.scale,
+                                     1.0f - c.smoothing,
+                                     c.smoothing / static_cast<float>(c.classes), c.dx});
 }
 
 }  // namespace cohort::kernels

@@ -1,4 +1,4 @@
-// Element-wise front ends (fill, cast, add, sub, mul, axpy, scale): checks, then one call of the
+// Element-wise front ends (fill, cast, add, sub, mul, axpy, scale, clamp): checks, then one call of the
 // op table (backends/common/ops/elementwise.hpp).
 #include "cohort/core/ops.hpp"
 
@@ -97,6 +97,21 @@ void scale(float alpha, const Tensor& x, Tensor& out) {
   if (count(x) == 0) return;
   dispatch::run(x.device(), {&x}, {&out}, [&](const dispatch::Operands& o) {
     return calls::Scale{alpha, o.in<float>(x), o.out<float>(out), count(x)};
+  });
+}
+
+void clamp(const Tensor& x, float lo, float hi, Tensor& out) {
+  req_defined("clamp", "x", x);
+  req_defined("clamp", "out", out);
+  req_f32("clamp", "x", x);
+  req_f32("clamp", "out", out);
+  req_same_shape("clamp", x, "x", out, "out");
+  req_same_device("clamp", x, "x", out, "out");
+  COHORT_CHECK(!(lo > hi) && lo == lo && hi == hi, "clamp: needs lo <= hi (neither NaN), got lo ",
+               lo, " and hi ", hi);
+  if (count(x) == 0) return;
+  dispatch::run(x.device(), {&x}, {&out}, [&](const dispatch::Operands& o) {
+    return calls::Clamp{lo, hi, o.in<float>(x), o.out<float>(out), count(x)};
   });
 }
 

@@ -93,8 +93,11 @@ void nll_backward(const Tensor& target, float scale, Tensor& dx) {
   });
 }
 
-void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx) {
+void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx,
+                            float label_smoothing) {
   const char* op = "cross_entropy_backward";
+  COHORT_CHECK(label_smoothing >= 0.0f && label_smoothing <= 1.0f, op,
+               ": label_smoothing must be in [0, 1], got ", label_smoothing);
   req_rows(op, "logp", logp);
   check_targets(op, target, logp.dim(0), logp.dim(1));
   req_same_device(op, logp, "logp", target, "target");
@@ -104,7 +107,7 @@ void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scal
     return calls::CrossEntropyBackward{o.in<float>(logp), o.in<std::int64_t>(target),
                                        static_cast<std::size_t>(logp.dim(0)),
                                        static_cast<std::size_t>(logp.dim(1)), scale,
-                                       o.out<float>(dx)};
+                                       label_smoothing, o.out<float>(dx)};
   });
 }
 

@@ -5,6 +5,7 @@
 #include "cohort/layers/activation.hpp"
 #include "cohort/layers/attention.hpp"
 #include "cohort/layers/batchnorm.hpp"
+#include "cohort/layers/clip_grad.hpp"
 #include "cohort/layers/conv2d.hpp"
 #include "cohort/layers/dropout.hpp"
 #include "cohort/layers/encoder_block.hpp"

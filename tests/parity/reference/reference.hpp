@@ -37,6 +37,7 @@ Vec sub(const Vec& a, const Vec& b);
 Vec mul(const Vec& a, const Vec& b);
 Vec axpy(double alpha, const Vec& x, const Vec& y);  // y + alpha x, two f32 roundings
 Vec scale(double alpha, const Vec& x);
+Vec clamp(const Vec& x, double lo, double hi);  // NaN stays NaN
 
 // ---- random numbers (random.cpp): Philox4x32-10, from Salmon et al. (SC'11) ----
 std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> ctr,
@@ -142,9 +143,10 @@ Vec softmax_backward(bool log, const Vec& x, const Vec& dy, std::int64_t outer,
                      std::int64_t channels, std::int64_t inner);
 Vec nll_forward(const Vec& logp, const std::vector<std::int64_t>& target, std::int64_t classes);
 Vec nll_backward(const std::vector<std::int64_t>& target, std::int64_t classes, double scale);
-// scale * (softmax(logits) - onehot(target)): cross entropy's gradient w.r.t. the logits.
+// scale * (softmax(logits) - q), q the target distribution with label smoothing (torch's: 1 - s
+// + s / C at the class, s / C elsewhere): cross entropy's gradient w.r.t. the logits.
 Vec cross_entropy_backward(const Vec& logits, const std::vector<std::int64_t>& target,
-                           std::int64_t classes, double scale);
+                           std::int64_t classes, double scale, double smoothing = 0);
 
 // ---- dropout (dropout.cpp): inverted dropout with a Philox mask ----
 // Element i is kept when the 24-bit unit number of lane i % 4 of Philox block (counter

@@ -52,12 +52,16 @@ Vec nll_backward(const std::vector<std::int64_t>& target, std::int64_t classes, 
 }
 
 Vec cross_entropy_backward(const Vec& logits, const std::vector<std::int64_t>& target,
-                           std::int64_t classes, double scale) {
+                           std::int64_t classes, double scale, double smoothing) {
   const std::int64_t rows = static_cast<std::int64_t>(target.size());
   Vec dx = softmax_forward(false, logits, rows, classes, 1);
+  // The smoothed target distribution: 1 - smoothing + smoothing / C at the class, smoothing / C
+  // elsewhere.
+  const double off = smoothing / static_cast<double>(classes);
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t c = 0; c < classes; ++c)
-      dx[r * classes + c] = scale * (dx[r * classes + c] - (c == target[r] ? 1.0 : 0.0));
+      dx[r * classes + c] =
+          scale * (dx[r * classes + c] - (c == target[r] ? 1.0 - smoothing + off : off));
   }
   return dx;
 }

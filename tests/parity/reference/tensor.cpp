@@ -84,4 +84,11 @@ Vec scale(double alpha, const Vec& x) {
   return out;
 }
 
+Vec clamp(const Vec& x, double lo, double hi) {
+  Vec out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    out[i] = std::isnan(x[i]) ? x[i] : std::min(std::max(x[i], lo), hi);
+  return out;
+}
+
 }  // namespace parity_ref

@@ -74,6 +74,12 @@ struct Axpy {            // y += alpha * x
   float* y;
   std::size_t n;
 };
+struct Clamp {  // out = min(max(x, lo), hi); NaN stays NaN (torch.clamp)
+  float lo, hi;
+  const float* x;
+  float* out;
+  std::size_t n;
+};
 struct Scale {  // out = alpha * x
   float alpha;
   const float* x;
@@ -276,11 +282,14 @@ struct NllBackward {  // dx = -scale at the target, 0 elsewhere
   float scale;
   float* dx;
 };
-struct CrossEntropyBackward {  // dx = scale * (exp(logp) - onehot(target))
+// dx = scale * (exp(logp) - (1 - smoothing) * onehot(target) - smoothing / classes); smoothing is
+// torch's label_smoothing (0: the plain loss, bit for bit).
+struct CrossEntropyBackward {
   const float* logp;
   const std::int64_t* target;
   std::size_t rows, classes;
   float scale;
+  float smoothing;
   float* dx;
 };
 

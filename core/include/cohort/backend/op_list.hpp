@@ -30,6 +30,7 @@
   X(mul, Mul)                                      \
   X(axpy, Axpy)                                    \
   X(scale, Scale)                                  \
+  X(clamp, Clamp)                                  \
   /* reduce.hpp (ops.hpp) */                       \
   X(reduce_sum, ReduceSum)                         \
   X(reduce_sum_sq, ReduceSumSq)                    \

@@ -93,9 +93,10 @@ void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx);
 void nll_forward(const Tensor& logp, const Tensor& target, Tensor& loss);
 // dx [N, C] = -scale at (r, target[r]), 0 elsewhere.
 void nll_backward(const Tensor& target, float scale, Tensor& dx);
-// dx [N, C] = scale * (exp(logp) - onehot(target)): the gradient of cross entropy w.r.t. the
-// logits, given their log-softmax.
-void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx);
+// dx [N, C] = scale * (exp(logp) - (1 - ls) * onehot(target) - ls / C): the gradient of cross
+// entropy w.r.t. the logits, given their log-softmax; ls is torch's label_smoothing, in [0, 1].
+void cross_entropy_backward(const Tensor& logp, const Tensor& target, float scale, Tensor& dx,
+                            float label_smoothing = 0.0f);
 
 // ---- data movement: what attention and a vision transformer do between their GEMMs ----
 

@@ -17,13 +17,14 @@ void sub(const Tensor& a, const Tensor& b, Tensor& out);  // out = a - b
 void mul(const Tensor& a, const Tensor& b, Tensor& out);  // out = a * b (element-wise)
 void axpy(float alpha, const Tensor& x, Tensor& y);       // y += alpha * x
 void scale(float alpha, const Tensor& x, Tensor& out);    // out = alpha * x
+// out = min(max(x, lo), hi) element-wise (torch.clamp; NaN stays NaN); lo <= hi. out may be x.
+void clamp(const Tensor& x, float lo, float hi, Tensor& out);
 
 // Reductions over the last dimension: x [..., C] -> out [...] (out has numel == x.numel() / C).
 void reduce_sum(const Tensor& x, Tensor& out);     // accumulated in double
 void reduce_sum_sq(const Tensor& x, Tensor& out);  // sum of squares, in double
 void reduce_max(const Tensor& x, Tensor& out);     // NaN wins, as torch.max
 void argmax(const Tensor& x, Tensor& out);         // out dtype i64; the first maximal column
-// Whole-tensor reductions, returned to the host (synchronises).
 // Fills x (f32) with Philox draws at stream positions offset .. offset + numel - 1 of `seed`:
 // uniform in [lo, hi), or normal (Box-Muller). Tensor::uniform / Tensor::normal make a new tensor.
 void fill_uniform(Tensor& x, float lo, float hi, std::uint64_t seed, std::uint64_t offset = 0);

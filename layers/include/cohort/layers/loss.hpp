@@ -49,16 +49,20 @@ class Loss {
   float value_ = 0.0f;
 };
 
-// input: logits [N, C]; target: class indices [N] (i64).
+// input: logits [N, C]; target: class indices [N] (i64). label_smoothing (torch's, in [0, 1])
+// mixes the one-hot target with the uniform distribution: per row, loss = (1 - ls) * -logp[t] +
+// ls / C * sum_c -logp[c].
 class CrossEntropyLoss : public Loss {
  public:
-  explicit CrossEntropyLoss(Reduction r = Reduction::mean) : Loss("CrossEntropyLoss", r) {}
+  explicit CrossEntropyLoss(Reduction r = Reduction::mean, double label_smoothing = 0.0);
+  double label_smoothing() const { return label_smoothing_; }
 
  protected:
   Tensor forward_impl(const Tensor& input, const Tensor& target) override;
   Tensor backward_impl(float scale) override;
 
  private:
+  double label_smoothing_;
   Tensor logp_, target_;
 };
 

@@ -1,5 +1,6 @@
 // Learning-rate schedulers: PyTorch 1.13's StepLR, ExponentialLR, CosineAnnealingLR, LinearLR
-// (linear warm-up) and OneCycleLR, in C++.
+// (linear warm-up), OneCycleLR and SequentialLR (one schedule after another: warm-up, then any), in
+// C++.
 //
 // Use as in torch: construct the scheduler on an optimizer (which sets epoch 0's learning rate at
 // once), then call step() once per epoch (or per batch for OneCycleLR) after optimizer.step().
@@ -17,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,7 +33,7 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // "StepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "OneCycleLR".
+  // "StepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "OneCycleLR", "SequentialLR".
   const std::string& name() const { return name_; }
   Optimizer& optimizer() const { return optimizer_; }
 
@@ -79,6 +81,7 @@ class Scheduler {
   std::string where(const char* method) const { return name_ + "." + method + ": "; }
 
  private:
+  friend class SequentialLR;  // drives its schedulers' hooks at their own epochs
   Optimizer& optimizer_;
   std::string name_;
   std::int64_t last_epoch_ = -1;
@@ -241,6 +244,42 @@ class OneCycleLR final : public detail::SchedulerWith<OneCycleLRArgs> {
   // Anneals between per-phase endpoints chosen by `pick` (lr or momentum) at `epoch`.
   template <class Pick>
   double anneal_at(std::int64_t epoch, Pick pick) const;
+};
+
+// torch.optim.lr_scheduler.SequentialLR: schedulers[0] until epoch milestones[0], then
+// schedulers[1] restarted at its own epoch 0 until milestones[1], and so on. The usual warm-up:
+//
+//   std::vector<std::unique_ptr<Scheduler>> parts;
+//   parts.push_back(std::make_unique<LinearLR>(opt, 0.01, 1.0, warmup));
+//   parts.push_back(std::make_unique<CosineAnnealingLR>(opt, total - warmup));
+//   SequentialLR sched(opt, std::move(parts), {warmup});
+//
+// lr_at(g, e) = schedulers[i].lr_at(g, e - milestones[i-1]) for the i with milestones[i-1] <= e <
+// milestones[i]. Every scheduler must be built on `optimizer` (so all share its initial_lr as
+// base lr, as in torch) and is owned and stepped by the SequentialLR alone: their own last_epoch
+// and last_lr stay as their construction left them. Construction sets epoch 0 of schedulers[0]
+// (torch resets the lr and repeats the first scheduler's initial step). The state holds
+// "milestones.<i>" and each scheduler's state under "schedulers.<i>."; load_state wants the same
+// number of schedulers and milestones, and each part's keys to match its kind.
+class SequentialLR final : public Scheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::unique_ptr<Scheduler>> schedulers,
+               std::vector<std::int64_t> milestones);
+  double lr_at(std::size_t group, std::int64_t epoch) const override;
+  const std::vector<std::int64_t>& milestones() const { return milestones_; }
+  std::size_t num_schedulers() const { return schedulers_.size(); }
+  const Scheduler& scheduler(std::size_t i) const;
+
+ private:
+  // The scheduler in charge at `epoch` and the epoch in its own count.
+  std::pair<const Scheduler*, std::int64_t> locate(std::int64_t epoch) const;
+  void check_epoch(std::int64_t epoch) const override;
+  void apply_extra(std::int64_t epoch) override;
+  void save_args(StateDict& out) const override;
+  std::function<void()> stage_args(const StateDict& in, std::set<std::string>& used) override;
+
+  std::vector<std::unique_ptr<Scheduler>> schedulers_;
+  std::vector<std::int64_t> milestones_;
 };
 
 }  // namespace cohort::optim

@@ -26,6 +26,9 @@ class PhaseTimer {
   // printed under `parent` as "of which <name>", its share of the step shown, but not added to
   // the total again.
   void add_within(const std::string& name, const std::string& parent, double seconds);
+  // Time spent outside the training steps (evaluation): a row of its own below the total, not part
+  // of the steps' total, shares or mean_ms.
+  void add_outside(const std::string& name, double seconds);
   void end_step() { ++steps_; }
 
   double total(const std::string& name) const;
@@ -53,7 +56,8 @@ class PhaseTimer {
  private:
   std::vector<std::string> order_;
   std::map<std::string, double> seconds_;
-  std::map<std::string, std::string> parent_;  // add_within phases -> the phase they are part of
+  std::map<std::string, std::string> parent_;
+  std::vector<std::pair<std::string, double>> outside_;  // add_within phases -> the phase they are part of
   std::int64_t steps_ = 0;
 };
 

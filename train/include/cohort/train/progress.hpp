@@ -1,5 +1,5 @@
-// A training progress display: on a terminal, one line redrawn in place with a bar, step, epoch,
-// loss, images/s and ETA; when stdout is not a terminal (CI, files, pipes), a plain line every
+// A training and evaluation progress display: on a terminal, one line redrawn in place with a bar,
+// step, epoch (or "evaluate"), loss, images/s and ETA; when stdout is not a terminal (CI, files, pipes), a plain line every
 // `log_interval` steps, so logs stay readable.
 #pragma once
 
@@ -17,8 +17,11 @@ class ProgressBar {
 
   // Starts an epoch of `steps` steps (for the bar and the ETA).
   void start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps);
-  // Reports step `step` (0-based) of the epoch.
-  void update(std::int64_t step, double loss, double images_per_s);
+  // Starts an evaluation pass of `batches` batches, a line every `interval` batches off a terminal.
+  void start_eval(std::int64_t batches, std::int64_t interval);
+  // Reports step `step` (0-based) of the epoch or evaluation; `extra` follows the loss ("acc
+  // 91.20%").
+  void update(std::int64_t step, double loss, double images_per_s, const std::string& extra = "");
   // Ends the epoch's line (terminal) so following output starts on a fresh line.
   void end_epoch();
 
@@ -28,8 +31,9 @@ class ProgressBar {
 
  private:
   std::FILE* out_;
-  std::int64_t interval_;
+  std::int64_t interval_, phase_interval_;
   bool tty_;
+  std::string label_;  // "epoch 2/10" or "evaluate"
   std::int64_t epoch_ = 0, epochs_ = 0, steps_ = 0;
   std::chrono::steady_clock::time_point start_;
   bool drawn_ = false;

@@ -1,6 +1,6 @@
 // The training loop, kept thin: per-epoch train and evaluate over DataLoaders, gradient
-// accumulation, per-phase timing, progress, metrics, TensorBoard and checkpoints, and a few
-// generic hooks; it exists so every example reports the same way. Given a DistributedDataParallel
+// accumulation, gradient clipping, schedules stepped per epoch or per step, a total step budget,
+// per-phase timing, progress, metrics, TensorBoard and checkpoints, and a few generic hooks; it exists so every example reports the same way. Given a DistributedDataParallel
 // model (or TrainerOptions::communicator) it sets up the rest of a distributed run itself; on a
 // GPU it reads step losses back only at log points. The rules of both, and of one step, are in
 // docs/TRAINING.md ("One training step", "Data parallel training with the Trainer", "Loss
@@ -27,11 +27,29 @@
 
 namespace cohort::train {
 
+// When the Trainer steps the scheduler (Lightning's `interval`): after every epoch, or after
+// every optimizer step (warm-up, per-step cosine, OneCycleLR).
+enum class SchedulerInterval { epoch, step };
+
 struct TrainerOptions {
   std::int64_t epochs = 1;
   std::int64_t log_interval = 10;      // steps between progress lines and metrics rows
-  std::int64_t max_steps = -1;         // optimizer steps per epoch at most (-1: all)
+  // Optimizer steps of the whole run at most (-1: no limit), as Lightning's and Hugging Face's
+  // max_steps: counted by global_step(), so a resumed run stops at the same step. The epoch that
+  // reaches it ends there (evaluation, scheduler step and checkpoint still run) and fit() returns.
+  std::int64_t max_steps = -1;
+  // Optimizer steps per epoch at most (-1: all); what max_steps meant before 2026-11-26.
+  std::int64_t max_steps_per_epoch = -1;
   std::int64_t accumulation = 1;       // micro-batches per optimizer step
+  SchedulerInterval scheduler_interval = SchedulerInterval::epoch;
+  // > 0: after the step's backward (and after_backward), nn::clip_grad_norm(parameters,
+  // max_grad_norm, grad_norm_type, error_if_nonfinite) before the optimizer: on the averaged
+  // gradients under DDP (every rank clips alike), once per accumulated step. 0: no clipping.
+  double max_grad_norm = 0;
+  double grad_norm_type = 2.0;         // any p > 0, or infinity
+  // A non-finite total gradient norm: throw (naming the step) instead of scaling the gradients by
+  // it as torch does; either way the step is reported on stderr.
+  bool error_if_nonfinite = false;
   bool show_progress = true;           // progress on stdout (rank 0 only in multi-rank runs)
   std::string metrics_path;            // JSON Lines (rank 0), empty: none
   std::string tensorboard_dir;         // TensorBoard event file in DIR (rank 0), empty: none
@@ -59,6 +77,8 @@ struct EpochResult {
   double train_loss = 0;     // mean of the epoch's step losses
   double images_per_s = 0;   // all ranks' samples / epoch wall time
   std::int64_t steps = 0;
+  double grad_norm = 0;      // the last step's total gradient norm before clipping (0: no clipping)
+  std::int64_t nonfinite_grad_norms = 0;  // steps whose gradient norm was NaN or infinite
   EvalResult eval;           // zero when no test loader was given
 };
 
@@ -70,7 +90,8 @@ class Trainer {
 
   // Runs epochs first_epoch..options.epochs (1-based, as the PyTorch example counts; 0: the one
   // after the last epoch resume() restored, else 1), each followed by evaluation on `test` when
-  // given, one scheduler step and the checkpoint. Returns one result per epoch run. With a
+  // given, the scheduler's epoch step (scheduler_interval = epoch) and the checkpoint; stops early
+  // once global_step() reaches max_steps. Returns one result per epoch run. Collective: with a
   // communicator every rank must call it (and pass a test loader, or none, alike).
   std::vector<EpochResult> fit(data::DataLoader& train, data::DataLoader* test = nullptr,
                                std::int64_t first_epoch = 0);
@@ -84,12 +105,18 @@ class Trainer {
   // zero_grad); with accumulation = k, k micro-batches (loss scaled by 1/k), all but the last
   // with model.set_grad_sync(false) (DDP: no_sync).
   EpochResult train_epoch(data::DataLoader& train, std::int64_t epoch);
-  // Loss and accuracy in eval mode (no gradients, dropout off, batch-norm running stats).
+  // Loss and accuracy in eval mode (no gradients, dropout off, batch-norm running stats), with a
+  // progress line (batches, running loss and accuracy of this rank's shard, images/s, ETA) and
+  // its time in the phase table as "evaluate". Collective with a communicator of several ranks:
+  // each rank evaluates its shard of `test` and the sums are all-reduced, so every rank must call
+  // it and gets the same result.
   EvalResult evaluate(data::DataLoader& test);
 
   // --- hooks ---
-  // After the last backward of each optimizer step, before the optimizer (gradient clipping,
-  // gradient statistics, extra timer rows). Gradients are final here.
+  // Signatures as declared; each runs on every rank (guard with is_lead() for output or files).
+  // After the last backward of each optimizer step, before clipping (max_grad_norm) and the
+  // optimizer (gradient statistics, custom clipping, extra timer rows). Gradients are final here:
+  // averaged across ranks under DDP.
   std::function<void()> after_backward;
   // After every epoch (for checkpoints); gets the result, already evaluated.
   std::function<void(const EpochResult&)> after_epoch;

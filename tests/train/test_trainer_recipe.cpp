@@ -1,0 +1,164 @@
+// The Trainer's recipe options: max_steps as the run's total (and max_steps_per_epoch), the
+// scheduler stepped per optimizer step, gradient clipping checked against a norm and an update
+// computed here from the gradients the hook saw, evaluation's row in the phase table, and the
+// options' bad values.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "../common/testing.hpp"
+#include "cohort/data/synthetic.hpp"
+#include "cohort/devices.hpp"
+#include "cohort/layers.hpp"
+#include "cohort/optim.hpp"
+#include "cohort/train/trainer.hpp"
+
+namespace nn = cohort::nn;
+namespace data = cohort::data;
+namespace train = cohort::train;
+namespace optim = cohort::optim;
+using cohort::Tensor;
+using cohort::testing::error_of;
+
+namespace {
+
+nn::ModulePtr net(cohort::Device& dev) {
+  nn::manual_seed(5);
+  return nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+      {"conv", nn::make<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3), dev)},
+      {"relu", nn::make<nn::ReLU>()},
+      {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
+      {"flatten", nn::make<nn::Flatten>()},
+      {"fc", nn::make<nn::Linear>(36, 10, dev)}});
+}
+
+// 96 samples in batches of 16: 6 steps per epoch.
+struct Run {
+  cohort::Device& dev = cohort::host_device();
+  std::shared_ptr<data::SyntheticDataset> ds =
+      std::make_shared<data::SyntheticDataset>(96, cohort::Shape{1, 8, 8}, 10, 5);
+  nn::ModulePtr model = net(dev);
+  std::unique_ptr<optim::SGD> opt;
+  nn::CrossEntropyLoss loss;
+  data::DataLoader loader{ds, [] {
+                            data::DataLoaderOptions o;
+                            o.batch_size = 16;
+                            o.shuffle = true;
+                            o.seed = 3;
+                            return o;
+                          }(),
+                          {}, dev};
+  explicit Run(double lr = 0.1) {
+    optim::SGDOptions o;
+    o.lr = lr;
+    opt = std::make_unique<optim::SGD>(model->parameters(), o);
+  }
+};
+
+train::TrainerOptions quiet() {
+  train::TrainerOptions to;
+  to.show_progress = false;
+  return to;
+}
+
+}  // namespace
+
+TEST_CASE("max_steps is the run's total; max_steps_per_epoch caps each epoch") {
+  Run a;
+  auto to = quiet();
+  to.epochs = 3;
+  to.max_steps = 8;
+  train::Trainer t(*a.model, a.loss, *a.opt, nullptr, to);
+  const auto r = t.fit(a.loader);
+  REQUIRE(r.size() == 2);  // 6 steps, then the 2 left; the third epoch never starts
+  CHECK(r[0].steps == 6);
+  CHECK(r[1].steps == 2);
+  CHECK(t.global_step() == 8);
+  CHECK(t.fit(a.loader, nullptr, 3).empty());  // the budget is spent, resumed or not
+
+  Run b;
+  to.max_steps = -1;
+  to.max_steps_per_epoch = 4;
+  to.epochs = 2;
+  train::Trainer tb(*b.model, b.loss, *b.opt, nullptr, to);
+  const auto rb = tb.fit(b.loader);
+  REQUIRE(rb.size() == 2);
+  CHECK(rb[0].steps == 4);
+  CHECK(rb[1].steps == 4);
+  CHECK(tb.global_step() == 8);
+}
+
+TEST_CASE("scheduler_interval = step steps the schedule after every optimizer step") {
+  for (const auto interval : {train::SchedulerInterval::step, train::SchedulerInterval::epoch}) {
+    Run a;
+    optim::LinearLR warmup(*a.opt, 0.1, 1.0, 10);
+    auto to = quiet();
+    to.epochs = 2;
+    to.scheduler_interval = interval;
+    train::Trainer t(*a.model, a.loss, *a.opt, &warmup, to);
+    t.fit(a.loader);
+    const std::int64_t stepped = interval == train::SchedulerInterval::step ? 12 : 2;
+    CHECK(warmup.last_epoch() == stepped);
+    CHECK(a.opt->lr() == warmup.lr_at(0, stepped));
+  }
+}
+
+TEST_CASE("max_grad_norm clips the step's gradients to the norm computed from them") {
+  Run a(/*lr=*/1.0);
+  auto to = quiet();
+  to.max_steps = 1;
+  to.max_grad_norm = 0.05;
+  train::Trainer t(*a.model, a.loss, *a.opt, nullptr, to);
+  std::vector<std::vector<float>> grads, before;
+  for (const auto& p : a.model->parameters()) before.push_back(p->value.to_vector<float>());
+  t.after_backward = [&] {  // runs before clipping: the gradients as backward left them
+    for (const auto& p : a.model->parameters()) grads.push_back(p->grad.to_vector<float>());
+  };
+  const auto r = t.fit(a.loader);
+  double sq = 0;
+  for (const auto& g : grads)
+    for (const float v : g) sq += static_cast<double>(v) * v;
+  const double norm = std::sqrt(sq);
+  REQUIRE(norm > 0.05);  // the case must clip
+  CHECK(r[0].grad_norm == doctest::Approx(norm).epsilon(1e-6));
+  const float coef = (1.0f / (static_cast<float>(norm) + 1e-6f)) * 0.05f;
+  const auto params = a.model->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto after = params[i]->value.to_vector<float>();
+    for (std::size_t j = 0; j < after.size(); ++j)
+      CHECK(after[j] == doctest::Approx(before[i][j] - coef * grads[i][j]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("evaluation has a row of its own in the phase table") {
+  Run a;
+  auto to = quiet();
+  to.max_steps = 2;
+  train::Trainer t(*a.model, a.loss, *a.opt, nullptr, to);
+  data::DataLoader test(a.ds, data::DataLoaderOptions{}, {}, a.dev);
+  const auto r = t.fit(a.loader, &test);
+  CHECK(r[0].eval.samples == 96);
+  CHECK(t.timer().total("evaluate") > 0);
+  const std::string s = t.timer().summary();
+  CHECK(s.find("evaluate") != std::string::npos);
+  CHECK(s.find("(outside the steps)") != std::string::npos);
+  CHECK(t.timer().mean_ms().count("evaluate") == 0);  // not a part of the steps' time
+}
+
+TEST_CASE("the recipe options refuse bad values, naming them") {
+  Run a;
+  auto bad = [&](auto set) {
+    auto to = quiet();
+    set(to);
+    return error_of([&] { train::Trainer(*a.model, a.loss, *a.opt, nullptr, to); });
+  };
+  CHECK(bad([](auto& o) { o.max_steps_per_epoch = 0; })
+            .find("max_steps_per_epoch must be >= 1 or -1, got 0") != std::string::npos);
+  CHECK(bad([](auto& o) { o.max_steps = 0; }).find("max_steps must be >= 1 or -1, got 0") !=
+        std::string::npos);
+  CHECK(bad([](auto& o) { o.max_grad_norm = -1; })
+            .find("max_grad_norm must be finite and >= 0 (0: no clipping), got -1") !=
+        std::string::npos);
+  CHECK(bad([](auto& o) { o.grad_norm_type = 0; }).find("grad_norm_type must be > 0") !=
+        std::string::npos);
+}
