@@ -2,7 +2,9 @@
 """PyTorch peer for cohort's cifar_cnn: the same zoo model (models/torch_models.py, torchvision's
 ResNet-50 and ViT), the same data (Fashion-MNIST padded by 2 to 32x32, 3 channels, normalised
 (x - 0.2860) / 0.3530, or seeded synthetic images) and recipe (optimizer, lr, weight decay, batch,
-steps, shuffled every epoch). Training steps alone are timed (data is in memory, as cohort's
+steps, shuffled every epoch; cifar_cnn's recipe flags: --warmup-steps (LinearLR from 0.01 x lr, then
+SequentialLR), --schedule cosine (CosineAnnealingLR to 0 over the steps after the warm-up, stepped
+per step), --clip-grad-norm (clip_grad_norm_ after backward), --label-smoothing). Training steps alone are timed (data is in memory, as cohort's
 images/s counts them). Prints 'torch images/s: X', and with --eval 'torch test accuracy: Y%'.
 
     .venv-peers/bin/python bench/zoo_torch.py --model resnet9 --steps 100 --threads 2
@@ -58,6 +60,11 @@ def parse():
     ap.add_argument("--init", help="start from these weights (cohort's cifar_cnn --save-init FILE)")
     ap.add_argument("--no-shuffle", action="store_true", help="batches in data-set order")
     ap.add_argument("--port", type=int, default=29533)
+    ap.add_argument("--warmup-steps", type=int, default=0)
+    ap.add_argument("--schedule", default="none", choices=["none", "cosine"],
+                    help="none: constant lr (cifar_cnn's StepLR with gamma 1)")
+    ap.add_argument("--clip-grad-norm", type=float, default=0.0)
+    ap.add_argument("--label-smoothing", type=float, default=0.0)
     return ap.parse_args()
 
 
@@ -95,6 +102,13 @@ def worker(rank, a):
         opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+    L = torch.optim.lr_scheduler
+    main = (L.CosineAnnealingLR(opt, T_max=max(1, a.steps - a.warmup_steps)) if a.schedule == "cosine"
+            else L.LambdaLR(opt, lambda e: 1.0))
+    sched = main
+    if a.warmup_steps > 0:
+        warm = L.LinearLR(opt, start_factor=0.01, end_factor=1.0, total_iters=a.warmup_steps)
+        sched = L.SequentialLR(opt, [warm, main], milestones=[a.warmup_steps])
     model.train()
     shard = len(xs) // world
     step, seconds, per_epoch = 0, 0.0, shard // a.batch_size + (shard % a.batch_size > 0)
@@ -108,9 +122,12 @@ def worker(rank, a):
             x, y = xs[idx], ys[idx]
             t0 = time.perf_counter()
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+            loss = F.cross_entropy(model(x), y, label_smoothing=a.label_smoothing)
             loss.backward()
+            if a.clip_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip_grad_norm)
             opt.step()
+            sched.step()
             seconds += time.perf_counter() - t0
             step += 1
     if rank:

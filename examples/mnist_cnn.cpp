@@ -6,6 +6,7 @@
 //   build/bin/cohortrun --nproc-per-node 2 build/bin/mnist_cnn --comm shm --epochs 1
 //   build/bin/mnist_cnn --batch-size 64 --test-batch-size 1000 --epochs 14 --lr 1.0 --gamma 0.7
 //       --log-interval 10 --save-model mnist_cnn.safetensors --metrics run.jsonl --trace run.json
+//   build/bin/mnist_cnn --epochs 2 --warmup-steps 100 --clip-grad-norm 1 --label-smoothing 0.1
 //
 // Bad input (missing data, corrupt files, unknown flags, batch size 0) ends with one line on
 // stderr and exit status 1 (2 for command-line errors).
@@ -80,6 +81,7 @@ int run(const Flags& f) {
   to.shuffle = true;
   to.seed = f.seed;
   data::DataLoader train_loader(train_set, to, tf, host, &dev);
+  if (world > 1) train_loader.shard(job.rank, world);  // as the Trainer would: steps per epoch
   data::DataLoaderOptions eo;
   eo.batch_size = f.test_batch_size;
   data::DataLoader test_loader(test_set, eo, tf, host, &dev);
@@ -87,8 +89,13 @@ int run(const Flags& f) {
   cohort::optim::AdadeltaOptions ao;
   ao.lr = f.lr;
   cohort::optim::Adadelta optimizer(trained.parameters(), ao);
-  cohort::optim::StepLR scheduler(optimizer, 1, f.gamma);
-  nn::NLLLoss criterion;
+  auto scheduler = examples::make_scheduler(f, optimizer, f.gamma, train_loader.num_batches());
+  // The net ends in log_softmax. Label smoothing needs CrossEntropyLoss, which on those
+  // log-probabilities is the same loss (log_softmax of log-probabilities is themselves), and the
+  // same gradient after the LogSoftmax layer's backward.
+  nn::NLLLoss nll;
+  nn::CrossEntropyLoss smoothed(nn::Reduction::mean, f.label_smoothing);
+  nn::Loss& criterion = f.label_smoothing > 0 ? static_cast<nn::Loss&>(smoothed) : nll;
 
   if (lead) {
     std::printf("host threads: %d per rank (%s)\n", cohort::host_threads().threads,
@@ -101,11 +108,15 @@ int run(const Flags& f) {
         ddp && f.grad_compression != "none" ? (", " + f.grad_compression + " gradients").c_str()
                                             : "",
         static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
+    if (f.warmup_steps > 0 || f.clip_grad_norm > 0 || f.label_smoothing > 0 ||
+        f.scheduler_interval != "epoch")
+      std::printf("recipe: %s\n", examples::describe_schedule(f, f.gamma).c_str());
   }
   examples::start_trace(f.trace, job);
 
   // Given the DDP module, the Trainer does the distributed rest (see trainer_options).
-  train::Trainer trainer(trained, criterion, optimizer, &scheduler, examples::trainer_options(f));
+  train::Trainer trainer(trained, criterion, optimizer, scheduler.get(),
+                         examples::trainer_options(f));
 
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
@@ -149,24 +160,15 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", f.batch_size, "input batch size for training")->check(kPositive);
   app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")
       ->check(kPositive);
-  app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
+  examples::add_trainer_flags(app, f, /*schedules=*/false);
   app.add_option("--lr", f.lr, "learning rate")->check(kNonNegative);
   app.add_option("--gamma", f.gamma, "learning rate step gamma")->check(kNonNegative);
-  app.add_option("--log-interval", f.log_interval, "batches between progress lines")
-      ->check(kPositive);
-  app.add_option("--save-model", f.save_model,
-                 "save the model (safetensors) and training state after each epoch");
   app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
   app.add_option("--data", f.data_dir, "MNIST-layout data directory");
   app.add_option("--seed", f.seed, "random seed");
   app.add_option("--device", f.device,
                  "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
-  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")
-      ->check(kPositive);
-  app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
-  app.add_option("--tensorboard", f.tensorboard,
-                 "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
   app.add_option("--grad-compression", f.grad_compression,
                  "data parallel: all-reduce gradients as bf16 or f16 "
                  "(half the bytes; default none)")

@@ -1,23 +1,80 @@
-// The flags every training example hands to the Trainer, and the TrainerOptions they make: one
-// mapping, so mnist_cnn and the zoo programs (zoo_train.cpp) cannot drift apart. Each program
-// registers the flags itself (its own help texts and defaults) into a Flags that derives from
-// TrainerFlags. Header-only (the examples' own code).
+// The flags every training example hands to the Trainer, the TrainerOptions they make and the
+// learning-rate schedule they ask for: one mapping, so mnist_cnn and the zoo programs
+// (zoo_train.cpp) cannot drift apart. Each program registers the flags it shares through
+// add_trainer_flags (its own defaults first) into a Flags that derives from TrainerFlags.
+// Header-only (the examples' own code).
 #pragma once
 
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "cohort/optim/lr_scheduler.hpp"
 #include "cohort/train/trainer.hpp"
+#include "flags.hpp"
 
 namespace examples {
 
 struct TrainerFlags {
   std::int64_t epochs = 1, log_interval = 10;
-  std::int64_t max_steps = -1;  // -1: every step of the epoch
-  std::string save_model;       // --save-model: checkpoint after every epoch
-  std::string metrics;          // --metrics: JSON Lines
-  std::string tensorboard;      // --tensorboard: event files in DIR
+  std::int64_t max_steps = -1;           // --max-steps: optimizer steps of the whole run
+  std::int64_t max_steps_per_epoch = -1; // --max-steps-per-epoch
+  std::string save_model;                // --save-model: checkpoint after every epoch
+  std::string metrics;                   // --metrics: JSON Lines
+  std::string tensorboard;               // --tensorboard: event files in DIR
+  // The recipe: schedule, warm-up, clipping, label smoothing.
+  std::string schedule = "steplr";       // --schedule steplr|cosine
+  std::string scheduler_interval = "epoch";  // --scheduler-interval epoch|step
+  std::int64_t warmup_steps = 0;         // --warmup-steps: linear warm-up over N optimizer steps
+  double clip_grad_norm = 0;             // --clip-grad-norm: max total 2-norm (0: off)
+  double label_smoothing = 0;            // --label-smoothing (cross entropy)
 };
+
+// The warm-up's first factor of the lr (torchvision's reference recipes' lr_warmup_decay).
+constexpr double kWarmupStartFactor = 0.01;
+
+// Registers the shared flags. `schedules` says whether the program offers --schedule cosine.
+inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
+  app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
+  app.add_option("--log-interval", f.log_interval, "batches between progress lines")
+      ->check(kPositive);
+  app.add_option("--max-steps", f.max_steps,
+                 "stop the run after N optimizer steps in all (the epoch that reaches N ends "
+                 "there, is evaluated and checkpointed)")
+      ->check(kPositive);
+  app.add_option("--max-steps-per-epoch", f.max_steps_per_epoch,
+                 "end each epoch after N optimizer steps (what --max-steps meant before "
+                 "2026-11-26)")
+      ->check(kPositive);
+  app.add_option("--save-model", f.save_model,
+                 "save the model (safetensors) and training state after each epoch");
+  app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
+  app.add_option("--tensorboard", f.tensorboard,
+                 "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
+  if (schedules)
+    app.add_option("--schedule", f.schedule,
+                   "steplr: lr x gamma every epoch (default); cosine: cosine annealing to 0 over "
+                   "the run (after the warm-up)")
+        ->check(CLI::IsMember({"steplr", "cosine"}));
+  app.add_option("--scheduler-interval", f.scheduler_interval,
+                 "step the schedule after every epoch (default) or every optimizer step "
+                 "(implied by --warmup-steps)")
+      ->check(CLI::IsMember({"epoch", "step"}));
+  app.add_option("--warmup-steps", f.warmup_steps,
+                 "linear learning-rate warm-up from 0.01 x lr over N optimizer steps, then the "
+                 "schedule (SequentialLR)")
+      ->check(kNonNegative);
+  app.add_option("--clip-grad-norm", f.clip_grad_norm,
+                 "clip the total gradient 2-norm to this value each step (0: off)")
+      ->check(kNonNegative);
+  app.add_option("--label-smoothing", f.label_smoothing,
+                 "cross-entropy label smoothing in [0, 1] (0: off)")
+      ->check(CLI::Range(0.0, 1.0));
+}
 
 // Given a DDP module the Trainer does the distributed rest: shards the loaders, averages the
 // metrics, prints, writes metrics and TensorBoard files on rank 0 only. Checkpoints: the newest
@@ -28,10 +85,64 @@ inline cohort::train::TrainerOptions trainer_options(const TrainerFlags& f) {
   o.epochs = f.epochs;
   o.log_interval = f.log_interval;
   o.max_steps = f.max_steps;
+  o.max_steps_per_epoch = f.max_steps_per_epoch;
   o.metrics_path = f.metrics;
   o.tensorboard_dir = f.tensorboard;
   o.checkpoint_path = f.save_model;
+  o.max_grad_norm = f.clip_grad_norm;
+  o.scheduler_interval = f.scheduler_interval == "step" || f.warmup_steps > 0
+                             ? cohort::train::SchedulerInterval::step
+                             : cohort::train::SchedulerInterval::epoch;
   return o;
+}
+
+// The schedule the flags ask for, on `opt` (whose lr is the peak): StepLR(gamma per epoch) or
+// cosine annealing to 0 over the run, after a linear warm-up of --warmup-steps when given.
+// Per-step schedules count optimizer steps: `steps_per_epoch` is this rank's.
+inline std::unique_ptr<cohort::optim::Scheduler> make_scheduler(const TrainerFlags& f,
+                                                                cohort::optim::Optimizer& opt,
+                                                                double gamma,
+                                                                std::int64_t steps_per_epoch) {
+  namespace optim = cohort::optim;
+  const bool per_step = trainer_options(f).scheduler_interval ==
+                        cohort::train::SchedulerInterval::step;
+  std::int64_t per_epoch = std::max<std::int64_t>(1, steps_per_epoch);
+  if (f.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, f.max_steps_per_epoch);
+  std::int64_t total = per_step ? f.epochs * per_epoch : f.epochs;
+  if (per_step && f.max_steps > 0) total = std::min(total, f.max_steps);
+  COHORT_CHECK(f.warmup_steps < total || f.warmup_steps == 0, "--warmup-steps ", f.warmup_steps,
+               " leaves nothing of the run's ", total, " optimizer steps");
+  const std::int64_t warmup = f.warmup_steps;
+  const auto main_schedule = [&]() -> std::unique_ptr<optim::Scheduler> {
+    if (f.schedule == "cosine")
+      return std::make_unique<optim::CosineAnnealingLR>(opt, std::max<std::int64_t>(1, total - warmup));
+    return std::make_unique<optim::StepLR>(opt, per_step ? per_epoch : 1, gamma);
+  };
+  if (warmup == 0) return main_schedule();
+  std::vector<std::unique_ptr<optim::Scheduler>> parts;
+  parts.push_back(std::make_unique<optim::LinearLR>(opt, kWarmupStartFactor, 1.0, warmup));
+  parts.push_back(main_schedule());
+  return std::make_unique<optim::SequentialLR>(opt, std::move(parts),
+                                               std::vector<std::int64_t>{warmup});
+}
+
+// A one-line description of the schedule for the run's first lines.
+inline std::string describe_schedule(const TrainerFlags& f, double gamma) {
+  const auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  std::string s = f.schedule == "cosine" ? "cosine annealing" : "StepLR gamma " + g(gamma);
+  if (f.warmup_steps > 0)
+    s = std::to_string(f.warmup_steps) + " warm-up step" + (f.warmup_steps == 1 ? "" : "s") +
+        ", then " + s;
+  s += trainer_options(f).scheduler_interval == cohort::train::SchedulerInterval::step
+           ? " (per step)"
+           : " (per epoch)";
+  if (f.clip_grad_norm > 0) s += ", clip grad norm " + g(f.clip_grad_norm);
+  if (f.label_smoothing > 0) s += ", label smoothing " + g(f.label_smoothing);
+  return s;
 }
 
 }  // namespace examples

@@ -177,14 +177,15 @@ int run(const Flags& f, const ZooProgram& p) {
   to.seed = f.seed;
   to.num_workers = f.workers;
   data::DataLoader train_loader(ds.train, to, ds.train_tf, host, &dev);
+  if (world > 1) train_loader.shard(job.rank, world);  // as the Trainer would: steps per epoch
   data::DataLoaderOptions eo;
   eo.batch_size = f.test_batch_size;
   eo.num_workers = f.workers;
   data::DataLoader test_loader(ds.test, eo, ds.test_tf, host, &dev);
 
   auto optimizer = make_optimizer(f, trained.parameters());
-  optim::StepLR scheduler(*optimizer, 1, f.gamma);
-  nn::CrossEntropyLoss criterion;
+  auto scheduler = make_scheduler(f, *optimizer, f.gamma, train_loader.num_batches());
+  nn::CrossEntropyLoss criterion(nn::Reduction::mean, f.label_smoothing);
 
   if (lead) {
     std::printf("%s: %s\n", p.name.c_str(), ds.what.c_str());
@@ -195,9 +196,10 @@ int run(const Flags& f, const ZooProgram& p) {
         dev.name().c_str(), world, world > 1 ? "s" : "",
         comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
         f.optimizer.c_str(), f.lr, f.weight_decay, static_cast<long long>(f.epochs));
+    std::printf("schedule: %s\n", describe_schedule(f, f.gamma).c_str());
   }
   start_trace(f.trace, job);
-  train::Trainer trainer(trained, criterion, *optimizer, &scheduler, trainer_options(f));
+  train::Trainer trainer(trained, criterion, *optimizer, scheduler.get(), trainer_options(f));
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
     if (lead)
@@ -276,13 +278,7 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
       ->check(kPositive);
   app.add_option("--test-batch-size", f.test_batch_size, "input batch size for testing")
       ->check(kPositive);
-  app.add_option("--epochs", f.epochs, "number of epochs to train")->check(kPositive);
-  app.add_option("--log-interval", f.log_interval, "batches between progress lines")
-      ->check(kPositive);
-  app.add_option("--max-steps", f.max_steps, "stop each epoch after N optimizer steps")
-      ->check(kPositive);
-  app.add_option("--save-model", f.save_model,
-                 "save the model (safetensors) and training state after each epoch");
+  add_trainer_flags(app, f, /*schedules=*/true);
   app.add_option("--save-init", f.save_init,
                  "write the initial weights (safetensors) to FILE before training");
   app.add_option("--shuffle", f.shuffle,
@@ -294,9 +290,7 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_option("--seed", f.seed, "random seed");
   app.add_option("--device", f.device,
                  "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
-  app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
-  app.add_option("--tensorboard", f.tensorboard, "write TensorBoard scalars to DIR");
   app.add_option("--comm", f.comm,
                  "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then "
                  "auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");

@@ -23,8 +23,8 @@ binary, work = sys.argv[1], sys.argv[2]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 logdir = os.path.join(work, "tb")
-run = subprocess.run([binary, "--epochs", "2", "--max-steps", "30", "--log-interval", "10",
-                      "--tensorboard", logdir], capture_output=True, text=True, timeout=600)
+run = subprocess.run([binary, "--epochs", "2", "--max-steps-per-epoch", "30", "--log-interval", "10",
+                      "--clip-grad-norm", "100", "--tensorboard", logdir], capture_output=True, text=True, timeout=600)
 print(run.stdout[-2000:], run.stderr[-2000:])
 assert run.returncode == 0, f"mnist_cnn exited {run.returncode}"
 accuracies = [float(a) / 100 for a in re.findall(r"Accuracy: \d+/\d+ \(([\d.]+)%\)", run.stdout)]
@@ -37,7 +37,8 @@ acc.Reload()
 tags = set(acc.Tags()["scalars"])
 print("tags:", sorted(tags))
 for tag in ["train/loss", "train/lr", "train/images_per_s", "epoch/loss", "epoch/images_per_s",
-            "epoch/phase_ms_forward", "epoch/phase_ms_backward", "eval/accuracy", "eval/loss"]:
+            "epoch/phase_ms_forward", "epoch/phase_ms_backward", "eval/accuracy", "eval/loss",
+            "train/grad_norm"]:
     assert tag in tags, f"{tag} missing from {sorted(tags)}"
 loss = acc.Scalars("train/loss")
 assert [e.step for e in loss] == [10, 20, 30, 40, 50, 60], [e.step for e in loss]
