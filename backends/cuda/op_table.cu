@@ -138,16 +138,11 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
   X(softmax_backward, SoftmaxBackward, "cuDNN (cuda/softmax_loss.cpp)",      \
     "shared kernels when a dimension exceeds cuDNN's 32-bit descriptors")
 
-using RouteExec = CudaExec;
-COHORT_CUDA_VENDOR_ROUTES(COHORT_ROUTE_CHECK)
-
 }  // namespace
 
-DeviceRoutes op_routes() {
-  return DeviceRoutes{"cuda",
-                      "shared kernels on Thrust (for_each_n, transform, fill_n with par_nosync on the compute stream); their GEMMs through cuBLAS sgemm (cuda/gemm.cpp)",
-                      kernels::routes_with({COHORT_CUDA_VENDOR_ROUTES(COHORT_ROUTE_ENTRY)})};
-}
+COHORT_DEFINE_OP_ROUTES(CudaExec, COHORT_CUDA_VENDOR_ROUTES, "cuda",
+                        "shared kernels on Thrust (for_each_n, transform, fill_n with par_nosync "
+                        "on the compute stream); their GEMMs through cuBLAS sgemm (cuda/gemm.cpp)")
 
 // Every case of every op: the shared families cover them all, and a vendor's refusal falls back to
 // them inside run().

@@ -126,16 +126,11 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
     "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when "  \
     "the work is too small to split")
 
-using RouteExec = HostExec;
-COHORT_HOST_VENDOR_ROUTES(COHORT_ROUTE_CHECK)
-
 }  // namespace
 
-DeviceRoutes op_routes() {
-  return DeviceRoutes{"host",
-                      "shared kernels on Kokkos (host execution space), launches split across OpenMP threads; their GEMMs through oneDNN sgemm (host/gemm.cpp)",
-                      kernels::routes_with({COHORT_HOST_VENDOR_ROUTES(COHORT_ROUTE_ENTRY)})};
-}
+COHORT_DEFINE_OP_ROUTES(HostExec, COHORT_HOST_VENDOR_ROUTES, "host",
+                        "shared kernels on Kokkos (host execution space), launches split across "
+                        "OpenMP threads; their GEMMs through oneDNN sgemm (host/gemm.cpp)")
 
 // Every case of every op: the shared families cover them all, and oneDNN's refusals fall back to
 // them inside run().

@@ -91,6 +91,17 @@ inline const char* op_family(Op op) {
 #define COHORT_ROUTE_CHECK(name, Call, path, why) \
   [[maybe_unused]] void (*const check_##name)(RouteExec&, const calls::Call&) = &run;
 #define COHORT_ROUTE_ENTRY(name, Call, path, why) OpRoute{Op::name, "", path, why},
+// A backend's op_routes() from its vendor route list, with the address checks; used once per
+// backend at namespace scope of its op_table file, after its run() overloads and its executor.
+#define COHORT_DEFINE_OP_ROUTES(ExecType, LIST, device_name, shared_path)                      \
+  namespace {                                                                                  \
+  using RouteExec = ExecType;                                                                  \
+  LIST(COHORT_ROUTE_CHECK)                                                                     \
+  }                                                                                            \
+  DeviceRoutes op_routes() {                                                                   \
+    return DeviceRoutes{device_name, shared_path,                                             \
+                        kernels::routes_with({LIST(COHORT_ROUTE_ENTRY)})};                    \
+  }
 
 // A backend's route table: every op on its shared family template, except the ops in `vendor`,
 // which a vendor library takes first.
