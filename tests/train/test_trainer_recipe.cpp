@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "../common/testing.hpp"
+#include "cohort/core/ops.hpp"
 #include "cohort/data/synthetic.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
@@ -161,4 +162,53 @@ TEST_CASE("the recipe options refuse bad values, naming them") {
         std::string::npos);
   CHECK(bad([](auto& o) { o.grad_norm_type = 0; }).find("grad_norm_type must be > 0") !=
         std::string::npos);
+}
+
+TEST_CASE("a warm-up + cosine SequentialLR stepped per step resumes from a checkpoint exactly") {
+  cohort::testing::TempDir d;
+  const std::string path = d.file("m.safetensors");
+  // 12 steps in 2 epochs: warm-up over 4, then cosine over 8; epoch 1 ends inside the cosine.
+  auto schedule = [](optim::Optimizer& opt) {
+    std::vector<std::unique_ptr<optim::Scheduler>> parts;
+    parts.push_back(std::make_unique<optim::LinearLR>(opt, 0.01, 1.0, 4));
+    parts.push_back(std::make_unique<optim::CosineAnnealingLR>(opt, 8));
+    return std::make_unique<optim::SequentialLR>(opt, std::move(parts),
+                                                 std::vector<std::int64_t>{4});
+  };
+  auto options = [&](std::int64_t epochs) {
+    auto to = quiet();
+    to.epochs = epochs;
+    to.scheduler_interval = train::SchedulerInterval::step;
+    to.max_grad_norm = 0.5;
+    to.checkpoint_path = path;
+    return to;
+  };
+  Run a;
+  auto sa = schedule(*a.opt);
+  train::Trainer ta(*a.model, a.loss, *a.opt, sa.get(), options(2));
+  ta.fit(a.loader);
+
+  {
+    Run b;
+    auto sb = schedule(*b.opt);
+    train::Trainer tb(*b.model, b.loss, *b.opt, sb.get(), options(1));
+    tb.fit(b.loader);
+    CHECK(sb->last_epoch() == 6);
+  }
+  Run c;
+  for (const auto& p : c.model->parameters())  // other weights: the checkpoint must restore them
+    cohort::ops::scale(0.5f, p->value, p->value);
+  auto sc = schedule(*c.opt);
+  train::Trainer tc(*c.model, c.loss, *c.opt, sc.get(), options(2));
+  const auto got = tc.resume(path);
+  CHECK(got.progress.epoch == 1);
+  CHECK(sc->last_epoch() == 6);
+  CHECK(sc->last_lr() == sa->lr_at(0, 6));
+  tc.fit(c.loader);
+  CHECK(tc.global_step() == 12);
+  CHECK(sc->last_epoch() == 12);
+  CHECK(c.opt->lr() == a.opt->lr());
+  const auto pa = a.model->parameters(), pc = c.model->parameters();
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    CHECK(pa[i]->value.to_vector<float>() == pc[i]->value.to_vector<float>());  // bit-identical
 }
