@@ -105,29 +105,36 @@ TEST_CASE("scheduler_interval = step steps the schedule after every optimizer st
 }
 
 TEST_CASE("max_grad_norm clips the step's gradients to the norm computed from them") {
-  Run a(/*lr=*/1.0);
-  auto to = quiet();
-  to.max_steps = 1;
-  to.max_grad_norm = 0.05;
-  train::Trainer t(*a.model, a.loss, *a.opt, nullptr, to);
-  std::vector<std::vector<float>> grads, before;
-  for (const auto& p : a.model->parameters()) before.push_back(p->value.to_vector<float>());
-  t.after_backward = [&] {  // runs before clipping: the gradients as backward left them
-    for (const auto& p : a.model->parameters()) grads.push_back(p->grad.to_vector<float>());
-  };
-  const auto r = t.fit(a.loader);
-  double sq = 0;
-  for (const auto& g : grads)
-    for (const float v : g) sq += static_cast<double>(v) * v;
-  const double norm = std::sqrt(sq);
-  REQUIRE(norm > 0.05);  // the case must clip
-  CHECK(r[0].grad_norm == doctest::Approx(norm).epsilon(1e-6));
-  const float coef = (1.0f / (static_cast<float>(norm) + 1e-6f)) * 0.05f;
-  const auto params = a.model->parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const auto after = params[i]->value.to_vector<float>();
-    for (std::size_t j = 0; j < after.size(); ++j)
-      CHECK(after[j] == doctest::Approx(before[i][j] - coef * grads[i][j]).epsilon(1e-6));
+  for (const std::int64_t accumulation : {1, 2}) {  // with accumulation: once, on the sum
+    CAPTURE(accumulation);
+    Run a(/*lr=*/1.0);
+    auto to = quiet();
+    to.max_steps = 1;
+    to.accumulation = accumulation;
+    to.max_grad_norm = 0.05;
+    train::Trainer t(*a.model, a.loss, *a.opt, nullptr, to);
+    std::vector<std::vector<float>> grads, before;
+    for (const auto& p : a.model->parameters()) before.push_back(p->value.to_vector<float>());
+    int calls = 0;
+    t.after_backward = [&] {  // runs before clipping: the gradients as backward left them
+      ++calls;
+      for (const auto& p : a.model->parameters()) grads.push_back(p->grad.to_vector<float>());
+    };
+    const auto r = t.fit(a.loader);
+    CHECK(calls == 1);
+    double sq = 0;
+    for (const auto& g : grads)
+      for (const float v : g) sq += static_cast<double>(v) * v;
+    const double norm = std::sqrt(sq);
+    REQUIRE(norm > 0.05);  // the case must clip
+    CHECK(r[0].grad_norm == doctest::Approx(norm).epsilon(1e-6));
+    const float coef = (1.0f / (static_cast<float>(norm) + 1e-6f)) * 0.05f;
+    const auto params = a.model->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto after = params[i]->value.to_vector<float>();
+      for (std::size_t j = 0; j < after.size(); ++j)
+        CHECK(after[j] == doctest::Approx(before[i][j] - coef * grads[i][j]).epsilon(1e-6));
+    }
   }
 }
 
