@@ -74,13 +74,21 @@ void mul(const Tensor& a, const Tensor& b, Tensor& out) {
   binary<calls::Mul>("mul", a, b, out);
 }
 
+namespace {
+// The checks of an element-wise op from one f32 tensor into another of its shape and device.
+void req_f32_map(const char* op, const Tensor& x, const char* xn, const Tensor& out,
+                 const char* outn) {
+  req_defined(op, xn, x);
+  req_defined(op, outn, out);
+  req_f32(op, xn, x);
+  req_f32(op, outn, out);
+  req_same_shape(op, x, xn, out, outn);
+  req_same_device(op, x, xn, out, outn);
+}
+}  // namespace
+
 void axpy(float alpha, const Tensor& x, Tensor& y) {
-  req_defined("axpy", "x", x);
-  req_defined("axpy", "y", y);
-  req_f32("axpy", "x", x);
-  req_f32("axpy", "y", y);
-  req_same_shape("axpy", x, "x", y, "y");
-  req_same_device("axpy", x, "x", y, "y");
+  req_f32_map("axpy", x, "x", y, "y");
   if (count(x) == 0) return;
   dispatch::run(x.device(), {&x}, {&y}, [&](const dispatch::Operands& o) {
     return calls::Axpy{alpha, o.in<float>(x), o.out<float>(y), count(x)};
@@ -88,12 +96,7 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
 }
 
 void scale(float alpha, const Tensor& x, Tensor& out) {
-  req_defined("scale", "x", x);
-  req_defined("scale", "out", out);
-  req_f32("scale", "x", x);
-  req_f32("scale", "out", out);
-  req_same_shape("scale", x, "x", out, "out");
-  req_same_device("scale", x, "x", out, "out");
+  req_f32_map("scale", x, "x", out, "out");
   if (count(x) == 0) return;
   dispatch::run(x.device(), {&x}, {&out}, [&](const dispatch::Operands& o) {
     return calls::Scale{alpha, o.in<float>(x), o.out<float>(out), count(x)};
@@ -101,12 +104,7 @@ void scale(float alpha, const Tensor& x, Tensor& out) {
 }
 
 void clamp(const Tensor& x, float lo, float hi, Tensor& out) {
-  req_defined("clamp", "x", x);
-  req_defined("clamp", "out", out);
-  req_f32("clamp", "x", x);
-  req_f32("clamp", "out", out);
-  req_same_shape("clamp", x, "x", out, "out");
-  req_same_device("clamp", x, "x", out, "out");
+  req_f32_map("clamp", x, "x", out, "out");
   COHORT_CHECK(!(lo > hi) && lo == lo && hi == hi, "clamp: needs lo <= hi (neither NaN), got lo ",
                lo, " and hi ", hi);
   if (count(x) == 0) return;
