@@ -9,19 +9,28 @@
 
 namespace cohort::nn {
 
-std::string state_digest(const Module& model) {
-  std::uint64_t h = kFnvOffset;
-  for (const auto& e : model.state_dict()) {
-    h = fnv1a(e.name.data(), e.name.size(), h);
-    const std::string shape = e.tensor.shape().str();
-    h = fnv1a(shape.data(), shape.size(), h);
-    std::vector<unsigned char> bytes(e.tensor.nbytes());
-    e.tensor.device().copy_to_host(bytes.data(), e.tensor.raw(), bytes.size());
-    h = fnv1a(bytes.data(), bytes.size(), h);
-  }
+std::uint64_t state_digest_fold(std::uint64_t h, const std::string& name, const Shape& shape,
+                                const void* bytes, std::size_t n) {
+  h = fnv1a(name.data(), name.size(), h);
+  const std::string s = shape.str();
+  h = fnv1a(s.data(), s.size(), h);
+  return fnv1a(bytes, n, h);
+}
+
+std::string digest_hex(std::uint64_t h) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+std::string state_digest(const Module& model) {
+  std::uint64_t h = kFnvOffset;
+  for (const auto& e : model.state_dict()) {
+    std::vector<unsigned char> bytes(e.tensor.nbytes());
+    e.tensor.device().copy_to_host(bytes.data(), e.tensor.raw(), bytes.size());
+    h = state_digest_fold(h, e.name, e.tensor.shape(), bytes.data(), bytes.size());
+  }
+  return digest_hex(h);
 }
 
 }  // namespace cohort::nn

@@ -1,10 +1,13 @@
 // The checks and timeout resolution in front of every backend's ops (communicator_base.hpp). The
-// order is the same for every op: usable, arguments, timeout, then the backend.
+// order is the same for every op: usable, arguments, the run-status note (the launcher reports
+// the last collective of a rank that died), timeout, then the backend.
 #include "detail/communicator_base.hpp"
 
 #include "detail/env.hpp"
 #include "detail/reduce.hpp"
 #include "detail/validate.hpp"
+
+#include "cohort/core/run_status.hpp"
 
 namespace cohort::comm::detail {
 
@@ -24,6 +27,7 @@ WorkHandle CommunicatorBase::allreduce(const void* send, void* recv, std::size_t
                                        DType dtype, ReduceOp op, Timeout timeout) {
   check_usable();
   check_allreduce(name_, send, recv, count, dtype);
+  run_status::note_collective("allreduce", count, dtype);
   return start_allreduce(send, recv, count, dtype, op, resolve(timeout));
 }
 
@@ -31,6 +35,7 @@ WorkHandle CommunicatorBase::broadcast(void* buf, std::size_t count, DType dtype
                                        Timeout timeout) {
   check_usable();
   check_broadcast(name_, buf, count, dtype, root, size());
+  run_status::note_collective("broadcast", count, dtype);
   return start_broadcast(buf, count, dtype, root, resolve(timeout));
 }
 
@@ -38,6 +43,7 @@ WorkHandle CommunicatorBase::allgather(const void* send, void* recv, std::size_t
                                        DType dtype, Timeout timeout) {
   check_usable();
   check_allgather(name_, send, recv, count, dtype, rank(), size());
+  run_status::note_collective("allgather", count, dtype);
   return start_allgather(send, recv, count, dtype, resolve(timeout));
 }
 
@@ -45,11 +51,13 @@ WorkHandle CommunicatorBase::reduce_scatter(const void* send, void* recv, std::s
                                             DType dtype, ReduceOp op, Timeout timeout) {
   check_usable();
   check_reduce_scatter(name_, send, recv, count, dtype, rank(), size());
+  run_status::note_collective("reduce_scatter", count, dtype);
   return start_reduce_scatter(send, recv, count, dtype, op, resolve(timeout));
 }
 
 WorkHandle CommunicatorBase::barrier(Timeout timeout) {
   check_usable();
+  run_status::note_collective("barrier", 0, DType::u8);
   return start_barrier(resolve(timeout));
 }
 

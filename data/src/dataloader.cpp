@@ -202,12 +202,12 @@ struct DataLoader::Impl {
     out = std::move(b);
   }
 
-  void start_epoch(std::int64_t epoch) {
+  void start_epoch(std::int64_t epoch, std::int64_t first_batch = 0) {
     std::lock_guard<std::mutex> lock(mu);
     sampler.set_epoch(epoch);
     indices = sampler.indices();
     ++generation;
-    produced = consumed = 0;
+    produced = consumed = first_batch;
     if (ready) release_stage(ready->stage);
     ready.reset();
     cv.notify_all();
@@ -293,9 +293,11 @@ DataLoader::~DataLoader() {
   impl_->pool->stop();
 }
 
-void DataLoader::set_epoch(std::int64_t epoch) {
+void DataLoader::set_epoch(std::int64_t epoch, std::int64_t first_batch) {
   COHORT_CHECK(epoch >= 0, "DataLoader::set_epoch: epoch ", epoch, " is negative");
-  impl_->start_epoch(epoch);
+  COHORT_CHECK(first_batch >= 0 && first_batch <= num_batches(), "DataLoader::set_epoch: first "
+               "batch ", first_batch, " is outside the epoch's 0..", num_batches(), " batches");
+  impl_->start_epoch(epoch, first_batch);
 }
 
 bool DataLoader::next(Batch& out) {
@@ -393,6 +395,7 @@ void DataLoader::shard(int rank, int world_size, bool pad) {
 }
 
 int DataLoader::rank() const { return impl_->opt.rank; }
+const DataLoaderOptions& DataLoader::options() const { return impl_->opt; }
 int DataLoader::world_size() const { return impl_->opt.world_size; }
 
 std::int64_t DataLoader::num_batches() const { return impl_->num_batches(); }

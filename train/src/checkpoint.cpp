@@ -11,8 +11,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
+#include <exception>
 #include <functional>
+#include <mutex>
+#include <thread>
 
+#include "cohort/core/hash.hpp"
+#include "cohort/core/run_status.hpp"
 #include "cohort/layers/dropout.hpp"
 #include "cohort/train/safetensors.hpp"
 
@@ -84,19 +90,24 @@ std::string state_path_for(const std::string& model_path) {
   return model_path + ".state.safetensors";
 }
 
-void save_training_state(const std::string& path, const nn::Module& model,
-                         const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
-                         const TrainingProgress& progress) {
-  io::NamedTensors ts;
+namespace {
+
+// The training state's metadata (all but the weights' digest), with the optimizer's buffers
+// copied into `tensors`.
+std::map<std::string, std::string> state_metadata(const nn::Module& model,
+                                                  const optim::Optimizer& optimizer,
+                                                  const optim::Scheduler* scheduler,
+                                                  const TrainingProgress& progress,
+                                                  std::vector<io::SafetensorsEntry>* tensors) {
   std::map<std::string, std::string> md;
   md["format"] = "cohort-training-state";
-  // The weights this state belongs to: load_training_state refuses a model holding others.
-  md["model.state_digest"] = nn::state_digest(model);
   md["epoch"] = num(static_cast<double>(progress.epoch));
   md["global_step"] = num(static_cast<double>(progress.global_step));
+  md["step_in_epoch"] = num(static_cast<double>(progress.step_in_epoch));
+  for (const auto& [k, v] : progress.run) md["run." + k] = v;
   const optim::StateDict os = optimizer.state();
   md["optimizer.kind"] = os.kind;
-  for (const auto& [k, t] : os.tensors) ts.emplace_back("optimizer." + k, t);
+  for (const auto& [k, t] : os.tensors) tensors->push_back(io::SafetensorsEntry::of("optimizer." + k, t));
   for (const auto& [k, v] : os.scalars) md["optimizer." + k] = num(v);
   if (scheduler) {
     const optim::StateDict ss = scheduler->state();
@@ -108,6 +119,25 @@ void save_training_state(const std::string& path, const nn::Module& model,
     md["rng." + p + ".seed"] = std::to_string(d.seed());
     md["rng." + p + ".step"] = std::to_string(d.step());
   });
+  return md;
+}
+
+std::string digest_of(const std::vector<io::SafetensorsEntry>& state) {
+  std::uint64_t h = kFnvOffset;
+  for (const auto& e : state)
+    h = nn::state_digest_fold(h, e.name, e.shape, e.bytes.data(), e.bytes.size());
+  return nn::digest_hex(h);
+}
+
+}  // namespace
+
+void save_training_state(const std::string& path, const nn::Module& model,
+                         const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
+                         const TrainingProgress& progress) {
+  std::vector<io::SafetensorsEntry> ts;
+  std::map<std::string, std::string> md = state_metadata(model, optimizer, scheduler, progress, &ts);
+  // The weights this state belongs to: load_training_state refuses a model holding others.
+  md["model.state_digest"] = nn::state_digest(model);
   io::save_safetensors(path, ts, md);
 }
 
@@ -128,6 +158,11 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
   p.epoch = static_cast<std::int64_t>(parse_num(path, "epoch", meta(f, path, "epoch")));
   p.global_step =
       static_cast<std::int64_t>(parse_num(path, "global_step", meta(f, path, "global_step")));
+  // Absent from checkpoints written before mid-epoch saves existed: those are epoch-end saves.
+  if (const auto it = f.metadata.find("step_in_epoch"); it != f.metadata.end())
+    p.step_in_epoch = static_cast<std::int64_t>(parse_num(path, "step_in_epoch", it->second));
+  for (const auto& [k, v] : f.metadata)
+    if (k.rfind("run.", 0) == 0) p.run[k.substr(4)] = v;
 
   optim::StateDict os;
   os.kind = meta(f, path, "optimizer.kind");
@@ -208,14 +243,39 @@ void sync_dir_of(const std::string& path) {
 
 std::string previous_path_for(const std::string& path) { return path + ".prev"; }
 
-void save_checkpoint(const std::string& path, const nn::Module& model,
-                     const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
-                     const TrainingProgress& progress) {
+bool has_checkpoint_files(const std::string& path) {
+  const std::string state = state_path_for(path);
+  return exists(path) || exists(state) || exists(previous_path_for(path)) ||
+         exists(previous_path_for(state));
+}
+
+std::size_t CheckpointSnapshot::bytes() const {
+  std::size_t n = 0;
+  for (const auto& e : model) n += e.bytes.size();
+  for (const auto& e : optimizer) n += e.bytes.size();
+  return n;
+}
+
+CheckpointSnapshot snapshot_checkpoint(const nn::Module& model, const optim::Optimizer& optimizer,
+                                       const optim::Scheduler* scheduler,
+                                       const TrainingProgress& progress) {
+  CheckpointSnapshot s;
+  for (const auto& e : model.state_dict()) s.model.push_back(io::SafetensorsEntry::of(e.name, e.tensor));
+  s.state = state_metadata(model, optimizer, scheduler, progress, &s.optimizer);
+  s.global_step = progress.global_step;
+  return s;
+}
+
+void write_checkpoint(const std::string& path, const CheckpointSnapshot& snapshot) {
   const std::string state = state_path_for(path);
   const std::string new_model = path + ".new", new_state = state + ".new";
+  const std::string digest = digest_of(snapshot.model);
+  std::map<std::string, std::string> md = snapshot.state;
+  md["model.state_digest"] = digest;
   // 1. The new pair, whole on disk under other names (each write is atomic and fsynced).
-  save_model(new_model, model);
-  save_training_state(new_state, model, optimizer, scheduler, progress);
+  io::save_safetensors(new_model, snapshot.model,
+                       {{"format", "pt"}, {"writer", "cohort"}, {"cohort.state_digest", digest}});
+  io::save_safetensors(new_state, snapshot.optimizer, md);
   // 2. The current pair, if whole, also becomes the previous pair (hard links: no copy).
   if (exists(path) && exists(state)) {
     link_as(path, previous_path_for(path));
@@ -229,6 +289,87 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
   // 4. The previous pair is no longer needed.
   ::unlink(previous_path_for(state).c_str());
   ::unlink(previous_path_for(path).c_str());
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
+                     const TrainingProgress& progress) {
+  write_checkpoint(path, snapshot_checkpoint(model, optimizer, scheduler, progress));
+}
+
+struct CheckpointWriter::State {
+  std::mutex mu;
+  std::thread thread;
+  bool running = false;          // a write is in flight (under mu)
+  std::exception_ptr error;      // of the last write
+  Timing current, finished;      // the write in flight; the last one done (step -1: taken)
+};
+
+CheckpointWriter::~CheckpointWriter() {
+  if (state_ && state_->thread.joinable()) state_->thread.join();
+}
+
+bool CheckpointWriter::busy() const {
+  if (!state_) return false;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->running;
+}
+
+CheckpointWriter::Timing CheckpointWriter::wait() {
+  if (!state_ || !state_->thread.joinable()) return {};
+  state_->thread.join();
+  std::exception_ptr err;
+  Timing t;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    std::swap(err, state_->error);
+    t = state_->current;
+  }
+  if (err) std::rethrow_exception(err);
+  return t;
+}
+
+CheckpointWriter::Timing CheckpointWriter::take_finished() {
+  Timing t;
+  if (!state_) return t;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  std::swap(t, state_->finished);
+  return t;
+}
+
+double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapshot,
+                              double copy_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  wait();  // one write at a time; its error surfaces here
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!state_) state_ = std::make_shared<State>();
+  State& st = *state_;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.running = true;
+    st.current = {snapshot.global_step, waited, copy_s, 0, snapshot.bytes()};
+  }
+  run_status::note_checkpoint_writing(snapshot.global_step);
+  st.thread = std::thread([&st, path, snap = std::move(snapshot)] {
+    const auto w0 = std::chrono::steady_clock::now();
+    std::exception_ptr err;
+    try {
+      write_checkpoint(path, snap);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.current.write_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    st.error = err;
+    st.running = false;
+    if (!err) {
+      st.finished = st.current;
+      run_status::note_checkpoint_written(snap.global_step);
+    }
+  });
+  return waited;
 }
 
 CheckpointLoad load_checkpoint(const std::string& path, nn::Module& model,

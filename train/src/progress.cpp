@@ -12,7 +12,9 @@ ProgressBar::ProgressBar(std::FILE* out, std::int64_t log_interval, int tty)
     : out_(out), interval_(log_interval < 1 ? 1 : log_interval), phase_interval_(interval_),
       tty_(tty < 0 ? ::isatty(::fileno(out)) != 0 : tty != 0) {}
 
-void ProgressBar::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps) {
+void ProgressBar::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps,
+                              std::int64_t first_step) {
+  first_ = first_step;
   epoch_ = epoch;
   epochs_ = epochs;
   steps_ = steps;
@@ -24,6 +26,7 @@ void ProgressBar::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int6
 
 void ProgressBar::start_eval(std::int64_t batches, std::int64_t interval) {
   steps_ = batches;
+  first_ = 0;
   phase_interval_ = interval < 1 ? 1 : interval;
   label_ = "evaluate";
   start_ = std::chrono::steady_clock::now();
@@ -47,8 +50,9 @@ void ProgressBar::update(std::int64_t step, double loss, double images_per_s,
   const std::int64_t done = step + 1;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const std::int64_t run = done - first_;  // steps this process has run (a resume skips some)
   const double eta =
-      done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(steps_ - done) : -1;
+      run > 0 ? elapsed / static_cast<double>(run) * static_cast<double>(steps_ - done) : -1;
   if (tty_) {
     const int width = 24;
     const int filled = steps_ > 0 ? static_cast<int>(width * done / steps_) : 0;
@@ -64,6 +68,12 @@ void ProgressBar::update(std::int64_t step, double loss, double images_per_s,
                  steps_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(steps_) : 0.0,
                  loss, more.c_str(), images_per_s, format_duration(eta).c_str());
   }
+  std::fflush(out_);
+}
+
+void ProgressBar::note(const std::string& line) {
+  std::fprintf(out_, tty_ && drawn_ ? "\r%s\033[K\n" : "%s\n", line.c_str());
+  drawn_ = false;
   std::fflush(out_);
 }
 

@@ -72,22 +72,47 @@ Tensor SafetensorsEntry::to(Device& device) const {
   return t;
 }
 
+SafetensorsEntry SafetensorsEntry::of(const std::string& name, const Tensor& t) {
+  COHORT_CHECK(t.defined(), "safetensors: tensor '", name, "' is undefined");
+  SafetensorsEntry e;
+  e.name = name;
+  e.dtype = t.dtype();
+  e.shape = t.shape();
+  e.bytes.resize(t.nbytes());
+  if (!e.bytes.empty()) detail::copy_tensor_to_host(t, e.bytes.data(), e.bytes.size());
+  return e;
+}
+
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsEntry> entries;
+  entries.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) {
+    COHORT_CHECK(t.defined(), "save_safetensors('", path, "'): tensor '", name, "' is undefined");
+    entries.push_back(SafetensorsEntry::of(name, t));
+  }
+  save_safetensors(path, entries, metadata);
+}
+
+void save_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
   std::size_t offset = 0;
-  for (const auto& [name, t] : tensors) {
+  for (const auto& e : tensors) {
+    const std::string& name = e.name;
     COHORT_CHECK(!name.empty() && name != "__metadata__", "save_safetensors('", path,
                  "'): invalid tensor name '", name, "'");
     COHORT_CHECK(names.insert(name).second, "save_safetensors('", path, "'): tensor name '", name,
                  "' appears twice");
-    COHORT_CHECK(t.defined(), "save_safetensors('", path, "'): tensor '", name, "' is undefined");
-    header[name] = {{"dtype", st_dtype(t.dtype())},
-                    {"shape", t.shape().dims()},
-                    {"data_offsets", {offset, offset + t.nbytes()}}};
-    offset += t.nbytes();
+    COHORT_CHECK(e.bytes.size() == static_cast<std::size_t>(e.shape.numel()) * dtype_size(e.dtype),
+                 "save_safetensors('", path, "'): tensor '", name, "' has ", e.bytes.size(),
+                 " bytes for shape ", e.shape.str());
+    header[name] = {{"dtype", st_dtype(e.dtype)},
+                    {"shape", e.shape.dims()},
+                    {"data_offsets", {offset, offset + e.bytes.size()}}};
+    offset += e.bytes.size();
   }
   std::string h = header.dump();
   // Pad the header with spaces so the data section starts 8-byte aligned, as the reference
@@ -103,14 +128,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   try {
     write_all(fd, lenbytes, 8, tmp);
     write_all(fd, h.data(), h.size(), tmp);
-    std::vector<char> host;
-    for (const auto& [name, t] : tensors) {
-      host.resize(t.nbytes());
-      if (!host.empty()) {
-        t.device().copy_to_host(host.data(), t.raw(), host.size());
-        write_all(fd, host.data(), host.size(), tmp);
-      }
-    }
+    for (const auto& e : tensors)
+      if (!e.bytes.empty()) write_all(fd, e.bytes.data(), e.bytes.size(), tmp);
     COHORT_CHECK(::fsync(fd) == 0, "fsync of '", tmp, "' failed: ", std::strerror(errno));
   } catch (...) {
     ::close(fd);

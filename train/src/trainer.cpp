@@ -1,7 +1,7 @@
 // Trainer (see trainer.hpp): train_epoch's step loop (micro-batches, after_backward, clipping,
 // optimizer, per-step scheduler), evaluate's cross-rank sums, and fit's order per epoch (train,
 // buffer sync, evaluate, scalars, per-epoch scheduler step, checkpoint, hooks) until the epochs or
-// the step budget run out. The rules
+// the step budget run out; checkpoints and resuming are in trainer_checkpoint.cpp. The rules
 // they follow for distributed runs and GPU loss readback are in docs/TRAINING.md. Helpers:
 // PendingLosses (step losses gathered on the device until read back) and shard_loader.
 #include "cohort/train/trainer.hpp"
@@ -15,6 +15,7 @@
 
 #include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/ops.hpp"
+#include "cohort/core/run_status.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/layers/clip_grad.hpp"
 #include "cohort/train/checkpoint.hpp"
@@ -47,6 +48,18 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                "got ", options_.grad_norm_type);
   COHORT_CHECK(options_.world_size >= 1, "Trainer: world size must be >= 1, got ",
                options_.world_size);
+  COHORT_CHECK(options_.checkpoint_path.empty() || options_.checkpoint_dir.empty(),
+               "Trainer: set checkpoint_path or checkpoint_dir, not both (got '",
+               options_.checkpoint_path, "' and '", options_.checkpoint_dir, "')");
+  COHORT_CHECK(options_.checkpoint_every_steps >= 0, "Trainer: checkpoint_every_steps must be >= 0 "
+               "(0: at epochs' ends only), got ", options_.checkpoint_every_steps);
+  COHORT_CHECK(options_.checkpoint_every_steps == 0 || !options_.checkpoint_path.empty() ||
+                   !options_.checkpoint_dir.empty(),
+               "Trainer: checkpoint_every_steps = ", options_.checkpoint_every_steps,
+               " needs checkpoint_dir (or checkpoint_path) to save to");
+  if (!options_.checkpoint_path.empty()) checkpoint_file_ = options_.checkpoint_path;
+  if (!options_.checkpoint_dir.empty())
+    checkpoint_file_ = options_.checkpoint_dir + "/checkpoint.safetensors";
   ddp_ = dynamic_cast<parallel::DistributedDataParallel*>(&model_);
   comm_ = options_.communicator.get();
   if (ddp_) {
@@ -80,7 +93,13 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     tensorboard_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  try {
+    writer_.wait();  // a save still in flight reaches the disk
+  } catch (const std::exception& e) {
+    if (is_lead()) std::fprintf(stderr, "Trainer: the last checkpoint write failed: %s\n", e.what());
+  }
+}
 
 int Trainer::rank() const { return comm_ ? comm_->rank() : 0; }
 int Trainer::world_size() const { return static_cast<int>(options_.world_size); }
@@ -163,21 +182,26 @@ void shard_loader(data::DataLoader& loader, int rank, int world, bool pad, const
 EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   shard_loader(train, rank(), world_size(), true, "training");
   model_.train();
-  train.set_epoch(epoch - 1);
+  EpochResult r;
+  r.epoch = epoch;
+  double loss_sum = 0;
+  // 0, or the step after a mid-epoch checkpoint this run resumed from.
+  const std::int64_t first = apply_resume(train, epoch, r, loss_sum);
   const std::int64_t micro = train.num_batches();
   std::int64_t steps = micro / options_.accumulation;
   if (steps == 0 && micro > 0) steps = 1;  // fewer batches than one accumulation: one step
   if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
+  COHORT_CHECK(first <= steps, "Trainer: the checkpoint resumed from was saved after step ", first,
+               " of epoch ", epoch, ", but this run's epoch has ", steps, " steps");
   if (options_.max_steps > 0)
-    steps = std::clamp<std::int64_t>(options_.max_steps - global_step_, 0, steps);
+    steps = std::min(steps, first + std::max<std::int64_t>(0, options_.max_steps - global_step_));
+  // The batches of the steps already done are skipped, not assembled.
+  train.set_epoch(epoch - 1, std::min(micro, first * options_.accumulation));
   const std::vector<ParameterPtr> params =
       options_.max_grad_norm > 0 ? model_.parameters() : std::vector<ParameterPtr>{};
   ProgressBar bar(stdout, options_.log_interval, options_.show_progress ? -1 : 0);
-  if (options_.show_progress) bar.start_epoch(epoch, options_.epochs, steps);
-
-  EpochResult r;
-  r.epoch = epoch;
-  double loss_sum = 0;
+  if (options_.show_progress) bar.start_epoch(epoch, options_.epochs, steps, first);
+  r.steps = first;
   std::int64_t samples = 0;
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch batch;
@@ -205,9 +229,9 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       loss_sum += v;
       history_.push_back(v);
     }
-    return losses.empty() ? 0.0 : losses.back();
+    return history_.empty() ? 0.0 : history_.back();  // the newest step loss read back
   };
-  for (std::int64_t step = 0; step < steps; ++step) {
+  for (std::int64_t step = first; step < steps; ++step) {
     std::int64_t k_done = 0;
     // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
     const std::int64_t k_this = std::max<std::int64_t>(
@@ -268,6 +292,15 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     timer_.end_step();
     ++global_step_;
     ++r.steps;
+    run_status::note_step(global_step_);
+    // A mid-epoch checkpoint (the epoch's last step is saved by fit, after evaluation). Every
+    // rank takes part: the loss sum so far is averaged over them.
+    if (options_.checkpoint_every_steps > 0 && global_step_ % options_.checkpoint_every_steps == 0 &&
+        step + 1 < steps) {
+      read_back(step);  // a device's pending losses: the sum must be complete
+      save_checkpoint_now(train, epoch - 1, step + 1, r, loss_sum, false);
+    }
+    if (is_lead()) report_saves(options_.show_progress ? &bar : nullptr);
     const bool log_point = (step + 1) % options_.log_interval == 0 || step + 1 == steps;
     if (deferred && !log_point) continue;
     const double step_loss = read_back(step);
@@ -287,6 +320,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     }
   }
   read_back(r.steps - 1);  // steps left pending when the epoch ended early
+  if (options_.show_progress && is_lead()) report_saves(&bar);
   if (options_.show_progress) bar.end_epoch();
   const double elapsed = seconds_since(t0);
   train_seconds_ += elapsed;
@@ -366,11 +400,15 @@ CheckpointLoad Trainer::resume(const std::string& path) {
   CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
   epochs_done_ = got.progress.epoch;
   global_step_ = got.progress.global_step;
+  resumed_ = got.progress;
+  resume_pending_ = true;
+  run_status::note_resumed(global_step_);
   return got;
 }
 
 std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader* test,
                                       std::int64_t first_epoch) {
+  if (!options_.checkpoint_dir.empty() && !dir_checked_) resume_from_dir();
   if (first_epoch == 0) first_epoch = epochs_done_ + 1;
   COHORT_CHECK(first_epoch >= 1, "Trainer::fit: first epoch must be >= 1, got ", first_epoch);
   std::vector<EpochResult> results;
@@ -400,13 +438,14 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
     if (test) log_scalars("eval", {{"loss", r.eval.loss}, {"accuracy", r.eval.accuracy}});
     if (sched_ && options_.scheduler_interval == SchedulerInterval::epoch) sched_->step();
     epochs_done_ = epoch;
-    if (!options_.checkpoint_path.empty() && is_lead())
-      save_checkpoint(options_.checkpoint_path, ddp_ ? ddp_->module() : model_, opt_, sched_,
-                      {epoch, global_step_});
+    // On disk before after_epoch runs (a hook may read it); mid-epoch saves do not wait.
+    if (!checkpoint_file_.empty()) save_checkpoint_now(train, epoch, 0, r, 0, true);
     if (tensorboard_) tensorboard_->flush();
     results.push_back(r);
     if (after_epoch) after_epoch(r);
   }
+  writer_.wait();
+  if (is_lead()) report_saves(nullptr);
   return results;
 }
 

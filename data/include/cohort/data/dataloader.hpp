@@ -78,7 +78,11 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
 
   // Starts epoch `epoch` (reshuffles; restarts iteration). Also called implicitly with 0.
-  void set_epoch(std::int64_t epoch);
+  // `first_batch` > 0 starts it there instead, as if batches 0..first_batch-1 had been taken,
+  // without assembling them: a resumed run continues mid-epoch with the very batches it would
+  // have seen (the permutation depends on seed and epoch only, each sample's random transforms on
+  // seed, epoch and sample). first_batch may equal num_batches() (nothing left).
+  void set_epoch(std::int64_t epoch, std::int64_t first_batch = 0);
   std::int64_t epoch() const;
   // The next batch of the epoch; false once the epoch is exhausted.
   bool next(Batch& out);
@@ -121,6 +125,7 @@ class DataLoader {
   std::int64_t num_batches() const;   // per epoch, for this rank
   std::int64_t num_samples() const;   // per epoch, for this rank
   const Dataset& dataset() const { return *dataset_; }
+  const DataLoaderOptions& options() const;  // as given (rank and world size: as sharded)
   Shape batch_shape(std::int64_t batch) const;  // [batch, C', H', W'] after transforms
 
  private:

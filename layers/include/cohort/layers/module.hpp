@@ -242,6 +242,11 @@ std::shared_ptr<M> make(Args&&... args) {
 // digests mean equal weights and buffers. DDP's weights digest and checkpoint pairing (a model
 // file and its training state must come from the same save) use it.
 std::string state_digest(const Module& model);
+// The same digest of a copy of the state held elsewhere (a checkpoint's snapshot in host memory):
+// fold every entry in state_dict order, starting from kFnvOffset (core/hash.hpp), then digest_hex.
+std::uint64_t state_digest_fold(std::uint64_t h, const std::string& name, const Shape& shape,
+                                const void* bytes, std::size_t n);
+std::string digest_hex(std::uint64_t h);
 
 }  // namespace cohort::nn
 

@@ -18,11 +18,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "cohort/layers/module.hpp"
 #include "cohort/optim/lr_scheduler.hpp"
 #include "cohort/optim/optimizer.hpp"
+#include "cohort/train/safetensors.hpp"
 
 namespace cohort::train {
 
@@ -30,10 +34,16 @@ void save_model(const std::string& path, const nn::Module& model);
 void load_model(const std::string& path, nn::Module& model);
 
 struct TrainingProgress {
-  std::int64_t epoch = 0;        // epochs completed
-  std::int64_t global_step = 0;  // optimizer steps completed
+  std::int64_t epoch = 0;          // epochs completed
+  std::int64_t global_step = 0;    // optimizer steps completed
+  // Optimizer steps of epoch `epoch + 1` completed: > 0 for a save taken mid-epoch
+  // (TrainerOptions::checkpoint_every_steps), 0 for one taken at an epoch's end.
+  std::int64_t step_in_epoch = 0;
+  // Whatever else decides the rest of the run, as exact text (metadata "run.<key>"): the Trainer
+  // keeps the world size, the data-parallel mode, the loader's seed and shuffling, the
+  // accumulation and the epoch's running loss here, and refuses a resume that contradicts them.
+  std::map<std::string, std::string> run;
 };
-
 // The companion file's path for a model file: "m.safetensors" -> "m.state.safetensors".
 std::string state_path_for(const std::string& model_path);
 
@@ -53,6 +63,55 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
                      const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
                      const TrainingProgress& progress);
 
+// A checkpoint copied into host memory: all that save_checkpoint reads from the model, optimizer,
+// scheduler and Dropout layers. Taking it is the only part of a save that must stop training (a
+// copy of the weights and the optimizer's buffers); write_checkpoint then needs nothing else and
+// can run on any thread while training goes on.
+struct CheckpointSnapshot {
+  std::vector<io::SafetensorsEntry> model;      // the state_dict
+  std::vector<io::SafetensorsEntry> optimizer;  // "optimizer.<key>" buffers
+  std::map<std::string, std::string> state;     // the training state's metadata (digest: at write)
+  std::int64_t global_step = 0;
+  std::size_t bytes() const;                    // tensor bytes held
+};
+CheckpointSnapshot snapshot_checkpoint(const nn::Module& model, const optim::Optimizer& optimizer,
+                                       const optim::Scheduler* scheduler,
+                                       const TrainingProgress& progress);
+// save_checkpoint's crash-safe writes of the pair, from a snapshot.
+void write_checkpoint(const std::string& path, const CheckpointSnapshot& snapshot);
+
+// Background checkpoint writes, one at a time: save() waits for the previous write to finish
+// (rethrowing its error), then writes the snapshot on a thread of its own and returns. A crash
+// at any point leaves the newest whole pair that write_checkpoint had completed. The destructor
+// waits for a write in flight (without throwing: call wait() to see its error).
+class CheckpointWriter {
+ public:
+  struct Timing {
+    std::int64_t step = -1;    // the save's global step
+    double wait_s = 0;         // the training thread waited this long for the previous write
+    double copy_s = 0;         // ... and this long for the snapshot (as the caller measured it)
+    double write_s = 0;        // the write itself, in the background
+    std::size_t bytes = 0;
+  };
+  CheckpointWriter() = default;
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+  ~CheckpointWriter();
+  // Returns how long it waited for the previous write. `copy_s`: how long taking the snapshot
+  // took (reported with the write's timing).
+  double save(const std::string& path, CheckpointSnapshot snapshot, double copy_s = 0);
+  // Waits for the write in flight; rethrows its error. Returns its timing (step -1: none).
+  Timing wait();
+  // The last finished write's timing, without waiting (step -1: none finished yet); each finished
+  // write is returned once.
+  Timing take_finished();
+  bool busy() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 struct CheckpointLoad {
   TrainingProgress progress;
   std::string model_path;  // the pair it came from: `path`, or previous_path_for(path)
@@ -62,6 +121,9 @@ struct CheckpointLoad {
 // both attempts when neither is whole.
 CheckpointLoad load_checkpoint(const std::string& path, nn::Module& model,
                                optim::Optimizer& optimizer, optim::Scheduler* scheduler);
+// Whether any file of the pair at `path` or of its previous pair exists: a run would resume from
+// it (or fail to, naming what is missing), never overwrite it unread.
+bool has_checkpoint_files(const std::string& path);
 // "m.safetensors" -> "m.safetensors.prev".
 std::string previous_path_for(const std::string& path);
 

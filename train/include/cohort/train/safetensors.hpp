@@ -32,7 +32,13 @@ struct SafetensorsEntry {
   Shape shape;
   std::vector<std::uint8_t> bytes;
   Tensor to(Device& device) const;
+  // A copy of `t` in host memory (a blocking device-to-host copy for device tensors).
+  static SafetensorsEntry of(const std::string& name, const Tensor& t);
 };
+
+// The same from tensors already copied to host memory (what a background checkpoint writes).
+void save_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
 
 struct SafetensorsFile {
   std::vector<SafetensorsEntry> tensors;  // in file order (sorted by data offset)

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/phase_timer.hpp"
+#include "cohort/train/progress.hpp"
 #include "cohort/train/tensorboard.hpp"
 
 namespace cohort::train {
@@ -56,6 +58,18 @@ struct TrainerOptions {
   // After every epoch, save_checkpoint(checkpoint_path, ...) of the plain model (the one a DDP
   // wraps), its optimizer and scheduler (rank 0); empty: none. Trainer::resume reads it back.
   std::string checkpoint_path;
+  // A directory a restarted run continues from: fit() first resumes from the newest whole
+  // checkpoint in DIR when it holds one (every rank reads it, so DIR must be the same directory
+  // for every rank: one host, or a shared file system), then saves to DIR/checkpoint.safetensors
+  // (+ its .state) at every epoch's end and every checkpoint_every_steps steps. Empty: none. Use
+  // it or checkpoint_path, not both.
+  std::string checkpoint_dir;
+  // > 0: also save every this many optimizer steps (counted by global_step()), mid-epoch included;
+  // needs checkpoint_dir or checkpoint_path. Rank 0 copies the state to host memory (the only time
+  // training waits) and writes it in the background; a save waits for the previous one. A run
+  // resumed from such a save continues at the next step, with the batches, random streams,
+  // optimizer and schedule it would have had: it ends bit-identical to an uninterrupted run.
+  std::int64_t checkpoint_every_steps = 0;
   // The data-parallel group. Taken from the model when it is a DistributedDataParallel; set it
   // for a plain model whose gradients are averaged another way (parallel::DistributedOptimizer).
   std::shared_ptr<comm::Communicator> communicator;
@@ -96,10 +110,18 @@ class Trainer {
   std::vector<EpochResult> fit(data::DataLoader& train, data::DataLoader* test = nullptr,
                                std::int64_t first_epoch = 0);
   // Restores model, optimizer, scheduler and step count from a checkpoint written by
-  // options.checkpoint_path (or save_checkpoint): the newest whole pair at `path`. Every rank
-  // reads the file. Returns what it loaded (epochs and steps completed, and which file of the
-  // pair: `path` or its .prev); fit() continues after that epoch.
+  // options.checkpoint_path, checkpoint_dir (or save_checkpoint): the newest whole pair at `path`.
+  // Every rank reads the file. Returns what it loaded (epochs and steps completed, and which file
+  // of the pair: `path` or its .prev); fit() continues after it: with the next epoch, or within
+  // the saved epoch at its next step for a mid-epoch save. The first train_epoch after it refuses
+  // a run that contradicts the save (world size, data-parallel mode, accumulation, the loader's
+  // seed, shuffling or batches per epoch) with a message naming both values.
   CheckpointLoad resume(const std::string& path);
+  // The file checkpoint_path or checkpoint_dir saves to ("" without either).
+  const std::string& checkpoint_file() const { return checkpoint_file_; }
+  // Every checkpoint written so far (rank 0), in order: its step, how long training waited (for
+  // the previous write, and for the copy to host memory), the write's time in the background.
+  const std::vector<CheckpointWriter::Timing>& checkpoint_saves() const { return saves_; }
   // One epoch of training (the loader's epoch is set to epoch - 1 for shuffling). Per optimizer
   // step: data -> forward (model + loss) -> backward -> after_backward -> optimizer (step +
   // zero_grad); with accumulation = k, k micro-batches (loss scaled by 1/k), all but the last
@@ -152,6 +174,25 @@ class Trainer {
   parallel::DistributedDataParallel* ddp_ = nullptr;
   std::unique_ptr<SummaryWriter> tensorboard_;
   void log_scalars(const std::string& prefix, const std::vector<std::pair<std::string, double>>& v);
+  // Checkpoints (trainer_checkpoint.cpp).
+  std::string checkpoint_file_;
+  CheckpointWriter writer_;
+  std::vector<CheckpointWriter::Timing> saves_;
+  TrainingProgress resumed_;     // what resume() loaded; applied by the next train_epoch
+  bool resume_pending_ = false;
+  bool dir_checked_ = false;     // fit() looked for a checkpoint in checkpoint_dir
+  void resume_from_dir();
+  // The first step of `epoch` to run (0, or a mid-epoch save's next step), the epoch's restored
+  // loss sum and gradient-norm figures in `r`; checks the save against this run.
+  std::int64_t apply_resume(const data::DataLoader& train, std::int64_t epoch, EpochResult& r,
+                            double& loss_sum);
+  std::map<std::string, std::string> run_info(const data::DataLoader& train) const;
+  // Collective when step_in_epoch > 0 (the epoch's loss sum is averaged over the ranks); rank 0
+  // copies and queues the write. `wait`: return once it is on disk.
+  void save_checkpoint_now(const data::DataLoader& train, std::int64_t epochs_done,
+                           std::int64_t step_in_epoch, const EpochResult& r, double loss_sum,
+                           bool wait);
+  void report_saves(ProgressBar* bar);
   double train_seconds_ = 0;
   std::int64_t train_samples_ = 0;
 };

@@ -1,0 +1,209 @@
+// Trainer's checkpoints (see trainer.hpp): finding and loading the newest whole checkpoint in
+// checkpoint_dir, checking that a save fits the run that resumes it, applying a mid-epoch save to
+// the next epoch, and saving (rank 0 copies, a CheckpointWriter writes in the background).
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cohort/collectives/host_collectives.hpp"
+#include "cohort/core/run_status.hpp"
+#include "cohort/train/trainer.hpp"
+
+namespace cohort::train {
+namespace {
+
+std::string exact(double v) {  // %.17g round-trips every double
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+double parse_exact(const std::string& file, const std::string& key, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  COHORT_CHECK(!text.empty() && end && *end == '\0', "checkpoint '", file, "': run.", key, " = '",
+               text, "' is not a number");
+  return v;
+}
+
+// mkdir -p, one level at a time.
+void make_dirs(const std::string& dir) {
+  std::string path;
+  std::size_t start = 0;
+  while (start <= dir.size()) {
+    const std::size_t slash = dir.find('/', start);
+    path = dir.substr(0, slash == std::string::npos ? dir.size() : slash);
+    if (!path.empty() && ::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+      COHORT_FAIL("Trainer: cannot create checkpoint directory '", dir, "' (at '", path, "'): ",
+                  std::strerror(errno));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  struct stat st {};
+  COHORT_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), "Trainer: checkpoint_dir '",
+               dir, "' is not a directory");
+}
+
+std::string mb(std::size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> Trainer::run_info(const data::DataLoader& train) const {
+  std::map<std::string, std::string> m;
+  m["world_size"] = std::to_string(world_size());
+  m["accumulation"] = std::to_string(options_.accumulation);
+  if (ddp_) {
+    const parallel::DDPOptions& o = ddp_->options();
+    m["ddp"] = std::string("deterministic=") + (o.deterministic ? "1" : "0") +
+               " bf16_compression=" + (o.bf16_compression ? "1" : "0") +
+               " f16_compression=" + (o.f16_compression ? "1" : "0");
+  } else {
+    m["ddp"] = "none";
+  }
+  const data::DataLoaderOptions& lo = train.options();
+  m["loader.seed"] = std::to_string(lo.seed);
+  m["loader.shuffle"] = lo.shuffle ? "1" : "0";
+  m["loader.batches"] = std::to_string(train.num_batches());
+  return m;
+}
+
+void Trainer::resume_from_dir() {
+  dir_checked_ = true;
+  const std::string& dir = options_.checkpoint_dir;
+  make_dirs(dir);
+  const std::string& file = checkpoint_file_;
+  std::int64_t step = -1;  // -1: nothing to resume from
+  if (has_checkpoint_files(file)) {
+    CheckpointLoad got;
+    try {
+      got = resume(file);
+    } catch (const Error& e) {
+      COHORT_FAIL("Trainer: cannot resume from checkpoint_dir '", dir, "' (nothing in it was "
+                  "changed; move it away, or pick another directory, to start afresh): ", e.why());
+    }
+    step = got.progress.global_step;
+    if (options_.show_progress)
+      std::printf("resumed from %s: %lld epoch%s and %lld step%s done (global step %lld)\n",
+                  got.model_path.c_str(), static_cast<long long>(got.progress.epoch),
+                  got.progress.epoch == 1 ? "" : "s",
+                  static_cast<long long>(got.progress.step_in_epoch),
+                  got.progress.step_in_epoch == 1 ? "" : "s", static_cast<long long>(step));
+  }
+  if (comm_ && comm_->size() > 1) {
+    // Every rank must have found the same save: a directory that is not shared (another host's
+    // disk) or one written to meanwhile would resume the ranks at different steps.
+    double v[2] = {static_cast<double>(step), -static_cast<double>(step)};
+    with_context("Trainer (comparing the checkpoint each rank found in '" + dir + "')", [&] {
+      comm::allreduce_host(*comm_, model_.device(), v, 2, DType::f64, comm::ReduceOp::max);
+    });
+    COHORT_CHECK(v[0] == -v[1], "Trainer: the ranks found different checkpoints in '", dir,
+                 "': global steps from ", static_cast<long long>(-v[1]), " to ",
+                 static_cast<long long>(v[0]), " (-1: none; rank ", rank(), " found ",
+                 static_cast<long long>(step), "). Every rank must see the same directory: one "
+                 "host, or a shared file system");
+  }
+}
+
+std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t epoch,
+                                   EpochResult& r, double& loss_sum) {
+  if (!resume_pending_) return 0;
+  resume_pending_ = false;
+  const std::map<std::string, std::string> now = run_info(train);
+  const std::string& file = checkpoint_file_.empty() ? std::string("the checkpoint") : checkpoint_file_;
+  for (const auto& [key, value] : now) {
+    const auto it = resumed_.run.find(key);
+    if (it == resumed_.run.end() || it->second == value) continue;  // older saves lack some keys
+    std::string why;
+    if (key == "world_size")
+      why = "resuming with another number of ranks is not supported: a mid-epoch position is a "
+            "position in each rank's shard, and the shards depend on the number of ranks. Resume "
+            "with " + it->second + " ranks, or start a new run from the weights alone (load_model)";
+    else if (key == "ddp")
+      why = "the gradients would be reduced another way than the saved run's";
+    else if (key.rfind("loader.", 0) == 0)
+      why = "the training data would come in another order or in other batches (seed, "
+            "shuffling, batch size or dataset changed)";
+    else
+      why = "the steps would not be the saved run's";
+    COHORT_FAIL("Trainer: cannot resume from ", file, ": it was saved by a run with ", key, " = '",
+                it->second, "', this run has '", value, "': ", why);
+  }
+  if (epoch != resumed_.epoch + 1 || resumed_.step_in_epoch == 0) return 0;
+  const auto num = [&](const char* key, double fallback) {
+    const auto it = resumed_.run.find(key);
+    return it == resumed_.run.end() ? fallback : parse_exact(file, key, it->second);
+  };
+  loss_sum = num("epoch.loss_sum", 0);
+  r.grad_norm = num("epoch.grad_norm", 0);
+  r.nonfinite_grad_norms = static_cast<std::int64_t>(num("epoch.nonfinite_grad_norms", 0));
+  return resumed_.step_in_epoch;
+}
+
+void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t epochs_done,
+                                  std::int64_t step_in_epoch, const EpochResult& r,
+                                  double loss_sum, bool wait) {
+  TrainingProgress p;
+  p.epoch = epochs_done;
+  p.global_step = global_step_;
+  p.step_in_epoch = step_in_epoch;
+  p.run = run_info(train);
+  if (step_in_epoch > 0) {
+    // The epoch's loss so far, so that the resumed epoch reports the same mean. The epoch's
+    // figure is averaged over the ranks at its end, so the average of the sums is what counts.
+    if (comm_ && comm_->size() > 1)
+      with_context("Trainer (averaging the epoch's loss sum for the checkpoint of step " +
+                       std::to_string(global_step_) + ")",
+                   [&] {
+                     comm::allreduce_host(*comm_, model_.device(), &loss_sum, 1, DType::f64,
+                                          comm::ReduceOp::avg);
+                   });
+    p.run["epoch.loss_sum"] = exact(loss_sum);
+    p.run["epoch.grad_norm"] = exact(r.grad_norm);
+    p.run["epoch.nonfinite_grad_norms"] = std::to_string(r.nonfinite_grad_norms);
+  }
+  if (!is_lead()) return;
+  timer_.time("checkpoint", [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    CheckpointSnapshot snap = snapshot_checkpoint(ddp_ ? ddp_->module() : model_, opt_, sched_, p);
+    const double copy_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    writer_.save(checkpoint_file_, std::move(snap), copy_s);
+    if (wait) writer_.wait();
+  });
+}
+
+void Trainer::report_saves(ProgressBar* bar) {
+  for (;;) {
+    const CheckpointWriter::Timing t = writer_.take_finished();
+    if (t.step < 0) return;
+    saves_.push_back(t);
+    metrics_.write("checkpoint", {{"step", static_cast<double>(t.step)},
+                                  {"blocked_ms", 1e3 * (t.wait_s + t.copy_s)},
+                                  {"copy_ms", 1e3 * t.copy_s},
+                                  {"wait_ms", 1e3 * t.wait_s},
+                                  {"write_ms", 1e3 * t.write_s},
+                                  {"bytes", static_cast<double>(t.bytes)}});
+    if (!options_.show_progress) continue;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "checkpoint: step %lld -> %s (%s): training blocked %.1f ms (copy %.1f ms, "
+                  "waiting for the previous write %.1f ms), written in %.1f ms in the background",
+                  static_cast<long long>(t.step), checkpoint_file_.c_str(), mb(t.bytes).c_str(),
+                  1e3 * (t.wait_s + t.copy_s), 1e3 * t.copy_s, 1e3 * t.wait_s, 1e3 * t.write_s);
+    if (bar)
+      bar->note(line);
+    else
+      std::printf("%s\n", line);
+  }
+}
+
+}  // namespace cohort::train
