@@ -7,6 +7,8 @@
 //   build/bin/mnist_cnn --batch-size 64 --test-batch-size 1000 --epochs 14 --lr 1.0 --gamma 0.7
 //       --log-interval 10 --save-model mnist_cnn.safetensors --metrics run.jsonl --trace run.json
 //   build/bin/mnist_cnn --epochs 2 --warmup-steps 100 --clip-grad-norm 1 --label-smoothing 0.1
+//   build/bin/cohortrun --nproc-per-node 2 --max-restarts 2 build/bin/mnist_cnn --comm shm
+//       --checkpoint-dir ckpt --checkpoint-every 50 --deterministic
 //
 // Bad input (missing data, corrupt files, unknown flags, batch size 0) ends with one line on
 // stderr and exit status 1 (2 for command-line errors).
@@ -66,6 +68,7 @@ int run(const Flags& f) {
     cohort::parallel::DDPOptions o;
     o.bf16_compression = f.grad_compression == "bf16";
     o.f16_compression = f.grad_compression == "f16";
+    o.deterministic = f.deterministic;
     ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;

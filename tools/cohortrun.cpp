@@ -11,6 +11,15 @@
 // then SIGKILL after --kill-grace seconds, and cohortrun exits with the failing rank's status
 // (128 + signal number for a signal). Stdin of the ranks is /dev/null.
 //
+// With --max-restarts N (torchrun's meaning: the whole group restarts) a failure instead stops
+// every rank, is reported (rank, host, pid, status, and from the rank's run-status page its last
+// step and collective: core/include/cohort/core/run_status.hpp) and the group starts again, up to
+// N times in all for the job, with COHORT_RESTART_COUNT (and TORCHELASTIC_RESTART_COUNT) = the
+// restart's number and a job id of its own (".r<k>"). A program that checkpoints to a directory
+// (Trainer's checkpoint_dir) continues from its newest checkpoint; cohortrun prints how long the
+// group took to train again. A rank that fails the same way twice in a row (same rank, status,
+// step and last line of stderr) stops the restarts: a restart cannot fix a deterministic failure.
+//
 // Shaped as one single-threaded poll loop: the child pipes and a signalfd (SIGCHLD and the
 // forwarded signals) are its only inputs, so there is no async-signal-safety to get wrong and no
 // lock. Each rank runs in its own process group, so forwarding and killing reach the helpers a
@@ -21,19 +30,24 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "cohort/core/run_status.hpp"
 
 namespace {
 
@@ -52,6 +66,9 @@ const char* const kUsage =
     "  --master-port PORT   its port (default 29500; 0 picks a free port, one node only)\n"
     "  --kill-grace SEC     after a failure, SIGKILL ranks still alive SEC seconds after\n"
     "                       SIGTERM (default 5)\n"
+    "  --max-restarts N     when a rank fails, stop every rank and start the whole group\n"
+    "                       again, at most N times for the job (default 0); the program\n"
+    "                       sees the restart's number in COHORT_RESTART_COUNT\n"
     "  -h, --help           this text\n";
 
 struct Options {
@@ -61,6 +78,7 @@ struct Options {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   double kill_grace = 5.0;
+  int max_restarts = 0;
   std::vector<std::string> argv;
 };
 
@@ -118,6 +136,8 @@ Options parse(int argc, char** argv) {
       if (o.master_addr.empty()) die_usage("--master-addr needs a host");
     } else if (a == "--master-port") {
       o.master_port = static_cast<int>(parse_long(a, take(), 0, 65535));
+    } else if (a == "--max-restarts") {
+      o.max_restarts = static_cast<int>(parse_long(a, take(), 0, 1000000));
     } else if (a == "--kill-grace") {
       const std::string v = take();
       char* end = nullptr;
@@ -193,6 +213,7 @@ struct Stream {
   int out = 1;     // where its lines go (1 or 2)
   std::size_t owner = 0;  // index of its rank in `ranks`
   std::string partial;
+  std::string last_line;  // the last non-empty line (for failure reports)
 };
 
 struct Rank {
@@ -223,6 +244,7 @@ void emit_lines(Stream& s, const std::string& prefix, bool flush) {
     out.assign(prefix);
     out.append(s.partial, start, nl - start + 1);
     write_all(s.out, out);
+    if (nl > start) s.last_line.assign(s.partial, start, std::min<std::size_t>(nl - start, 300));
     start = nl + 1;
   }
   s.partial.erase(0, start);
@@ -270,41 +292,83 @@ void remove_stale_segments(const std::string& job_id) {
   ::closedir(d);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o = parse(argc, argv);
-  if (o.master_port == 0) o.master_port = free_port();
-  const std::string job_id = make_job_id();
-  const std::string job_token = make_job_token(o.nnodes);
-  const int world = o.nproc * o.nnodes;
-
-  // Signals arrive through a signalfd, so they are blocked for normal delivery (and restored in
-  // the children before exec).
-  sigset_t mask, old_mask;
-  sigemptyset(&mask);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
-  sigprocmask(SIG_BLOCK, &mask, &old_mask);
-  const int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sfd < 0) {
-    std::perror("cohortrun: signalfd");
-    return 1;
+// The run-status pages of this node's ranks (core/include/cohort/core/run_status.hpp): one file
+// per rank in a private directory, emptied before every attempt, removed at exit.
+struct StatusPages {
+  std::string dir;
+  std::string path(int local) const { return dir + "/rank" + std::to_string(local); }
+  void make() {
+    for (const char* base : {"/dev/shm", "/tmp"}) {
+      std::string t = std::string(base) + "/cohortrun." + std::to_string(::getpid()) + ".XXXXXX";
+      if (::mkdtemp(t.data())) {
+        dir = t;
+        return;
+      }
+    }
   }
-  ::signal(SIGPIPE, SIG_IGN);
+  void reset(int n) const {
+    if (dir.empty()) return;
+    for (int i = 0; i < n; ++i) {
+      const int fd = ::open(path(i).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  // The page a rank left (false: none, or it never mapped it).
+  bool read(int local, cohort::run_status::Page* page) const {
+    if (dir.empty()) return false;
+    const int fd = ::open(path(local).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const ssize_t n = ::read(fd, page, sizeof(*page));
+    ::close(fd);
+    return n == static_cast<ssize_t>(sizeof(*page)) &&
+           std::memcmp(page->magic, cohort::run_status::kMagic, sizeof(page->magic)) == 0;
+  }
+  void remove(int n) const {
+    if (dir.empty()) return;
+    for (int i = 0; i < n; ++i) ::unlink(path(i).c_str());
+    ::rmdir(dir.c_str());
+  }
+};
 
+// What ended an attempt.
+struct Outcome {
+  int failed_rank = -1;        // the first rank that failed (global number), -1: none
+  int failed_local = -1;
+  int failed_status = 0;       // shell terms
+  std::string failed_how;      // "was killed by signal 9 (Killed)"
+  pid_t failed_pid = -1;
+  std::string failed_last_line;  // its last line on stderr
+  int got_signal = 0;          // a signal cohortrun received (forwarded; no restart)
+  std::int64_t failed_ns = 0;  // steady clock when its death was seen
+  std::int64_t stopped_ns = 0; // ... when every rank had exited
+};
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// One attempt: starts this node's ranks, relays their output, stops them all when one fails or a
+// signal arrives, and returns once every rank has exited. `on_tick` runs after every wake-up
+// (at least every 200 ms while `poll_pages` is set).
+template <class Tick>
+Outcome run_attempt(const Options& o, int world, const std::string& job_id,
+                    const std::string& job_token, int restart, const StatusPages& pages,
+                    int sfd, const sigset_t& old_mask, bool poll_pages, Tick&& on_tick) {
   std::vector<Rank> ranks(static_cast<std::size_t>(o.nproc));
+  pages.reset(o.nproc);
   for (int i = 0; i < o.nproc; ++i) {
     Rank& r = ranks[static_cast<std::size_t>(i)];
     r.rank = o.node_rank * o.nproc + i;
     int pout[2], perr[2];
     if (::pipe2(pout, O_CLOEXEC) != 0 || ::pipe2(perr, O_CLOEXEC) != 0) {
       std::perror("cohortrun: pipe");
-      return 1;
+      std::exit(1);
     }
     const pid_t pid = ::fork();
     if (pid < 0) {
       std::perror("cohortrun: fork");
-      return 1;
+      std::exit(1);
     }
     if (pid == 0) {
       ::setpgid(0, 0);
@@ -324,9 +388,15 @@ int main(int argc, char** argv) {
       set("MASTER_ADDR", o.master_addr);
       set("MASTER_PORT", std::to_string(o.master_port));
       set("COHORT_JOB_ID", job_id);
+      set("COHORT_RESTART_COUNT", std::to_string(restart));
+      // What torchrun gives its workers, for programs written for it.
+      set("TORCHELASTIC_RESTART_COUNT", std::to_string(restart));
+      set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
+      if (!pages.dir.empty()) set("COHORT_RUN_STATUS", pages.path(i));
       if (!job_token.empty()) set("COHORT_JOB_TOKEN", job_token);
+      std::vector<std::string> argv_copy = o.argv;
       std::vector<char*> args;
-      for (auto& a : o.argv) args.push_back(a.data());
+      for (auto& a : argv_copy) args.push_back(a.data());
       args.push_back(nullptr);
       ::execvp(args[0], args.data());
       std::fprintf(stderr, "cohortrun: cannot run '%s': %s\n", args[0], std::strerror(errno));
@@ -337,13 +407,11 @@ int main(int argc, char** argv) {
     ::close(perr[1]);
     r.pid = pid;
     r.running = true;
-    r.streams[0] = {pout[0], 1, static_cast<std::size_t>(i), {}};
-    r.streams[1] = {perr[0], 2, static_cast<std::size_t>(i), {}};
+    r.streams[0] = {pout[0], 1, static_cast<std::size_t>(i), {}, {}};
+    r.streams[1] = {perr[0], 2, static_cast<std::size_t>(i), {}, {}};
   }
 
-  int failed_rank = -1;
-  int failed_status = 0;
-  int got_signal = 0;
+  Outcome out;
   bool killing = false;
   Clock::time_point kill_at{};
   Clock::time_point drain_until{};
@@ -372,6 +440,7 @@ int main(int argc, char** argv) {
       any_running |= r.running;
       any_open |= r.streams[0].fd >= 0 || r.streams[1].fd >= 0;
     }
+    if (!any_running && out.stopped_ns == 0) out.stopped_ns = now_ns();
     if (!any_running && !any_open) break;
     if (!any_running && !drain_deadline_set) {
       // Every rank is gone; something it started may still hold the pipes. Give it a moment.
@@ -381,11 +450,11 @@ int main(int argc, char** argv) {
     if (drain_deadline_set && Clock::now() >= drain_until) {
       for (auto& r : ranks) {
         ::kill(-r.pid, SIGKILL);
-        for (auto& s : r.streams) {
-          if (s.fd < 0) continue;
-          emit_lines(s, prefixes[s.owner], true);
-          ::close(s.fd);
-          s.fd = -1;
+        for (auto& st : r.streams) {
+          if (st.fd < 0) continue;
+          emit_lines(st, prefixes[st.owner], true);
+          ::close(st.fd);
+          st.fd = -1;
         }
       }
       break;
@@ -396,12 +465,12 @@ int main(int argc, char** argv) {
     fds.push_back({sfd, POLLIN, 0});
     fd_streams.push_back(nullptr);
     for (auto& r : ranks)
-      for (auto& s : r.streams)
-        if (s.fd >= 0) {
-          fds.push_back({s.fd, POLLIN, 0});
-          fd_streams.push_back(&s);
+      for (auto& st : r.streams)
+        if (st.fd >= 0) {
+          fds.push_back({st.fd, POLLIN, 0});
+          fd_streams.push_back(&st);
         }
-    int timeout_ms = -1;
+    int timeout_ms = poll_pages ? 200 : -1;
     const auto now = Clock::now();
     const auto until = [&](Clock::time_point t) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1;
@@ -415,28 +484,29 @@ int main(int argc, char** argv) {
     if (pr < 0 && errno != EINTR) {
       std::perror("cohortrun: poll");
       signal_all(SIGKILL);
-      return 1;
+      std::exit(1);
     }
     if (killing && any_running && Clock::now() >= kill_at) {
       signal_all(SIGKILL);
       kill_at = Clock::now() + std::chrono::seconds(1);  // repeat only if one survives that
     }
+    if (out.failed_rank < 0 && !out.got_signal) on_tick();
     if (pr <= 0) continue;
 
     // Output first, so that lines written just before a rank died come out before our notes.
     for (std::size_t k = 1; k < fds.size(); ++k) {
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Stream& s = *fd_streams[k];
-      const std::size_t owner = s.owner;
+      Stream& st = *fd_streams[k];
+      const std::size_t owner = st.owner;
       char buf[65536];
-      const ssize_t n = ::read(s.fd, buf, sizeof(buf));
+      const ssize_t n = ::read(st.fd, buf, sizeof(buf));
       if (n > 0) {
-        s.partial.append(buf, static_cast<std::size_t>(n));
-        emit_lines(s, prefixes[owner], false);
+        st.partial.append(buf, static_cast<std::size_t>(n));
+        emit_lines(st, prefixes[owner], false);
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        emit_lines(s, prefixes[owner], true);
-        ::close(s.fd);
-        s.fd = -1;
+        emit_lines(st, prefixes[owner], true);
+        ::close(st.fd);
+        st.fd = -1;
       }
     }
 
@@ -445,7 +515,7 @@ int main(int argc, char** argv) {
       while (::read(sfd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
         const int sig = static_cast<int>(si.ssi_signo);
         if (sig == SIGCHLD) continue;  // reaped below
-        if (!got_signal) got_signal = sig;
+        if (!out.got_signal) out.got_signal = sig;
         signal_all(sig);
         if (!killing) {
           killing = true;
@@ -455,24 +525,164 @@ int main(int argc, char** argv) {
       int wstatus;
       pid_t pid;
       while ((pid = ::waitpid(-1, &wstatus, WNOHANG)) > 0) {
-        for (auto& r : ranks) {
+        for (std::size_t i = 0; i < ranks.size(); ++i) {
+          Rank& r = ranks[i];
           if (r.pid != pid) continue;
           r.running = false;
           r.status = shell_status(wstatus);
-          if (r.status != 0 && failed_rank < 0 && !got_signal && !killing) {
-            failed_rank = r.rank;
-            failed_status = r.status;
-            std::fprintf(stderr, "cohortrun: rank %d %s; stopping the other ranks\n", r.rank,
-                         describe_status(wstatus).c_str());
+          if (r.status != 0 && out.failed_rank < 0 && !out.got_signal && !killing) {
+            out.failed_rank = r.rank;
+            out.failed_local = static_cast<int>(i);
+            out.failed_status = r.status;
+            out.failed_how = describe_status(wstatus);
+            out.failed_pid = pid;
+            out.failed_ns = now_ns();
             start_stopping();
           }
         }
       }
     }
   }
+  if (out.failed_local >= 0) {
+    Rank& r = ranks[static_cast<std::size_t>(out.failed_local)];
+    out.failed_last_line = r.streams[1].last_line;
+  }
+  return out;
+}
 
-  remove_stale_segments(job_id);
-  if (failed_rank >= 0) return failed_status;
-  if (got_signal) return 128 + got_signal;
-  return 0;
+std::string hostname() {
+  char h[256] = {};
+  if (::gethostname(h, sizeof(h) - 1) != 0) return "?";
+  return h;
+}
+
+// " at step 57 (newest checkpoint: step 50), in allreduce #912 (1199882 x f32)", from the page.
+std::string where_it_was(const cohort::run_status::Page* p) {
+  if (!p) return ", before it reported any progress";
+  std::string s;
+  if (p->step >= 0) s += " at step " + std::to_string(p->step);
+  if (p->collectives > 0)
+    s += std::string(", in ") + p->collective_kind + " #" + std::to_string(p->collectives) +
+         (std::strcmp(p->collective_kind, "barrier") == 0
+              ? std::string()
+              : " (" + std::to_string(p->collective_count) + " x " + p->collective_dtype + ")");
+  return s.empty() ? ", before it reported any progress" : s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  if (o.master_port == 0) o.master_port = free_port();
+  const std::string base_job_id = make_job_id();
+  const std::string job_token = make_job_token(o.nnodes);
+  const int world = o.nproc * o.nnodes;
+
+  // Signals arrive through a signalfd, so they are blocked for normal delivery (and restored in
+  // the children before exec).
+  sigset_t mask, old_mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
+  sigprocmask(SIG_BLOCK, &mask, &old_mask);
+  const int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    std::perror("cohortrun: signalfd");
+    return 1;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+
+  StatusPages pages;
+  pages.make();
+  const std::string host = hostname();
+  // The previous failure, to recognise one that repeats itself.
+  std::string previous_signature;
+  std::int64_t failed_ns = 0, stopped_ns = 0, spawned_ns = 0;
+  int last_failed_rank = -1;
+  int exit_status = 0;
+  for (int restart = 0;; ++restart) {
+    const std::string job_id =
+        restart == 0 ? base_job_id : base_job_id + ".r" + std::to_string(restart);
+    spawned_ns = now_ns();
+    bool back = restart == 0;  // reported "training again" for this attempt
+    const auto watch = [&] {
+      if (back) return;
+      cohort::run_status::Page p;
+      for (int i = 0; i < o.nproc && !back; ++i) {
+        if (!pages.read(i, &p) || p.first_step_ns == 0) continue;
+        back = true;
+        const double total = static_cast<double>(p.first_step_ns - failed_ns) / 1e9;
+        std::fprintf(stderr,
+                     "cohortrun: training again at step %lld, %.2f s after rank %d died "
+                     "(stopping the ranks %.2f s, restart to checkpoint loaded %.2f s%s, "
+                     "first step %.2f s)\n",
+                     static_cast<long long>(p.step), total, last_failed_rank,
+                     static_cast<double>(stopped_ns - failed_ns) / 1e9,
+                     static_cast<double>((p.resumed_ns ? p.resumed_ns : p.first_step_ns) -
+                                         stopped_ns) / 1e9,
+                     p.resumed_step >= 0
+                         ? (" at step " + std::to_string(p.resumed_step)).c_str()
+                         : ", no checkpoint",
+                     static_cast<double>(p.first_step_ns -
+                                         (p.resumed_ns ? p.resumed_ns : spawned_ns)) / 1e9);
+      }
+    };
+    const Outcome out = run_attempt(o, world, job_id, job_token, restart, pages, sfd, old_mask,
+                                    /*poll_pages=*/restart > 0 && !pages.dir.empty(), watch);
+    remove_stale_segments(job_id);
+    if (out.got_signal) {
+      exit_status = 128 + out.got_signal;
+      break;
+    }
+    if (out.failed_rank < 0) {
+      exit_status = 0;
+      break;
+    }
+    exit_status = out.failed_status;
+    cohort::run_status::Page page;
+    const bool has_page = pages.read(out.failed_local, &page);
+    // The lead rank of this node records the checkpoints it wrote.
+    cohort::run_status::Page lead;
+    const bool has_lead = pages.read(0, &lead);
+    std::string ckpt;
+    if (has_lead && lead.checkpoint_step >= 0) {
+      ckpt = "; newest checkpoint written: step " + std::to_string(lead.checkpoint_step);
+      if (lead.checkpoint_writing >= 0)
+        ckpt += " (the save of step " + std::to_string(lead.checkpoint_writing) +
+                " was still being written)";
+    }
+    std::fprintf(stderr, "cohortrun: rank %d (host %s, pid %d) %s%s%s\n", out.failed_rank,
+                 host.c_str(), static_cast<int>(out.failed_pid), out.failed_how.c_str(),
+                 where_it_was(has_page ? &page : nullptr).c_str(), ckpt.c_str());
+    if (!out.failed_last_line.empty())
+      std::fprintf(stderr, "cohortrun: its last line on stderr: %s\n",
+                   out.failed_last_line.c_str());
+    failed_ns = out.failed_ns;
+    last_failed_rank = out.failed_rank;
+    stopped_ns = out.stopped_ns ? out.stopped_ns : now_ns();
+    if (restart >= o.max_restarts) {
+      if (o.max_restarts > 0)
+        std::fprintf(stderr, "cohortrun: no restarts left (--max-restarts %d, all used); exiting "
+                     "with rank %d's status %d\n", o.max_restarts, out.failed_rank,
+                     out.failed_status);
+      break;
+    }
+    const std::string signature = std::to_string(out.failed_rank) + "|" +
+                                  std::to_string(out.failed_status) + "|" +
+                                  std::to_string(has_page ? page.step : -1) + "|" +
+                                  out.failed_last_line;
+    if (signature == previous_signature) {
+      std::fprintf(stderr, "cohortrun: rank %d failed the same way as in the previous attempt "
+                   "(%s%s, same last line); a restart cannot fix that: not restarting "
+                   "(%d of --max-restarts %d left)\n", out.failed_rank, out.failed_how.c_str(),
+                   where_it_was(has_page ? &page : nullptr).c_str(), o.max_restarts - restart,
+                   o.max_restarts);
+      break;
+    }
+    previous_signature = signature;
+    std::fprintf(stderr, "cohortrun: restart %d of %d: starting all %d rank%s again "
+                 "(COHORT_RESTART_COUNT=%d, job %s.r%d)\n", restart + 1, o.max_restarts,
+                 o.nproc, o.nproc == 1 ? "" : "s", restart + 1, base_job_id.c_str(), restart + 1);
+  }
+  pages.remove(o.nproc);
+  return exit_status;
 }

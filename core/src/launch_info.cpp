@@ -169,8 +169,11 @@ LaunchInfo LaunchInfo::from_env() {
     static const char* const names[4] = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
                                          "SLURM_STEP_TASKS_PER_NODE"};
     check_consistent(g, names);
-    if (const auto id = env("SLURM_JOB_ID"))
+    if (const auto id = env("SLURM_JOB_ID")) {
       g.job_id = "slurm-" + *id + "." + env("SLURM_STEP_ID").value_or("0");
+      // A requeued job keeps its id: its new attempt must not meet the old one's store files.
+      if (const auto n = env("SLURM_RESTART_COUNT"); n && *n != "0") g.job_id += ".r" + *n;
+    }
     // Slurm has no store address: default to the step's first node and a port derived from the
     // job id, so all tasks of a step agree without configuration.
     if (const auto nodes = env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST")
@@ -183,6 +186,13 @@ LaunchInfo LaunchInfo::from_env() {
   }
   read_master(g);
   if (const auto id = env("COHORT_JOB_ID")) g.job_id = *id;
+  for (const char* var : {"COHORT_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT",
+                          "SLURM_RESTART_COUNT"})
+    if (const auto n = env(var)) {
+      g.restart_count = int_var(var, *n);
+      COHORT_CHECK(g.restart_count >= 0, var, "=", *n, " must be >= 0");
+      break;
+    }
   // Recent torchrun (TORCHELASTIC_USE_AGENT_STORE=True) already serves its own c10d store at
   // MASTER_ADDR:MASTER_PORT, so cohort's rank 0 cannot serve there ("Address already in use").
   // Every rank on this host: no address, so the process group meets in a job-private directory
@@ -212,6 +222,7 @@ std::string LaunchInfo::str() const {
   if (!master_addr.empty() || master_port)
     os << ", store " << (master_addr.empty() ? "?" : master_addr) << ":" << master_port;
   if (!job_id.empty()) os << ", job " << job_id;
+  if (restart_count > 0) os << ", restart " << restart_count;
   if (torch_agent_store) os << " (torchrun's agent store holds MASTER_PORT)";
   return os.str();
 }

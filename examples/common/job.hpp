@@ -24,6 +24,7 @@ struct Job {
   std::shared_ptr<cohort::comm::Communicator> comm;  // null: one process, no communicator
   int rank = 0, world = 1;
   bool lead = true;  // rank 0 alone prints (the Trainer writes files from rank 0 too)
+  int restart = 0;   // restarts of the job before this attempt (cohortrun/torchrun/Slurm)
 };
 
 inline Job join_job(const std::string& comm_flag, const cohort::Device& dev) {
@@ -34,6 +35,9 @@ inline Job join_job(const std::string& comm_flag, const cohort::Device& dev) {
   j.rank = j.comm ? j.comm->rank() : 0;
   j.world = j.comm ? j.comm->size() : 1;
   j.lead = j.rank == 0;
+  j.restart = pg.restart_count;
+  if (j.lead && j.restart > 0)
+    std::printf("restart %d of this job (the launcher restarted every rank)\n", j.restart);
   return j;
 }
 

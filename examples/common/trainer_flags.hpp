@@ -24,6 +24,9 @@ struct TrainerFlags {
   std::int64_t max_steps = -1;           // --max-steps: optimizer steps of the whole run
   std::int64_t max_steps_per_epoch = -1; // --max-steps-per-epoch
   std::string save_model;                // --save-model: checkpoint after every epoch
+  std::string checkpoint_dir;            // --checkpoint-dir: resume from / save to DIR
+  std::int64_t checkpoint_every = 0;     // --checkpoint-every: also every N steps
+  bool deterministic = false;            // --deterministic: DDP's deterministic reduction
   std::string metrics;                   // --metrics: JSON Lines
   std::string tensorboard;               // --tensorboard: event files in DIR
   // The recipe: schedule, warm-up, clipping, label smoothing.
@@ -52,6 +55,16 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
       ->check(kPositive);
   app.add_option("--save-model", f.save_model,
                  "save the model (safetensors) and training state after each epoch");
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "keep checkpoints in DIR and resume from the newest one there at start (a "
+                 "restarted job continues where it stopped; DIR is created if missing)");
+  app.add_option("--checkpoint-every", f.checkpoint_every,
+                 "with --checkpoint-dir: also checkpoint every N optimizer steps, in the "
+                 "background (0: at epochs' ends only)")
+      ->check(kNonNegative);
+  app.add_flag("--deterministic", f.deterministic,
+               "data parallel: reduce gradients in a fixed order, so a run (and a resumed run) "
+               "is bit-identical whatever the timing");
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--tensorboard", f.tensorboard,
                  "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
@@ -89,6 +102,8 @@ inline cohort::train::TrainerOptions trainer_options(const TrainerFlags& f) {
   o.metrics_path = f.metrics;
   o.tensorboard_dir = f.tensorboard;
   o.checkpoint_path = f.save_model;
+  o.checkpoint_dir = f.checkpoint_dir;
+  o.checkpoint_every_steps = f.checkpoint_every;
   o.max_grad_norm = f.clip_grad_norm;
   o.scheduler_interval = f.scheduler_interval == "step" || f.warmup_steps > 0
                              ? cohort::train::SchedulerInterval::step

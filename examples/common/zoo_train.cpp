@@ -168,7 +168,11 @@ int run(const Flags& f, const ZooProgram& p) {
   // (bench/zoo_torch.py --init FILE).
   if (!f.save_init.empty() && lead) train::save_model(f.save_init, *model);
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
-  if (comm) ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm);
+  if (comm) {
+    cohort::parallel::DDPOptions o;
+    o.deterministic = f.deterministic;
+    ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
+  }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
 
   data::DataLoaderOptions to;

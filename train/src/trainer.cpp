@@ -293,10 +293,10 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     ++global_step_;
     ++r.steps;
     run_status::note_step(global_step_);
-    // A mid-epoch checkpoint (the epoch's last step is saved by fit, after evaluation). Every
-    // rank takes part: the loss sum so far is averaged over them.
-    if (options_.checkpoint_every_steps > 0 && global_step_ % options_.checkpoint_every_steps == 0 &&
-        step + 1 < steps) {
+    // A step checkpoint. Also at the epoch's last step: fit's epoch-end save comes only after
+    // the evaluation, which a rank can die in. Every rank takes part: the loss sum so far is
+    // averaged over them.
+    if (options_.checkpoint_every_steps > 0 && global_step_ % options_.checkpoint_every_steps == 0) {
       read_back(step);  // a device's pending losses: the sum must be complete
       save_checkpoint_now(train, epoch - 1, step + 1, r, loss_sum, false);
     }

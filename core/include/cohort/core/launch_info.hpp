@@ -22,6 +22,11 @@ struct LaunchInfo {
   // torchrun serves its own store at MASTER_ADDR:MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE):
   // then master_addr/port say where cohort's store goes instead (docs/LAUNCH.md).
   bool torch_agent_store = false;
+  // How many times the launcher has restarted the job before this attempt: cohortrun
+  // --max-restarts (COHORT_RESTART_COUNT), torchrun --max-restarts (TORCHELASTIC_RESTART_COUNT),
+  // a requeued Slurm job (SLURM_RESTART_COUNT). 0 for the first attempt. Each attempt is a job of
+  // its own to the store and the shm segments (".r<N>" on job_id).
+  int restart_count = 0;
 
   // Reads, in order of precedence: torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
   // MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,
