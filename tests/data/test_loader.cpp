@@ -134,6 +134,36 @@ TEST_CASE("DataLoader: batches cover the shard once, in order, with and without 
   }
 }
 
+TEST_CASE("DataLoader: an epoch started at batch k serves what batches k.. of the full epoch were") {
+  auto& host = cohort::host_device();
+  auto ds = std::make_shared<CountingDataset>(47);
+  for (const bool prefetch : {false, true})
+    for (const int workers : {0, 2}) {
+      CAPTURE(prefetch);
+      CAPTURE(workers);
+      DataLoaderOptions o;
+      o.batch_size = 5;
+      o.shuffle = true;
+      o.seed = 9;
+      o.prefetch = prefetch;
+      o.num_workers = workers;
+      DataLoader loader(ds, o, {}, host);
+      loader.shard(1, 2);  // a resumed rank's shard
+      loader.set_epoch(3);
+      const auto full = epoch_samples(loader);
+      REQUIRE(full.size() == 5);
+      for (std::int64_t k : {0, 1, 4, 5}) {
+        CAPTURE(k);
+        loader.set_epoch(3, k);
+        const auto rest = epoch_samples(loader);
+        CHECK(rest == std::vector<V>(full.begin() + k, full.end()));
+      }
+      CHECK(error_of([&] { loader.set_epoch(3, 6); })
+                .find("first batch 6 is outside the epoch's 0..5 batches") != std::string::npos);
+      CHECK(error_of([&] { loader.set_epoch(3, -1); }).find("first batch -1") != std::string::npos);
+    }
+}
+
 TEST_CASE("DataLoader: shuffling is seeded, per epoch, identical with prefetch; shards per rank") {
   auto& host = cohort::host_device();
   auto ds = std::make_shared<CountingDataset>(50);

@@ -3,12 +3,15 @@
 // the next epoch, and saving (rank 0 copies, a CheckpointWriter writes in the background).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/run_status.hpp"
@@ -119,7 +122,11 @@ std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t e
   resume_pending_ = false;
   const std::map<std::string, std::string> now = run_info(train);
   const std::string& file = checkpoint_file_.empty() ? std::string("the checkpoint") : checkpoint_file_;
-  for (const auto& [key, value] : now) {
+  // The world size first: it also changes the shards, hence the batches per epoch.
+  std::vector<std::pair<std::string, std::string>> order(now.begin(), now.end());
+  std::stable_partition(order.begin(), order.end(),
+                        [](const auto& kv) { return kv.first == "world_size"; });
+  for (const auto& [key, value] : order) {
     const auto it = resumed_.run.find(key);
     if (it == resumed_.run.end() || it->second == value) continue;  // older saves lack some keys
     std::string why;
