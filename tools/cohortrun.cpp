@@ -650,8 +650,8 @@ int main(int argc, char** argv) {
         ckpt += " (the save of step " + std::to_string(lead.checkpoint_writing) +
                 " was still being written)";
     }
-    std::fprintf(stderr, "cohortrun: rank %d (host %s, pid %d) %s%s%s\n", out.failed_rank,
-                 host.c_str(), static_cast<int>(out.failed_pid), out.failed_how.c_str(),
+    std::fprintf(stderr, "cohortrun: rank %d %s on host %s (pid %d)%s%s\n", out.failed_rank,
+                 out.failed_how.c_str(), host.c_str(), static_cast<int>(out.failed_pid),
                  where_it_was(has_page ? &page : nullptr).c_str(), ckpt.c_str());
     if (!out.failed_last_line.empty())
       std::fprintf(stderr, "cohortrun: its last line on stderr: %s\n",

@@ -244,6 +244,70 @@ TEST_SUITE("cohortrun") {
     }
   }
 
+  TEST_CASE("--max-restarts: a failed attempt restarts the whole group with a counter") {
+    // Rank 1 fails in the first attempt only; every rank reports its attempt's variables.
+    const Result r = run({"--nproc-per-node", "2", "--max-restarts", "2", "sh", "-c",
+                          "echo \"restart=$COHORT_RESTART_COUNT torch=$TORCHELASTIC_RESTART_COUNT "
+                          "max=$TORCHELASTIC_MAX_RESTARTS job=$COHORT_JOB_ID\"; "
+                          "if [ $RANK = 1 ] && [ $COHORT_RESTART_COUNT = 0 ]; then "
+                          "echo 'disk on fire' >&2; exit 5; fi; exec sleep 0.3"});
+    CHECK(r.status == 0);
+    CHECK(r.err.find("cohortrun: rank 1 exited with status 5 on host ") != std::string::npos);
+    CHECK(r.err.find("before it reported any progress") != std::string::npos);
+    CHECK(r.err.find("its last line on stderr: disk on fire") != std::string::npos);
+    CHECK(r.err.find("restart 1 of 2: starting all 2 ranks again (COHORT_RESTART_COUNT=1") !=
+          std::string::npos);
+    std::set<std::string> jobs0, jobs1;
+    for (const auto& l : lines(r.out)) {
+      const auto j = l.find("job=");
+      if (j == std::string::npos) continue;
+      (l.find("restart=0 torch=0 max=2") != std::string::npos ? jobs0 : jobs1)
+          .insert(l.substr(j + 4));
+      if (l.find("restart=1") != std::string::npos)
+        CHECK(l.find("restart=1 torch=1 max=2") != std::string::npos);
+    }
+    REQUIRE(jobs0.size() == 1);  // one job id per attempt, shared by its ranks...
+    REQUIRE(jobs1.size() == 1);
+    CHECK(*jobs1.begin() == *jobs0.begin() + ".r1");  // ... a new one for the restart
+  }
+
+  TEST_CASE("--max-restarts: the restarts are counted per job, then the last status is ours") {
+    // A different failure each time (the message carries the attempt), so none is "the same".
+    const Result r = run({"--nproc-per-node", "2", "--max-restarts", "2", "sh", "-c",
+                          "if [ $RANK = 0 ]; then echo \"attempt $COHORT_RESTART_COUNT\" >&2; "
+                          "exit $(( 3 + COHORT_RESTART_COUNT )); fi; exec sleep 60"});
+    CHECK(r.status == 5);  // the third attempt's
+    CHECK(r.err.find("restart 2 of 2") != std::string::npos);
+    CHECK(r.err.find("restart 3") == std::string::npos);
+    CHECK(r.err.find("no restarts left (--max-restarts 2, all used); exiting with rank 0's "
+                     "status 5") != std::string::npos);
+    CHECK(r.seconds < 10);  // the sleeping rank is stopped at once every time
+  }
+
+  TEST_CASE("--max-restarts: a rank that fails the same way twice is not restarted again") {
+    const Result r = run({"--nproc-per-node", "2", "--max-restarts", "5", "sh", "-c",
+                          "if [ $RANK = 1 ]; then echo 'bad flag --lr' >&2; exit 2; fi; "
+                          "exec sleep 60"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("restart 1 of 5") != std::string::npos);
+    CHECK(r.err.find("restart 2 of 5") == std::string::npos);
+    CHECK(r.err.find("rank 1 failed the same way as in the previous attempt (exited with status "
+                     "2, before it reported any progress, same last line); a restart cannot fix "
+                     "that: not restarting (4 of --max-restarts 5 left)") != std::string::npos);
+  }
+
+  TEST_CASE("--max-restarts: a signal to cohortrun stops the job, it does not restart it") {
+    const Result r = run({"--nproc-per-node", "2", "--max-restarts", "3", "sh", "-c",
+                          "trap 'exit 1' TERM; echo ready; sleep 60 & wait"},
+                         "ready", 2, SIGTERM);
+    CHECK(r.status == 128 + SIGTERM);
+    CHECK(r.err.find("restart") == std::string::npos);
+    const Result bad = run({"--max-restarts", "-1", "true"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--max-restarts expects an integer in 0..1000000, got '-1'") !=
+          std::string::npos);
+  }
+
   TEST_CASE("argument errors are one clear line and a non-zero status") {
     const Result bogus = run({"--bogus", "3", "true"});
     CHECK(bogus.status == 2);
