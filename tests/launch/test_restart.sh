@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A rank SIGKILLed at a random step under `cohortrun --max-restarts 2`: the group restarts, the
+# Trainer resumes from --checkpoint-dir by itself, and the run ends with the weights digest of the
+# same run never interrupted (deterministic mode), for 2 ranks over shm and 3 over ucx, several
+# seeds (kill step and victim rank drawn from the seed). From cohortrun's report it also checks
+# that the run resumed from the newest checkpoint written before the kill, that at most
+# --checkpoint-every steps were recomputed (more only when a save was still being written, which
+# cohortrun says), and that training resumed within 10 s of the death.
+#
+#   test_restart.sh BIN_DIR [SEEDS...]     (default seeds: 1 2 3)
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+shift
+seeds=("${@:-1 2 3}")
+[ $# -eq 0 ] && seeds=(1 2 3)
+. "$(dirname "$0")/kill_rank.sh"  # COHORT_TEST_JOB and own_mnist_pids
+work=$(mktemp -d)
+trap 'own_mnist_pids | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1
+steps=60 every=10
+job=(--epochs 1 --max-steps $steps --log-interval 1 --test-batch-size 1000 --deterministic
+     --checkpoint-every $every)
+digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
+fail=0
+
+for case in "shm 2" "ucx 3"; do
+  set -- $case
+  comm=$1 n=$2
+  timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 "$bin/mnist_cnn" --comm "$comm" \
+    "${job[@]}" --checkpoint-dir "$work/ref_$comm" >"$work/ref_$comm.log" 2>&1
+  want=$(digest_of "$work/ref_$comm.log")
+  if [ -z "$want" ]; then
+    echo "FAIL  $comm $n ranks: the uninterrupted reference run failed"
+    tail -n 5 "$work/ref_$comm.log"
+    fail=1
+    continue
+  fi
+  for seed in "${seeds[@]}"; do
+    kill_step=$((3 + (seed * 37) % (steps - 6)))
+    victim=$((seed % n))
+    label="$comm $n ranks, seed $seed"
+    log="$work/kill_${comm}_$seed.log"
+    timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 --max-restarts 2 \
+      "$bin/mnist_cnn" --comm "$comm" "${job[@]}" --checkpoint-dir "$work/ck_${comm}_$seed" \
+      >"$log" 2>&1 &
+    job_pid=$!
+    for _ in $(seq 1 600); do
+      grep -q "step $kill_step/$steps" "$log" 2>/dev/null && break
+      sleep 0.05
+    done
+    pid=""
+    for p in $(own_mnist_pids); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$victim" && { pid=$p; break; }
+    done
+    [ -n "$pid" ] && kill -9 "$pid"
+    wait "$job_pid"
+    rc=$?
+    got=$(digest_of "$log")
+    died=$(grep -m1 "^cohortrun: rank $victim was killed by signal 9" "$log")
+    back=$(grep -m1 "^cohortrun: training again" "$log")
+    # "... at step K, in ...; newest checkpoint written: step C" and "... at step C2, first step"
+    k=$(sed -n 's/.*signal 9 (Killed) on host .* at step \([0-9]*\).*/\1/p' <<<"$died")
+    c=$(sed -n 's/.*newest checkpoint written: step \([0-9]*\).*/\1/p' <<<"$died")
+    c2=$(sed -n 's/.*checkpoint loaded [0-9.]* s at step \([0-9]*\).*/\1/p' <<<"$back")
+    secs=$(sed -n 's/.*training again at step [0-9]*, \([0-9.]*\) s after.*/\1/p' <<<"$back")
+    inflight=$(grep -c "was still being written" <<<"$died")
+    c=${c:-0} c2=${c2:-0} k=${k:-0}
+    bound=$every
+    [ "$inflight" -gt 0 ] && bound=$((2 * every))
+    why=""
+    [ -n "$pid" ] || why="$why; no rank $victim process found to kill"
+    [ "$rc" -eq 0 ] || why="$why; exit $rc"
+    [ -n "$died" ] || why="$why; cohortrun reported no killed rank"
+    [ -n "$back" ] || why="$why; cohortrun reported no restart"
+    [ "$got" = "$want" ] || why="$why; digest '$got' != uninterrupted '$want'"
+    [ "$c2" = "$c" ] || why="$why; resumed from step $c2, but the newest checkpoint was $c"
+    [ $((k - c)) -le "$bound" ] || why="$why; $((k - c)) steps recomputed (> $bound)"
+    [ -n "$secs" ] && [ "$(echo "$secs <= 10" | bc)" = 1 ] ||
+      why="$why; training again after '${secs}' s (> 10 s)"
+    if [ -z "$why" ]; then
+      printf 'ok    %s: rank %d killed at step %d, resumed from step %d (%d steps recomputed), training again %s s after, digest %s = uninterrupted\n' \
+        "$label" "$victim" "$k" "$c" $((k - c)) "$secs" "$got"
+    else
+      echo "FAIL  $label (kill at step $kill_step, rank $victim)${why}"
+      grep -E "^cohortrun|resumed from|Error|error" "$log" | tail -n 8
+      fail=1
+    fi
+  done
+done
+exit $fail
