@@ -5,7 +5,8 @@
 #   1. torchrun --nproc-per-node 2 --no-python mnist_cnn --comm shm (torchrun's own agent store
 #      holds MASTER_PORT: cohort's group meets in a job-private directory instead);
 #   2. the same with --rdzv-backend c10d;
-#   3. a rank killed mid-run ends the job non-zero within 5 s;
+#   3. a rank killed mid-run ends the job non-zero within 5 s; under --max-restarts 1 the job
+#      restarts, resumes from its --checkpoint-dir and ends with the uninterrupted run's digest;
 #   4. (root) --nnodes 2 --rdzv-backend c10d over two network-namespace hosts, one rank each,
 #      ucx over TCP: the same digest as cohortrun --nnodes 2 gives for that job.
 #
@@ -65,6 +66,28 @@ check "torchrun --rdzv-backend c10d" $? "$work/torchrun_c10d.log" "$want"
 "$torchrun" --nproc-per-node 2 --no-python "$bin/mnist_cnn" --comm shm --epochs 1 \
   --max-steps 100000 --log-interval 1 >"$work/kill.log" 2>&1 &
 kill_rank_check "torchrun --nproc-per-node 2" $! "$work/kill.log" RANK || fail=1
+
+# torchrun --max-restarts 1: rank 1 SIGKILLed at step 25; torchrun restarts both workers
+# (TORCHELASTIC_RESTART_COUNT=1), the Trainer resumes from --checkpoint-dir by itself and the run
+# ends with the digest of the same run uninterrupted under cohortrun.
+rjob=(--comm shm --epochs 1 --max-steps 40 --log-interval 1 --test-batch-size 1000
+      --deterministic --checkpoint-every 10)
+OMP_NUM_THREADS=1 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 "$bin/mnist_cnn" "${rjob[@]}" \
+  --checkpoint-dir "$work/ref_ck" >"$work/restart_ref.log" 2>&1
+want_r=$(digest_of "$work/restart_ref.log")
+OMP_NUM_THREADS=1 timeout 300 "$torchrun" --nproc-per-node 2 --max-restarts 1 --no-python \
+  "$bin/mnist_cnn" "${rjob[@]}" --checkpoint-dir "$work/restart_ck" >"$work/restart.log" 2>&1 &
+restart_job=$!
+for _ in $(seq 1 600); do grep -q "step 25/40" "$work/restart.log" 2>/dev/null && break; sleep 0.05; done
+for p in $(own_mnist_pids); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=1" && { kill -9 "$p"; break; }
+done
+wait "$restart_job"
+rc=$?
+resumed=$(grep -o 'resumed from [^:]*: [^(]*' "$work/restart.log" | head -n1)
+[ -n "$resumed" ] || rc=1
+check "torchrun --max-restarts 1, rank 1 killed at step 25, ${resumed:-not resumed}" $rc \
+  "$work/restart.log" "$want_r"
 
 # ---- two hosts ----
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
