@@ -38,8 +38,9 @@ SlurmdUser=root
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
-AuthInfo=socket=$work/munge/munge.socket
+AuthInfo=socket=$work/munge/munge.socket,cred_expire=10
 CredType=cred/munge
+SchedulerParameters=sched_interval=2
 StateSaveLocation=$work/state
 SlurmdSpoolDir=$work/spool
 SlurmctldPidFile=$work/slurmctld.pid

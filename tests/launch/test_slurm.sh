@@ -5,7 +5,11 @@
 #      ends with identical weights and the same digest as the same job under cohortrun, and its
 #      images/s is within 15% of cohortrun's (alternating rounds, medians);
 #   2. `sbatch --wait examples/slurm/mnist_1node.sbatch` ends the same way;
-#   3. a rank killed mid-run ends the srun job non-zero within 5 s.
+#   3. a rank killed mid-run ends the srun job non-zero within 5 s;
+#   4. the same in examples/slurm/mnist_requeue.sbatch: the job requeues itself and its second
+#      attempt resumes from its checkpoint directory, ending with the uninterrupted digest (the
+#      test cluster's cred_expire is 10 s and its scheduler runs every 2 s, so the requeued job
+#      starts again about 12 s later instead of Slurm's default 2-3 minutes).
 #
 #   test_slurm.sh BIN_DIR SOURCE_DIR     exits 77 with "skipped: why" when it cannot run here
 set -uo pipefail
@@ -80,4 +84,33 @@ fi
 srun -N1 -n2 "$bin/mnist_cnn" --comm shm --epochs 1 --max-steps 100000 --log-interval 1 \
   --data "$data" >"$work/kill.log" 2>&1 &
 kill_rank_check "srun -N1 -n2" $! "$work/kill.log" SLURM_PROCID || fail=1
+
+# ---- 4. a rank killed in a requeueable batch job ----
+# examples/slurm/mnist_requeue.sbatch requeues its job when srun fails; rank 1 is SIGKILLed at
+# step 25 of 40; the second attempt (SLURM_RESTART_COUNT=1) resumes from the checkpoint directory
+# and ends with the digest of the same run uninterrupted under cohortrun.
+rargs="--max-steps 40 --log-interval 1 --test-batch-size 1000 --data $data"
+"$bin/cohortrun" --nproc-per-node 2 --master-port 0 "$bin/mnist_cnn" --comm shm --epochs 1 \
+  --deterministic --checkpoint-dir "$work/requeue_ref" --checkpoint-every 10 $rargs \
+  >"$work/requeue_ref.log" 2>&1
+want_r=$(digest_of "$work/requeue_ref.log")
+jid=$(cd "$work" && COHORT_BIN="$bin" MNIST_ARGS="$rargs" CHECKPOINT_DIR="$work/requeue_ck" CHECKPOINT_EVERY=10 \
+  sbatch --parsable --export=ALL "$src/examples/slurm/mnist_requeue.sbatch")
+rout="$work/cohort-mnist-requeue-$jid.out"
+for _ in $(seq 1 1200); do grep -q "step 25/40" "$rout" 2>/dev/null && break; sleep 0.05; done
+for p in $(own_mnist_pids); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_PROCID=1" && { kill -9 "$p"; break; }
+done
+t_kill=$(date +%s)
+for _ in $(seq 1 150); do [ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && break; sleep 1; done
+got_r=$(digest_of "$rout")
+resumed=$(grep -o 'resumed from [^:]*: [^(]*' "$rout" | head -n1)
+restarted_at=$(grep -c "SLURM_RESTART_COUNT=1" "$rout")
+if [ -n "$got_r" ] && [ "$got_r" = "$want_r" ] && [ -n "$resumed" ] && [ "$restarted_at" -ge 1 ]; then
+  echo "ok    sbatch --requeue: rank 1 killed at step 25, requeued (SLURM_RESTART_COUNT=1), ${resumed}, digest $got_r = uninterrupted; job done $(( $(date +%s) - t_kill )) s after the kill"
+else
+  echo "FAIL  sbatch --requeue: digest '$got_r' (uninterrupted '$want_r'), '${resumed}', restarts seen $restarted_at"
+  tail -n 8 "$rout"
+  fail=1
+fi
 exit $fail
