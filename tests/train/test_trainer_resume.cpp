@@ -62,6 +62,7 @@ struct Job {
   std::int64_t accumulation = 2;
   std::int64_t world_size = 1;
   std::int64_t epochs = 3;
+  bool eval = true;
 
   cohort::Device& dev = cohort::host_device();
   nn::ModulePtr model;
@@ -80,6 +81,7 @@ struct Job {
     n.accumulation = accumulation;
     n.world_size = world_size;
     n.epochs = epochs;
+    n.eval = eval;
     return n;
   }
 
@@ -135,7 +137,7 @@ struct Job {
     t.after_backward = [&] {
       if (t.global_step() + 1 == crash_at) throw Crash();
     };
-    const auto r = t.fit(*loader, test.get());
+    const auto r = t.fit(*loader, eval ? test.get() : nullptr);
     if (results) *results = r;
     if (resumed_at) *resumed_at = t.global_step() - static_cast<std::int64_t>(t.loss_history().size());
     return nn::state_digest(*model);
@@ -183,6 +185,22 @@ TEST_CASE("a run killed at any step resumes from its directory and ends bit-iden
       CHECK(first.train_loss == doctest::Approx(same.train_loss).epsilon(1e-12));
       CHECK(first.steps == same.steps);
     }
+  }
+}
+
+TEST_CASE("without evaluation the epoch's last step is saved once, at the epoch's end") {
+  Job ref;
+  ref.dir = fresh_dir("noeval_ref");
+  ref.eval = false;
+  const std::string want = ref.fit();
+  for (const std::int64_t crash_at : {7, 13, 14}) {
+    CAPTURE(crash_at);
+    Job j = ref.same();
+    j.dir = fresh_dir("noeval" + std::to_string(crash_at));
+    CHECK_THROWS_AS(j.fit(crash_at), Crash);
+    std::int64_t resumed_at = -1;
+    CHECK(j.fit(-1, &resumed_at) == want);
+    CHECK(resumed_at == (crash_at == 7 ? 6 : 12));
   }
 }
 

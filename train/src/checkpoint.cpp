@@ -94,11 +94,13 @@ namespace {
 
 // The training state's metadata (all but the weights' digest), with the optimizer's buffers
 // copied into `tensors`.
+// `tensors` may hold an earlier snapshot's entries: they are filled again in place.
 std::map<std::string, std::string> state_metadata(const nn::Module& model,
                                                   const optim::Optimizer& optimizer,
                                                   const optim::Scheduler* scheduler,
                                                   const TrainingProgress& progress,
                                                   std::vector<io::SafetensorsEntry>* tensors) {
+  std::size_t used = 0;
   std::map<std::string, std::string> md;
   md["format"] = "cohort-training-state";
   md["epoch"] = num(static_cast<double>(progress.epoch));
@@ -107,7 +109,11 @@ std::map<std::string, std::string> state_metadata(const nn::Module& model,
   for (const auto& [k, v] : progress.run) md["run." + k] = v;
   const optim::StateDict os = optimizer.state();
   md["optimizer.kind"] = os.kind;
-  for (const auto& [k, t] : os.tensors) tensors->push_back(io::SafetensorsEntry::of("optimizer." + k, t));
+  for (const auto& [k, t] : os.tensors) {
+    if (used == tensors->size()) tensors->emplace_back();
+    (*tensors)[used++].assign("optimizer." + k, t);
+  }
+  tensors->resize(used);
   for (const auto& [k, v] : os.scalars) md["optimizer." + k] = num(v);
   if (scheduler) {
     const optim::StateDict ss = scheduler->state();
@@ -258,9 +264,12 @@ std::size_t CheckpointSnapshot::bytes() const {
 
 CheckpointSnapshot snapshot_checkpoint(const nn::Module& model, const optim::Optimizer& optimizer,
                                        const optim::Scheduler* scheduler,
-                                       const TrainingProgress& progress) {
-  CheckpointSnapshot s;
-  for (const auto& e : model.state_dict()) s.model.push_back(io::SafetensorsEntry::of(e.name, e.tensor));
+                                       const TrainingProgress& progress,
+                                       CheckpointSnapshot reuse) {
+  CheckpointSnapshot s = std::move(reuse);
+  const auto state = model.state_dict();
+  s.model.resize(state.size());
+  for (std::size_t i = 0; i < state.size(); ++i) s.model[i].assign(state[i].name, state[i].tensor);
   s.state = state_metadata(model, optimizer, scheduler, progress, &s.optimizer);
   s.global_step = progress.global_step;
   return s;
@@ -303,7 +312,15 @@ struct CheckpointWriter::State {
   bool running = false;          // a write is in flight (under mu)
   std::exception_ptr error;      // of the last write
   Timing current, finished;      // the write in flight; the last one done (step -1: taken)
+  CheckpointSnapshot spare;      // the last snapshot written, for reclaim()
 };
+
+CheckpointSnapshot CheckpointWriter::reclaim() {
+  if (!state_) return {};
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->running) return {};
+  return std::move(state_->spare);
+}
 
 CheckpointWriter::~CheckpointWriter() {
   if (state_ && state_->thread.joinable()) state_->thread.join();
@@ -338,11 +355,11 @@ CheckpointWriter::Timing CheckpointWriter::take_finished() {
 }
 
 double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapshot,
-                              double copy_s) {
+                              double copy_s, double waited_s) {
   const auto t0 = std::chrono::steady_clock::now();
   wait();  // one write at a time; its error surfaces here
   const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      waited_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!state_) state_ = std::make_shared<State>();
   State& st = *state_;
   {
@@ -351,7 +368,7 @@ double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapsh
     st.current = {snapshot.global_step, waited, copy_s, 0, snapshot.bytes()};
   }
   run_status::note_checkpoint_writing(snapshot.global_step);
-  st.thread = std::thread([&st, path, snap = std::move(snapshot)] {
+  st.thread = std::thread([&st, path, snap = std::move(snapshot)]() mutable {
     const auto w0 = std::chrono::steady_clock::now();
     std::exception_ptr err;
     try {
@@ -368,6 +385,7 @@ double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapsh
       st.finished = st.current;
       run_status::note_checkpoint_written(snap.global_step);
     }
+    st.spare = std::move(snap);
   });
   return waited;
 }

@@ -73,14 +73,18 @@ Tensor SafetensorsEntry::to(Device& device) const {
 }
 
 SafetensorsEntry SafetensorsEntry::of(const std::string& name, const Tensor& t) {
-  COHORT_CHECK(t.defined(), "safetensors: tensor '", name, "' is undefined");
   SafetensorsEntry e;
-  e.name = name;
-  e.dtype = t.dtype();
-  e.shape = t.shape();
-  e.bytes.resize(t.nbytes());
-  if (!e.bytes.empty()) detail::copy_tensor_to_host(t, e.bytes.data(), e.bytes.size());
+  e.assign(name, t);
   return e;
+}
+
+void SafetensorsEntry::assign(const std::string& tensor_name, const Tensor& t) {
+  COHORT_CHECK(t.defined(), "safetensors: tensor '", tensor_name, "' is undefined");
+  name = tensor_name;
+  dtype = t.dtype();
+  shape = t.shape();
+  bytes.resize(t.nbytes());
+  if (!bytes.empty()) detail::copy_tensor_to_host(t, bytes.data(), bytes.size());
 }
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,

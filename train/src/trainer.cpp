@@ -293,10 +293,11 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     ++global_step_;
     ++r.steps;
     run_status::note_step(global_step_);
-    // A step checkpoint. Also at the epoch's last step: fit's epoch-end save comes only after
-    // the evaluation, which a rank can die in. Every rank takes part: the loss sum so far is
+    // A step checkpoint. Also at the epoch's last step when fit evaluates before its epoch-end
+    // save (a rank can die in the evaluation). Every rank takes part: the loss sum so far is
     // averaged over them.
-    if (options_.checkpoint_every_steps > 0 && global_step_ % options_.checkpoint_every_steps == 0) {
+    if (options_.checkpoint_every_steps > 0 && global_step_ % options_.checkpoint_every_steps == 0 &&
+        !(step + 1 == steps && epoch_save_follows_)) {
       read_back(step);  // a device's pending losses: the sum must be complete
       save_checkpoint_now(train, epoch - 1, step + 1, r, loss_sum, false);
     }
@@ -410,6 +411,11 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
                                       std::int64_t first_epoch) {
   if (!options_.checkpoint_dir.empty() && !dir_checked_) resume_from_dir();
   if (first_epoch == 0) first_epoch = epochs_done_ + 1;
+  epoch_save_follows_ = !checkpoint_file_.empty() && test == nullptr;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{epoch_save_follows_};
   COHORT_CHECK(first_epoch >= 1, "Trainer::fit: first epoch must be >= 1, got ", first_epoch);
   std::vector<EpochResult> results;
   for (std::int64_t epoch = first_epoch; epoch <= options_.epochs; ++epoch) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -179,11 +180,16 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
   }
   if (!is_lead()) return;
   timer_.time("checkpoint", [&] {
-    const auto t0 = std::chrono::steady_clock::now();
-    CheckpointSnapshot snap = snapshot_checkpoint(ddp_ ? ddp_->module() : model_, opt_, sched_, p);
-    const double copy_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    writer_.save(checkpoint_file_, std::move(snap), copy_s);
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    writer_.wait();  // the previous write (rethrowing its error); then its memory is free
+    const auto t1 = clock::now();
+    CheckpointSnapshot snap =
+        snapshot_checkpoint(ddp_ ? ddp_->module() : model_, opt_, sched_, p, writer_.reclaim());
+    const auto t2 = clock::now();
+    writer_.save(checkpoint_file_, std::move(snap),
+                 std::chrono::duration<double>(t2 - t1).count(),
+                 std::chrono::duration<double>(t1 - t0).count());
     if (wait) writer_.wait();
   });
 }

@@ -74,9 +74,12 @@ struct CheckpointSnapshot {
   std::int64_t global_step = 0;
   std::size_t bytes() const;                    // tensor bytes held
 };
+// `reuse`: an earlier snapshot whose buffers are filled again where the sizes match
+// (CheckpointWriter::reclaim).
 CheckpointSnapshot snapshot_checkpoint(const nn::Module& model, const optim::Optimizer& optimizer,
                                        const optim::Scheduler* scheduler,
-                                       const TrainingProgress& progress);
+                                       const TrainingProgress& progress,
+                                       CheckpointSnapshot reuse = {});
 // save_checkpoint's crash-safe writes of the pair, from a snapshot.
 void write_checkpoint(const std::string& path, const CheckpointSnapshot& snapshot);
 
@@ -97,9 +100,14 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
   ~CheckpointWriter();
-  // Returns how long it waited for the previous write. `copy_s`: how long taking the snapshot
-  // took (reported with the write's timing).
-  double save(const std::string& path, CheckpointSnapshot snapshot, double copy_s = 0);
+  // Returns how long it waited for the previous write. `copy_s` and `waited_s`: how long taking
+  // the snapshot took, and how long the caller already waited for the previous write (wait()
+  // then reclaim(), to copy into the last snapshot's memory), reported with the write's timing.
+  double save(const std::string& path, CheckpointSnapshot snapshot, double copy_s = 0,
+              double waited_s = 0);
+  // The memory of the last snapshot written, once its write is done (else empty): for
+  // snapshot_checkpoint to fill again.
+  CheckpointSnapshot reclaim();
   // Waits for the write in flight; rethrows its error. Returns its timing (step -1: none).
   Timing wait();
   // The last finished write's timing, without waiting (step -1: none finished yet); each finished

@@ -34,6 +34,9 @@ struct SafetensorsEntry {
   Tensor to(Device& device) const;
   // A copy of `t` in host memory (a blocking device-to-host copy for device tensors).
   static SafetensorsEntry of(const std::string& name, const Tensor& t);
+  // The same into this entry, reusing its buffer when it has the size already (a checkpoint taken
+  // every N steps copies into the previous snapshot's memory: no allocation, no page faults).
+  void assign(const std::string& name, const Tensor& t);
 };
 
 // The same from tensors already copied to host memory (what a background checkpoint writes).

@@ -181,6 +181,9 @@ class Trainer {
   TrainingProgress resumed_;     // what resume() loaded; applied by the next train_epoch
   bool resume_pending_ = false;
   bool dir_checked_ = false;     // fit() looked for a checkpoint in checkpoint_dir
+  // fit() saves at the epoch's end with no evaluation before it: a step save at the epoch's last
+  // step would be written twice.
+  bool epoch_save_follows_ = false;
   void resume_from_dir();
   // The first step of `epoch` to run (0, or a mid-epoch save's next step), the epoch's restored
   // loss sum and gradient-norm figures in `r`; checks the save against this run.
