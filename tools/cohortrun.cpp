@@ -17,8 +17,9 @@
 // N times in all for the job, with COHORT_RESTART_COUNT (and TORCHELASTIC_RESTART_COUNT) = the
 // restart's number and a job id of its own (".r<k>"). A program that checkpoints to a directory
 // (Trainer's checkpoint_dir) continues from its newest checkpoint; cohortrun prints how long the
-// group took to train again. A rank that fails the same way twice in a row (same rank, status,
-// step and last line of stderr) stops the restarts: a restart cannot fix a deterministic failure.
+// group took to train again. A failure that repeats itself in the next attempt (the same status,
+// step reached and last line of stderr, numbers aside) stops the restarts: a restart cannot fix a
+// deterministic failure.
 //
 // Shaped as one single-threaded poll loop: the child pipes and a signalfd (SIGCHLD and the
 // forwarded signals) are its only inputs, so there is no async-signal-safety to get wrong and no
@@ -666,16 +667,19 @@ int main(int argc, char** argv) {
                      out.failed_status);
       break;
     }
-    const std::string signature = std::to_string(out.failed_rank) + "|" +
-                                  std::to_string(out.failed_status) + "|" +
-                                  std::to_string(has_page ? page.step : -1) + "|" +
-                                  out.failed_last_line;
+    // The same failure: status, step reached and last line alike, the line's numbers aside
+    // (ranks that all fail alike race to be first, and put their rank in the message).
+    std::string line = out.failed_last_line;
+    for (char& c : line)
+      if (c >= '0' && c <= '9') c = '#';
+    const std::string signature = std::to_string(out.failed_status) + "|" +
+                                  std::to_string(has_page ? page.step : -1) + "|" + line;
     if (signature == previous_signature) {
-      std::fprintf(stderr, "cohortrun: rank %d failed the same way as in the previous attempt "
-                   "(%s%s, same last line); a restart cannot fix that: not restarting "
-                   "(%d of --max-restarts %d left)\n", out.failed_rank, out.failed_how.c_str(),
-                   where_it_was(has_page ? &page : nullptr).c_str(), o.max_restarts - restart,
-                   o.max_restarts);
+      std::fprintf(stderr, "cohortrun: the job failed the same way as in the previous attempt "
+                   "(rank %d %s%s, the same last line); a restart cannot fix that: not "
+                   "restarting (%d of --max-restarts %d left)\n", out.failed_rank,
+                   out.failed_how.c_str(), where_it_was(has_page ? &page : nullptr).c_str(),
+                   o.max_restarts - restart, o.max_restarts);
       break;
     }
     previous_signature = signature;

@@ -284,16 +284,23 @@ TEST_SUITE("cohortrun") {
     CHECK(r.seconds < 10);  // the sleeping rank is stopped at once every time
   }
 
-  TEST_CASE("--max-restarts: a rank that fails the same way twice is not restarted again") {
+  TEST_CASE("--max-restarts: a failure that repeats itself is not restarted again") {
     const Result r = run({"--nproc-per-node", "2", "--max-restarts", "5", "sh", "-c",
                           "if [ $RANK = 1 ]; then echo 'bad flag --lr' >&2; exit 2; fi; "
                           "exec sleep 60"});
     CHECK(r.status == 2);
     CHECK(r.err.find("restart 1 of 5") != std::string::npos);
     CHECK(r.err.find("restart 2 of 5") == std::string::npos);
-    CHECK(r.err.find("rank 1 failed the same way as in the previous attempt (exited with status "
-                     "2, before it reported any progress, same last line); a restart cannot fix "
-                     "that: not restarting (4 of --max-restarts 5 left)") != std::string::npos);
+    CHECK(r.err.find("the job failed the same way as in the previous attempt (rank 1 exited "
+                     "with status 2, before it reported any progress, the same last line); a "
+                     "restart cannot fix that: not restarting (4 of --max-restarts 5 left)") !=
+          std::string::npos);
+    // Every rank failing alike, whichever is first and names itself: still the same failure.
+    const Result all = run({"--nproc-per-node", "3", "--max-restarts", "5", "sh", "-c",
+                            "echo \"rank $RANK: no such file\" >&2; exit 1"});
+    CHECK(all.status == 1);
+    CHECK(all.err.find("restart 2 of 5") == std::string::npos);
+    CHECK(all.err.find("the job failed the same way") != std::string::npos);
   }
 
   TEST_CASE("--max-restarts: a signal to cohortrun stops the job, it does not restart it") {
