@@ -34,5 +34,14 @@ expect "batch size 0" 2 "mnist_cnn: --batch-size: must be a positive integer, go
 expect "non-numeric epochs" 2 "mnist_cnn: --epochs: must be a positive integer, got 'many'" -- --epochs many
 expect "unknown gradient compression" 2 "mnist_cnn: --grad-compression: f8 not in {none,bf16,f16}" -- --grad-compression f8
 expect "unknown device" 1 "unknown device 'tpu'" -- --device tpu --data "$tmp/none"
+expect "checkpoint every N without a directory" 1 "checkpoint_every_steps = 10 needs checkpoint_dir" -- --checkpoint-every 10 --max-steps 1
+expect "a checkpoint directory and --save-model" 1 "set checkpoint_path or checkpoint_dir, not both" -- --checkpoint-dir "$tmp/ck" --save-model "$tmp/m.safetensors" --max-steps 1
+expect "negative checkpoint interval" 2 "mnist_cnn: --checkpoint-every" -- --checkpoint-every -3
+# A checkpoint directory holding a model file without its training state: refused, untouched.
+mkdir -p "$tmp/partial"
+echo "not a checkpoint" >"$tmp/partial/checkpoint.safetensors"
+expect "a partial checkpoint pair" 1 "cannot resume from checkpoint_dir '$tmp/partial' (nothing in it was changed" -- --checkpoint-dir "$tmp/partial" --max-steps 1
+grep -qx "not a checkpoint" "$tmp/partial/checkpoint.safetensors" ||
+  { echo "FAIL a partial checkpoint pair: the file was changed"; failures=$((failures + 1)); }
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
