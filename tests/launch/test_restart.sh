@@ -87,4 +87,21 @@ for case in "shm 2" "ucx 3"; do
     fi
   done
 done
+# The 3-rank job's directory resumed with 2 ranks: refused, naming both, nothing overwritten, and
+# cohortrun does not restart a failure that repeats itself.
+if [ -d "$work/ref_ucx" ]; then
+  before=$(md5sum "$work"/ref_ucx/* | md5sum)
+  timeout 120 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 --max-restarts 2 "$bin/mnist_cnn" \
+    --comm shm "${job[@]}" --checkpoint-dir "$work/ref_ucx" >"$work/resize.log" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ] && grep -q "world_size = '3', this run has '2'" "$work/resize.log" &&
+     grep -q "the job failed the same way" "$work/resize.log" &&
+     [ "$(md5sum "$work"/ref_ucx/* | md5sum)" = "$before" ]; then
+    echo "ok    a 3-rank checkpoint resumed with 2 ranks: refused (exit $rc), not restarted twice, files unchanged"
+  else
+    echo "FAIL  a 3-rank checkpoint resumed with 2 ranks: exit $rc"
+    grep -E "world_size|cohortrun" "$work/resize.log" | tail -n 5
+    fail=1
+  fi
+fi
 exit $fail

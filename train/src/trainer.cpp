@@ -410,6 +410,10 @@ CheckpointLoad Trainer::resume(const std::string& path) {
 std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader* test,
                                       std::int64_t first_epoch) {
   if (!options_.checkpoint_dir.empty() && !dir_checked_) resume_from_dir();
+  if (resume_pending_) {  // also when no epoch is left to run: a finished run resumed wrongly
+    shard_loader(train, rank(), world_size(), true, "training");
+    check_resume(train);
+  }
   if (first_epoch == 0) first_epoch = epochs_done_ + 1;
   epoch_save_follows_ = !checkpoint_file_.empty() && test == nullptr;
   struct Reset {

@@ -117,10 +117,8 @@ void Trainer::resume_from_dir() {
   }
 }
 
-std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t epoch,
-                                   EpochResult& r, double& loss_sum) {
-  if (!resume_pending_) return 0;
-  resume_pending_ = false;
+void Trainer::check_resume(const data::DataLoader& train) const {
+  if (!resume_pending_) return;
   const std::map<std::string, std::string> now = run_info(train);
   const std::string& file = checkpoint_file_.empty() ? std::string("the checkpoint") : checkpoint_file_;
   // The world size first: it also changes the shards, hence the batches per epoch.
@@ -145,6 +143,14 @@ std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t e
     COHORT_FAIL("Trainer: cannot resume from ", file, ": it was saved by a run with ", key, " = '",
                 it->second, "', this run has '", value, "': ", why);
   }
+}
+
+std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t epoch,
+                                   EpochResult& r, double& loss_sum) {
+  if (!resume_pending_) return 0;
+  check_resume(train);
+  resume_pending_ = false;
+  const std::string& file = checkpoint_file_.empty() ? std::string("the checkpoint") : checkpoint_file_;
   if (epoch != resumed_.epoch + 1 || resumed_.step_in_epoch == 0) return 0;
   const auto num = [&](const char* key, double fallback) {
     const auto it = resumed_.run.find(key);

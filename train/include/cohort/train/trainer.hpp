@@ -185,6 +185,9 @@ class Trainer {
   // step would be written twice.
   bool epoch_save_follows_ = false;
   void resume_from_dir();
+  // Refuses a resumed save that contradicts this run (world size, data-parallel mode,
+  // accumulation, the loader's seed, shuffling and batches per epoch), before anything changes.
+  void check_resume(const data::DataLoader& train) const;
   // The first step of `epoch` to run (0, or a mid-epoch save's next step), the epoch's restored
   // loss sum and gradient-norm figures in `r`; checks the save against this run.
   std::int64_t apply_resume(const data::DataLoader& train, std::int64_t epoch, EpochResult& r,
