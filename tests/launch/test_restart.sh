@@ -5,13 +5,15 @@
 # seeds (kill step and victim rank drawn from the seed). From cohortrun's report it also checks
 # that the run resumed from the newest checkpoint written before the kill, that at most
 # --checkpoint-every steps were recomputed (more only when a save was still being written, which
-# cohortrun says), and that training resumed within 10 s of the death.
+# cohortrun says), and that training resumed within 10 s of the death. Last, a 3-rank job's
+# mid-epoch checkpoint resumed with 2 ranks must be refused, leave the directory as it was, and
+# not be restarted again (the same failure twice).
 #
 #   test_restart.sh BIN_DIR [SEEDS...]     (default seeds: 1 2 3)
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 shift
-seeds=("${@:-1 2 3}")
+seeds=("$@")
 [ $# -eq 0 ] && seeds=(1 2 3)
 . "$(dirname "$0")/kill_rank.sh"  # COHORT_TEST_JOB and own_mnist_pids
 work=$(mktemp -d)
@@ -87,21 +89,25 @@ for case in "shm 2" "ucx 3"; do
     fi
   done
 done
-# The 3-rank job's directory resumed with 2 ranks: refused, naming both, nothing overwritten, and
-# cohortrun does not restart a failure that repeats itself.
-if [ -d "$work/ref_ucx" ]; then
-  before=$(md5sum "$work"/ref_ucx/* | md5sum)
-  timeout 120 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 --max-restarts 2 "$bin/mnist_cnn" \
-    --comm shm "${job[@]}" --checkpoint-dir "$work/ref_ucx" >"$work/resize.log" 2>&1
-  rc=$?
-  if [ "$rc" -ne 0 ] && grep -q "world_size = '3', this run has '2'" "$work/resize.log" &&
-     grep -q "the job failed the same way" "$work/resize.log" &&
-     [ "$(md5sum "$work"/ref_ucx/* | md5sum)" = "$before" ]; then
-    echo "ok    a 3-rank checkpoint resumed with 2 ranks: refused (exit $rc), not restarted twice, files unchanged"
-  else
-    echo "FAIL  a 3-rank checkpoint resumed with 2 ranks: exit $rc"
-    grep -E "world_size|cohortrun" "$work/resize.log" | tail -n 5
-    fail=1
-  fi
+# A 3-rank job killed mid-epoch without restarts, its directory resumed with 2 ranks: refused,
+# naming both, nothing overwritten, and cohortrun does not restart a failure that repeats itself.
+timeout 120 "$bin/cohortrun" --nproc-per-node 3 --master-port 0 "$bin/mnist_cnn" --comm ucx \
+  "${job[@]}" --checkpoint-dir "$work/resize" >"$work/resize3.log" 2>&1 &
+job_pid=$!
+for _ in $(seq 1 600); do grep -q "step 25/$steps" "$work/resize3.log" 2>/dev/null && break; sleep 0.05; done
+own_mnist_pids | head -n1 | xargs -r kill -9
+wait "$job_pid"
+before=$(md5sum "$work"/resize/* | md5sum)
+timeout 120 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 --max-restarts 2 "$bin/mnist_cnn" \
+  --comm shm "${job[@]}" --checkpoint-dir "$work/resize" >"$work/resize.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "world_size = '3', this run has '2'" "$work/resize.log" &&
+   grep -q "the job failed the same way" "$work/resize.log" &&
+   [ "$(md5sum "$work"/resize/* | md5sum)" = "$before" ]; then
+  echo "ok    a 3-rank job's mid-epoch checkpoint resumed with 2 ranks: refused (exit $rc), not restarted twice, files unchanged"
+else
+  echo "FAIL  a 3-rank job's mid-epoch checkpoint resumed with 2 ranks: exit $rc"
+  grep -E "world_size|cohortrun" "$work/resize.log" | tail -n 5
+  fail=1
 fi
 exit $fail

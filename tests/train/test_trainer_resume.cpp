@@ -248,6 +248,21 @@ TEST_CASE("a resume that contradicts the saved run is refused and changes nothin
   CHECK(again.fit() == ref.fit());
 }
 
+TEST_CASE("after an epoch-end save the next epochs may change the seed or the world size") {
+  Job saved;
+  saved.dir = fresh_dir("epochend");
+  CHECK_THROWS_AS(saved.fit(13), Crash);  // newest save: the end of epoch 2 (after evaluation)
+  Job other = saved.same();
+  other.seed = 4;
+  other.world_size = 2;  // images/s counting only, without a communicator
+  std::vector<train::EpochResult> r;
+  std::int64_t resumed_at = -1;
+  CHECK_NOTHROW(other.fit(-1, &resumed_at, &r));
+  CHECK(resumed_at == 12);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].epoch == 3);
+}
+
 TEST_CASE("a directory holding a partial pair or another model's checkpoint is refused") {
   Job j;
   j.dir = fresh_dir("partial");

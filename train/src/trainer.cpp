@@ -403,6 +403,7 @@ CheckpointLoad Trainer::resume(const std::string& path) {
   global_step_ = got.progress.global_step;
   resumed_ = got.progress;
   resume_pending_ = true;
+  resume_checked_ = false;
   run_status::note_resumed(global_step_);
   return got;
 }

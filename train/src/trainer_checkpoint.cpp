@@ -117,22 +117,31 @@ void Trainer::resume_from_dir() {
   }
 }
 
-void Trainer::check_resume(const data::DataLoader& train) const {
-  if (!resume_pending_) return;
+void Trainer::check_resume(const data::DataLoader& train) {
+  if (!resume_pending_ || resume_checked_) return;
+  resume_checked_ = true;
   const std::map<std::string, std::string> now = run_info(train);
   const std::string& file = checkpoint_file_.empty() ? std::string("the checkpoint") : checkpoint_file_;
+  const bool mid_epoch = resumed_.step_in_epoch > 0;
   // The world size first: it also changes the shards, hence the batches per epoch.
   std::vector<std::pair<std::string, std::string>> order(now.begin(), now.end());
   std::stable_partition(order.begin(), order.end(),
                         [](const auto& kv) { return kv.first == "world_size"; });
+  std::string changed;  // at an epoch's end: allowed, and said
   for (const auto& [key, value] : order) {
     const auto it = resumed_.run.find(key);
     if (it == resumed_.run.end() || it->second == value) continue;  // older saves lack some keys
+    if (key.rfind("epoch.", 0) == 0) continue;
+    if (!mid_epoch) {
+      changed += (changed.empty() ? "" : ", ") + key + " '" + it->second + "' -> '" + value + "'";
+      continue;
+    }
     std::string why;
     if (key == "world_size")
-      why = "resuming with another number of ranks is not supported: a mid-epoch position is a "
+      why = "resuming mid-epoch with another number of ranks is not supported: the position is a "
             "position in each rank's shard, and the shards depend on the number of ranks. Resume "
-            "with " + it->second + " ranks, or start a new run from the weights alone (load_model)";
+            "with " + it->second + " ranks (or from a checkpoint taken at an epoch's end, which "
+            "any number of ranks can), or start a new run from the weights alone (load_model)";
     else if (key == "ddp")
       why = "the gradients would be reduced another way than the saved run's";
     else if (key.rfind("loader.", 0) == 0)
@@ -140,9 +149,15 @@ void Trainer::check_resume(const data::DataLoader& train) const {
             "shuffling, batch size or dataset changed)";
     else
       why = "the steps would not be the saved run's";
-    COHORT_FAIL("Trainer: cannot resume from ", file, ": it was saved by a run with ", key, " = '",
-                it->second, "', this run has '", value, "': ", why);
+    COHORT_FAIL("Trainer: cannot resume from ", file, " (saved after step ",
+                resumed_.step_in_epoch, " of epoch ", resumed_.epoch + 1, "): it was saved by a "
+                "run with ", key, " = '", it->second, "', this run has '", value, "': ", why);
   }
+  if (!changed.empty() && is_lead())
+    std::fprintf(stderr, "Trainer: resuming %s, saved at the end of epoch %lld, with %s: the epochs "
+                 "from here are this run's (sharded and batched as it says), not the saved run's "
+                 "continuation\n", file.c_str(), static_cast<long long>(resumed_.epoch),
+                 changed.c_str());
 }
 
 std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t epoch,

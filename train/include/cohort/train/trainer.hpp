@@ -113,9 +113,10 @@ class Trainer {
   // options.checkpoint_path, checkpoint_dir (or save_checkpoint): the newest whole pair at `path`.
   // Every rank reads the file. Returns what it loaded (epochs and steps completed, and which file
   // of the pair: `path` or its .prev); fit() continues after it: with the next epoch, or within
-  // the saved epoch at its next step for a mid-epoch save. The first train_epoch after it refuses
-  // a run that contradicts the save (world size, data-parallel mode, accumulation, the loader's
-  // seed, shuffling or batches per epoch) with a message naming both values.
+  // the saved epoch at its next step for a mid-epoch save. fit (or the first train_epoch) refuses
+  // to continue a mid-epoch save in a run that contradicts it (world size, data-parallel mode,
+  // accumulation, the loader's seed, shuffling or batches per epoch) with a message naming both
+  // values; after an epoch-end save such changes are allowed, and said on stderr.
   CheckpointLoad resume(const std::string& path);
   // The file checkpoint_path or checkpoint_dir saves to ("" without either).
   const std::string& checkpoint_file() const { return checkpoint_file_; }
@@ -185,9 +186,11 @@ class Trainer {
   // step would be written twice.
   bool epoch_save_follows_ = false;
   void resume_from_dir();
-  // Refuses a resumed save that contradicts this run (world size, data-parallel mode,
-  // accumulation, the loader's seed, shuffling and batches per epoch), before anything changes.
-  void check_resume(const data::DataLoader& train) const;
+  // Refuses a mid-epoch save that contradicts this run (world size, data-parallel mode,
+  // accumulation, the loader's seed, shuffling and batches per epoch), before anything changes;
+  // for a save at an epoch's end it says what changed (stderr, rank 0) and goes on.
+  void check_resume(const data::DataLoader& train);
+  bool resume_checked_ = false;
   // The first step of `epoch` to run (0, or a mid-epoch save's next step), the epoch's restored
   // loss sum and gradient-norm figures in `r`; checks the save against this run.
   std::int64_t apply_resume(const data::DataLoader& train, std::int64_t epoch, EpochResult& r,
