@@ -14,8 +14,10 @@ parts=("$@")
 
 # Left out under ASan, with the reason: the launcher tests start real Slurm daemons, torchrun and
 # network namespaces (minutes each; they test launchers, and the programs they start are the same
-# ones the other entries check under ASan).
-ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts)$'
+# ones the other entries check under ASan); launch_restart runs eight 2- and 3-rank training jobs
+# (about 2 minutes, several times that under ASan) whose checkpoint and resume code train_unit
+# runs under ASan in seconds, and whose cohortrun restarts cohortrun_tests runs.
+ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts|launch_restart)$'
 # Under TSan (5-15x slower): the collectives' unit suites (store, shm with ranks as threads,
 # self, ucx with ranks as threads), the data loader, conformance at 1-3 processes on every
 # backend and the failure cases at 2. Left out: 4 processes (over its 150 s limit under TSan on 2
