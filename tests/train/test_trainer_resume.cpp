@@ -53,6 +53,17 @@ struct Crash : std::runtime_error {
   Crash() : std::runtime_error("simulated crash") {}
 };
 
+// A crash in the middle of an evaluation: the test loader's transform throws once the run has
+// done `g_eval_crash_after` steps (set by the Job's after_backward hook through g_steps).
+std::int64_t g_steps = 0, g_eval_crash_after = -1;
+class CrashingIdentity final : public data::Transform {
+ public:
+  void apply(const float* in, const cohort::Shape& shape, float* out, std::uint64_t) const override {
+    if (g_eval_crash_after >= 0 && g_steps >= g_eval_crash_after) throw Crash();
+    std::copy(in, in + shape.numel(), out);
+  }
+};
+
 // 96 samples, batches of 8, accumulation 2: 6 optimizer steps per epoch.
 struct Job {
   std::string dir;
@@ -62,6 +73,7 @@ struct Job {
   std::int64_t accumulation = 2;
   std::int64_t world_size = 1;
   std::int64_t epochs = 3;
+  std::int64_t max_steps = -1;
   bool eval = true;
 
   cohort::Device& dev = cohort::host_device();
@@ -82,6 +94,7 @@ struct Job {
     n.world_size = world_size;
     n.epochs = epochs;
     n.eval = eval;
+    n.max_steps = max_steps;
     return n;
   }
 
@@ -112,7 +125,8 @@ struct Job {
     auto tds = std::make_shared<data::SyntheticDataset>(32, cohort::Shape{1, 8, 8}, 10, 9);
     data::DataLoaderOptions to;
     to.batch_size = 16;
-    test = std::make_unique<data::DataLoader>(tds, to, std::vector<data::TransformPtr>{}, dev);
+    test = std::make_unique<data::DataLoader>(
+        tds, to, std::vector<data::TransformPtr>{std::make_shared<CrashingIdentity>()}, dev);
   }
 
   train::TrainerOptions options() const {
@@ -125,6 +139,7 @@ struct Job {
     o.checkpoint_dir = dir;
     o.checkpoint_every_steps = every;
     o.world_size = world_size;
+    o.max_steps = max_steps;
     return o;
   }
 
@@ -134,7 +149,9 @@ struct Job {
                   std::vector<train::EpochResult>* results = nullptr) {
     build();
     train::Trainer t(*model, loss, *opt, sched.get(), options());
+    g_steps = 0;
     t.after_backward = [&] {
+      g_steps = t.global_step() + 1;
       if (t.global_step() + 1 == crash_at) throw Crash();
     };
     const auto r = t.fit(*loader, eval ? test.get() : nullptr);
@@ -202,6 +219,29 @@ TEST_CASE("without evaluation the epoch's last step is saved once, at the epoch'
     CHECK(j.fit(-1, &resumed_at) == want);
     CHECK(resumed_at == (crash_at == 7 ? 6 : 12));
   }
+}
+
+TEST_CASE("a crash in the evaluation after the step budget's last step still evaluates") {
+  Job ref;
+  ref.dir = fresh_dir("budget_ref");
+  ref.max_steps = 12;  // ends in epoch 2, which is evaluated and saved
+  std::vector<train::EpochResult> want_epochs;
+  const std::string want = ref.fit(-1, nullptr, &want_epochs);
+  REQUIRE(want_epochs.size() == 2);
+  Job j = ref.same();
+  j.dir = fresh_dir("budget");
+  g_eval_crash_after = 12;  // epoch 2's evaluation fails; the newest save is step 12's
+  CHECK_THROWS_AS(j.fit(), Crash);
+  g_eval_crash_after = -1;
+  std::vector<train::EpochResult> got;
+  std::int64_t resumed_at = -1;
+  CHECK(j.fit(-1, &resumed_at, &got) == want);
+  CHECK(resumed_at == 12);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].epoch == 2);
+  CHECK(got[0].steps == 6);
+  CHECK(got[0].eval.correct == want_epochs[1].eval.correct);
+  CHECK(got[0].train_loss == doctest::Approx(want_epochs[1].train_loss).epsilon(1e-12));
 }
 
 TEST_CASE("a finished run's directory resumes to nothing left to do") {

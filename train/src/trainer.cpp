@@ -424,7 +424,11 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
   COHORT_CHECK(first_epoch >= 1, "Trainer::fit: first epoch must be >= 1, got ", first_epoch);
   std::vector<EpochResult> results;
   for (std::int64_t epoch = first_epoch; epoch <= options_.epochs; ++epoch) {
-    if (options_.max_steps > 0 && global_step_ >= options_.max_steps) break;  // budget spent
+    // The budget is spent, unless a save from the budget's last step is resumed: its epoch still
+    // has its evaluation, scheduler step and epoch-end checkpoint to do.
+    const bool unfinished_epoch =
+        resume_pending_ && resumed_.step_in_epoch > 0 && epoch == resumed_.epoch + 1;
+    if (options_.max_steps > 0 && global_step_ >= options_.max_steps && !unfinished_epoch) break;
     EpochResult r = train_epoch(train, epoch);
     // Batch-norm running statistics drift apart during an epoch (each rank's forward updates them
     // with its own batch after DDP's broadcast). PyTorch's DDP copies rank 0's buffers in every
