@@ -21,6 +21,7 @@
 #include <memory>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/layers/module.hpp"
@@ -34,6 +35,12 @@ void save_model(const std::string& path, const nn::Module& model);
 void load_model(const std::string& path, nn::Module& model);
 
 struct TrainingProgress {
+  TrainingProgress() = default;
+  // {epoch, global_step} as before mid-epoch saves existed; the rest optional.
+  TrainingProgress(std::int64_t epochs_done, std::int64_t steps_done, std::int64_t step_in_epoch_ = 0,
+                   std::map<std::string, std::string> run_ = {})
+      : epoch(epochs_done), global_step(steps_done), step_in_epoch(step_in_epoch_),
+        run(std::move(run_)) {}
   std::int64_t epoch = 0;          // epochs completed
   std::int64_t global_step = 0;    // optimizer steps completed
   // Optimizer steps of epoch `epoch + 1` completed: > 0 for a save taken mid-epoch
