@@ -69,7 +69,8 @@ const char* const kUsage =
     "                       SIGTERM (default 5)\n"
     "  --max-restarts N     when a rank fails, stop every rank and start the whole group\n"
     "                       again, at most N times for the job (default 0); the program\n"
-    "                       sees the restart's number in COHORT_RESTART_COUNT\n"
+    "                       sees the restart's number in COHORT_RESTART_COUNT (one node\n"
+    "                       only: use torchrun's c10d rendezvous across nodes)\n"
     "  -h, --help           this text\n";
 
 struct Options {
@@ -154,6 +155,15 @@ Options parse(int argc, char** argv) {
   if (o.node_rank >= o.nnodes)
     die_usage("--node-rank " + std::to_string(o.node_rank) + " is not below --nnodes " +
               std::to_string(o.nnodes));
+  // Each node's cohortrun would count its own attempts, and a node that restarts first could
+  // reach the previous attempt's store (its rank 0 not yet stopped) and fail again, one attempt
+  // ahead of the others: the nodes would never meet. Agreeing on the attempt needs a store that
+  // outlives the attempts, which torchrun's c10d rendezvous is.
+  if (o.max_restarts > 0 && o.nnodes > 1)
+    die_usage("--max-restarts with --nnodes > 1 is not supported: every node would count its own "
+              "restarts and a node that restarts first can reach the previous attempt; restart "
+              "a multi-node job with torchrun --max-restarts (c10d rendezvous) or a Slurm job "
+              "that requeues itself (docs/LAUNCH.md, \"When a rank dies\")");
   if (o.master_port == 0 && o.nnodes > 1)
     die_usage("--master-port 0 (pick a free port) works only with --nnodes 1: the other nodes "
               "could not know the port");

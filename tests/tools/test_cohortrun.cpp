@@ -309,6 +309,10 @@ TEST_SUITE("cohortrun") {
                          "ready", 2, SIGTERM);
     CHECK(r.status == 128 + SIGTERM);
     CHECK(r.err.find("restart") == std::string::npos);
+    const Result nodes = run({"--nnodes", "2", "--max-restarts", "1", "true"});
+    CHECK(nodes.status == 2);
+    CHECK(nodes.err.find("--max-restarts with --nnodes > 1 is not supported") != std::string::npos);
+    CHECK(lines(nodes.err).size() == 1);
     const Result bad = run({"--max-restarts", "-1", "true"});
     CHECK(bad.status == 2);
     CHECK(bad.err.find("--max-restarts expects an integer in 0..1000000, got '-1'") !=
