@@ -11,9 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <set>
 #include <stdexcept>
 
 #include "../common/testing.hpp"
@@ -28,6 +31,7 @@ namespace nn = cohort::nn;
 namespace data = cohort::data;
 namespace train = cohort::train;
 namespace optim = cohort::optim;
+using cohort::Tensor;
 using cohort::testing::error_of;
 
 namespace {
@@ -64,6 +68,38 @@ class CrashingIdentity final : public data::Transform {
   }
 };
 
+// Stands for a reduced-precision overflow: the gradient of the inner model's first weight gets an
+// inf in the last backward (of 2: accumulation) of the optimizer steps in g_overflow_steps
+// (1-based, counted from g_backward_calls / 2 + 1).
+std::set<std::int64_t> g_overflow_steps;
+std::int64_t g_backward_calls = 0;
+class Overflow final : public nn::Module {
+ public:
+  explicit Overflow(nn::ModulePtr inner) : nn::Module("Overflow"), inner_(std::move(inner)) {
+    register_wrapped_module(inner_);
+  }
+
+ protected:
+  Tensor forward_impl(const Tensor& x) override { return inner_->forward(x); }
+  Tensor backward_impl(const Tensor& g, bool need) override {
+    Tensor r = inner_->backward(g, need);
+    ++g_backward_calls;
+    if (g_backward_calls % 2 == 0 && g_overflow_steps.count(g_backward_calls / 2)) {
+      Tensor& grad = inner_->parameters().front()->grad;
+      std::vector<float> v = grad.to_vector<float>();
+      v[0] = std::numeric_limits<float>::infinity();
+      grad.copy_from(Tensor::from_vector(v, grad.shape(), grad.device()));
+    }
+    return r;
+  }
+  cohort::Shape output_shape_impl(const cohort::Shape& s) const override {
+    return inner_->output_shape(s);
+  }
+
+ private:
+  nn::ModulePtr inner_;
+};
+
 // 96 samples, batches of 8, accumulation 2: 6 optimizer steps per epoch.
 struct Job {
   std::string dir;
@@ -75,6 +111,7 @@ struct Job {
   std::int64_t epochs = 3;
   std::int64_t max_steps = -1;
   bool eval = true;
+  optim::GradScaler* scaler = nullptr;
 
   cohort::Device& dev = cohort::host_device();
   nn::ModulePtr model;
@@ -98,6 +135,7 @@ struct Job {
     return n;
   }
 
+
   void build() {
     nn::manual_seed(11);
     model = nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
@@ -107,6 +145,7 @@ struct Job {
         {"pool", nn::make<nn::MaxPool2d>(nn::MaxPool2dOptions(2))},
         {"flatten", nn::make<nn::Flatten>()},
         {"fc", nn::make<nn::Linear>(36, 10, dev)}});
+    if (!g_overflow_steps.empty()) model = nn::make<Overflow>(model);
     optim::SGDOptions so;
     so.lr = 0.05;
     so.momentum = 0.9;
@@ -140,6 +179,7 @@ struct Job {
     o.checkpoint_every_steps = every;
     o.world_size = world_size;
     o.max_steps = max_steps;
+    o.grad_scaler = scaler;
     return o;
   }
 
@@ -381,4 +421,55 @@ TEST_CASE("CheckpointWriter: one write at a time, errors surface, the previous p
   w.save("/proc/cohort_no/c.safetensors", train::snapshot_checkpoint(*m, o, nullptr, {0, 4, 0, {}}));
   CHECK(error_of([&] { w.wait(); }).find("/proc/cohort_no/c.safetensors") != std::string::npos);
   CHECK(train::load_checkpoint(path, *m2, o2, nullptr).progress.global_step == 3);
+}
+
+TEST_CASE("a GradScaler in the Trainer: exact when nothing overflows, skips overflowing steps") {
+  // A power-of-two scale multiplies and divides exactly: the run equals the run without one.
+  Job plain;
+  plain.dir = fresh_dir("scaler_plain");
+  const std::string want = plain.fit();
+  Job scaled = plain.same();
+  scaled.dir = fresh_dir("scaler_65536");
+  optim::GradScaler scaler;  // 65536
+  scaled.scaler = &scaler;
+  std::vector<train::EpochResult> r;
+  CHECK(scaled.fit(-1, nullptr, &r) == want);
+  CHECK(scaler.scale() == 65536.0f);
+  CHECK(scaler.skipped_steps() == 0);
+
+  // Steps whose scaled gradients overflow (here: an inf put in) are skipped, the scale halves
+  // each time, and the Trainer counts them.
+  g_overflow_steps = {2, 3, 9, 14};
+  Job big = plain.same();
+  big.dir = fresh_dir("scaler_overflow");
+  optim::GradScaler overflow;
+  big.scaler = &overflow;
+  g_backward_calls = 0;
+  const std::string want_big = big.fit(-1, nullptr, &r);
+  CHECK(want_big != want);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].skipped_steps == 2);  // steps 2, 3 of epoch 1
+  CHECK(r[1].skipped_steps == 1);  // step 9
+  CHECK(r[2].skipped_steps == 1);  // step 14
+  CHECK(overflow.skipped_steps() == 4);
+  CHECK(overflow.scale() == 65536.0f / 16);
+
+  // Its state is in the checkpoint: a crash and a resume continue with the same scale, to the
+  // same weights.
+  Job crash = big.same();
+  crash.dir = fresh_dir("scaler_crash");
+  optim::GradScaler first, second;
+  crash.scaler = &first;
+  g_backward_calls = 0;
+  CHECK_THROWS_AS(crash.fit(11), Crash);  // newest save: step 8, after the skips of steps 2 and 3
+  crash.scaler = &second;
+  g_backward_calls = 8 * 2;
+  std::int64_t resumed_at = -1;
+  CHECK(crash.fit(-1, &resumed_at, &r) == want_big);
+  CHECK(resumed_at == 8);
+  CHECK(second.scale() == overflow.scale());
+  CHECK(second.skipped_steps() == 2);  // steps 9 and 14; 2 and 3 were before the save
+  REQUIRE(!r.empty());
+  CHECK(r[0].skipped_steps == 1);  // epoch 2: step 9 (the epoch's earlier steps had none)
+  g_overflow_steps.clear();
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -239,7 +240,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     for (std::int64_t k = 0; k < k_this; ++k) {
       const bool got = timer_.time("data", [&] { return train.next(batch); }, "data");
       if (!got) break;
-      const float scale = 1.0f / static_cast<float>(options_.accumulation);
+      optim::GradScaler* const scaler = options_.grad_scaler;
+      const float scale = (scaler ? scaler->scale() : 1.0f) / static_cast<float>(options_.accumulation);
       // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
       // plain model).
       model_.set_grad_sync(k + 1 >= k_this);
@@ -263,8 +265,11 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       timer_.add_within("comm", "backward", ddp_->last_step().comm_wait_s);
       timer_.add_within("overlap", "backward", ddp_->last_step().overlap_s);
     }
+    optim::GradScaler* const scaler = options_.grad_scaler;
+    if (scaler) timer_.time("optimizer", [&] { scaler->unscale(opt_); });  // before the hook and clipping
+    const bool skip = scaler && scaler->found_inf();
     if (after_backward) after_backward();
-    if (options_.max_grad_norm > 0) {
+    if (options_.max_grad_norm > 0 && !skip) {
       timer_.time("clip", [&] {
         r.grad_norm = with_context(
             "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
@@ -285,7 +290,12 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
                                                    "not printed" : "");
     }
     timer_.time("optimizer", [&] {
-      opt_.step();
+      if (scaler) {
+        if (!scaler->step(opt_)) ++r.skipped_steps;
+        scaler->update();
+      } else {
+        opt_.step();
+      }
       opt_.zero_grad();
     });
     if (sched_ && options_.scheduler_interval == SchedulerInterval::step) sched_->step();
@@ -404,6 +414,20 @@ CheckpointLoad Trainer::resume(const std::string& path) {
   resumed_ = got.progress;
   resume_pending_ = true;
   resume_checked_ = false;
+  if (options_.grad_scaler) {  // the scaler's state travels as run.grad_scaler.<torch's key>
+    optim::StateDict st;
+    st.kind = "GradScaler";
+    for (const auto& [k, v] : got.progress.run)
+      if (k.rfind("grad_scaler.", 0) == 0) st.scalars[k.substr(12)] = std::strtod(v.c_str(), nullptr);
+    if (!st.scalars.empty()) {
+      try {
+        options_.grad_scaler->load_state(st);
+      } catch (const Error& e) {
+        COHORT_FAIL("Trainer: the grad scaler state in ", got.model_path, " does not load: ",
+                    e.why());
+      }
+    }
+  }
   run_status::note_resumed(global_step_);
   return got;
 }

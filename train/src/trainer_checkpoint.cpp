@@ -174,6 +174,7 @@ std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t e
   loss_sum = num("epoch.loss_sum", 0);
   r.grad_norm = num("epoch.grad_norm", 0);
   r.nonfinite_grad_norms = static_cast<std::int64_t>(num("epoch.nonfinite_grad_norms", 0));
+  r.skipped_steps = static_cast<std::int64_t>(num("epoch.skipped_steps", 0));
   return resumed_.step_in_epoch;
 }
 
@@ -185,7 +186,12 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
   p.global_step = global_step_;
   p.step_in_epoch = step_in_epoch;
   p.run = run_info(train);
+  if (options_.grad_scaler) {
+    const optim::StateDict st = options_.grad_scaler->state();
+    for (const auto& [k, v] : st.scalars) p.run["grad_scaler." + k] = exact(v);
+  }
   if (step_in_epoch > 0) {
+    p.run["epoch.skipped_steps"] = std::to_string(r.skipped_steps);
     // The epoch's loss so far, so that the resumed epoch reports the same mean. The epoch's
     // figure is averaged over the ranks at its end, so the average of the sums is what counts.
     if (comm_ && comm_->size() > 1)

@@ -5,6 +5,7 @@
 
 #include "cohort/optim/adadelta.hpp"
 #include "cohort/optim/adam.hpp"
+#include "cohort/optim/grad_scaler.hpp"
 #include "cohort/optim/lr_scheduler.hpp"
 #include "cohort/optim/optimizer.hpp"
 #include "cohort/optim/rmsprop.hpp"

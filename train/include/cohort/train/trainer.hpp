@@ -18,6 +18,7 @@
 #include "cohort/data/dataloader.hpp"
 #include "cohort/layers/loss.hpp"
 #include "cohort/layers/module.hpp"
+#include "cohort/optim/grad_scaler.hpp"
 #include "cohort/optim/lr_scheduler.hpp"
 #include "cohort/optim/optimizer.hpp"
 #include "cohort/train/metrics.hpp"
@@ -70,6 +71,12 @@ struct TrainerOptions {
   // resumed from such a save continues at the next step, with the batches, random streams,
   // optimizer and schedule it would have had: it ends bit-identical to an uninterrupted run.
   std::int64_t checkpoint_every_steps = 0;
+  // Dynamic loss scaling (torch.amp.GradScaler's semantics; the caller owns it): the loss's
+  // gradient is seeded with scale() (/ accumulation); after the step's last backward (and DDP's
+  // all-reduce) the gradients are unscaled before after_backward and clipping; a step whose
+  // gradients hold an inf or NaN is skipped (not clipped, no optimizer step) and counted in
+  // EpochResult::skipped_steps; then the scale is updated. Its state is in the checkpoint.
+  optim::GradScaler* grad_scaler = nullptr;
   // The data-parallel group. Taken from the model when it is a DistributedDataParallel; set it
   // for a plain model whose gradients are averaged another way (parallel::DistributedOptimizer).
   std::shared_ptr<comm::Communicator> communicator;
@@ -93,6 +100,7 @@ struct EpochResult {
   std::int64_t steps = 0;
   double grad_norm = 0;      // the last step's total gradient norm before clipping (0: no clipping)
   std::int64_t nonfinite_grad_norms = 0;  // steps whose gradient norm was NaN or infinite
+  std::int64_t skipped_steps = 0;  // steps the grad_scaler skipped (inf or NaN gradients)
   EvalResult eval;           // zero when no test loader was given
 };
 
