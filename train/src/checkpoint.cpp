@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -21,25 +22,13 @@
 #include "cohort/core/run_status.hpp"
 #include "cohort/layers/dropout.hpp"
 #include "cohort/train/safetensors.hpp"
+#include "metadata_text.hpp"
 
 namespace cohort::train {
 namespace {
 
-// Scalars travel as metadata text; %.17g round-trips every double exactly.
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-double parse_num(const std::string& path, const std::string& key, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  COHORT_CHECK(end && *end == '\0' && !text.empty() && errno == 0, "checkpoint '", path,
-               "': metadata '", key, "' = '", text, "' is not a number");
-  return v;
-}
+using detail::exact_text;
+using detail::parse_exact;
 
 // Visits every Dropout in the tree with its dotted path.
 void for_each_dropout(const nn::Module& m, const std::string& prefix,
@@ -103,9 +92,9 @@ std::map<std::string, std::string> state_metadata(const nn::Module& model,
   std::size_t used = 0;
   std::map<std::string, std::string> md;
   md["format"] = "cohort-training-state";
-  md["epoch"] = num(static_cast<double>(progress.epoch));
-  md["global_step"] = num(static_cast<double>(progress.global_step));
-  md["step_in_epoch"] = num(static_cast<double>(progress.step_in_epoch));
+  md["epoch"] = exact_text(static_cast<double>(progress.epoch));
+  md["global_step"] = exact_text(static_cast<double>(progress.global_step));
+  md["step_in_epoch"] = exact_text(static_cast<double>(progress.step_in_epoch));
   for (const auto& [k, v] : progress.run) md["run." + k] = v;
   const optim::StateDict os = optimizer.state();
   md["optimizer.kind"] = os.kind;
@@ -114,11 +103,11 @@ std::map<std::string, std::string> state_metadata(const nn::Module& model,
     (*tensors)[used++].assign("optimizer." + k, t);
   }
   tensors->resize(used);
-  for (const auto& [k, v] : os.scalars) md["optimizer." + k] = num(v);
+  for (const auto& [k, v] : os.scalars) md["optimizer." + k] = exact_text(v);
   if (scheduler) {
     const optim::StateDict ss = scheduler->state();
     md["scheduler.kind"] = ss.kind;
-    for (const auto& [k, v] : ss.scalars) md["scheduler." + k] = num(v);
+    for (const auto& [k, v] : ss.scalars) md["scheduler." + k] = exact_text(v);
   }
   for_each_dropout(model, "", [&](const std::string& p, nn::Dropout& d) {
     // 64-bit seeds and steps as decimal text: a double cannot hold every 64-bit value.
@@ -161,12 +150,12 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
                  "or use load_checkpoint, which falls back to the previous whole pair");
   }
   TrainingProgress p;
-  p.epoch = static_cast<std::int64_t>(parse_num(path, "epoch", meta(f, path, "epoch")));
+  p.epoch = static_cast<std::int64_t>(parse_exact(path, "epoch", meta(f, path, "epoch")));
   p.global_step =
-      static_cast<std::int64_t>(parse_num(path, "global_step", meta(f, path, "global_step")));
+      static_cast<std::int64_t>(parse_exact(path, "global_step", meta(f, path, "global_step")));
   // Absent from checkpoints written before mid-epoch saves existed: those are epoch-end saves.
   if (const auto it = f.metadata.find("step_in_epoch"); it != f.metadata.end())
-    p.step_in_epoch = static_cast<std::int64_t>(parse_num(path, "step_in_epoch", it->second));
+    p.step_in_epoch = static_cast<std::int64_t>(parse_exact(path, "step_in_epoch", it->second));
   for (const auto& [k, v] : f.metadata)
     if (k.rfind("run.", 0) == 0) p.run[k.substr(4)] = v;
 
@@ -175,9 +164,9 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
   optim::StateDict ss;
   for (const auto& [k, v] : f.metadata) {
     if (k.rfind("optimizer.", 0) == 0 && k != "optimizer.kind")
-      os.scalars[k.substr(10)] = parse_num(path, k, v);
+      os.scalars[k.substr(10)] = parse_exact(path, k, v);
     if (k.rfind("scheduler.", 0) == 0 && k != "scheduler.kind")
-      ss.scalars[k.substr(10)] = parse_num(path, k, v);
+      ss.scalars[k.substr(10)] = parse_exact(path, k, v);
   }
   COHORT_CHECK(optimizer.num_params() > 0, "load_training_state: the optimizer has no parameters");
   Device& dev = optimizer.params(0).front()->value.device();  // load_state copies where needed
@@ -272,6 +261,7 @@ CheckpointSnapshot snapshot_checkpoint(const nn::Module& model, const optim::Opt
   for (std::size_t i = 0; i < state.size(); ++i) s.model[i].assign(state[i].name, state[i].tensor);
   s.state = state_metadata(model, optimizer, scheduler, progress, &s.optimizer);
   s.global_step = progress.global_step;
+  s.epoch_end = progress.step_in_epoch == 0;
   return s;
 }
 
@@ -311,7 +301,9 @@ struct CheckpointWriter::State {
   std::thread thread;
   bool running = false;          // a write is in flight (under mu)
   std::exception_ptr error;      // of the last write
-  Timing current, finished;      // the write in flight; the last one done (step -1: taken)
+  Timing current;                // the write in flight
+  std::deque<Timing> finished;   // done and not yet taken (a save's wait() can finish the
+                                 // previous write before anyone took it)
   CheckpointSnapshot spare;      // the last snapshot written, for reclaim()
 };
 
@@ -350,7 +342,9 @@ CheckpointWriter::Timing CheckpointWriter::take_finished() {
   Timing t;
   if (!state_) return t;
   std::lock_guard<std::mutex> lock(state_->mu);
-  std::swap(t, state_->finished);
+  if (state_->finished.empty()) return t;
+  t = state_->finished.front();
+  state_->finished.pop_front();
   return t;
 }
 
@@ -365,7 +359,7 @@ double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapsh
   {
     std::lock_guard<std::mutex> lock(st.mu);
     st.running = true;
-    st.current = {snapshot.global_step, waited, copy_s, 0, snapshot.bytes()};
+    st.current = {snapshot.global_step, snapshot.epoch_end, waited, copy_s, 0, snapshot.bytes()};
   }
   run_status::note_checkpoint_writing(snapshot.global_step);
   st.thread = std::thread([&st, path, snap = std::move(snapshot)]() mutable {
@@ -382,7 +376,7 @@ double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapsh
     st.error = err;
     st.running = false;
     if (!err) {
-      st.finished = st.current;
+      st.finished.push_back(st.current);
       run_status::note_checkpoint_written(snap.global_step);
     }
     st.spare = std::move(snap);

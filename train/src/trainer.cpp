@@ -21,6 +21,7 @@
 #include "cohort/layers/clip_grad.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
+#include "metadata_text.hpp"
 
 namespace cohort::train {
 namespace {
@@ -418,7 +419,8 @@ CheckpointLoad Trainer::resume(const std::string& path) {
     optim::StateDict st;
     st.kind = "GradScaler";
     for (const auto& [k, v] : got.progress.run)
-      if (k.rfind("grad_scaler.", 0) == 0) st.scalars[k.substr(12)] = std::strtod(v.c_str(), nullptr);
+      if (k.rfind("grad_scaler.", 0) == 0)
+        st.scalars[k.substr(12)] = detail::parse_exact(got.model_path, "run." + k, v);
     if (!st.scalars.empty()) {
       try {
         options_.grad_scaler->load_state(st);

@@ -17,23 +17,10 @@
 #include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/run_status.hpp"
 #include "cohort/train/trainer.hpp"
+#include "metadata_text.hpp"
 
 namespace cohort::train {
 namespace {
-
-std::string exact(double v) {  // %.17g round-trips every double
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-double parse_exact(const std::string& file, const std::string& key, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  COHORT_CHECK(!text.empty() && end && *end == '\0', "checkpoint '", file, "': run.", key, " = '",
-               text, "' is not a number");
-  return v;
-}
 
 // mkdir -p, one level at a time.
 void make_dirs(const std::string& dir) {
@@ -169,7 +156,7 @@ std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t e
   if (epoch != resumed_.epoch + 1 || resumed_.step_in_epoch == 0) return 0;
   const auto num = [&](const char* key, double fallback) {
     const auto it = resumed_.run.find(key);
-    return it == resumed_.run.end() ? fallback : parse_exact(file, key, it->second);
+    return it == resumed_.run.end() ? fallback : detail::parse_exact(file, std::string("run.") + key, it->second);
   };
   loss_sum = num("epoch.loss_sum", 0);
   r.grad_norm = num("epoch.grad_norm", 0);
@@ -188,7 +175,7 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
   p.run = run_info(train);
   if (options_.grad_scaler) {
     const optim::StateDict st = options_.grad_scaler->state();
-    for (const auto& [k, v] : st.scalars) p.run["grad_scaler." + k] = exact(v);
+    for (const auto& [k, v] : st.scalars) p.run["grad_scaler." + k] = detail::exact_text(v);
   }
   if (step_in_epoch > 0) {
     p.run["epoch.skipped_steps"] = std::to_string(r.skipped_steps);
@@ -201,8 +188,8 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
                      comm::allreduce_host(*comm_, model_.device(), &loss_sum, 1, DType::f64,
                                           comm::ReduceOp::avg);
                    });
-    p.run["epoch.loss_sum"] = exact(loss_sum);
-    p.run["epoch.grad_norm"] = exact(r.grad_norm);
+    p.run["epoch.loss_sum"] = detail::exact_text(loss_sum);
+    p.run["epoch.grad_norm"] = detail::exact_text(r.grad_norm);
     p.run["epoch.nonfinite_grad_norms"] = std::to_string(r.nonfinite_grad_norms);
   }
   if (!is_lead()) return;
@@ -227,6 +214,7 @@ void Trainer::report_saves(ProgressBar* bar) {
     if (t.step < 0) return;
     saves_.push_back(t);
     metrics_.write("checkpoint", {{"step", static_cast<double>(t.step)},
+                                  {"epoch_end", t.epoch_end ? 1.0 : 0.0},
                                   {"blocked_ms", 1e3 * (t.wait_s + t.copy_s)},
                                   {"copy_ms", 1e3 * t.copy_s},
                                   {"wait_ms", 1e3 * t.wait_s},
@@ -235,9 +223,10 @@ void Trainer::report_saves(ProgressBar* bar) {
     if (!options_.show_progress) continue;
     char line[512];
     std::snprintf(line, sizeof line,
-                  "checkpoint: step %lld -> %s (%s): training blocked %.1f ms (copy %.1f ms, "
+                  "checkpoint: step %lld%s -> %s (%s): training blocked %.1f ms (copy %.1f ms, "
                   "waiting for the previous write %.1f ms), written in %.1f ms in the background",
-                  static_cast<long long>(t.step), checkpoint_file_.c_str(), mb(t.bytes).c_str(),
+                  static_cast<long long>(t.step), t.epoch_end ? ", epoch's end" : "",
+                  checkpoint_file_.c_str(), mb(t.bytes).c_str(),
                   1e3 * (t.wait_s + t.copy_s), 1e3 * t.copy_s, 1e3 * t.wait_s, 1e3 * t.write_s);
     if (bar)
       bar->note(line);

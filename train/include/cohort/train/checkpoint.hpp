@@ -79,6 +79,7 @@ struct CheckpointSnapshot {
   std::vector<io::SafetensorsEntry> optimizer;  // "optimizer.<key>" buffers
   std::map<std::string, std::string> state;     // the training state's metadata (digest: at write)
   std::int64_t global_step = 0;
+  bool epoch_end = false;                       // taken at an epoch's end (step_in_epoch 0)
   std::size_t bytes() const;                    // tensor bytes held
 };
 // `reuse`: an earlier snapshot whose buffers are filled again where the sizes match
@@ -98,6 +99,7 @@ class CheckpointWriter {
  public:
   struct Timing {
     std::int64_t step = -1;    // the save's global step
+    bool epoch_end = false;    // an epoch's end save (else one every N steps)
     double wait_s = 0;         // the training thread waited this long for the previous write
     double copy_s = 0;         // ... and this long for the snapshot (as the caller measured it)
     double write_s = 0;        // the write itself, in the background
@@ -117,8 +119,8 @@ class CheckpointWriter {
   CheckpointSnapshot reclaim();
   // Waits for the write in flight; rethrows its error. Returns its timing (step -1: none).
   Timing wait();
-  // The last finished write's timing, without waiting (step -1: none finished yet); each finished
-  // write is returned once.
+  // The oldest finished write not yet taken, without waiting (step -1: none); each finished
+  // write is returned once, in order.
   Timing take_finished();
   bool busy() const;
 
