@@ -4,10 +4,18 @@
 // once per path next to bench/conv_bench_torch.py and prints the ratios.
 //
 //   build/bin/conv_bench [--shapes bench/conv_shapes.txt] [--threads N] [--min-time 0.2]
+//                        [--device SPEC] [--pipelined N]
 //
 // Prints "threads N path P" and then per shape "name fwd_ms bwd_data_ms bwd_filter_ms": each the
 // median over iterations run for at least --min-time seconds (and at least 3) after one warm-up
-// iteration (which creates oneDNN's primitives). Random inputs; dw accumulates, as in training.
+// iteration (which creates oneDNN's primitives, or picks cuDNN's algorithms). Random inputs; dw
+// accumulates, as in training.
+//
+// --device cuda (or any device spec): the same on that device, each iteration ending with the
+// device synchronised, so the time is the call's host overhead plus its GPU time.
+// --pipelined N: each iteration is N calls back to back and one synchronisation, divided by N: the
+// time per call when the host's enqueueing overlaps the GPU's work, as in a training step; where it
+// stays near the synchronised time, the host's per-call overhead is what costs.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -48,6 +56,8 @@ int main(int argc, char** argv) {
   std::string shapes = COHORT_BENCH_DIR "/conv_shapes.txt";
   int threads = 1;
   double min_time = 0.2;
+  std::string device_spec = "host";
+  int pipelined = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -60,6 +70,8 @@ int main(int argc, char** argv) {
     if (a == "--shapes") shapes = next();
     else if (a == "--threads") threads = std::atoi(next().c_str());
     else if (a == "--min-time") min_time = std::atof(next().c_str());
+    else if (a == "--device") device_spec = next();
+    else if (a == "--pipelined") pipelined = std::atoi(next().c_str());
     else {
       std::fprintf(stderr, "conv_bench: unknown argument '%s'\n", a.c_str());
       return 2;
@@ -70,11 +82,36 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "conv_bench: cannot read %s\n", shapes.c_str());
     return 2;
   }
-  auto& dev = cohort::host_device();
+  if (pipelined < 1) {
+    std::fprintf(stderr, "conv_bench: --pipelined %d: needs a whole number >= 1\n", pipelined);
+    return 2;
+  }
+  cohort::Device* devp = nullptr;
+  try {
+    devp = &cohort::device(device_spec);
+  } catch (const cohort::Error& e) {
+    std::fprintf(stderr, "conv_bench: --device %s: %s\n", device_spec.c_str(), e.what());
+    return 2;
+  }
+  auto& dev = *devp;
   cohort::set_host_threads(threads);
   const char* path = std::getenv("COHORT_HOST_CONV");
-  std::printf("threads %d path %s\n", cohort::host_threads().threads,
-              path && *path ? path : "onednn");
+  if (&dev == &cohort::host_device())
+    std::printf("threads %d path %s\n", cohort::host_threads().threads,
+                path && *path ? path : "onednn");
+  else
+    std::printf("threads %d path %s%s\n", cohort::host_threads().threads, dev.name().c_str(),
+                pipelined > 1 ? (" pipelined " + std::to_string(pipelined)).c_str() : "");
+  // One timed iteration: `pipelined` calls, then the device synchronised.
+  auto timed = [&](const std::function<void()>& f) {
+    return median_ms(
+               [&] {
+                 for (int k = 0; k < pipelined; ++k) f();
+                 dev.synchronize();
+               },
+               min_time) /
+           pipelined;
+  };
   std::string line;
   std::uint64_t seed = 1;
   while (std::getline(in, line)) {
@@ -96,12 +133,10 @@ int main(int argc, char** argv) {
     Tensor dy = Tensor::uniform(ys, -1.f, 1.f, seed++, dev);
     Tensor dx = Tensor::empty(x.shape(), cohort::DType::f32, dev);
     Tensor dw = Tensor::zeros(wt.shape(), cohort::DType::f32, dev);
-    const double fwd = median_ms(
-        [&] { ops::conv2d_forward(x, wt, nullptr, y, p, cohort::Activation::identity, 0.f); },
-        min_time);
-    const double bwd_data = median_ms([&] { ops::conv2d_backward_data(dy, wt, dx, p); }, min_time);
-    const double bwd_filter =
-        median_ms([&] { ops::conv2d_backward_filter(x, dy, dw, nullptr, p); }, min_time);
+    const double fwd =
+        timed([&] { ops::conv2d_forward(x, wt, nullptr, y, p, cohort::Activation::identity, 0.f); });
+    const double bwd_data = timed([&] { ops::conv2d_backward_data(dy, wt, dx, p); });
+    const double bwd_filter = timed([&] { ops::conv2d_backward_filter(x, dy, dw, nullptr, p); });
     std::printf("%s %.4f %.4f %.4f\n", name.c_str(), fwd, bwd_data, bwd_filter);
     std::fflush(stdout);
   }

@@ -10,6 +10,13 @@
 #                                      bench/nccl_compare.sh there
 #   tools/gpu_deps.sh unpack [DIR]     on the GPU machine: unpack them into DIR/prefix and print the
 #                                      variables a build needs (tools/gpu_check.sh does this itself)
+#   tools/gpu_deps.sh bundle [DIR] [BUILD]
+#                                      on this machine, instead of download: the run-time packages
+#                                      only, plus BUILD (default build, a CUDA build made here; its
+#                                      default architectures include sm_90) packed as
+#                                      DIR/build.tar.xz, so the GPU machine spends none of its
+#                                      minutes compiling. tools/gpu_check.sh unpacks it there when
+#                                      BUILD/bin is missing; run its stages but build.
 #
 # DIR defaults to .gpu (add `/.gpu/` to .git/info/exclude so it never gets committed). Unpacking
 # uses `dpkg -x` where dpkg exists and `ar` + `tar` otherwise, and recreates the links Debian makes
@@ -33,7 +40,15 @@ packages=(
   dataset-fashion-mnist                 # the data of mnist_cnn (about 30 MB)
   doctest-dev libcli11-dev nlohmann-json3-dev
   zlib1g zlib1g-dev
+  libjpeg62-turbo                       # the data loader's JPEG decoding (libcohort_data)
 )
+# What a carried build needs at run time (bundle): the packages above without the -dev ones.
+runtime_packages=()
+for p in "${packages[@]}"; do
+  case "$p" in *-dev) ;; *) runtime_packages+=("$p") ;; esac
+done
+# The device tool carries at most 64 MiB with the working tree (about 5 MiB).
+bundle_limit=$((58 * 1024 * 1024))
 
 case "$cmd" in
   download)
@@ -46,6 +61,22 @@ case "$cmd" in
       tar -C "$4" --exclude=.git --exclude=build -cf - . | tar -C "$dir/nccl-tests" -xf -
       du -sh "$dir/nccl-tests"
     fi
+    ;;
+  bundle)
+    build=${3:-build}
+    [ -x "$build/bin/test_parity" ] && [ -f "$build/lib/libcohort_cuda.so" ] ||
+      { echo "gpu_deps.sh: $build has no CUDA build (cmake --preset default with CUDA found, then build)" >&2; exit 1; }
+    rm -rf "$dir/debs" "$dir/prefix" && mkdir -p "$dir/debs"
+    (cd "$dir/debs" && apt-get download "${runtime_packages[@]}")
+    # Programs, libraries, CMakeCache.txt (its source path) and ctest's files and working folders;
+    # no objects, static libraries or ninja state.
+    tar -C "$(dirname "$build")" -cJf "$dir/build.tar.xz" --exclude='*.o' --exclude='*.a' \
+      --exclude=CMakeFiles --exclude='.ninja*' --exclude=Testing --exclude='gpu_check.*' --exclude='*.log' \
+      --exclude="$(basename "$build")/bin/mpi_allreduce_bench" "$(basename "$build")"
+    size=$(du -sb "$dir" | cut -f1)
+    echo "gpu_deps.sh: $dir holds $((size / 1024 / 1024)) MiB (debs and $build packed)"
+    [ "$size" -le "$bundle_limit" ] ||
+      { echo "gpu_deps.sh: $dir is over $((bundle_limit / 1024 / 1024)) MiB: the device tool would refuse it" >&2; exit 1; }
     ;;
   unpack)
     [ -d "$dir/debs" ] || { echo "gpu_deps.sh: no $dir/debs (run 'tools/gpu_deps.sh download' first)" >&2; exit 1; }

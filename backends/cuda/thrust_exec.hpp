@@ -32,6 +32,10 @@ template <class Policy>
 class ThrustExec {
  public:
   explicit ThrustExec(const Policy& policy) : policy_(policy) {}
+  // One work item per output element where a family offers it (kernels::has_fine_items): a GPU
+  // thread per row or plane runs hundreds of serial, uncoalesced steps. The CPU tests run the
+  // same decomposition through thrust::cpp::par.
+  static constexpr bool kFineItems = true;
 
   // f(item) for item in [0, count).
   template <class F>

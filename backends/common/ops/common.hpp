@@ -53,6 +53,19 @@ struct has_transforms<Exec, std::void_t<decltype(&Exec::template fill_n<float>)>
 template <class Exec>
 inline constexpr bool has_transforms_v = has_transforms<Exec>::value;
 
+// Whether an executor wants one work item per output element (Exec::kFineItems: a GPU, where
+// thousands of threads each need little work and coalesced access) rather than one per row or
+// plane (the host, where an item is a core's loop the compiler vectorises). A family that offers
+// both decompositions computes every element with the same operations in the same order in both,
+// so results are bit-identical whichever runs.
+template <class Exec, class = void>
+struct has_fine_items : std::false_type {};
+template <class Exec>
+struct has_fine_items<Exec, std::void_t<decltype(Exec::kFineItems)>>
+    : std::integral_constant<bool, Exec::kFineItems> {};
+template <class Exec>
+inline constexpr bool has_fine_items_v = has_fine_items<Exec>::value;
+
 // ---------------------------------------------------------------------------------------------
 // Row sums: blocks of 32 elements summed in float, the block sums accumulated in double. On the
 // host the block loop is an OpenMP SIMD reduction (the host backend builds with -fopenmp-simd and

@@ -128,13 +128,117 @@ struct PoolBackwardPlane {  // item: one input plane of dx: items = n * c
   }
 };
 
+// The same two ops one element per item, for executors with kFineItems (the GPU). Each output
+// (forward) or input (backward) element sees the same operations in the same order as in
+// PoolForwardRow / PoolBackwardPlane, so the results are bit-identical.
+struct PoolForwardElem {  // item: one output element (plane, oh, ow): items = n * c * oh * ow
+  Pool2dArgs a;
+  const float* x;
+  float* y;
+  std::int32_t* argmax;  // max pooling, nullable
+  i64 cost() const { return a.kh * a.kw; }
+  COHORT_HD void operator()(i64 item) const {
+    const i64 ow = item % a.ow;
+    const i64 oh = (item / a.ow) % a.oh;
+    const i64 plane = item / (a.ow * a.oh);
+    const float* in = x + plane * a.h * a.w;
+    const i64 ih_base = oh * a.stride_h - a.pad_h, iw_base = ow * a.stride_w - a.pad_w;
+    if (a.kind == PoolKind::max) {
+      i64 ih_first = ih_base, iw_first = iw_base;  // ATen's initial index: the first valid tap
+      while (ih_first < 0) ih_first += a.dil_h;
+      while (iw_first < 0) iw_first += a.dil_w;
+      float best = -INFINITY;
+      std::int32_t at = static_cast<std::int32_t>(ih_first * a.w + iw_first);
+      for (i64 p = 0; p < a.kh; ++p) {
+        const i64 ih = ih_base + p * a.dil_h;
+        if (ih < 0 || ih >= a.h) continue;
+        for (i64 q = 0; q < a.kw; ++q) {
+          const i64 iw = iw_base + q * a.dil_w;
+          if (iw < 0 || iw >= a.w) continue;
+          const float v = in[ih * a.w + iw];
+          if ((v > best) | (v != v)) {
+            best = v;
+            at = static_cast<std::int32_t>(ih * a.w + iw);
+          }
+        }
+      }
+      y[item] = best;
+      if (argmax) argmax[item] = at;
+    } else {
+      float sum = 0.0f;
+      for (i64 p = 0; p < a.kh; ++p) {
+        const i64 ih = ih_base + p;
+        if (ih < 0 || ih >= a.h) continue;
+        for (i64 q = 0; q < a.kw; ++q) {
+          const i64 iw = iw_base + q;
+          if (iw >= 0 && iw < a.w) sum += in[ih * a.w + iw];
+        }
+      }
+      i64 h0, h1, w0, w1;
+      y[item] = sum / PoolForwardRow{a, nullptr, nullptr, nullptr}.avg_window(oh, ow, h0, h1, w0, w1);
+    }
+  }
+};
+
+struct PoolBackwardElem {  // item: one input element of dx (plane, ih, iw): items = n * c * h * w
+  Pool2dArgs a;
+  const float* dy;
+  const std::int32_t* argmax;  // max pooling
+  float* dx;
+  i64 cost() const { return a.kh * a.kw; }
+  // The outputs whose window (dilation `dil`) can hold input index i: [lo, hi].
+  COHORT_HD static void covering(i64 i, i64 k, i64 stride, i64 pad, i64 dil, i64 n_out, i64& lo,
+                                 i64& hi) {
+    const i64 first = i + pad - (k - 1) * dil;
+    lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+    hi = (i + pad) / stride;
+    if (hi > n_out - 1) hi = n_out - 1;
+  }
+  COHORT_HD void operator()(i64 item) const {
+    const i64 iw = item % a.w;
+    const i64 ih = (item / a.w) % a.h;
+    const i64 plane = item / (a.w * a.h);
+    const float* g = dy + plane * a.oh * a.ow;
+    const bool max = a.kind == PoolKind::max;
+    i64 oh0, oh1, ow0, ow1;
+    covering(ih, a.kh, a.stride_h, a.pad_h, max ? a.dil_h : 1, a.oh, oh0, oh1);
+    covering(iw, a.kw, a.stride_w, a.pad_w, max ? a.dil_w : 1, a.ow, ow0, ow1);
+    // Outputs in increasing index order: the order PoolBackwardPlane adds them in.
+    float sum = 0.0f;
+    if (max) {
+      const std::int32_t* idx = argmax + plane * a.oh * a.ow;
+      const std::int32_t self = static_cast<std::int32_t>(ih * a.w + iw);
+      for (i64 oh = oh0; oh <= oh1; ++oh)
+        for (i64 ow = ow0; ow <= ow1; ++ow)
+          if (idx[oh * a.ow + ow] == self) sum += g[oh * a.ow + ow];
+    } else {
+      const PoolForwardRow win{a, nullptr, nullptr, nullptr};
+      for (i64 oh = oh0; oh <= oh1; ++oh)
+        for (i64 ow = ow0; ow <= ow1; ++ow) {
+          i64 h0, h1, w0, w1;
+          const float v = g[oh * a.ow + ow] / win.avg_window(oh, ow, h0, h1, w0, w1);
+          if (ih >= h0 && ih < h1 && iw >= w0 && iw < w1) sum += v;
+        }
+    }
+    dx[item] = sum;
+  }
+};
+
 template <class Exec>
 void run(Exec& e, const calls::Pool2dForward& c) {
-  e.for_each("cohort::pool2d_forward", c.a.n * c.a.c * c.a.oh, PoolForwardRow{c.a, c.x, c.y, c.argmax});
+  if constexpr (has_fine_items_v<Exec>)
+    e.for_each("cohort::pool2d_forward", c.a.n * c.a.c * c.a.oh * c.a.ow,
+               PoolForwardElem{c.a, c.x, c.y, c.argmax});
+  else
+    e.for_each("cohort::pool2d_forward", c.a.n * c.a.c * c.a.oh, PoolForwardRow{c.a, c.x, c.y, c.argmax});
 }
 template <class Exec>
 void run(Exec& e, const calls::Pool2dBackward& c) {
-  e.for_each("cohort::pool2d_backward", c.a.n * c.a.c, PoolBackwardPlane{c.a, c.dy, c.argmax, c.dx});
+  if constexpr (has_fine_items_v<Exec>)
+    e.for_each("cohort::pool2d_backward", c.a.n * c.a.c * c.a.h * c.a.w,
+               PoolBackwardElem{c.a, c.dy, c.argmax, c.dx});
+  else
+    e.for_each("cohort::pool2d_backward", c.a.n * c.a.c, PoolBackwardPlane{c.a, c.dy, c.argmax, c.dx});
 }
 
 }  // namespace cohort::kernels

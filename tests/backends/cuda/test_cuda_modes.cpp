@@ -2,18 +2,27 @@
 // one):
 //   - deterministic algorithms: convolution backward data and filter give bit-identical results
 //     run after run (cuDNN's atomics-based algorithms are excluded);
-//   - TF32 off (the default): a training-sized convolution matches the host within the parity
-//     tolerance; TF32 on still matches loosely (10-bit mantissa products);
+//   - TF32 off (the default): a training-sized convolution is an f32 sum; TF32 on is bounded by
+//     TF32's rounding of the inputs;
 //   - out of memory: an error naming the bytes asked and the bytes free, not a crash;
 //   - a batched GEMM large enough for cuBLAS's tensor-core paths matches the host;
-//   - the cuDNN backward passes at the MNIST CNN's conv2 size match the host.
-// Where a comparison ran on cuDNN, its line names the algorithm that ran (Cudnn::last_algorithms)
-// and its tolerance follows the algorithm's family (seams::conv_tolerance): 1e-5 for GEMM-based and
-// direct algorithms, whose error is a reordered f32 sum; 1e-4 for Winograd and FFT, which round in
-// a transform domain (GPU review G4). cuDNN's heuristics pick per GPU and version, so the family is
-// read after the run rather than assumed.
+//   - the cuDNN backward passes at the MNIST CNN's conv2 size are f32 sums.
+//
+// The convolutions are checked against an exact reference (double sums on the host, below), not
+// against the host device: a comparison of two f32 results cannot say which one is off, and its
+// tolerance was a guess (1e-5 relative failed on an H100 with 1.1e-5 for 289-term sums, which is
+// well within f32's bound). For each output the error is |got - exact| / sum_i |term_i| in units of
+// u = 2^-24 (f32's unit roundoff). Any f32 summation order of n terms stays within n u
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., eq. 3.5: gamma_n), so GEMM
+// and direct algorithms get n u, rigorous. FFT and Winograd round in a transform domain and have
+// only normwise bounds; they get max(n, 1024) u, which measured errors of about 14 u (H100, cuDNN
+// 9, FFT backward filter) clear by far, and which still rejects inputs rounded to TF32's 10-bit
+// mantissa (1603 u on this test's data, as --check-reference shows; 2^-10 = 16384 u at worst). Where a comparison ran on cuDNN, its line names the algorithm
+// (Cudnn::last_algorithms); cuDNN's heuristics pick per GPU and version, so the family is read
+// after the run rather than assumed.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,12 +56,11 @@ double rel_diff(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-// The cuDNN algorithm behind the latest convolution of `dir` on `gpu` (" [cuDNN FFT_TILING (fft)]")
-// and the tolerance for it: `strict` for GEMM-based/direct (and when the shared kernels ran),
-// conv_tolerance(family) otherwise. A sum already compared loosely keeps its looser bound.
+// The cuDNN algorithm behind the latest convolution of `dir` on `gpu` (" [cuDNN FFT_TILING (fft)]"),
+// and whether it rounds in a transform domain (FFT, Winograd, or a family cuDNN did not name).
 enum class Dir { forward, backward_data, backward_filter };
-std::string conv_algo(Device& gpu, Dir dir, double strict, double* tol) {
-  *tol = strict;
+std::string conv_algo(Device& gpu, Dir dir, bool* transform) {
+  *transform = false;
 #if COHORT_TEST_CUDNN_ALGOS
   namespace s = cohort::cuda::seams;
   auto* cuda = dynamic_cast<cohort::cuda::CudaDevice*>(&gpu);
@@ -62,7 +70,7 @@ std::string conv_algo(Device& gpu, Dir dir, double strict, double* tol) {
                                                       : s::ConvDir::backward_filter;
   for (const auto& used : cuda->cudnn().last_algorithms())
     if (used.dir == want) {
-      *tol = std::fmax(strict, s::conv_tolerance(used.family));
+      *transform = used.family != s::AlgoFamily::gemm && used.family != s::AlgoFamily::direct;
       return " [cuDNN " + used.name + " (" + s::algo_family_name(used.family) + ")]";
     }
   return " [shared kernels]";
@@ -73,19 +81,171 @@ std::string conv_algo(Device& gpu, Dir dir, double strict, double* tol) {
 #endif
 }
 
+// An exact result: per output, the double sum and the sum of the terms' magnitudes.
+struct Exact {
+  std::vector<double> val, mag;
+  std::int64_t terms = 0;  // the most terms any output sums
+};
+constexpr double kU = 1.0 / 16777216.0;  // 2^-24
+
+// max over outputs of |got - exact| / mag, in units of u (an output with mag 0 must be exact).
+double err_u(const Tensor& got, const Exact& e) {
+  const std::vector<float> g = got.to(host_device()).to_vector<float>();
+  if (g.size() != e.val.size()) return INFINITY;
+  double worst = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double d = std::fabs(double(g[i]) - e.val[i]);
+    worst = std::fmax(worst, e.mag[i] > 0 ? d / e.mag[i] / kU : (d > 0 ? INFINITY : 0.0));
+  }
+  return worst;
+}
+
+// The bound for an n-term sum: n u (gamma_n) for GEMM/direct, max(n, 1024) u for transforms.
+double bound_u(const Exact& e, bool transform) {
+  return transform ? std::fmax(double(e.terms), 1024.0) : double(e.terms);
+}
+
+std::string check_exact(const Tensor& got, const Exact& e, bool transform, const std::string& what) {
+  const double err = err_u(got, e), bound = bound_u(e, transform);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ": error %.1f u of sum |terms| (bound %.0f u, %lld-term sums)", err,
+                bound, static_cast<long long>(e.terms));
+  check(err <= bound, what + buf);
+  return buf;
+}
+
+std::vector<double> host_values(const Tensor& t) {
+  const std::vector<float> v = t.to(host_device()).to_vector<float>();
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// Stride 1, no padding, one group: the only case this test uses.
+// y = relu(conv(x, w) + b) (relu is 1-Lipschitz, so the sum's bound holds after it).
+Exact exact_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, bool relu) {
+  const Shape xs = xt.shape(), ws = wt.shape();
+  const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], R = ws[2], S = ws[3];
+  const std::int64_t OH = H - R + 1, OW = W - S + 1;
+  const std::vector<double> x = host_values(xt), w = host_values(wt), b = host_values(bt);
+  Exact e;
+  e.terms = C * R * S + 1;
+  e.val.assign(std::size_t(N * K * OH * OW), 0.0);
+  e.mag.assign(e.val.size(), 0.0);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t oh = 0; oh < OH; ++oh)
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          double v = b[k], m = std::fabs(b[k]);
+          for (std::int64_t c = 0; c < C; ++c)
+            for (std::int64_t r = 0; r < R; ++r) {
+              const double* xr = &x[std::size_t(((n * C + c) * H + oh + r) * W + ow)];
+              const double* wr = &w[std::size_t(((k * C + c) * R + r) * S)];
+              for (std::int64_t q = 0; q < S; ++q) {
+                v += xr[q] * wr[q];
+                m += std::fabs(xr[q] * wr[q]);
+              }
+            }
+          const std::size_t i = std::size_t(((n * K + k) * OH + oh) * OW + ow);
+          e.val[i] = relu ? std::fmax(v, 0.0) : v;
+          e.mag[i] = m;
+        }
+  return e;
+}
+
+// dw = start + sum over n, oh, ow of x * dy; db = start_b + sum of dy.
+std::pair<Exact, Exact> exact_backward_filter(const Tensor& xt, const Tensor& dyt,
+                                              const Tensor& w0, const Tensor& b0) {
+  const Shape xs = xt.shape(), ys = dyt.shape(), ws = w0.shape();
+  const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ys[1], OH = ys[2], OW = ys[3];
+  const std::int64_t R = ws[2], S = ws[3];
+  const std::vector<double> x = host_values(xt), dy = host_values(dyt);
+  Exact dw, db;
+  dw.val = host_values(w0);
+  dw.mag.resize(dw.val.size());
+  for (std::size_t i = 0; i < dw.val.size(); ++i) dw.mag[i] = std::fabs(dw.val[i]);
+  db.val = host_values(b0);
+  db.mag.resize(db.val.size());
+  for (std::size_t i = 0; i < db.val.size(); ++i) db.mag[i] = std::fabs(db.val[i]);
+  dw.terms = db.terms = N * OH * OW + 1;
+  for (std::int64_t k = 0; k < K; ++k) {
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t i = 0; i < OH * OW; ++i) {
+        const double g = dy[std::size_t((n * K + k) * OH * OW + i)];
+        db.val[std::size_t(k)] += g;
+        db.mag[std::size_t(k)] += std::fabs(g);
+      }
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t q = 0; q < S; ++q) {
+          double v = 0, m = 0;
+          for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t oh = 0; oh < OH; ++oh) {
+              const double* xr = &x[std::size_t(((n * C + c) * H + oh + r) * W + q)];
+              const double* gr = &dy[std::size_t(((n * K + k) * OH + oh) * OW)];
+              for (std::int64_t ow = 0; ow < OW; ++ow) {
+                v += xr[ow] * gr[ow];
+                m += std::fabs(xr[ow] * gr[ow]);
+              }
+            }
+          const std::size_t i = std::size_t(((k * C + c) * R + r) * S + q);
+          dw.val[i] += v;
+          dw.mag[i] += m;
+        }
+  }
+  return {dw, db};
+}
+
+// dx = sum over k, r, s of dy[oh = h - r, ow = w - s] * w (dx starts at zero).
+Exact exact_backward_data(const Tensor& dyt, const Tensor& wt, const Shape& xs) {
+  const Shape ys = dyt.shape(), ws = wt.shape();
+  const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ys[1], OH = ys[2], OW = ys[3];
+  const std::int64_t R = ws[2], S = ws[3];
+  const std::vector<double> dy = host_values(dyt), w = host_values(wt);
+  Exact e;
+  e.terms = K * R * S;
+  e.val.assign(std::size_t(N * C * H * W), 0.0);
+  e.mag.assign(e.val.size(), 0.0);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t c = 0; c < C; ++c)
+        for (std::int64_t r = 0; r < R; ++r)
+          for (std::int64_t q = 0; q < S; ++q) {
+            const double wv = w[std::size_t(((k * C + c) * R + r) * S + q)];
+            for (std::int64_t oh = 0; oh < OH; ++oh) {
+              const double* gr = &dy[std::size_t(((n * K + k) * OH + oh) * OW)];
+              const std::size_t row = std::size_t(((n * C + c) * H + oh + r) * W + q);
+              for (std::int64_t ow = 0; ow < OW; ++ow) {
+                e.val[row + std::size_t(ow)] += gr[ow] * wv;
+                e.mag[row + std::size_t(ow)] += std::fabs(gr[ow] * wv);
+              }
+            }
+          }
+  return e;
+}
+
 Tensor uni(Device& d, const Shape& s, std::uint64_t seed) {
   return Tensor::uniform(s, -1.0f, 1.0f, seed, host_device()).to(d);
 }
 
 }  // namespace
 
-int main() {
+// --check-reference: the exact-sum comparisons with the host device in the GPU's place, so that CPU
+// CI checks the reference and its bounds (ctest cuda_modes_reference).
+int main(int argc, char** argv) {
+  const bool reference_only = argc > 1 && std::string(argv[1]) == "--check-reference";
+  if (argc > 1 && !reference_only) {
+    std::fprintf(stderr, "test_cuda_modes: unknown argument '%s' (only --check-reference)\n", argv[1]);
+    return 2;
+  }
   Device* gpu = nullptr;
-  try {
-    gpu = &device("cuda");
-  } catch (const Error& e) {
-    std::printf("skipped: %s\n", e.what());
-    return 77;
+  if (reference_only) {
+    gpu = &host_device();
+  } else {
+    try {
+      gpu = &device("cuda");
+    } catch (const Error& e) {
+      std::printf("skipped: %s\n", e.what());
+      return 77;
+    }
   }
   Device& h = host_device();
   // The MNIST CNN's second convolution at batch 64.
@@ -93,7 +253,7 @@ int main() {
   ops::Conv2dParams p;
   const Shape ys = ops::conv2d_output_shape(xs, ws, p);
 
-  {  // deterministic algorithms: two runs, the same bits
+  if (!reference_only) {  // deterministic algorithms: two runs, the same bits
     set_deterministic_algorithms(true);
     auto dw_once = [&] {
       Tensor dw = Tensor::zeros(ws, DType::f32, *gpu);
@@ -109,26 +269,19 @@ int main() {
     check(dx_once() == dx_once(), "deterministic: conv2d_backward_data bit-identical twice");
     set_deterministic_algorithms(false);
   }
-  {  // the backward passes at this size against the host (dw accumulates onto a random start)
-    auto dw_on = [&](Device& d) {
-      Tensor dw = uni(d, ws, 7), db = uni(d, {64}, 8);
-      ops::conv2d_backward_filter(uni(d, xs, 1), uni(d, ys, 2), dw, &db, p);
-      return std::make_pair(dw, db);
-    };
-    auto dx_on = [&](Device& d) {
-      Tensor dx = Tensor::zeros(xs, DType::f32, d);
-      ops::conv2d_backward_data(uni(d, ys, 2), uni(d, ws, 3), dx, p);
-      return dx;
-    };
-    const auto g = dw_on(*gpu), hst = dw_on(h);
-    double tol = 0;
-    const std::string algo = conv_algo(*gpu, Dir::backward_filter, 1e-4, &tol);
-    check(rel_diff(g.first, hst.first) <= tol,
-          "conv2d_backward_filter dw vs host (1e-4: sums of 43264 products)" + algo);
-    check(rel_diff(g.second, hst.second) <= 1e-4, "conv2d_backward_filter dbias vs host");
-    const Tensor dx = dx_on(*gpu);
-    const std::string dalgo = conv_algo(*gpu, Dir::backward_data, 1e-5, &tol);
-    check(rel_diff(dx, dx_on(h)) <= tol, "conv2d_backward_data vs host" + dalgo);
+  {  // the backward passes at this size against the exact sums (dw accumulates onto a random start)
+    Tensor dw = uni(*gpu, ws, 7), db = uni(*gpu, {64}, 8);
+    ops::conv2d_backward_filter(uni(*gpu, xs, 1), uni(*gpu, ys, 2), dw, &db, p);
+    bool transform = false;
+    const std::string algo = conv_algo(*gpu, Dir::backward_filter, &transform);
+    const auto want = exact_backward_filter(uni(h, xs, 1), uni(h, ys, 2), uni(h, ws, 7), uni(h, {64}, 8));
+    check_exact(dw, want.first, transform, "conv2d_backward_filter dw" + algo);
+    check_exact(db, want.second, false, "conv2d_backward_filter dbias");
+    Tensor dx = Tensor::zeros(xs, DType::f32, *gpu);
+    ops::conv2d_backward_data(uni(*gpu, ys, 2), uni(*gpu, ws, 3), dx, p);
+    const std::string dalgo = conv_algo(*gpu, Dir::backward_data, &transform);
+    check_exact(dx, exact_backward_data(uni(h, ys, 2), uni(h, ws, 3), xs), transform,
+                "conv2d_backward_data dx" + dalgo);
   }
   auto conv_on = [&](Device& d) {
     Tensor y = Tensor::zeros(ys, DType::f32, d);
@@ -136,18 +289,41 @@ int main() {
     ops::conv2d_forward(uni(d, xs, 1), uni(d, ws, 3), &b, y, p, Activation::relu);
     return y;
   };
-  const Tensor want = conv_on(h);
+  const Exact want = exact_forward(uni(h, xs, 1), uni(h, ws, 3), uni(h, {64}, 4), true);
   {
     set_allow_tf32(false);
-    const double d = rel_diff(conv_on(*gpu), want);
-    double tol = 0;
-    const std::string algo = conv_algo(*gpu, Dir::forward, 1e-5, &tol);
-    check(d <= tol, "TF32 off: conv2d_forward [64,32,26,26] vs host, max rel diff " +
-                        std::to_string(d) + algo);
+    const Tensor y = conv_on(*gpu);
+    bool transform = false;
+    const std::string algo = conv_algo(*gpu, Dir::forward, &transform);
+    check_exact(y, want, transform, "TF32 off: conv2d_forward [64,32,26,26] x [64,32,3,3] + bias, relu" + algo);
+    if (reference_only) {
+      // The bound has teeth: the same convolution with x and w rounded to TF32 (10-bit mantissa,
+      // what TF32 tensor cores multiply) must fail it.
+      auto tf32 = [&](const Shape& shape, std::uint64_t seed) {
+        std::vector<float> v = uni(h, shape, seed).to_vector<float>();
+        for (float& f : v) {
+          int e = 0;
+          const double m = std::frexp(double(f), &e);  // f = m 2^e, 0.5 <= |m| < 1
+          f = static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(m, 11)), e - 11));
+        }
+        return Tensor::from_vector(v, shape, h);
+      };
+      Tensor yr = Tensor::zeros(ys, DType::f32, h), br = uni(h, {64}, 4);
+      ops::conv2d_forward(tf32(xs, 1), tf32(ws, 3), &br, yr, p, Activation::relu);
+      const double err = err_u(yr, want);
+      check(err > bound_u(want, false),
+            "inputs rounded to TF32 fail the f32 bound: error " + std::to_string(err) + " u");
+      std::printf("%d failed\n", failures);
+      return failures ? 1 : 0;
+    }
+    // TF32 on: each input rounded to a 10-bit mantissa (2^-11 relative each, 2^-10 for a product)
+    // on top of the f32 sum's n u.
     set_allow_tf32(true);
-    const double d2 = rel_diff(conv_on(*gpu), want);
-    check(d2 <= 5e-2, "TF32 on: conv2d_forward vs host, max rel diff " + std::to_string(d2) +
-                          " (loose: 10-bit mantissa products)");
+    const double err = err_u(conv_on(*gpu), want);
+    const double bound = bound_u(want, transform) + 16384.0;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ": error %.1f u (bound %.0f u = the sum's + 2^-10)", err, bound);
+    check(err <= bound, std::string("TF32 on: conv2d_forward") + buf);
     set_allow_tf32(false);
   }
   {
@@ -155,7 +331,11 @@ int main() {
     const double d = rel_diff(ops::bmm(a, b, false, false), ops::bmm(a.to(h), b.to(h)));
     check(d <= 1e-5, "bmm [8,128,64] x [8,64,128] vs host, max rel diff " + std::to_string(d));
   }
-  {  // out of memory: far more than any GPU has
+  if (std::getenv("COHORT_TEST_NO_OOM") != nullptr) {
+    // Under compute-sanitizer (tools/gpu_check.sh): the deliberate failed cudaMalloc below would
+    // count as an API error there; plain ctest runs it.
+    std::printf("skip  out of memory (COHORT_TEST_NO_OOM is set)\n");
+  } else {  // out of memory: far more than any GPU has
     std::string msg;
     try {
       Tensor t = Tensor::empty({std::int64_t{1} << 40}, DType::f32, *gpu);
@@ -165,10 +345,10 @@ int main() {
     check(msg.find("4398046511104 bytes") != std::string::npos && msg.find("free") != std::string::npos,
           "out of memory names the bytes asked and free: " + msg);
     // The device still works afterwards.
-    const double d = rel_diff(conv_on(*gpu), want);
-    double tol = 0;
-    const std::string algo = conv_algo(*gpu, Dir::forward, 1e-5, &tol);
-    check(d <= tol, "after the failed allocation the device still computes" + algo);
+    const Tensor y = conv_on(*gpu);
+    bool transform = false;
+    const std::string algo = conv_algo(*gpu, Dir::forward, &transform);
+    check_exact(y, want, transform, "after the failed allocation the device still computes" + algo);
   }
   std::printf("%d failed\n", failures);
   return failures ? 1 : 0;

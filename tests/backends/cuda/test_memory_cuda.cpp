@@ -7,6 +7,7 @@
 // Exits 77 with "skipped: <reason>" when no CUDA device is usable (ctest SKIP_RETURN_CODE).
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -110,21 +111,27 @@ int main() {
           "6 finite step losses, epoch loss " + std::to_string(r.train_loss));
 
     // Out of memory: an error with the bytes, not a crash; the device still works afterwards.
-    const std::size_t huge = std::size_t{1} << 50;  // 1 PiB
-    std::string message;
-    try {
-      cohort::Tensor t = cohort::Tensor::empty({static_cast<std::int64_t>(huge / 4)},
-                                               cohort::DType::f32, *dev);
-    } catch (const cohort::Error& e) {
-      message = e.what();
+    // Not under compute-sanitizer (COHORT_TEST_NO_OOM, set by tools/gpu_check.sh), where the
+    // deliberate failed cudaMalloc counts as an API error.
+    if (std::getenv("COHORT_TEST_NO_OOM") != nullptr) {
+      std::printf("skip  out of memory (COHORT_TEST_NO_OOM is set)\n");
+    } else {
+      const std::size_t huge = std::size_t{1} << 50;  // 1 PiB
+      std::string message;
+      try {
+        cohort::Tensor t = cohort::Tensor::empty({static_cast<std::int64_t>(huge / 4)},
+                                                 cohort::DType::f32, *dev);
+      } catch (const cohort::Error& e) {
+        message = e.what();
+      }
+      std::printf("      %s\n", message.c_str());
+      check(message.find("out of memory on " + dev->name() + " in tensor allocation: asked for " +
+                         std::to_string(huge) + " bytes") != std::string::npos &&
+                message.find("bytes free on the device") != std::string::npos,
+            "out of memory names the op, the bytes asked and the bytes free");
+      cohort::Tensor after = cohort::Tensor::full({4}, 2.0, cohort::DType::f32, *dev);
+      check(after.to_vector<float>() == std::vector<float>(4, 2.0f), "the device works after it");
     }
-    std::printf("      %s\n", message.c_str());
-    check(message.find("out of memory on " + dev->name() + " in tensor allocation: asked for " +
-                       std::to_string(huge) + " bytes") != std::string::npos &&
-              message.find("bytes free on the device") != std::string::npos,
-          "out of memory names the op, the bytes asked and the bytes free");
-    cohort::Tensor after = cohort::Tensor::full({4}, 2.0, cohort::DType::f32, *dev);
-    check(after.to_vector<float>() == std::vector<float>(4, 2.0f), "the device works after it");
     dev->empty_cache();
     const MemoryStats emptied = dev->memory_stats();
     check(emptied.bytes_reserved == emptied.bytes_in_use, "empty_cache returns every cached block");

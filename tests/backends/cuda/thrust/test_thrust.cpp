@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -157,4 +158,75 @@ TEST_CASE("dropout over a length that is not a multiple of an item's 32 elements
   ops::dropout_forward(a, x, y_host);
   ops::dropout_forward(a, x.to(dev()), y);
   CHECK(y.to_vector<float>() == y_host.to_vector<float>());
+}
+
+// Pooling runs one element per item on Thrust (kFineItems: PoolForwardElem, PoolBackwardElem) and
+// one row or plane per item on the host; each element sees the same operations in the same order,
+// so the two agree bit for bit: overlapping windows (an input under several outputs), dilation,
+// padding, ties, NaN and -inf, and both divisor rules.
+TEST_CASE("pooling one element per item equals the host's rows and planes bit for bit") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    const char* name;
+    ops::Pool2dParams p;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* name, PoolKind k, std::int64_t kh, std::int64_t kw, std::int64_t s,
+                 std::int64_t pad, std::int64_t dil, bool include_pad) {
+    ops::Pool2dParams p;
+    p.kind = k;
+    p.kh = kh;
+    p.kw = kw;
+    p.stride_h = p.stride_w = s;
+    p.pad_h = p.pad_w = pad;
+    p.dil_h = p.dil_w = dil;
+    p.count_include_pad = include_pad;
+    cases.push_back({name, p});
+  };
+  add("max 2x2/2", PoolKind::max, 2, 2, 2, 0, 1, true);
+  add("max 3x3/1 pad 1 (overlapping)", PoolKind::max, 3, 3, 1, 1, 1, true);
+  add("max 3x2/2 pad 1 dil 2", PoolKind::max, 3, 2, 2, 1, 2, true);
+  add("avg 3x3/2 pad 1", PoolKind::avg, 3, 3, 2, 1, 1, true);
+  add("avg 3x3/1 pad 1 exclude pad", PoolKind::avg, 3, 3, 1, 1, 1, false);
+  const Shape xs{2, 3, 9, 11};
+  std::vector<float> xv = Tensor::uniform(xs, -1.0f, 1.0f, 21, host_device()).to_vector<float>();
+  for (std::size_t i = 0; i < xv.size(); i += 7) xv[i] = xv[i + 1];  // ties
+  xv[5] = nan;
+  xv[40] = -inf;
+  xv[41] = -inf;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const Shape ys = ops::pool2d_output_shape(xs, c.p);
+    auto run = [&](Device& d, std::vector<float>& y, std::vector<std::int32_t>& idx,
+                   std::vector<float>& dx) {
+      Tensor x = Tensor::from_vector(xv, xs, host_device()).to(d);
+      Tensor yt = Tensor::zeros(ys, DType::f32, d), at = Tensor::zeros(ys, DType::i32, d);
+      const bool max = c.p.kind == PoolKind::max;
+      ops::pool2d_forward(x, yt, max ? &at : nullptr, c.p);
+      Tensor dy = Tensor::uniform(ys, -1.0f, 1.0f, 22, host_device()).to(d);
+      Tensor dxt = Tensor::full(xs, 9.0, DType::f32, d);  // every element must be written
+      ops::pool2d_backward(dy, max ? &at : nullptr, dxt, c.p);
+      y = yt.to(host_device()).to_vector<float>();
+      idx = at.to(host_device()).to_vector<std::int32_t>();
+      dx = dxt.to(host_device()).to_vector<float>();
+    };
+    std::vector<float> yh, yt, dxh, dxt;
+    std::vector<std::int32_t> ih, it;
+    const std::uint64_t before = testing::thrust_calls(Op::pool2d_backward);
+    run(host_device(), yh, ih, dxh);
+    run(dev(), yt, it, dxt);
+    CHECK(testing::thrust_calls(Op::pool2d_backward) == before + 1);
+    REQUIRE(yh.size() == yt.size());
+    for (std::size_t i = 0; i < yh.size(); ++i) {
+      CAPTURE(i);
+      CHECK(((yh[i] == yt[i]) || (std::isnan(yh[i]) && std::isnan(yt[i]))));
+    }
+    CHECK(ih == it);
+    REQUIRE(dxh.size() == dxt.size());
+    for (std::size_t i = 0; i < dxh.size(); ++i) {
+      CAPTURE(i);
+      CHECK(std::memcmp(&dxh[i], &dxt[i], sizeof(float)) == 0);
+    }
+  }
 }
