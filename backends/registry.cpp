@@ -6,6 +6,7 @@
 #include "cohort/backend/dispatch.hpp"
 #include "cohort/backend/routes.hpp"
 #include "cohort/devices.hpp"
+#include "host/conv2d.hpp"
 #include "host/host_device.hpp"
 #if COHORT_HAVE_CUDA
 #include "cuda/cuda_device.hpp"
@@ -39,6 +40,12 @@ Device& host_device() { return select_device(device_factories(), "host"); }
 const HostThreads& host_threads() {
   host_device();  // its creation decides the count
   return host::configure_threads();
+}
+
+bool host_bf16_supported(std::string* why) {
+  const bool ok = host::bf16_native();
+  if (!ok && why != nullptr) *why = host::bf16_missing_reason();
+  return ok;
 }
 
 void set_host_threads(int threads) {

@@ -112,14 +112,16 @@ int run(const Flags& f) {
                                             : "",
         static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
     if (f.warmup_steps > 0 || f.clip_grad_norm > 0 || f.label_smoothing > 0 ||
-        f.scheduler_interval != "epoch")
+        f.scheduler_interval != "epoch" || f.amp != "off")
       std::printf("recipe: %s\n", examples::describe_schedule(f, f.gamma).c_str());
   }
   examples::start_trace(f.trace, job);
 
   // Given the DDP module, the Trainer does the distributed rest (see trainer_options).
-  train::Trainer trainer(trained, criterion, optimizer, scheduler.get(),
-                         examples::trainer_options(f));
+  auto scaler = examples::amp_scaler(f);  // --amp f16's GradScaler
+  cohort::train::TrainerOptions options = examples::trainer_options(f);
+  options.grad_scaler = scaler.get();
+  train::Trainer trainer(trained, criterion, optimizer, scheduler.get(), options);
 
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);

@@ -7,7 +7,8 @@
 // The checks: /dev/shm holds the shm backend's segment for the local ranks; MASTER_ADDR resolves
 // and rank 0 can serve the store on MASTER_ADDR:MASTER_PORT (other ranks: it is reachable); UCX
 // can create a context and which transports it has; the GPUs and how local ranks map onto them;
-// the host GEMM kernel (oneDNN's ISA); threads per rank against the CPUs.
+// the host GEMM kernel (oneDNN's ISA); whether the host computes bf16 natively (--amp); threads
+// per rank against the CPUs.
 #include <arpa/inet.h>
 #include <dnnl.h>
 #include <netdb.h>
@@ -189,6 +190,16 @@ void check_gemm() {
     report("ok", "gemm", d);
 }
 
+// Mixed precision on the host (--amp bf16, cohort/core/autocast.hpp): native bf16 or f32.
+void check_amp() {
+  std::string why;
+  if (cohort::host_bf16_supported(&why))
+    report("ok", "amp", "host bf16: native (oneDNN's AVX-512 BF16 / AMX kernels); f16: f32 on CPUs");
+  else
+    report("WARN", "amp", "host bf16: not native: --amp bf16 runs in f32 (" + why + ")",
+           "use a CPU with AVX-512 BF16 (Cooper Lake, Sapphire Rapids, Zen 4) or AMX for bf16");
+}
+
 void check_threads(int local) {
   const auto& ht = cohort::host_threads();
   const int cpus = cohort::comm::detail::usable_cpus();
@@ -262,6 +273,7 @@ int main(int argc, char** argv) {
     check_backends(info);
     check_gpus(local);
     check_gemm();
+    check_amp();
     check_threads(local);
   } catch (const std::exception& e) {
     report("FAIL", "doctor", e.what());

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/core/autocast.hpp"
 #include "common/caching_allocator.hpp"
 #include "common/ops/run_call.hpp"
 #include "cuda_check.hpp"
@@ -43,8 +44,20 @@ class CudaExec : public ThrustExec<CudaPolicy> {
   CudaExec(const CudaExec&) = delete;
   CudaExec& operator=(const CudaExec&) = delete;
 
-  void gemm(const GemmArgs& g) const { device_.gemm(g); }
-  void gemm_batched(const calls::GemmBatched& g) const { device_.gemm_batched(g); }
+  void gemm(const GemmArgs& g) const {
+    autocast_f32(g.compute, "gemm");
+    device_.gemm(g);
+  }
+  void gemm_batched(const calls::GemmBatched& g) const {
+    autocast_f32(g.compute, "gemm_batched");
+    device_.gemm_batched(g);
+  }
+  // Autocast on the GPU is not written yet (issue 33): the listed ops say so once and run in f32.
+  void autocast_f32(DType compute, const char* op) const {
+    if (compute != DType::f32)
+      autocast_fell_back(device_, compute, op,
+                         "the cuDNN and cuBLAS bf16/f16 paths are not written yet");
+  }
   void gemv(const seams::CublasGemv& v) const { device_.gemv(v); }
   // The device's cached vector of at least n ones, filled here (on the compute stream, before
   // whatever reads it) when the device had to allocate it.
@@ -88,13 +101,16 @@ void run(CudaExec& e, const calls::BiasGrad& c) {
 // ---- convolution, normalisation, softmax families: cuDNN (conv2d.cpp, norm.cpp, softmax_loss.cpp) ----
 
 void run(CudaExec& e, const calls::Conv2dForward& c) {
+  e.autocast_f32(c.a.compute, "conv2d_forward");
   if (!e.cudnn().conv_forward(c)) return kernels::run(e, c);
   kernels::conv2d_bias_act_pass(e, c.a, c.bias, c.y);  // one pass over y for the whole batch
 }
 void run(CudaExec& e, const calls::Conv2dBackwardData& c) {
+  e.autocast_f32(c.a.compute, "conv2d_backward_data");
   if (!e.cudnn().conv_backward_data(c)) kernels::run(e, c);
 }
 void run(CudaExec& e, const calls::Conv2dBackwardFilter& c) {
+  e.autocast_f32(c.a.compute, "conv2d_backward_filter");
   if (!e.cudnn().conv_backward_filter(c)) return kernels::run(e, c);
   // dbias += sum dy through cuDNN's reduction: the shared pass is one thread per channel, each
   // summing N * P * Q values (GPU review G2); it stays as the fallback.

@@ -40,10 +40,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/math_mode.hpp"
+#include "cohort/devices.hpp"
 #include "conv2d.hpp"
 #include "host_device.hpp"
+#include "scratch.hpp"
 #include "thread_governor.hpp"
 
 namespace cohort::host {
@@ -87,36 +90,19 @@ constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 constexpr int kReleaseWindow = 256;
 enum Slot { slot_src, slot_wei, slot_dst, slot_pad, slot_count };
 void* slot_buffer(Slot slot, std::size_t bytes) {
-  struct Buffer {
-    void* p = nullptr;
-    std::size_t n = 0;
+  struct Buffer : ScratchBuffer {
     std::size_t window_max = 0;  // the largest need of this window's calls
     int calls = 0;
-    ~Buffer() { std::free(p); }
   };
   thread_local Buffer bufs[slot_count];
   Buffer& b = bufs[slot];
   if (bytes > b.window_max) b.window_max = bytes;
   if (++b.calls == kReleaseWindow) {
-    if (b.n > kReleaseAbove && b.window_max < b.n / 4) {
-      std::free(b.p);
-      b.p = nullptr;
-      b.n = 0;
-    }
+    if (b.n > kReleaseAbove && b.window_max < b.n / 4) b.release();
     b.calls = 0;
     b.window_max = 0;
   }
-  if (bytes > b.n) {
-    std::free(b.p);
-    b.p = nullptr;
-    b.n = 0;
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    b.p = std::aligned_alloc(64, rounded);
-    COHORT_CHECK_IN("host", b.p != nullptr, "out of host memory allocating ", rounded,
-                    " bytes of scratch for a oneDNN convolution");
-    b.n = rounded;
-  }
-  return b.p;
+  return b.get(bytes, "a oneDNN convolution");
 }
 
 struct Dims {
@@ -187,7 +173,7 @@ using i64 = std::int64_t;
 // would wait forever in a forked child, where only 1 exists (thread_governor.hpp). See
 // plan_threads() for the count each direction is made with.
 using Key = std::tuple<int, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
-                       i64, i64, bool, int>;
+                       i64, i64, bool, int, int>;
 
 // Forward and backward data compute each output on one thread, so their values do not depend on
 // the count (checked bit for bit at 1 and 2 threads on every shape of bench/conv_shapes.txt) and
@@ -204,12 +190,17 @@ Key key_of(Dir dir, const Conv2dArgs& a, bool bias, int threads) {
   return Key{static_cast<int>(dir), a.n,      a.c,        a.h,        a.w,     a.k,
              a.r,                   a.s,      a.stride_h, a.stride_w, a.pad_h, a.pad_w,
              a.dil_h,               a.dil_w,  a.groups,   a.oh,       a.ow,    bias,
-             threads};
+             threads,               static_cast<int>(a.compute)};
 }
+
+// The type the primitive reads its inputs in: bf16 under autocast (the reorders into the
+// primitive's layout round the caller's f32 to nearest even), else f32. Results stay f32.
+dt input_type(const Conv2dArgs& a) { return a.compute == DType::bf16 ? dt::bf16 : dt::f32; }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const Dims& d,
                                                      bool bias, const dnnl::primitive_attr& attr) {
-  const memory::desc any_src(d.src, dt::f32, tag::any), any_wei(d.wei, dt::f32, tag::any),
+  const dt t = input_type(a);
+  const memory::desc any_src(d.src, t, tag::any), any_wei(d.wei, t, tag::any),
       any_dst(d.dst, dt::f32, tag::any);
   const memory::desc bias_md = bias ? memory::desc({a.k}, dt::f32, tag::x) : memory::desc();
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
@@ -226,6 +217,7 @@ dnnl::primitive_attr user_scratchpad() {
 
 std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
   const Dims d = dims_of(a);
+  const dt t = input_type(a);
   auto plan = std::make_unique<Plan>();
   // The forward descriptor is every direction's hint (oneDNN's backward kernels are chosen to
   // match the forward's layouts).
@@ -243,7 +235,7 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
     case Dir::backward_data: {
       dnnl::convolution_backward_data::desc desc(
           dnnl::algorithm::convolution_direct, memory::desc(d.src, dt::f32, tag::any),
-          memory::desc(d.wei, dt::f32, tag::any), memory::desc(d.dst, dt::f32, tag::any),
+          memory::desc(d.wei, t, tag::any), memory::desc(d.dst, t, tag::any),
           d.strides, d.dilates, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
                                                                fwd);
@@ -256,8 +248,8 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
     }
     case Dir::backward_filter: {
       dnnl::convolution_backward_weights::desc desc(
-          dnnl::algorithm::convolution_direct, memory::desc(d.src, dt::f32, tag::any),
-          memory::desc(d.wei, dt::f32, tag::any), memory::desc(d.dst, dt::f32, tag::any),
+          dnnl::algorithm::convolution_direct, memory::desc(d.src, t, tag::any),
+          memory::desc(d.wei, dt::f32, tag::any), memory::desc(d.dst, t, tag::any),
           d.strides, d.dilates, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(),
                                                                   engine(), fwd);
@@ -382,10 +374,59 @@ ConvPath conv_path() {
   return p;
 }
 
+
+bool bf16_native() {
+  static const bool native = [] {
+    const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+  }();
+  return native;
+}
+
+const char* bf16_missing_reason() {
+  return "this CPU has neither AVX-512 BF16 nor AMX (oneDNN would emulate bf16, slower than f32)";
+}
+
+namespace {
+
+// The args an entry point runs with: the caller's, with `compute` lowered to f32 (and the notice
+// given, or the strict error thrown) where the host cannot honour it. `why_not` is the case's own
+// reason for f32 (nullptr when the case itself allows bf16).
+Conv2dArgs resolved(const Conv2dArgs& a, const char* op, const char* why_not) {
+  Conv2dArgs r = a;
+  if (a.compute == DType::f32) return r;
+  const char* why = why_not;
+  if (a.compute == DType::f16)
+    why = "oneDNN 2.6 has no f16 convolution on CPUs (it needs AVX-512 FP16)";
+  else if (!bf16_native())
+    why = bf16_missing_reason();
+  else if (conv_path() != ConvPath::onednn)
+    why = "COHORT_HOST_CONV=im2col: the per-image path computes in f32";
+  if (why != nullptr) {
+    autocast_fell_back(host_device(), a.compute, op, why);
+    r.compute = DType::f32;
+  }
+  return r;
+}
+
+// The plan for `a`; for a bf16 case oneDNN has no primitive for, the notice and the f32 plan.
+const Plan* plan_or_f32(Dir dir, Conv2dArgs& a, bool bias, const char* op) {
+  const Plan* p = plan_for(dir, a, bias);
+  if (p == nullptr && a.compute != DType::f32) {
+    autocast_fell_back(host_device(), a.compute, op, "oneDNN has no bf16 primitive for this shape");
+    a.compute = DType::f32;
+    p = plan_for(dir, a, bias);
+  }
+  return p;
+}
+
+}  // namespace
+
 bool onednn_conv_forward(const calls::Conv2dForward& c) {
-  if (conv_path() != ConvPath::onednn || !worth_it(c.a)) return false;
-  return guarded("convolution forward", c.a, [&] {
-    const Plan* p = plan_for(Dir::forward, c.a, c.bias != nullptr);
+  Conv2dArgs a = resolved(c.a, "conv2d_forward", nullptr);
+  if (conv_path() != ConvPath::onednn || !worth_it(a)) return false;
+  return guarded("convolution forward", a, [&] {
+    const Plan* p = plan_or_f32(Dir::forward, a, c.bias != nullptr, "conv2d_forward");
     if (p == nullptr) return false;
     run_plan(*p, Dir::forward, const_cast<float*>(c.x), const_cast<float*>(c.w), c.y, c.bias);
     return true;
@@ -393,13 +434,16 @@ bool onednn_conv_forward(const calls::Conv2dForward& c) {
 }
 
 bool onednn_conv_backward_data(const calls::Conv2dBackwardData& c) {
-  // Few input channels per group (a first layer's 1 or 3): oneDNN's backward data pads them to a
-  // block of 16 and ran 3-7x slower than the per-image path (bench/conv_compare.sh, 1 and 2
+  Conv2dArgs a = resolved(c.a, "conv2d_backward_data", nullptr);
+  // Few input channels per group (a first layer's 1 or 3): oneDNN's f32 backward data pads them to
+  // a block of 16 and ran 3-7x slower than the per-image path (bench/conv_compare.sh, 1 and 2
   // threads: ResNet9's prep 8.35 against 2.26 ms, the ViT's patch embedding 4.24 against 0.85).
-  // Forward and backward filter stay on oneDNN there: even on one thread, faster on 2.
-  if (conv_path() != ConvPath::onednn || !worth_it(c.a) || c.a.c / c.a.groups <= 4) return false;
-  return guarded("convolution backward data", c.a, [&] {
-    const Plan* p = plan_for(Dir::backward_data, c.a, false);
+  // Forward and backward filter stay on oneDNN there: even on one thread, faster on 2. Under
+  // autocast bf16 oneDNN runs it anyway, so that the op computes in the type asked for.
+  const bool few_channels = a.c / a.groups <= 4 && a.compute == DType::f32;
+  if (conv_path() != ConvPath::onednn || !worth_it(a) || few_channels) return false;
+  return guarded("convolution backward data", a, [&] {
+    const Plan* p = plan_or_f32(Dir::backward_data, a, false, "conv2d_backward_data");
     if (p == nullptr) return false;
     run_plan(*p, Dir::backward_data, c.dx, const_cast<float*>(c.w), const_cast<float*>(c.dy),
              nullptr);
@@ -408,10 +452,17 @@ bool onednn_conv_backward_data(const calls::Conv2dBackwardData& c) {
 }
 
 bool onednn_conv_backward_filter(const calls::Conv2dBackwardFilter& c) {
-  if (conv_path() != ConvPath::onednn || !worth_it(c.a) || deterministic_algorithms())
+  // Deterministic algorithms: the per-image path, whose order is fixed, in f32 (oneDNN's backward
+  // filter splits the batch's sum between threads).
+  Conv2dArgs a = resolved(c.a, "conv2d_backward_filter",
+                          deterministic_algorithms()
+                              ? "deterministic algorithms: backward filter runs the per-image "
+                                "path, which computes in f32"
+                              : nullptr);
+  if (conv_path() != ConvPath::onednn || !worth_it(a) || deterministic_algorithms())
     return false;
-  return guarded("convolution backward filter", c.a, [&] {
-    const Plan* p = plan_for(Dir::backward_filter, c.a, false);
+  return guarded("convolution backward filter", a, [&] {
+    const Plan* p = plan_or_f32(Dir::backward_filter, a, false, "conv2d_backward_filter");
     if (p == nullptr) return false;
     run_plan(*p, Dir::backward_filter, const_cast<float*>(c.x), c.dw, const_cast<float*>(c.dy),
              nullptr);

@@ -13,6 +13,7 @@
 #include "conv2d.hpp"
 #include "gemm.hpp"
 #include "host_device.hpp"
+#include "scratch.hpp"
 #include "thread_governor.hpp"
 
 namespace cohort::host {
@@ -67,23 +68,8 @@ struct HostExec {
   // One grow-only buffer per thread: ops on the host run on the calling thread, so two threads
   // sharing the device never share scratch memory.
   float* scratch(std::size_t floats) const {
-    struct Buffer {
-      float* p = nullptr;
-      std::size_t n = 0;
-      ~Buffer() { std::free(p); }
-    };
-    thread_local Buffer buf;
-    if (floats > buf.n) {
-      std::free(buf.p);
-      buf.p = nullptr;
-      buf.n = 0;
-      const std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-      buf.p = static_cast<float*>(std::aligned_alloc(64, bytes));
-      COHORT_CHECK_IN("host", buf.p != nullptr, "out of host memory allocating ", bytes,
-                      " bytes of scratch for a layer op");
-      buf.n = floats;
-    }
-    return buf.p;
+    thread_local ScratchBuffer buf;
+    return static_cast<float*>(buf.get(floats * sizeof(float), "a layer op"));
   }
 };
 
@@ -95,6 +81,7 @@ void run(HostExec& e, const calls::Conv2dForward& c) {
   kernels::conv2d_bias_act_pass(e, c.a, nullptr, c.y);  // oneDNN added the bias
 }
 void run(HostExec& e, const calls::GemmBatched& c) {
+  if (bf16_batched(c)) return;
   const int threads = c.m == 0 || c.n == 0 || c.k == 0
                           ? 1
                           : launch_threads(c.batch, c.batch * (c.m * c.n * c.k / 8));

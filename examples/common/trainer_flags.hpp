@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "cohort/optim/grad_scaler.hpp"
 #include "cohort/optim/lr_scheduler.hpp"
 #include "cohort/train/trainer.hpp"
 #include "flags.hpp"
@@ -27,6 +28,7 @@ struct TrainerFlags {
   std::string checkpoint_dir;            // --checkpoint-dir: resume from / save to DIR
   std::int64_t checkpoint_every = 0;     // --checkpoint-every: also every N steps
   bool deterministic = false;            // --deterministic: DDP's deterministic reduction
+  std::string amp = "off";               // --amp bf16|f16|off: autocast (TrainerOptions::amp)
   std::string metrics;                   // --metrics: JSON Lines
   std::string tensorboard;               // --tensorboard: event files in DIR
   // The recipe: schedule, warm-up, clipping, label smoothing.
@@ -65,6 +67,11 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
   app.add_flag("--deterministic", f.deterministic,
                "data parallel: reduce gradients in a fixed order, so a run (and a resumed run) "
                "is bit-identical whatever the timing");
+  app.add_option("--amp", f.amp,
+                 "mixed precision: convolutions and GEMMs compute in bf16 or f16 (autocast), "
+                 "weights, gradients and the optimizer stay f32; f16 adds a GradScaler; off "
+                 "(default)")
+      ->check(CLI::IsMember({"bf16", "f16", "off"}));
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--tensorboard", f.tensorboard,
                  "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
@@ -89,6 +96,13 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
       ->check(CLI::Range(0.0, 1.0));
 }
 
+// The GradScaler --amp f16 needs (torch.amp.GradScaler's defaults), or nullptr: the program owns
+// it for the Trainer's lifetime and passes it as TrainerOptions::grad_scaler.
+inline std::unique_ptr<cohort::optim::GradScaler> amp_scaler(const TrainerFlags& f) {
+  if (f.amp != "f16") return nullptr;
+  return std::make_unique<cohort::optim::GradScaler>();
+}
+
 // Given a DDP module the Trainer does the distributed rest: shards the loaders, averages the
 // metrics, prints, writes metrics and TensorBoard files on rank 0 only. Checkpoints: the newest
 // whole pair (model + training state) after every epoch, on rank 0; a crash mid-save leaves the
@@ -105,6 +119,7 @@ inline cohort::train::TrainerOptions trainer_options(const TrainerFlags& f) {
   o.checkpoint_dir = f.checkpoint_dir;
   o.checkpoint_every_steps = f.checkpoint_every;
   o.max_grad_norm = f.clip_grad_norm;
+  o.amp = f.amp == "bf16" ? cohort::DType::bf16 : f.amp == "f16" ? cohort::DType::f16 : cohort::DType::f32;
   o.scheduler_interval = f.scheduler_interval == "step" || f.warmup_steps > 0
                              ? cohort::train::SchedulerInterval::step
                              : cohort::train::SchedulerInterval::epoch;
@@ -157,6 +172,7 @@ inline std::string describe_schedule(const TrainerFlags& f, double gamma) {
            : " (per epoch)";
   if (f.clip_grad_norm > 0) s += ", clip grad norm " + g(f.clip_grad_norm);
   if (f.label_smoothing > 0) s += ", label smoothing " + g(f.label_smoothing);
+  if (f.amp != "off") s += ", amp " + f.amp + (f.amp == "f16" ? " with a GradScaler" : "");
   return s;
 }
 

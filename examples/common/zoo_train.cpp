@@ -203,7 +203,10 @@ int run(const Flags& f, const ZooProgram& p) {
     std::printf("schedule: %s\n", describe_schedule(f, f.gamma).c_str());
   }
   start_trace(f.trace, job);
-  train::Trainer trainer(trained, criterion, *optimizer, scheduler.get(), trainer_options(f));
+  auto scaler = amp_scaler(f);  // --amp f16's GradScaler
+  train::TrainerOptions options = trainer_options(f);
+  options.grad_scaler = scaler.get();
+  train::Trainer trainer(trained, criterion, *optimizer, scheduler.get(), options);
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
     if (lead)

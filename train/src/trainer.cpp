@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cohort/collectives/host_collectives.hpp"
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/run_status.hpp"
 #include "cohort/core/trace.hpp"
@@ -38,6 +39,8 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                options_.log_interval);
   COHORT_CHECK(options_.accumulation >= 1, "Trainer: accumulation must be >= 1, got ",
                options_.accumulation);
+  COHORT_CHECK(options_.amp == DType::f32 || options_.amp == DType::bf16 || options_.amp == DType::f16,
+               "Trainer: amp must be bf16, f16 or f32 (off), got ", dtype_name(options_.amp));
   COHORT_CHECK(options_.max_steps == -1 || options_.max_steps >= 1,
                "Trainer: max_steps must be >= 1 or -1, got ", options_.max_steps);
   COHORT_CHECK(options_.max_steps_per_epoch == -1 || options_.max_steps_per_epoch >= 1,
@@ -246,6 +249,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
       // plain model).
       model_.set_grad_sync(k + 1 >= k_this);
+      const autocast amp(batch.images.device(), options_.amp);
       timer_.time("forward", [&] {
         Tensor out = model_.forward(batch.images);
         if (!deferred && !out.device().host_accessible()) {
@@ -362,7 +366,11 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     bar.start_eval(batches, std::min(options_.log_interval, std::max<std::int64_t>(1, (batches + 3) / 4)));
   std::int64_t done = 0;
   while (test.next(batch)) {
-    Tensor out = model_.forward(batch.images);
+    Tensor out;
+    {
+      const autocast amp(batch.images.device(), options_.amp);
+      out = model_.forward(batch.images);
+    }
     loss_.forward(out, batch.labels);
     const std::int64_t n = batch.images.dim(0);
     loss_sum +=

@@ -35,6 +35,11 @@ const HostThreads& host_threads();
 // reports it with the reason "set_host_threads(N)". What benchmarks call before they measure.
 void set_host_threads(int threads);
 
+// Whether the host computes bf16 natively: oneDNN's instruction set here has AVX-512 BF16 or AMX.
+// Autocast bf16 on the host (cohort/core/autocast.hpp) runs its ops in bf16 when true, in f32 with
+// a notice when false; `why` (when given) gets the reason when false. f16 never runs on the host.
+bool host_bf16_supported(std::string* why = nullptr);
+
 // One line per backend: name, device count, and why a backend has none ("cuda: 0 (no CUDA-capable
 // device is detected)"), for tools and error messages.
 std::string describe_devices();

@@ -3,6 +3,7 @@
 #include "cohort/core/layer_ops.hpp"
 
 #include "cohort/backend/dispatch.hpp"
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/device.hpp"
 #include "cohort/core/error.hpp"
 #include "ops/checks.hpp"
@@ -69,6 +70,7 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor
   req_f32(op, "x", x);
   req_f32(op, "weight", w);
   Conv2dArgs a = conv_args(x.shape(), w.shape(), p);
+  a.compute = autocast_dtype(x.device());
   a.act = act;
   a.act_alpha = act_alpha;
   req_same_device(op, x, "x", w, "weight");
@@ -86,7 +88,8 @@ void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, const C
   req_f32(op, "dx", dx);
   req_f32(op, "weight", w);
   req_f32(op, "dy", dy);
-  const Conv2dArgs a = conv_args(dx.shape(), w.shape(), p);
+  Conv2dArgs a = conv_args(dx.shape(), w.shape(), p);
+  a.compute = autocast_dtype(dx.device());
   req_like(op, "dy", dy, Shape{a.n, a.k, a.oh, a.ow}, dx, "dx");
   req_same_device(op, dx, "dx", w, "weight");
   if (a.n == 0 || a.c == 0) return;
@@ -100,7 +103,8 @@ void conv2d_backward_filter(const Tensor& x, const Tensor& dy, Tensor& dw, Tenso
   const char* op = "conv2d_backward_filter";
   req_f32(op, "x", x);
   req_f32(op, "dweight", dw);
-  const Conv2dArgs a = conv_args(x.shape(), dw.shape(), p);
+  Conv2dArgs a = conv_args(x.shape(), dw.shape(), p);
+  a.compute = autocast_dtype(x.device());
   req_like(op, "dy", dy, Shape{a.n, a.k, a.oh, a.ow}, x, "x");
   req_same_device(op, x, "x", dw, "dweight");
   if (dbias) req_like(op, "dbias", *dbias, Shape{a.k}, x, "x");

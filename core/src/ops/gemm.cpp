@@ -3,6 +3,7 @@
 #include "cohort/core/ops.hpp"
 
 #include "cohort/backend/dispatch.hpp"
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/device.hpp"
 #include "cohort/core/error.hpp"
 #include "ops/checks.hpp"
@@ -50,6 +51,7 @@ GemmArgs checked_gemm(const char* op, const Tensor& a, bool trans_a, const Tenso
   g.lda = a.dim(lead + 1) > 0 ? a.dim(lead + 1) : 1;
   g.ldb = b.dim(lead + 1) > 0 ? b.dim(lead + 1) : 1;
   g.ldc = g.n;
+  g.compute = autocast_dtype(a.device());
   return g;
 }
 }  // namespace

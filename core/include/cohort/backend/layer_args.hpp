@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "cohort/core/dtype.hpp"
 #include "cohort/core/op_options.hpp"
 
 namespace cohort {
@@ -37,6 +38,10 @@ struct Conv2dArgs {
   // Forward only: y = act(conv + bias), applied while each image's output is still in cache.
   Activation act = Activation::identity;
   float act_alpha = 0.0f;  // leaky_relu's slope
+  // The autocast type (cohort/core/autocast.hpp): bf16 / f16 ask for inputs rounded to it, products
+  // summed in f32, results written as f32. A backend that cannot calls autocast_fell_back and
+  // computes in f32. Operands and results are f32 buffers either way.
+  DType compute = DType::f32;
 };
 
 // 2-D pooling, as PyTorch's max_pool2d (implicit -inf padding; the first maximum of a window wins

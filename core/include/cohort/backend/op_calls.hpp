@@ -38,6 +38,7 @@ struct GemmArgs {
   float beta = 0.0f;
   float* c = nullptr;
   std::int64_t ldc = 0;
+  DType compute = DType::f32;  // the autocast type, as Conv2dArgs::compute
 };
 
 namespace calls {

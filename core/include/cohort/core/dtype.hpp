@@ -1,6 +1,7 @@
-// Element types. f32 is the compute type; integer types carry labels and raw data; bf16 (the upper
-// half of an f32) and f16 (IEEE 754 binary16) are stored, moved and reduced (in float) so that
-// gradients can be compressed and checkpoints read, but no layer computes in them yet.
+// Element types. f32 is the storage and compute type; integer types carry labels and raw data; bf16
+// (the upper half of an f32) and f16 (IEEE 754 binary16) are stored, moved and reduced (in float) so
+// that gradients can be compressed and checkpoints read, and under autocast
+// (cohort/core/autocast.hpp) convolutions and GEMMs multiply in them (tensors stay f32).
 #pragma once
 
 #include <cstddef>

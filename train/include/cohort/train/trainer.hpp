@@ -77,6 +77,11 @@ struct TrainerOptions {
   // gradients hold an inf or NaN is skipped (not clipped, no optimizer step) and counted in
   // EpochResult::skipped_steps; then the scale is updated. Its state is in the checkpoint.
   optim::GradScaler* grad_scaler = nullptr;
+  // Mixed precision (cohort/core/autocast.hpp): bf16 or f16 runs every forward and backward (and
+  // evaluation's forward) inside cohort::autocast(the batch's device, amp), so convolutions and
+  // GEMMs compute in that type; f32 (the default) is off. Parameters, gradients, the optimizer and
+  // DDP's reduction stay f32. f16 wants a grad_scaler (PyTorch's advice too); bf16 does not.
+  DType amp = DType::f32;
   // The data-parallel group. Taken from the model when it is a DistributedDataParallel; set it
   // for a plain model whose gradients are averaged another way (parallel::DistributedOptimizer).
   std::shared_ptr<comm::Communicator> communicator;
