@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--amp", default="off", choices=["off", "bf16", "f16"],
+                    help="forward and loss under torch.autocast(device, that dtype)")
     ap.add_argument("--eval-batch", type=int, default=0,
                     help="then evaluate the test set in batches of N under no_grad (as mnist_cnn does)")
     a = ap.parse_args()
@@ -76,7 +78,9 @@ def main():
         idx = perm[(step * b) % (60000 - b):(step * b) % (60000 - b) + b]
         x, y = x_all[idx], labels[idx]
         opt.zero_grad()
-        loss = F.nll_loss(model(x), y)
+        amp = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
+        with torch.autocast(dev.type, dtype=amp or torch.float32, enabled=amp is not None):
+            loss = F.nll_loss(model(x), y)
         loss.backward()
         opt.step()
     if dev.type == "cuda":

@@ -65,6 +65,8 @@ def parse():
                     help="none: constant lr (cifar_cnn's StepLR with gamma 1)")
     ap.add_argument("--clip-grad-norm", type=float, default=0.0)
     ap.add_argument("--label-smoothing", type=float, default=0.0)
+    ap.add_argument("--amp", default="off", choices=["off", "bf16"],
+                    help="forward and loss under torch.autocast('cpu', torch.bfloat16)")
     return ap.parse_args()
 
 
@@ -122,7 +124,8 @@ def worker(rank, a):
             x, y = xs[idx], ys[idx]
             t0 = time.perf_counter()
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y, label_smoothing=a.label_smoothing)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
+                loss = F.cross_entropy(model(x), y, label_smoothing=a.label_smoothing)
             loss.backward()
             if a.clip_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip_grad_norm)

@@ -2,6 +2,7 @@
 // schedulers, data, the Trainer and checkpoints, and data parallelism. Link cohort::cohort.
 #pragma once
 
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/tensor.hpp"

@@ -2,8 +2,8 @@
 # The recipe flags from the user's side (warm-up, clipping, label smoothing, per-step schedule,
 # the total step budget): mnist_cnn on 2 ranks writes the lr sequence the schedule promises into
 # its metrics, clips (grad_norm logged), stops at --max-steps across epochs, shows evaluation
-# progress and ends with identical weights; cifar_cnn's cosine schedule after a warm-up; and the
-# flags' bad values are one-line errors.
+# progress and ends with identical weights; cifar_cnn's cosine schedule after a warm-up; --amp
+# (bf16, f16's fallback and GradScaler); and the flags' bad values are one-line errors.
 # usage: test_recipe_flags.sh MNIST_CNN CIFAR_CNN COHORTRUN
 set -uo pipefail
 mnist=$1 cifar=$2 run=$3
@@ -68,4 +68,24 @@ expect_error "scheduler-interval" --scheduler-interval often
 expect_error "warmup-steps 1000 leaves nothing of the run's 30 optimizer steps" \
   --warmup-steps 1000 --max-steps 30
 expect_error "clip-grad-norm" --clip-grad-norm -1
+expect_error "amp" --amp fp8
+
+# --amp: the recipe line names it; f16 on the host falls back to f32 with one notice and brings a
+# GradScaler; bf16 either runs (a CPU with AVX-512 BF16 or AMX) or gives the host's notice.
+out=$(OMP_NUM_THREADS=1 timeout 300 "$mnist" --max-steps 5 --test-batch-size 1000 --amp f16 2>&1) ||
+  fail "mnist_cnn --amp f16 exited $?: $out"
+echo "$out" | grep -q "recipe: StepLR gamma 0.7 (per epoch), amp f16 with a GradScaler" ||
+  fail "--amp f16: no recipe line: $out"
+[ "$(echo "$out" | grep -c "cohort: autocast f16 on host: oneDNN 2.6 has no f16 convolution")" -eq 1 ] ||
+  fail "--amp f16: not exactly one fallback notice: $out"
+echo "$out" | grep -q "final test accuracy" || fail "--amp f16: no accuracy: $out"
+out=$(OMP_NUM_THREADS=1 timeout 300 "$mnist" --max-steps 5 --test-batch-size 1000 --amp bf16 2>&1) ||
+  fail "mnist_cnn --amp bf16 exited $?: $out"
+echo "$out" | grep -q "recipe: StepLR gamma 0.7 (per epoch), amp bf16" || fail "--amp bf16: no recipe line: $out"
+if grep -qw -E 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  echo "$out" | grep -q "cohort: autocast" && fail "--amp bf16 fell back on a CPU with bf16: $out"
+else
+  echo "$out" | grep -q "cohort: autocast bf16 on host: this CPU has neither" ||
+    fail "--amp bf16 without native bf16: no notice: $out"
+fi
 echo "all recipe flag cases passed"

@@ -219,3 +219,39 @@ TEST_CASE("a warm-up + cosine SequentialLR stepped per step resumes from a check
   for (std::size_t i = 0; i < pa.size(); ++i)
     CHECK(pa[i]->value.to_vector<float>() == pc[i]->value.to_vector<float>());  // bit-identical
 }
+
+TEST_CASE("amp: bf16 trains through the Trainer (bf16 where the host has it); a bad type is refused") {
+  Run f32, b16;
+  auto to = quiet();
+  train::Trainer t32(*f32.model, f32.loss, *f32.opt, nullptr, to);
+  const auto r32 = t32.fit(f32.loader);
+  to.amp = cohort::DType::bf16;
+  train::Trainer t16(*b16.model, b16.loss, *b16.opt, nullptr, to);
+  const auto r16 = t16.fit(b16.loader);
+  REQUIRE(r16.size() == 1);
+  CHECK(std::isfinite(r16[0].train_loss));
+  CHECK(std::fabs(r16[0].train_loss - r32[0].train_loss) < 0.05 * r32[0].train_loss);
+  // The same run in f32 and bf16 ends with other weights exactly when bf16 ran.
+  CHECK((nn::state_digest(*f32.model) != nn::state_digest(*b16.model)) ==
+        cohort::host_bf16_supported());
+  Run bad;
+  to.amp = cohort::DType::i32;
+  CHECK(error_of([&] { train::Trainer t(*bad.model, bad.loss, *bad.opt, nullptr, to); })
+            .find("amp must be bf16, f16 or f32 (off), got i32") != std::string::npos);
+}
+
+TEST_CASE("grad scaler: a loss that is NaN from the first step skips every step and halves the scale") {
+  Run a;
+  cohort::ops::fill(a.model->parameters()[0]->value, NAN);  // the conv's weight: every loss is NaN
+  const std::string before = nn::state_digest(*a.model);
+  optim::GradScaler scaler;  // 65536
+  auto to = quiet();
+  to.grad_scaler = &scaler;
+  train::Trainer t(*a.model, a.loss, *a.opt, nullptr, to);
+  const auto r = t.fit(a.loader);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].steps == 6);
+  CHECK(r[0].skipped_steps == 6);
+  CHECK(scaler.scale() == 1024.0f);  // 65536 / 2^6
+  CHECK(nn::state_digest(*a.model) == before);  // no step was taken
+}

@@ -211,6 +211,9 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   const auto t0 = std::chrono::steady_clock::now();
   data::Batch batch;
   const CheckFiniteGuard guard{loss_, loss_.check_finite()};
+  // With loss scaling a non-finite loss is the scaler's to handle, as in PyTorch: its gradients
+  // are non-finite, the step is skipped and the scale backs off (reported at the epoch's end).
+  if (options_.grad_scaler) loss_.set_check_finite(false);
   PendingLosses pending;
   const std::int64_t capacity =
       options_.accumulation * std::max<std::int64_t>(1, std::min(options_.log_interval, steps));
@@ -344,6 +347,19 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   r.train_loss = r.steps ? loss_sum / static_cast<double>(r.steps) : 0.0;
   if (reduce_metric) r.train_loss = reduce_metric(r.train_loss);
   r.images_per_s = elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0.0;
+  // Loss scaling's skipped steps (the same on every rank: the inf check follows the all-reduce).
+  if (options_.grad_scaler && r.skipped_steps > 0 && is_lead()) {
+    const bool all = r.skipped_steps >= r.steps;
+    std::fprintf(stderr,
+                 "Trainer: grad scaler skipped %lld of %lld steps in epoch %lld (inf or NaN "
+                 "gradients); its scale is now %g%s\n",
+                 static_cast<long long>(r.skipped_steps), static_cast<long long>(r.steps),
+                 static_cast<long long>(epoch), static_cast<double>(options_.grad_scaler->scale()),
+                 all ? ": no step of the epoch was taken, so the gradients are not finite at any "
+                       "scale tried; look for NaN in the loss or the data, or a learning rate "
+                       "that diverged"
+                     : "");
+  }
   return r;
 }
 

@@ -75,7 +75,9 @@ struct TrainerOptions {
   // gradient is seeded with scale() (/ accumulation); after the step's last backward (and DDP's
   // all-reduce) the gradients are unscaled before after_backward and clipping; a step whose
   // gradients hold an inf or NaN is skipped (not clipped, no optimizer step) and counted in
-  // EpochResult::skipped_steps; then the scale is updated. Its state is in the checkpoint.
+  // EpochResult::skipped_steps; then the scale is updated. Its state is in the checkpoint. The
+  // loss's own finite check is off with it (a NaN loss skips its step, as in PyTorch), and an
+  // epoch with skipped steps says so on stderr (how many, the scale; every step skipped: why).
   optim::GradScaler* grad_scaler = nullptr;
   // Mixed precision (cohort/core/autocast.hpp): bf16 or f16 runs every forward and backward (and
   // evaluation's forward) inside cohort::autocast(the batch's device, amp), so convolutions and
