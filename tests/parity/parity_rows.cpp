@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cohort/backend/dispatch.hpp"
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/core/optim_ops.hpp"
@@ -168,6 +169,28 @@ std::vector<Row> rows() {
             return one(ref::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.v, b.v, g.beta, c0.v));
           });
         });
+  // The same GEMMs under autocast bf16 (docs/MIXED_PRECISION.md): a device that computes bf16
+  // rounds a and b to bf16 (2^-9 each, 2^-8 per product); k such errors add like a random walk, so
+  // about 2^-8 sqrt(k) / 3 of (1 + |want|) here. The tolerance per (op, bf16) is 2^-8 sqrt(k) + 1e-5,
+  // three times that. Devices without bf16 run f32 and pass at the f32 rows' 1e-5.
+  for (const GemmCase& g : gemms)
+    add(Op::gemm,
+        "gemm " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) +
+            " ta=" + std::to_string(g.ta) + " tb=" + std::to_string(g.tb) +
+            (g.beta != 0 ? " beta .5" : "") + " autocast bf16",
+        std::ldexp(std::sqrt(double(g.k)), -8) + 1e-5, [g](Case& c) {
+          const HostTensor a = uni(g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, 11);
+          const HostTensor b = uni(g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, 12);
+          const HostTensor c0 = uni({g.m, g.n}, 13);
+          Tensor o = c.out(c0);
+          {
+            const autocast amp(c.dev, DType::bf16);
+            ops::gemm(c.in(a), g.ta, c.in(b), g.tb, o, g.alpha, g.beta);
+          }
+          c.check({o}, [=] {
+            return one(ref::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.v, b.v, g.beta, c0.v));
+          });
+        });
   add(Op::gemm, "gemm k=0 beta 0 over NaN", 0, [](Case& c) {
     Tensor o = c.out(HostTensor{{4, 3}, Vec(12, NAN)});
     ops::gemm(c.in({{4, 0}, {}}), false, c.in({{0, 3}, {}}), false, o, 1.0f, 0.0f);
@@ -300,6 +323,57 @@ std::vector<Row> rows() {
         return out;
       });
     });
+  }
+  // The convolutions under autocast bf16, with the GEMMs' reasoning: 2^-8 sqrt(n) + 1e-5 of
+  // (1 + |want|) for sums of n products (per output: C/groups R S; per input gradient: K/groups R S;
+  // per weight gradient: N OH OW).
+  for (const ConvCase& cc : convs) {
+    const ref::Conv rc = ref_conv(cc.x, cc.w, cc.p);
+    const Shape ys = ops::conv2d_output_shape(cc.x, cc.w, cc.p);
+    const double per_out = double(cc.w[1] * cc.w[2] * cc.w[3]);
+    const double per_in = double(cc.w[0] / cc.p.groups * cc.w[2] * cc.w[3]);
+    const double per_w = double(ys[0] * ys[2] * ys[3]);
+    auto tol = [](double n) { return std::ldexp(std::sqrt(n), -8) + 1e-5; };
+    add(Op::conv2d_forward, "conv2d " + cc.name + " autocast bf16", tol(per_out), [cc, rc, ys](Case& c) {
+      const HostTensor x = uni(cc.x, 21), w = uni(cc.w, 22), b = uni({cc.w[0]}, 23);
+      Tensor y = c.out(ys), bias = c.in(b);
+      {
+        const autocast amp(c.dev, DType::bf16);
+        ops::conv2d_forward(c.in(x), c.in(w), cc.bias ? &bias : nullptr, y, cc.p, cc.act,
+                            cc.act_alpha);
+      }
+      c.check({y}, [=] {
+        return one(ref::conv2d_forward(rc, x.v, w.v, cc.bias ? b.v : Vec{}, ref_act(cc.act),
+                                       cc.act_alpha));
+      });
+    });
+    add(Op::conv2d_backward_data, "conv2d dx " + cc.name + " autocast bf16", tol(per_in),
+        [cc, rc, ys](Case& c) {
+          const HostTensor dy = uni(ys, 24), w = uni(cc.w, 22);
+          Tensor dx = c.out(cc.x);
+          {
+            const autocast amp(c.dev, DType::bf16);
+            ops::conv2d_backward_data(c.in(dy), c.in(w), dx, cc.p);
+          }
+          c.check({dx}, [=] { return one(ref::conv2d_backward_data(rc, dy.v, w.v)); });
+        });
+    add(Op::conv2d_backward_filter, "conv2d dw " + cc.name + " autocast bf16", tol(per_w),
+        [cc, rc, ys](Case& c) {
+          const HostTensor x = uni(cc.x, 21), dy = uni(ys, 24);
+          const HostTensor dw0 = uni(cc.w, 25), db0 = uni({cc.w[0]}, 26);
+          Tensor dw = c.out(dw0), db = c.out(db0);
+          {
+            const autocast amp(c.dev, DType::bf16);
+            ops::conv2d_backward_filter(c.in(x), c.in(dy), dw, cc.bias ? &db : nullptr, cc.p);
+          }
+          c.check({dw, db}, [=] {
+            std::vector<Vec> out(2);
+            ref::conv2d_backward_filter(rc, x.v, dy.v, dw0.v, cc.bias ? db0.v : Vec{}, &out[0],
+                                        &out[1]);
+            if (!cc.bias) out[1] = db0.v;
+            return out;
+          });
+        });
   }
 
   // ---- pooling: max (a copy: exact) and average ----
