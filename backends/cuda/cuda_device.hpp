@@ -42,6 +42,7 @@ namespace cohort::cuda {
 
 class Cudnn;
 namespace seams {
+struct CublasGemm;
 struct CublasGemv;
 }  // namespace seams
 
@@ -95,6 +96,10 @@ class CudaDevice final : public Device {
   void gemm(const GemmArgs& g);
   // The same for a strided batch, one cuBLAS call (m, n, k, batch >= 1).
   void gemm_batched(const calls::GemmBatched& g);
+  // Under autocast (op_table.cu): the seam's GEMM with A and B replaced by 16-bit copies of the
+  // operands (`t` bf16 or f16, same layout), products summed in f32 and C written in f32:
+  // cublasGemmStridedBatchedEx_64 with CUBLAS_COMPUTE_32F, tensor cores where the GPU has them.
+  void gemm_lowp(const seams::CublasGemm& v, const void* A16, const void* B16, DType t);
   // cublasSgemv_64 on the compute stream with the seam's values (seams/cublas_gemm.hpp);
   // activation.cpp, with ones_block().
   void gemv(const seams::CublasGemv& v);

@@ -63,4 +63,18 @@ void CudaDevice::gemm_batched(const calls::GemmBatched& g) {
                                  ") for batch=", g.batch, " m=", g.m, " n=", g.n, " k=", g.k));
 }
 
+void CudaDevice::gemm_lowp(const seams::CublasGemm& v, const void* A16, const void* B16, DType t) {
+  const cudaDataType in = t == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cublasStatus_t st = cublasGemmStridedBatchedEx_64(
+      as_blas(blas()), as_op(v.transa), as_op(v.transb), v.m, v.n, v.k, &v.alpha, A16, in, v.lda,
+      v.stride_a, B16, in, v.ldb, v.stride_b, &v.beta, v.C, CUDA_R_32F, v.ldc, v.stride_c, v.batch,
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    ::cohort::detail::throw_error(
+        __FILE__, __LINE__, "cublasGemmStridedBatchedEx_64", "cuda",
+        ::cohort::detail::concat(dtype_name(t), " GEMM on ", name(), " failed (",
+                                 detail::describe(st), ") for batch=", v.batch, " m=", v.m,
+                                 " n=", v.n, " k=", v.k));
+}
+
 }  // namespace cohort::cuda

@@ -63,6 +63,9 @@ class ThrustExec {
     thrust::transform(policy_, first, first + static_cast<std::int64_t>(n), x, g);
   }
 
+ protected:
+  const Policy& policy() const { return policy_; }
+
  private:
   Policy policy_;
 };

@@ -169,22 +169,24 @@ std::vector<Row> rows() {
             return one(ref::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.v, b.v, g.beta, c0.v));
           });
         });
-  // The same GEMMs under autocast bf16 (docs/MIXED_PRECISION.md): a device that computes bf16
-  // rounds a and b to bf16 (2^-9 each, 2^-8 per product); k such errors add like a random walk, so
-  // about 2^-8 sqrt(k) / 3 of (1 + |want|) here. The tolerance per (op, bf16) is 2^-8 sqrt(k) + 1e-5,
-  // three times that. Devices without bf16 run f32 and pass at the f32 rows' 1e-5.
+  // The same GEMMs under autocast bf16 and f16 (docs/MIXED_PRECISION.md): a device that computes
+  // in bf16 rounds a and b to it (2^-9 each, 2^-8 per product); k such errors add like a random
+  // walk, so about 2^-8 sqrt(k) / 3 of (1 + |want|) here. The tolerance per (op, bf16) is
+  // 2^-8 sqrt(k) + 1e-5, three times that; per (op, f16), with its 11-bit significand, 2^-10 sqrt(k)
+  // + 1e-5. A device without the type runs f32 (the host for f16) and passes at 1e-5.
+  for (const DType t : {DType::bf16, DType::f16})
   for (const GemmCase& g : gemms)
     add(Op::gemm,
         "gemm " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) +
             " ta=" + std::to_string(g.ta) + " tb=" + std::to_string(g.tb) +
-            (g.beta != 0 ? " beta .5" : "") + " autocast bf16",
-        std::ldexp(std::sqrt(double(g.k)), -8) + 1e-5, [g](Case& c) {
+            (g.beta != 0 ? " beta .5" : "") + " autocast " + dtype_name(t),
+        std::ldexp(std::sqrt(double(g.k)), t == DType::bf16 ? -8 : -10) + 1e-5, [g, t](Case& c) {
           const HostTensor a = uni(g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, 11);
           const HostTensor b = uni(g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, 12);
           const HostTensor c0 = uni({g.m, g.n}, 13);
           Tensor o = c.out(c0);
           {
-            const autocast amp(c.dev, DType::bf16);
+            const autocast amp(c.dev, t);
             ops::gemm(c.in(a), g.ta, c.in(b), g.tb, o, g.alpha, g.beta);
           }
           c.check({o}, [=] {
