@@ -6,7 +6,6 @@
 #include "cohort/backend/dispatch.hpp"
 #include "cohort/backend/routes.hpp"
 #include "cohort/devices.hpp"
-#include "host/conv2d.hpp"
 #include "host/host_device.hpp"
 #if COHORT_HAVE_CUDA
 #include "cuda/cuda_device.hpp"
@@ -43,9 +42,7 @@ const HostThreads& host_threads() {
 }
 
 bool host_bf16_supported(std::string* why) {
-  const bool ok = host::bf16_native();
-  if (!ok && why != nullptr) *why = host::bf16_missing_reason();
-  return ok;
+  return host::bf16_supported(why);
 }
 
 void set_host_threads(int threads) {

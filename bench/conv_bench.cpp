@@ -4,7 +4,7 @@
 // once per path next to bench/conv_bench_torch.py and prints the ratios.
 //
 //   build/bin/conv_bench [--shapes bench/conv_shapes.txt] [--threads N] [--min-time 0.2]
-//                        [--device SPEC] [--pipelined N]
+//                        [--device SPEC] [--pipelined N] [--amp bf16|f16]
 //
 // Prints "threads N path P" and then per shape "name fwd_ms bwd_data_ms bwd_filter_ms": each the
 // median over iterations run for at least --min-time seconds (and at least 3) after one warm-up
@@ -16,6 +16,8 @@
 // --pipelined N: each iteration is N calls back to back and one synchronisation, divided by N: the
 // time per call when the host's enqueueing overlaps the GPU's work, as in a training step; where it
 // stays near the synchronised time, the host's per-call overhead is what costs.
+// --amp bf16 (or f16): every call inside cohort::autocast on the device (docs/MIXED_PRECISION.md);
+// the first line says so, and a device that cannot gives autocast's notice and runs f32.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/devices.hpp"
 
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
   double min_time = 0.2;
   std::string device_spec = "host";
   int pipelined = 1;
+  std::string amp = "off";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -72,6 +76,7 @@ int main(int argc, char** argv) {
     else if (a == "--min-time") min_time = std::atof(next().c_str());
     else if (a == "--device") device_spec = next();
     else if (a == "--pipelined") pipelined = std::atoi(next().c_str());
+    else if (a == "--amp") amp = next();
     else {
       std::fprintf(stderr, "conv_bench: unknown argument '%s'\n", a.c_str());
       return 2;
@@ -94,14 +99,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto& dev = *devp;
+  if (amp != "off" && amp != "bf16" && amp != "f16") {
+    std::fprintf(stderr, "conv_bench: --amp %s: use bf16, f16 or off\n", amp.c_str());
+    return 2;
+  }
+  const cohort::DType compute = amp == "bf16" ? cohort::DType::bf16
+                                : amp == "f16" ? cohort::DType::f16 : cohort::DType::f32;
+  const cohort::autocast guard(dev, compute);
   cohort::set_host_threads(threads);
   const char* path = std::getenv("COHORT_HOST_CONV");
-  if (&dev == &cohort::host_device())
-    std::printf("threads %d path %s\n", cohort::host_threads().threads,
-                path && *path ? path : "onednn");
-  else
-    std::printf("threads %d path %s%s\n", cohort::host_threads().threads, dev.name().c_str(),
-                pipelined > 1 ? (" pipelined " + std::to_string(pipelined)).c_str() : "");
+  std::string path_name = &dev == &cohort::host_device() ? (path && *path ? path : "onednn")
+                                                          : dev.name();
+  if (pipelined > 1) path_name += " pipelined " + std::to_string(pipelined);
+  if (amp != "off") path_name += " amp " + amp;
+  std::printf("threads %d path %s\n", cohort::host_threads().threads, path_name.c_str());
   // One timed iteration: `pipelined` calls, then the device synchronised.
   auto timed = [&](const std::function<void()>& f) {
     return median_ms(

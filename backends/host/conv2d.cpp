@@ -46,6 +46,7 @@
 #include "cohort/devices.hpp"
 #include "conv2d.hpp"
 #include "host_device.hpp"
+#include "onednn.hpp"
 #include "scratch.hpp"
 #include "thread_governor.hpp"
 
@@ -70,15 +71,8 @@ ConvPath read_path() {
                                "im2col"));
 }
 
-dnnl::engine& engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed:
-  return *e;  // primitives may run during static destruction of a user's objects
-}
-
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
+dnnl::engine& engine() { return onednn_engine(); }
+dnnl::stream& thread_stream() { return onednn_stream(); }
 
 // Per-thread buffers, one per role, reused across calls (the op returns before the next call on
 // this thread starts). A buffer grows to the largest need. It is released when it holds more than
@@ -269,7 +263,7 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
 const Plan* plan_for(Dir dir, const Conv2dArgs& a, bool bias) {
   adapt_threads_to_load();  // before the key reads the thread count
   static std::mutex mu;
-  static auto* plans = new std::map<Key, std::unique_ptr<Plan>>;  // never destroyed, as engine()
+  static auto* plans = new std::map<Key, std::unique_ptr<Plan>>;  // never destroyed, as the engine
   const int threads = plan_threads(dir);
   const Key key = key_of(dir, a, bias, threads);
   std::lock_guard<std::mutex> lock(mu);
@@ -374,18 +368,6 @@ ConvPath conv_path() {
   return p;
 }
 
-
-bool bf16_native() {
-  static const bool native = [] {
-    const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
-  }();
-  return native;
-}
-
-const char* bf16_missing_reason() {
-  return "this CPU has neither AVX-512 BF16 nor AMX (oneDNN would emulate bf16, slower than f32)";
-}
 
 namespace {
 

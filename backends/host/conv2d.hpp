@@ -13,10 +13,6 @@ enum class ConvPath { onednn, im2col };
 // naming the variable.
 ConvPath conv_path();
 
-// Whether oneDNN runs bf16 natively here (AVX-512 BF16 or AMX), and the notice's reason when not.
-bool bf16_native();
-const char* bf16_missing_reason();
-
 // Under autocast (c.a.compute bf16) the entry points read their inputs as bf16 and write f32; a
 // case that cannot (no native bf16, f16, COHORT_HOST_CONV=im2col, deterministic backward filter,
 // no oneDNN primitive) gives the autocast notice once and computes in f32.

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <dnnl.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,8 +24,8 @@
 #include "cohort/core/autocast.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/devices.hpp"
-#include "conv2d.hpp"
 #include "gemm.hpp"
+#include "onednn.hpp"
 #include "scratch.hpp"
 #include "thread_governor.hpp"
 
@@ -37,10 +36,6 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
-dnnl::engine& bf16_engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed
-  return *e;
-}
 
 struct MatmulPlan {
   dnnl::reorder to_a, to_b;  // f32 (strided, maybe transposed) -> dense bf16
@@ -48,9 +43,11 @@ struct MatmulPlan {
   dnnl::matmul prim;
 };
 
+// Everything make_matmul reads: shape, transposes, leading dimensions, batch strides (C's too),
+// alpha and beta (their bits), and the thread count oneDNN fixes at creation.
 using MatmulKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool,
                              std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                             std::uint32_t, std::uint32_t, int>;
+                             std::int64_t, std::uint32_t, std::uint32_t, int>;
 
 std::uint32_t bits(float f) {
   std::uint32_t u;
@@ -68,8 +65,8 @@ std::unique_ptr<MatmulPlan> make_matmul(const GemmArgs& g, std::int64_t batch, s
   p->c_f32 = memory::desc(cd, dt::f32, memory::dims{sc, g.ldc, 1});
   p->a_bf16 = memory::desc(ad, dt::bf16, tag::abc);
   p->b_bf16 = memory::desc(bd, dt::bf16, tag::abc);
-  p->to_a = dnnl::reorder(dnnl::reorder::primitive_desc(bf16_engine(), p->a_f32, bf16_engine(), p->a_bf16));
-  p->to_b = dnnl::reorder(dnnl::reorder::primitive_desc(bf16_engine(), p->b_f32, bf16_engine(), p->b_bf16));
+  p->to_a = dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), p->a_f32, onednn_engine(), p->a_bf16));
+  p->to_b = dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), p->b_f32, onednn_engine(), p->b_bf16));
   dnnl::primitive_attr attr;
   if (g.alpha != 1.0f) attr.set_output_scales(0, {g.alpha});
   if (g.beta != 0.0f) {
@@ -78,7 +75,7 @@ std::unique_ptr<MatmulPlan> make_matmul(const GemmArgs& g, std::int64_t batch, s
     attr.set_post_ops(po);
   }
   const dnnl::matmul::desc desc(p->a_bf16, p->b_bf16, p->c_f32);
-  p->prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, bf16_engine()));
+  p->prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, onednn_engine()));
   return p;
 }
 
@@ -94,7 +91,7 @@ bool matmul_bf16(const GemmArgs& g, std::int64_t batch, std::int64_t sa, std::in
                  std::int64_t sc) {
   adapt_threads_to_load();
   const int threads = omp_get_max_threads();
-  const MatmulKey key{batch, g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldb, g.ldc, sa, sb,
+  const MatmulKey key{batch, g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldb, g.ldc, sa, sb, sc,
                       bits(g.alpha), bits(g.beta), threads};
   static std::mutex mu;
   static auto* plans = new std::map<MatmulKey, std::unique_ptr<MatmulPlan>>;  // never destroyed
@@ -114,12 +111,12 @@ bool matmul_bf16(const GemmArgs& g, std::int64_t batch, std::int64_t sa, std::in
     p = it->second.get();
   }
   if (p == nullptr) return false;
-  thread_local dnnl::stream s(bf16_engine());
-  memory a32(p->a_f32, bf16_engine(), const_cast<float*>(g.a));
-  memory b32(p->b_f32, bf16_engine(), const_cast<float*>(g.b));
-  memory c32(p->c_f32, bf16_engine(), g.c);
-  memory a16(p->a_bf16, bf16_engine(), bf16_scratch(0, p->a_bf16.get_size()));
-  memory b16(p->b_bf16, bf16_engine(), bf16_scratch(1, p->b_bf16.get_size()));
+  dnnl::stream& s = onednn_stream();
+  memory a32(p->a_f32, onednn_engine(), const_cast<float*>(g.a));
+  memory b32(p->b_f32, onednn_engine(), const_cast<float*>(g.b));
+  memory c32(p->c_f32, onednn_engine(), g.c);
+  memory a16(p->a_bf16, onednn_engine(), bf16_scratch(0, p->a_bf16.get_size()));
+  memory b16(p->b_bf16, onednn_engine(), bf16_scratch(1, p->b_bf16.get_size()));
   p->to_a.execute(s, a32, a16);
   p->to_b.execute(s, b32, b16);
   p->prim.execute(s, {{DNNL_ARG_SRC, a16}, {DNNL_ARG_WEIGHTS, b16}, {DNNL_ARG_DST, c32}});

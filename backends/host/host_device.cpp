@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cohort/core/error.hpp"
+#include "onednn.hpp"
 
 namespace cohort::host {
 
@@ -66,6 +67,12 @@ DeviceFactory factory() {
     return *device;
   };
   return f;
+}
+
+bool bf16_supported(std::string* why) {
+  const bool ok = bf16_native();
+  if (!ok && why != nullptr) *why = bf16_missing_reason();
+  return ok;
 }
 
 }  // namespace cohort::host

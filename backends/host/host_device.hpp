@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "cohort/backend/op_list.hpp"
 #include "cohort/backend/routes.hpp"
@@ -55,5 +56,9 @@ void ensure_kokkos();
 const HostThreads& configure_threads();
 // cohort::set_host_threads: the count from now on, the governor off (thread_governor.hpp).
 void set_threads(int threads);
+
+// Whether the host computes bf16 natively (onednn.hpp's bf16_native), without oneDNN types: what
+// cohort::host_bf16_supported reports. `why` gets the reason when not.
+bool bf16_supported(std::string* why);
 
 }  // namespace cohort::host

@@ -220,17 +220,20 @@ TEST_CASE("GEMMs under bf16: transposes, alpha, beta, and the batched GEMM") {
 }
 
 TEST_CASE("the listed ops against PyTorch's CPU autocast (bf16)") {
-  if (!native()) {
-    std::string why;
-    host_bf16_supported(&why);
-    MESSAGE("not compared: ", why, " (the ops ran in f32; the cases above checked that)");
-    return;
-  }
   const testing::GoldenFile gf(std::string(COHORT_GOLDEN_DIR) + "/autocast.json");
   // PyTorch rounds each result to bf16 (half an ulp: 2^-9 relative) and, in linear, adds the bias
   // inside the bf16 GEMM; cohort writes the f32 sum of the same bf16 products. Allowed: 2^-8 of
   // the value plus 2^-8 of the result's root mean square (outputs near zero after cancellation).
-  auto compare = [](const Tensor& ours, const testing::GoldenTensor& torch, const char* what) {
+  // The comparison tells bf16 from f32: the same ops in f32 measured 0.70-1.72 of that allowance
+  // against these goldens (2026-11-26), bf16 0.28-0.64. Where the CPU has no native bf16 the ops
+  // fall back to f32, so there they are held to 4 times the allowance instead.
+  const double allowed = native() ? 1.0 : 4.0;
+  if (!native()) {
+    std::string why;
+    host_bf16_supported(&why);
+    MESSAGE("the ops fall back to f32 here (", why, "): compared at 4x the bf16 allowance");
+  }
+  auto compare = [allowed](const Tensor& ours, const testing::GoldenTensor& torch, const char* what) {
     CAPTURE(what);
     const std::vector<float> o = ours.to_vector<float>();
     REQUIRE(o.size() == torch.data.size());
@@ -242,8 +245,8 @@ TEST_CASE("the listed ops against PyTorch's CPU autocast (bf16)") {
       const double tol = std::ldexp(std::fabs(double(torch.data[i])) + rms, -8);
       worst = std::fmax(worst, std::fabs(double(o[i]) - torch.data[i]) / tol);
     }
-    MESSAGE(std::string(what), ": worst difference ", worst, " of the allowed");
-    CHECK(worst <= 1.0);
+    MESSAGE(std::string(what), ": worst difference ", worst, " of the bf16 allowance");
+    CHECK(worst <= allowed);
   };
   {
     const std::string c = "conv2d";
