@@ -33,8 +33,9 @@ ConvDesc conv_desc(const seams::ConvValues& v) {
   COHORT_CHECK_CUDNN(cudnnSetConvolutionGroupCount(d.get(), v.groups));
   // The heuristics rank under this math type; each algorithm's own is set before it runs.
   // CUDNN_DEFAULT_MATH lets cuDNN use TF32 for f32 on Ampere and later; FMA_MATH forbids it.
-  COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(
-      d.get(), static_cast<cudnnMathType_t>(allow_tf32() ? e::kDefaultMath : e::kFmaMath)));
+  // 16-bit data rank under TENSOR_OP_MATH, the tensor cores autocast is for.
+  const int math = v.lowp ? e::kTensorOpMath : allow_tf32() ? e::kDefaultMath : e::kFmaMath;
+  COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(d.get(), static_cast<cudnnMathType_t>(math)));
   return d;
 }
 
@@ -44,17 +45,20 @@ struct ConvDescs {
   FilterDesc w;
   ConvDesc conv;
   explicit ConvDescs(const seams::ConvValues& v)
-      : x(tensor_desc(v.x)), y(tensor_desc(v.y)), w(filter_desc(v.w)), conv(conv_desc(v)) {}
+      : x(tensor_desc(v.x, v.data_type)),
+        y(tensor_desc(v.y, v.data_type)),
+        w(filter_desc(v.w, v.data_type)),
+        conv(conv_desc(v)) {}
 };
 
-// What the algorithm cache is keyed on: the direction, every extent, and the two math modes (a
-// change of mode picks again rather than reusing a choice made under the other rules).
-using ConvKey = std::array<i64, 19>;
+// What the algorithm cache is keyed on (cudnn_state.hpp's ConvKey): a change of mode or data type
+// picks again rather than reusing a choice made under other rules.
 ConvKey key_of(ConvDir dir, const Conv2dArgs& a) {
-  return {static_cast<i64>(dir), a.n,       a.c,        a.h,     a.w,     a.k,
-          a.r,                   a.s,       a.stride_h, a.stride_w, a.pad_h, a.pad_w,
-          a.dil_h,               a.dil_w,   a.groups,   a.oh,    a.ow,    allow_tf32() ? 1 : 0,
-          deterministic_algorithms() ? 1 : 0};
+  // clang-format off
+  return {static_cast<i64>(dir), a.n, a.c, a.h, a.w, a.k, a.r, a.s, a.stride_h, a.stride_w,
+          a.pad_h, a.pad_w, a.dil_h, a.dil_w, a.groups, a.oh, a.ow, allow_tf32() ? 1 : 0,
+          deterministic_algorithms() ? 1 : 0, static_cast<i64>(a.compute)};
+  // clang-format on
 }
 
 const char* dir_name(ConvDir dir) {
@@ -113,6 +117,7 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, const Conv2d
   seams::AlgoRules rules;
   rules.deterministic = deterministic_algorithms();
   rules.allow_tf32 = allow_tf32();
+  rules.lowp = a.compute != DType::f32;
   rules.workspace_cap = seams::workspace_cap(s.free_bytes());
   std::vector<seams::AlgoPerf> plain;
   int returned = 0;
@@ -245,39 +250,53 @@ bool run_conv(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs
 
 }  // namespace
 
-bool Cudnn::conv_forward(const calls::Conv2dForward& c) {
+bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp) {
   const seams::ConvValues v = seams::conv_values(c);
   if (!v.covered) return false;
+  COHORT_CHECK(v.lowp == (lowp != nullptr),
+               "cuDNN conv forward: 16-bit copies are passed exactly under autocast");
+  const void* x = lowp ? lowp->x : c.x;
+  const void* w = lowp ? lowp->w : c.w;
+  void* y = lowp ? lowp->out : c.y;
   const ConvDescs d(v);
   return run_conv(*s_, ConvDir::forward, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
-    return cudnnConvolutionForward(s_->handle, &v.alpha, d.x.get(), c.x, d.w.get(), c.w,
-                                   d.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
-                                   bytes, &v.beta, d.y.get(), c.y);
+    return cudnnConvolutionForward(s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
+                                   static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.beta,
+                                   d.y.get(), y);
   });
 }
 
-bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c) {
+bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLowp* lowp) {
   const seams::ConvValues v = seams::conv_values(c);
   if (!v.covered) return false;
+  COHORT_CHECK(v.lowp == (lowp != nullptr),
+               "cuDNN conv backward data: 16-bit copies are passed exactly under autocast");
+  const void* w = lowp ? lowp->w : c.w;
+  const void* dy = lowp ? lowp->dy : c.dy;
+  void* dx = lowp ? lowp->out : c.dx;
   const ConvDescs d(v);
   return run_conv(*s_, ConvDir::backward_data, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
-    return cudnnConvolutionBackwardData(s_->handle, &v.alpha, d.w.get(), c.w, d.y.get(), c.dy,
-                                        d.conv.get(),
-                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
-                                        bytes, &v.beta, d.x.get(), c.dx);
+    return cudnnConvolutionBackwardData(
+        s_->handle, &v.alpha, d.w.get(), w, d.y.get(), dy, d.conv.get(),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &v.beta, d.x.get(), dx);
   });
 }
 
-bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c) {
+bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c, const ConvLowp* lowp) {
   const seams::ConvValues v = seams::conv_values(c);
   if (!v.covered) return false;
+  COHORT_CHECK(v.lowp == (lowp != nullptr),
+               "cuDNN conv backward filter: 16-bit copies are passed exactly under autocast");
+  const void* x = lowp ? lowp->x : c.x;
+  const void* dy = lowp ? lowp->dy : c.dy;
+  void* dw = lowp ? lowp->out : c.dw;  // under autocast overwritten (beta 0), the caller adds it
   const ConvDescs d(v);
-  return run_conv(*s_, ConvDir::backward_filter, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
-    return cudnnConvolutionBackwardFilter(s_->handle, &v.alpha, d.x.get(), c.x, d.y.get(), c.dy,
-                                          d.conv.get(),
-                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
-                                          bytes, &v.beta, d.w.get(), c.dw);
-  });
+  return run_conv(
+      *s_, ConvDir::backward_filter, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+        return cudnnConvolutionBackwardFilter(
+            s_->handle, &v.alpha, d.x.get(), x, d.y.get(), dy, d.conv.get(),
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &v.beta, d.w.get(), dw);
+      });
 }
 
 // cudnnConvolutionBackwardBias is not among the routines cuDNN lists as non-reproducible (its

@@ -8,7 +8,8 @@
 
 namespace cohort::cuda {
 namespace e = seams::cudnn_enum;
-static_assert(e::kTensorNchw == CUDNN_TENSOR_NCHW && e::kDataFloat == CUDNN_DATA_FLOAT);
+static_assert(e::kTensorNchw == CUDNN_TENSOR_NCHW && e::kDataFloat == CUDNN_DATA_FLOAT &&
+              e::kDataHalf == CUDNN_DATA_HALF && e::kDataBfloat16 == CUDNN_DATA_BFLOAT16);
 static_assert(e::kConvolution == CUDNN_CONVOLUTION && e::kCrossCorrelation == CUDNN_CROSS_CORRELATION);
 static_assert(e::kDefaultMath == CUDNN_DEFAULT_MATH && e::kTensorOpMath == CUDNN_TENSOR_OP_MATH &&
               e::kTensorOpMathAllowConversion == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&

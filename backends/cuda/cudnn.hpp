@@ -22,7 +22,8 @@
 // more, and where the graph API would pay off (fused conv + bias + activation).
 //
 // Numerics: f32 in, f32 accumulation. TF32 only when cohort::allow_tf32(); only deterministic
-// algorithms when cohort::deterministic_algorithms() (cohort/core/math_mode.hpp).
+// algorithms when cohort::deterministic_algorithms() (cohort/core/math_mode.hpp). Convolutions
+// under autocast: bf16 / f16 in and out, f32 accumulation, tensor-core math (ConvLowp below).
 #pragma once
 
 #include <cstddef>
@@ -45,12 +46,22 @@ class Cudnn {
   Cudnn(const Cudnn&) = delete;
   Cudnn& operator=(const Cudnn&) = delete;
 
+  // Under autocast (c.a.compute bf16 or f16, and only then): the 16-bit copies the call reads in
+  // place of its f32 inputs, and the 16-bit buffer it writes in place of its f32 output (y, dx,
+  // or dw overwritten). The caller rounds and widens (op_table.cu; seams/cudnn_conv.hpp).
+  struct ConvLowp {
+    const void* x = nullptr;   // forward, backward filter
+    const void* w = nullptr;   // forward, backward data
+    const void* dy = nullptr;  // backward data, backward filter
+    void* out = nullptr;
+  };
   // y = conv(x, w): bias and activation are left to the caller (c.bias and c.a.act are ignored).
-  bool conv_forward(const calls::Conv2dForward& c);
+  bool conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp = nullptr);
   // dx = conv^T(dy, w).
-  bool conv_backward_data(const calls::Conv2dBackwardData& c);
-  // dw += dy (*) x: dbias is conv_backward_bias's (c.dbias is ignored here).
-  bool conv_backward_filter(const calls::Conv2dBackwardFilter& c);
+  bool conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLowp* lowp = nullptr);
+  // dw += dy (*) x (under autocast: lowp->out = dy (*) x); dbias is conv_backward_bias's (c.dbias
+  // is ignored here).
+  bool conv_backward_filter(const calls::Conv2dBackwardFilter& c, const ConvLowp* lowp = nullptr);
   // dbias += sum over n, h, w of dy (cudnnConvolutionBackwardBias, alpha 1, beta 1); false when
   // c.dbias is null or cuDNN does not cover the case (the caller's shared pass runs it then).
   bool conv_backward_bias(const calls::Conv2dBackwardFilter& c);

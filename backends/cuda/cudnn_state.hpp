@@ -50,30 +50,29 @@ using TensorDesc = std::unique_ptr<cudnnTensorStruct, TensorDeleter>;
 using FilterDesc = std::unique_ptr<cudnnFilterStruct, FilterDeleter>;
 using ConvDesc = std::unique_ptr<cudnnConvolutionStruct, ConvDeleter>;
 
-inline TensorDesc tensor_desc(const seams::Tensor4d& t) {
+inline TensorDesc tensor_desc(const seams::Tensor4d& t, int data_type = e::kDataFloat) {
   cudnnTensorDescriptor_t raw = nullptr;
   COHORT_CHECK_CUDNN(cudnnCreateTensorDescriptor(&raw));
   TensorDesc d(raw);
-  COHORT_CHECK_CUDNN(cudnnSetTensor4dDescriptor(d.get(),
-                                                static_cast<cudnnTensorFormat_t>(e::kTensorNchw),
-                                                static_cast<cudnnDataType_t>(e::kDataFloat), t.n,
-                                                t.c, t.h, t.w));
+  COHORT_CHECK_CUDNN(
+      cudnnSetTensor4dDescriptor(d.get(), static_cast<cudnnTensorFormat_t>(e::kTensorNchw),
+                                 static_cast<cudnnDataType_t>(data_type), t.n, t.c, t.h, t.w));
   return d;
 }
 
-inline FilterDesc filter_desc(const seams::Filter4d& f) {
+inline FilterDesc filter_desc(const seams::Filter4d& f, int data_type = e::kDataFloat) {
   cudnnFilterDescriptor_t raw = nullptr;
   COHORT_CHECK_CUDNN(cudnnCreateFilterDescriptor(&raw));
   FilterDesc d(raw);
-  COHORT_CHECK_CUDNN(cudnnSetFilter4dDescriptor(d.get(), static_cast<cudnnDataType_t>(e::kDataFloat),
+  COHORT_CHECK_CUDNN(cudnnSetFilter4dDescriptor(d.get(), static_cast<cudnnDataType_t>(data_type),
                                                 static_cast<cudnnTensorFormat_t>(e::kTensorNchw),
                                                 f.k, f.c, f.r, f.s));
   return d;
 }
 
-// What the algorithm cache is keyed on (conv2d.cpp): the direction, every extent, and the two
-// math modes.
-using ConvKey = std::array<i64, 19>;
+// What the algorithm cache is keyed on (conv2d.cpp): the direction, every extent, the two math
+// modes and the data type (f32, or autocast's bf16 / f16).
+using ConvKey = std::array<i64, 20>;
 
 // COHORT_CUDNN_LOG=1: one stderr line per algorithm choice and per fallback, so a failure on a GPU
 // can be read against the algorithm that produced it (GPU review G4).

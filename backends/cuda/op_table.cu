@@ -38,6 +38,19 @@ struct ToBf16 {
 struct ToF16 {
   __host__ __device__ std::uint16_t operator()(float v) const { return float_to_f16(v); }
 };
+// 16-bit bits -> f32 (exact), written or added to the f32 value already there.
+struct Widen {
+  bool bf16;
+  __host__ __device__ float operator()(std::uint16_t b) const {
+    return bf16 ? bf16_to_float(b) : f16_to_float(b);
+  }
+};
+struct WidenAdd {
+  bool bf16;
+  __host__ __device__ float operator()(std::uint16_t b, float old) const {
+    return old + (bf16 ? bf16_to_float(b) : f16_to_float(b));
+  }
+};
 
 class CudaExec : public ThrustExec<CudaPolicy> {
  public:
@@ -61,14 +74,64 @@ class CudaExec : public ThrustExec<CudaPolicy> {
       return gemm_lowp(seams::cublas_gemm_batched(g), g, g.batch, g.stride_a, g.stride_b);
     device_.gemm_batched(g);
   }
-  // Convolutions under autocast are not written for cuDNN yet (issue 33): they say so once and
-  // run in f32.
-  void autocast_f32(DType compute, const char* op) const {
-    if (compute != DType::f32)
-      autocast_fell_back(device_, compute, op, "cuDNN's bf16/f16 convolutions are not written yet");
+  // Convolutions under autocast: cuDNN on 16-bit copies (seams/cudnn_conv.hpp), the result
+  // widened into the f32 output. False, having said so once (or thrown under strict autocast),
+  // when cuDNN has no 16-bit algorithm for the case (before sm_80 for bf16, a shape beyond its
+  // descriptors): the caller runs it in f32.
+  bool conv_lowp(const calls::Conv2dForward& c) {
+    const Conv2dArgs& a = c.a;
+    Cudnn::ConvLowp lp;
+    lp.x = lowp_copy(c.x, 1, a.n * a.c * a.h * a.w, 0, 1, 0, a.compute);
+    lp.w = lowp_copy(c.w, 1, weight_numel(a), 0, 1, 0, a.compute);
+    const std::int64_t ny = a.n * a.k * a.oh * a.ow;
+    lp.out = scratch16(ny);
+    if (!cudnn().conv_forward(c, &lp)) return declined(a.compute, "conv2d_forward");
+    widen(lp.out, ny, c.y, false, a.compute);
+    return true;
+  }
+  bool conv_lowp(const calls::Conv2dBackwardData& c) {
+    const Conv2dArgs& a = c.a;
+    Cudnn::ConvLowp lp;
+    lp.w = lowp_copy(c.w, 1, weight_numel(a), 0, 1, 0, a.compute);
+    lp.dy = lowp_copy(c.dy, 1, a.n * a.k * a.oh * a.ow, 0, 1, 0, a.compute);
+    const std::int64_t nx = a.n * a.c * a.h * a.w;
+    lp.out = scratch16(nx);
+    if (!cudnn().conv_backward_data(c, &lp)) return declined(a.compute, "conv2d_backward_data");
+    widen(lp.out, nx, c.dx, false, a.compute);
+    return true;
+  }
+  bool conv_lowp(const calls::Conv2dBackwardFilter& c) {
+    const Conv2dArgs& a = c.a;
+    Cudnn::ConvLowp lp;
+    lp.x = lowp_copy(c.x, 1, a.n * a.c * a.h * a.w, 0, 1, 0, a.compute);
+    lp.dy = lowp_copy(c.dy, 1, a.n * a.k * a.oh * a.ow, 0, 1, 0, a.compute);
+    const std::int64_t nw = weight_numel(a);
+    lp.out = scratch16(nw);
+    if (!cudnn().conv_backward_filter(c, &lp)) return declined(a.compute, "conv2d_backward_filter");
+    widen(lp.out, nw, c.dw, true, a.compute);  // dw += the 16-bit dw, in f32
+    return true;
   }
 
  private:
+  static std::int64_t weight_numel(const Conv2dArgs& a) {
+    return a.k * (a.c / a.groups) * a.r * a.s;
+  }
+  bool declined(DType t, const char* op) const {
+    autocast_fell_back(device_, t, op,
+                       "cuDNN has no bf16/f16 algorithm for this case (bf16 needs sm_80 or later)");
+    return false;
+  }
+  void* scratch16(std::int64_t n) { return scratch(static_cast<std::size_t>(n + 1) / 2); }
+  // out = widen(b) or out += widen(b), n elements.
+  void widen(const void* b, std::int64_t n, float* out, bool add, DType t) {
+    const auto* p = static_cast<const std::uint16_t*>(b);
+    const bool bf = t == DType::bf16;
+    if (add)
+      thrust::transform(policy(), p, p + n, out, out, WidenAdd{bf});
+    else
+      thrust::transform(policy(), p, p + n, out, Widen{bf});
+  }
+
   // The 16-bit copy of an operand of `rows` x `cols` (leading dimension ld), `batch` of them
   // `stride` apart: the same layout, every element of the span rounded to nearest even.
   const void* lowp_copy(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
@@ -135,18 +198,35 @@ void run(CudaExec& e, const calls::BiasGrad& c) {
 
 // ---- convolution, normalisation, softmax families: cuDNN (conv2d.cpp, norm.cpp, softmax_loss.cpp) ----
 
+// Under autocast a case cuDNN declines in 16-bit runs as an f32 call (cuDNN or the shared kernels).
+template <class Call>
+Call as_f32(const Call& c) {
+  Call f = c;
+  f.a.compute = DType::f32;
+  return f;
+}
+
 void run(CudaExec& e, const calls::Conv2dForward& c) {
-  e.autocast_f32(c.a.compute, "conv2d_forward");
-  if (!e.cudnn().conv_forward(c)) return kernels::run(e, c);
+  if (c.a.compute != DType::f32) {
+    if (!e.conv_lowp(c)) return run(e, as_f32(c));
+  } else if (!e.cudnn().conv_forward(c)) {
+    return kernels::run(e, c);
+  }
   kernels::conv2d_bias_act_pass(e, c.a, c.bias, c.y);  // one pass over y for the whole batch
 }
 void run(CudaExec& e, const calls::Conv2dBackwardData& c) {
-  e.autocast_f32(c.a.compute, "conv2d_backward_data");
-  if (!e.cudnn().conv_backward_data(c)) kernels::run(e, c);
+  if (c.a.compute != DType::f32) {
+    if (!e.conv_lowp(c)) run(e, as_f32(c));
+  } else if (!e.cudnn().conv_backward_data(c)) {
+    kernels::run(e, c);
+  }
 }
 void run(CudaExec& e, const calls::Conv2dBackwardFilter& c) {
-  e.autocast_f32(c.a.compute, "conv2d_backward_filter");
-  if (!e.cudnn().conv_backward_filter(c)) return kernels::run(e, c);
+  if (c.a.compute != DType::f32) {
+    if (!e.conv_lowp(c)) return run(e, as_f32(c));
+  } else if (!e.cudnn().conv_backward_filter(c)) {
+    return kernels::run(e, c);
+  }
   // dbias += sum dy through cuDNN's reduction: the shared pass is one thread per channel, each
   // summing N * P * Q values (GPU review G2); it stays as the fallback.
   if (c.dbias && !e.cudnn().conv_backward_bias(c)) kernels::conv2d_bias_grad_pass(e, c);

@@ -326,57 +326,62 @@ std::vector<Row> rows() {
       });
     });
   }
-  // The convolutions under autocast bf16, with the GEMMs' reasoning: 2^-8 sqrt(n) + 1e-5 of
-  // (1 + |want|) for sums of n products (per output: C/groups R S; per input gradient: K/groups R S;
-  // per weight gradient: N OH OW).
-  for (const ConvCase& cc : convs) {
-    const ref::Conv rc = ref_conv(cc.x, cc.w, cc.p);
-    const Shape ys = ops::conv2d_output_shape(cc.x, cc.w, cc.p);
-    const double per_out = double(cc.w[1] * cc.w[2] * cc.w[3]);
-    const double per_in = double(cc.w[0] / cc.p.groups * cc.w[2] * cc.w[3]);
-    const double per_w = double(ys[0] * ys[2] * ys[3]);
-    auto tol = [](double n) { return std::ldexp(std::sqrt(n), -8) + 1e-5; };
-    add(Op::conv2d_forward, "conv2d " + cc.name + " autocast bf16", tol(per_out), [cc, rc, ys](Case& c) {
-      const HostTensor x = uni(cc.x, 21), w = uni(cc.w, 22), b = uni({cc.w[0]}, 23);
-      Tensor y = c.out(ys), bias = c.in(b);
-      {
-        const autocast amp(c.dev, DType::bf16);
-        ops::conv2d_forward(c.in(x), c.in(w), cc.bias ? &bias : nullptr, y, cc.p, cc.act,
-                            cc.act_alpha);
-      }
-      c.check({y}, [=] {
-        return one(ref::conv2d_forward(rc, x.v, w.v, cc.bias ? b.v : Vec{}, ref_act(cc.act),
-                                       cc.act_alpha));
+  // The convolutions under autocast bf16 and f16, with the GEMMs' reasoning: 2^-8 sqrt(n) + 1e-5
+  // (f16: 2^-10 sqrt(n) + 1e-5) of (1 + |want|) for sums of n products (per output: C/groups R S;
+  // per input gradient: K/groups R S; per weight gradient: N OH OW). cuDNN also rounds its output
+  // to the 16-bit type (seams/cudnn_conv.hpp), one more 2^-8 (2^-11) of |want| at most.
+  for (const DType t : {DType::bf16, DType::f16})
+    for (const ConvCase& cc : convs) {
+      const ref::Conv rc = ref_conv(cc.x, cc.w, cc.p);
+      const Shape ys = ops::conv2d_output_shape(cc.x, cc.w, cc.p);
+      const double per_out = double(cc.w[1] * cc.w[2] * cc.w[3]);
+      const double per_in = double(cc.w[0] / cc.p.groups * cc.w[2] * cc.w[3]);
+      const double per_w = double(ys[0] * ys[2] * ys[3]);
+      auto tol = [t](double n) {
+        return std::ldexp(std::sqrt(n), t == DType::bf16 ? -8 : -10) + 1e-5;
+      };
+      const std::string amp = std::string(" autocast ") + dtype_name(t);
+      add(Op::conv2d_forward, "conv2d " + cc.name + amp, tol(per_out), [cc, rc, ys, t](Case& c) {
+        const HostTensor x = uni(cc.x, 21), w = uni(cc.w, 22), b = uni({cc.w[0]}, 23);
+        Tensor y = c.out(ys), bias = c.in(b);
+        {
+          const autocast scope(c.dev, t);
+          ops::conv2d_forward(c.in(x), c.in(w), cc.bias ? &bias : nullptr, y, cc.p, cc.act,
+                              cc.act_alpha);
+        }
+        c.check({y}, [=] {
+          return one(ref::conv2d_forward(rc, x.v, w.v, cc.bias ? b.v : Vec{}, ref_act(cc.act),
+                                         cc.act_alpha));
+        });
       });
-    });
-    add(Op::conv2d_backward_data, "conv2d dx " + cc.name + " autocast bf16", tol(per_in),
-        [cc, rc, ys](Case& c) {
-          const HostTensor dy = uni(ys, 24), w = uni(cc.w, 22);
-          Tensor dx = c.out(cc.x);
-          {
-            const autocast amp(c.dev, DType::bf16);
-            ops::conv2d_backward_data(c.in(dy), c.in(w), dx, cc.p);
-          }
-          c.check({dx}, [=] { return one(ref::conv2d_backward_data(rc, dy.v, w.v)); });
-        });
-    add(Op::conv2d_backward_filter, "conv2d dw " + cc.name + " autocast bf16", tol(per_w),
-        [cc, rc, ys](Case& c) {
-          const HostTensor x = uni(cc.x, 21), dy = uni(ys, 24);
-          const HostTensor dw0 = uni(cc.w, 25), db0 = uni({cc.w[0]}, 26);
-          Tensor dw = c.out(dw0), db = c.out(db0);
-          {
-            const autocast amp(c.dev, DType::bf16);
-            ops::conv2d_backward_filter(c.in(x), c.in(dy), dw, cc.bias ? &db : nullptr, cc.p);
-          }
-          c.check({dw, db}, [=] {
-            std::vector<Vec> out(2);
-            ref::conv2d_backward_filter(rc, x.v, dy.v, dw0.v, cc.bias ? db0.v : Vec{}, &out[0],
-                                        &out[1]);
-            if (!cc.bias) out[1] = db0.v;
-            return out;
+      add(Op::conv2d_backward_data, "conv2d dx " + cc.name + amp, tol(per_in),
+          [cc, rc, ys, t](Case& c) {
+            const HostTensor dy = uni(ys, 24), w = uni(cc.w, 22);
+            Tensor dx = c.out(cc.x);
+            {
+              const autocast scope(c.dev, t);
+              ops::conv2d_backward_data(c.in(dy), c.in(w), dx, cc.p);
+            }
+            c.check({dx}, [=] { return one(ref::conv2d_backward_data(rc, dy.v, w.v)); });
           });
-        });
-  }
+      add(Op::conv2d_backward_filter, "conv2d dw " + cc.name + amp, tol(per_w),
+          [cc, rc, ys, t](Case& c) {
+            const HostTensor x = uni(cc.x, 21), dy = uni(ys, 24);
+            const HostTensor dw0 = uni(cc.w, 25), db0 = uni({cc.w[0]}, 26);
+            Tensor dw = c.out(dw0), db = c.out(db0);
+            {
+              const autocast scope(c.dev, t);
+              ops::conv2d_backward_filter(c.in(x), c.in(dy), dw, cc.bias ? &db : nullptr, cc.p);
+            }
+            c.check({dw, db}, [=] {
+              std::vector<Vec> out(2);
+              ref::conv2d_backward_filter(rc, x.v, dy.v, dw0.v, cc.bias ? db0.v : Vec{}, &out[0],
+                                          &out[1]);
+              if (!cc.bias) out[1] = db0.v;
+              return out;
+            });
+          });
+    }
 
   // ---- pooling: max (a copy: exact) and average ----
   std::vector<std::pair<std::string, ops::Pool2dParams>> pools;

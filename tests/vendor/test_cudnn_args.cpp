@@ -589,6 +589,110 @@ TEST_CASE("cuDNN softmax seam: CHANNEL mode over [outer, C, inner, 1] matches th
 
 // ---- convolution algorithm choice (GPU review G7, G8) ----
 
+// Under autocast cuDNN runs the PSEUDO_BFLOAT16 / PSEUDO_HALF configuration: 16-bit x, w, y and
+// f32 compute. Executed here as documented: the inputs rounded to the type (the caller's copies),
+// the reference's f32 result rounded to it (y is 16-bit), then widened by the caller's rule
+// (written, or added to dw). Compared with the host's f32 op on the same rounded inputs: the
+// difference is the output's rounding, at most the unit roundoff times |sum| (2^-8 for bf16's 8
+// significant bits, 2^-11 for f16's 11), plus f32's own 1e-5.
+namespace {
+float round16(float v, DType t) {
+  return t == DType::bf16 ? bf16_to_float(float_to_bf16(v)) : f16_to_float(float_to_f16(v));
+}
+Vec rounded(Vec v, DType t) {
+  for (float& f : v) f = round16(f, t);
+  return v;
+}
+// max over i of |got - want| / (u |sum| + 1e-5 (1 + |want|)): at most 1 passes.
+double rounding_ratio(const Vec& got, const Vec& want, const Vec& sum, DType t) {
+  REQUIRE(got.size() == want.size());
+  const double u = std::ldexp(1.0, t == DType::bf16 ? -8 : -11);
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double bound = u * std::fabs(double(sum[i])) + 1e-5 * (1 + std::fabs(double(want[i])));
+    worst = std::fmax(worst, std::fabs(double(got[i]) - want[i]) / bound);
+  }
+  return worst;
+}
+}  // namespace
+
+TEST_CASE("cuDNN conv seam under autocast: 16-bit data, f32 compute, the result widened") {
+  for (const DType t : {DType::bf16, DType::f16})
+    for (const ConvCase& cc : conv_cases()) {
+      const std::string type = dtype_name(t), name = cc.name;
+      CAPTURE(type);
+      CAPTURE(name);
+      Conv2dArgs a = conv_args(cc.x, cc.w, cc.p);
+      a.compute = t;
+      const int want_type = t == DType::bf16 ? ce::kDataBfloat16 : ce::kDataHalf;
+      const Shape ys = ops::conv2d_output_shape(cc.x, cc.w, cc.p);
+      const Vec x = rounded(values(uni(cc.x, 21)), t), w = rounded(values(uni(cc.w, 22)), t);
+      const Vec dy = rounded(values(uni(ys, 24)), t);
+      const Tensor xt = Tensor::from_vector(x, cc.x, host_device());
+      const Tensor wt = Tensor::from_vector(w, cc.w, host_device());
+      const Tensor dyt = Tensor::from_vector(dy, ys, host_device());
+
+      SUBCASE("forward: y = widen(round(conv(x16, w16)))") {
+        const ConvValues v =
+            conv_values(calls::Conv2dForward{a, nullptr, nullptr, nullptr, nullptr});
+        CHECK(v.lowp);
+        CHECK(v.data_type == want_type);
+        CHECK(v.compute_type == ce::kDataFloat);
+        CHECK(v.beta == 0.0f);
+        CHECK_FALSE(v.accumulate_widened);
+        Tensor y = Tensor::zeros(ys, DType::f32, host_device());
+        ops::conv2d_forward(xt, wt, nullptr, y, cc.p);
+        Vec got(numel(v.y), NAN);
+        ref_forward(v, x, w, got);
+        got = rounded(got, t);
+        CHECK(rounding_ratio(got, values(y), values(y), t) <= 1.0);
+      }
+      SUBCASE("backward data: dx = widen(round(convT(dy16, w16)))") {
+        const ConvValues v = conv_values(calls::Conv2dBackwardData{a, nullptr, nullptr, nullptr});
+        CHECK(v.data_type == want_type);
+        CHECK(v.beta == 0.0f);
+        CHECK_FALSE(v.accumulate_widened);
+        Tensor dx = Tensor::zeros(cc.x, DType::f32, host_device());
+        ops::conv2d_backward_data(dyt, wt, dx, cc.p);
+        Vec got(numel(v.x), NAN);
+        ref_backward_data(v, dy, w, got);
+        got = rounded(got, t);
+        CHECK(rounding_ratio(got, values(dx), values(dx), t) <= 1.0);
+      }
+      SUBCASE("backward filter: cuDNN overwrites a 16-bit dw (beta 0), the caller adds it in f32") {
+        float dbias_dummy = 0;
+        const ConvValues v =
+            conv_values(calls::Conv2dBackwardFilter{a, nullptr, nullptr, nullptr, &dbias_dummy});
+        CHECK(v.data_type == want_type);
+        CHECK(v.beta == 0.0f);
+        CHECK(v.accumulate_widened);
+        CHECK(v.bias_grad);  // the bias gradient stays f32, accumulated by cuDNN
+        CHECK(v.bias_beta == 1.0f);
+        const Vec dw0 = values(uni(cc.w, 25));
+        Tensor sum = Tensor::zeros(cc.w, DType::f32, host_device());
+        ops::conv2d_backward_filter(xt, dyt, sum, nullptr, cc.p);
+        Vec want = dw0;
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] += values(sum)[i];
+        Vec out16(numel(Tensor4d{v.w.k, v.w.c, v.w.r, v.w.s}), NAN);  // beta 0: never read
+        ref_backward_filter(v, x, dy, out16);
+        out16 = rounded(out16, t);
+        Vec got = dw0;
+        for (std::size_t i = 0; i < got.size(); ++i) got[i] += out16[i];
+        CHECK(rounding_ratio(got, want, values(sum), t) <= 1.0);
+      }
+    }
+}
+
+TEST_CASE("cuDNN conv seam: a compute type other than f32, bf16 or f16 throws naming it") {
+  Conv2dArgs a = conv_args({1, 2, 5, 5}, {3, 2, 3, 3}, params(1, 1, 1, 1, 1, 1, 1));
+  CHECK(conv_values(calls::Conv2dForward{a, nullptr, nullptr, nullptr, nullptr}).data_type ==
+        ce::kDataFloat);
+  CHECK_FALSE(conv_values(calls::Conv2dForward{a, nullptr, nullptr, nullptr, nullptr}).lowp);
+  a.compute = DType::i32;
+  CHECK_THROWS_WITH_AS(conv_values(calls::Conv2dForward{a, nullptr, nullptr, nullptr, nullptr}),
+                       doctest::Contains("compute type i32"), Error);
+}
+
 TEST_CASE("cuDNN algorithm choice: math type, determinism, status and workspace cap") {
   const std::size_t MiB = std::size_t{1} << 20;
   // A heuristic list as cuDNN returns it, best first.
@@ -644,6 +748,15 @@ TEST_CASE("cuDNN algorithm choice: math type, determinism, status and workspace 
     CHECK(algos(rank_algorithms(perf, rules)) == std::vector<int>{0, 2, 3});
     rules.workspace_cap = cohort::cuda::seams::workspace_cap(0);  // nothing free: only no-workspace algorithms
     CHECK(algos(rank_algorithms(perf, rules)) == std::vector<int>{3});
+  }
+  SUBCASE("16-bit data: every math type but ALLOW_CONVERSION (bf16 must not become f16)") {
+    rules.lowp = true;
+    CHECK(why(perf[0], rules) == "");
+    CHECK(why(perf[1], rules) == "");
+    AlgoPerf conv = perf[1];
+    conv.math_type = ce::kTensorOpMathAllowConversion;
+    CHECK(why(conv, rules) == "math type");
+    CHECK(algos(rank_algorithms(perf, rules)) == std::vector<int>{6, 1, 7, 0, 2, 3});
   }
   SUBCASE("nothing usable: an empty list (the shared kernels run the case)") {
     const std::vector<AlgoPerf> bad = {perf[0], perf[1], perf[3]};

@@ -52,7 +52,22 @@ ConvValues shape_values(const Conv2dArgs& a) {
   v.dil_w = to_int(a.dil_w);
   v.groups = to_int(a.groups);
   v.mode = cudnn_enum::kCrossCorrelation;  // PyTorch's Conv2d
-  v.compute_type = cudnn_enum::kDataFloat;
+  v.compute_type = cudnn_enum::kDataFloat;  // f32 accumulation, also under autocast
+  switch (a.compute) {
+    case DType::f32:
+      v.data_type = cudnn_enum::kDataFloat;
+      break;
+    case DType::bf16:
+      v.data_type = cudnn_enum::kDataBfloat16;
+      break;
+    case DType::f16:
+      v.data_type = cudnn_enum::kDataHalf;
+      break;
+    default:
+      COHORT_CHECK_IN("cuda", false, "conv args: compute type ", dtype_name(a.compute),
+                      " is not f32, bf16 or f16");
+  }
+  v.lowp = a.compute != DType::f32;
   return v;
 }
 
@@ -76,6 +91,10 @@ ConvValues conv_values(const calls::Conv2dBackwardFilter& c) {
   ConvValues v = shape_values(c.a);
   v.alpha = 1.0f;
   v.beta = 1.0f;  // dw accumulates, as parameter gradients do
+  if (v.lowp) {   // ... in f32: cuDNN writes a 16-bit dw that the caller adds
+    v.beta = 0.0f;
+    v.accumulate_widened = true;
+  }
   if (v.covered && c.dbias) {
     v.bias_grad = true;
     v.db = {1, v.y.c, 1, 1};

@@ -11,6 +11,14 @@
 //   backward bias:    db = alpha * sum_{n,p,q} dy + beta * db, db described as [1, K, 1, 1]
 // The op contract (cohort/backend/op_calls.hpp) overwrites y and dx (beta 0) and accumulates dw and
 // dbias (beta 1).
+//
+// Under autocast (Conv2dArgs::compute bf16 or f16) the convolution runs in cuDNN's
+// PSEUDO_BFLOAT16 / PSEUDO_HALF configuration: x, w, y (dx, dy, dw) all 16-bit, compute f32. The
+// caller (op_table.cu) rounds the f32 inputs to 16-bit copies, and the 16-bit result is widened
+// into the f32 output: written for y and dx, added for dw (`accumulate_widened`), because a dw
+// accumulated by cuDNN's beta would sum in 16-bit. So under autocast beta is 0 in every direction.
+// This is PyTorch's autocast result too: its convolution returns bf16 / f16, and the weight's
+// gradient is the 16-bit one widened by the cast's backward. The bias gradient stays f32 (dy is).
 #pragma once
 
 #include "cohort/backend/op_calls.hpp"
@@ -37,8 +45,13 @@ struct ConvValues {
   int mode = cudnn_enum::kCrossCorrelation;
   int compute_type = cudnn_enum::kDataFloat;
   int groups = 1;
-  // The blend of the direction's call: y or dx overwritten (beta 0), dw accumulated (beta 1).
+  // The data type of x, w and y (every descriptor of the call): f32, or under autocast bf16 / f16.
+  int data_type = cudnn_enum::kDataFloat;
+  bool lowp = false;  // data_type is 16-bit: the caller passes rounded copies (see above)
+  // The blend of the direction's call: y or dx overwritten (beta 0), dw accumulated (beta 1; 0
+  // under autocast, when the caller adds the widened result: accumulate_widened).
   float alpha = 1.0f, beta = 0.0f;
+  bool accumulate_widened = false;
   // Backward filter only: whether cudnnConvolutionBackwardBias runs (the call has a dbias), its
   // db descriptor and blend (dbias +=: alpha 1, beta 1). Its dy descriptor is `y`.
   bool bias_grad = false;
@@ -47,8 +60,9 @@ struct ConvValues {
 };
 
 // The values for one call. Throws (COHORT_CHECK, naming the field) when the args contradict
-// themselves (groups not dividing c or k, oh/ow not the output size of the window), which the op
-// front ends never send; returns covered == false for what cuDNN cannot take.
+// themselves (groups not dividing c or k, oh/ow not the output size of the window, a compute type
+// other than f32, bf16 and f16), which the op front ends never send; returns covered == false for
+// what cuDNN cannot take.
 ConvValues conv_values(const calls::Conv2dForward& c);
 ConvValues conv_values(const calls::Conv2dBackwardData& c);
 ConvValues conv_values(const calls::Conv2dBackwardFilter& c);

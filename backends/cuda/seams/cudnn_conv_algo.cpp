@@ -12,7 +12,12 @@ std::size_t workspace_cap(std::size_t free_bytes) {
 const char* rejection(const AlgoPerf& p, const AlgoRules& rules) {
   if (p.status != cudnn_enum::kStatusSuccess) return "status";
   if (rules.deterministic && p.determinism != cudnn_enum::kDeterministic) return "determinism";
-  if (!rules.allow_tf32 && p.math_type != cudnn_enum::kFmaMath) return "math type";
+  if (rules.lowp) {
+    // 16-bit data: tensor cores are the point; a conversion would take bf16 to f16's range.
+    if (p.math_type == cudnn_enum::kTensorOpMathAllowConversion) return "math type";
+  } else if (!rules.allow_tf32 && p.math_type != cudnn_enum::kFmaMath) {
+    return "math type";
+  }
   if (p.memory > rules.workspace_cap) return "workspace";
   return nullptr;
 }

@@ -1,12 +1,16 @@
 // How conv2d.cpp chooses, and falls back between, cuDNN's convolution algorithms, as plain
-// values: the test (tests/vendor) feeds synthetic heuristic results without cudnn.h. backends/cuda/conv2d.cpp
-// copies each cudnnConvolution*AlgoPerf_t into an AlgoPerf (memory replaced by the exact workspace
-// size under that entry's math type) and keeps the ranked list this returns as its cached choice.
+// values: the test (tests/vendor) feeds synthetic heuristic results without cudnn.h.
+// backends/cuda/conv2d.cpp copies each cudnnConvolution*AlgoPerf_t into an AlgoPerf (memory
+// replaced by the exact workspace size under that entry's math type) and keeps the ranked list this
+// returns as its cached choice.
 //
 // Rules (review findings G6-G8 of the GPU review):
 //   - status must be success; under deterministic_algorithms() only CUDNN_DETERMINISTIC entries;
 //   - TF32 off: only CUDNN_FMA_MATH. CUDNN_DEFAULT_MATH lets cuDNN use TF32 for f32 data on
 //     Ampere and later (cudnnMathType_t), so it is as unwanted as the TENSOR_OP types;
+//   - 16-bit data (autocast): any math type but TENSOR_OP_MATH_ALLOW_CONVERSION, which may
+//     convert to f16 (bf16 values out of f16's range would overflow); TENSOR_OP is the tensor
+//     cores, what autocast is for;
 //   - workspace at most workspace_cap(free bytes) = min(1 GiB, half the device's free memory);
 //   - at run time, an out-of-memory workspace allocation moves to the next ranked entry with a
 //     smaller workspace, and a NOT_SUPPORTED status from the execute call drops the entry from the
@@ -33,6 +37,7 @@ struct AlgoPerf {
 struct AlgoRules {
   bool deterministic = false;  // cohort::deterministic_algorithms()
   bool allow_tf32 = false;     // cohort::allow_tf32()
+  bool lowp = false;           // the data are bf16 / f16 (ConvValues::lowp)
   std::size_t workspace_cap = 0;
 };
 

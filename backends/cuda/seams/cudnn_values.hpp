@@ -10,6 +10,8 @@ namespace cudnn_enum {
 // cudnnTensorFormat_t, cudnnDataType_t (cudnn_graph.h)
 constexpr int kTensorNchw = 0;
 constexpr int kDataFloat = 0;
+constexpr int kDataHalf = 2;
+constexpr int kDataBfloat16 = 9;
 // cudnnConvolutionMode_t (cudnn_graph.h)
 constexpr int kConvolution = 0;
 constexpr int kCrossCorrelation = 1;
@@ -33,7 +35,8 @@ constexpr int kStatusNotSupported = 3000;
 constexpr int kStatusNotSupportedLast = 3014;  // ..._INVALID_DYNAMIC_SHAPE in cuDNN 9.19
 }  // namespace cudnn_enum
 
-// A 4-D NCHW f32 tensor descriptor (cudnnSetTensor4dDescriptor's n, c, h, w), dense strides.
+// A 4-D NCHW tensor descriptor (f32 unless a seam says otherwise) (cudnnSetTensor4dDescriptor's n,
+// c, h, w), dense strides.
 struct Tensor4d {
   int n = 0, c = 0, h = 0, w = 0;
 };
