@@ -11,6 +11,7 @@
 #
 #   bench/amp_throughput.sh [ROUNDS] [THREADS] [MODELS...]   (default 3 rounds, 2 threads,
 #                                                             mnist resnet9 resnet50)
+# AMP_STEPS=N overrides every model's step count (the defaults below keep a run short).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$root/.venv-peers/bin/python
@@ -32,7 +33,7 @@ echo "amp_throughput: $(date -u +%F), $(nproc) cores ($(lscpu | sed -nE 's/^Mode
 "$bin/cohort-doctor" 2>/dev/null | grep -E '^(ok|WARN) +amp' || true
 printf '%-9s %7s %6s | %9s %9s %9s %9s | %11s %11s %10s\n' model threads steps "cohort32" "cohort16" "torch32" "torch16" "c16/c32" "c16/t16" "t16/t32"
 for m in "${models[@]}"; do
-  s=${steps[$m]:-10}
+  s=${AMP_STEPS:-${steps[$m]:-10}}
   c32="" c16="" t32="" t16=""
   th=$threads
   [ "$m" = mnist ] && th=1  # the PyTorch example's peer runs one thread

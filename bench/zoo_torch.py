@@ -10,6 +10,12 @@ images/s counts them). Prints 'torch images/s: X', and with --eval 'torch test a
     .venv-peers/bin/python bench/zoo_torch.py --model resnet9 --steps 100 --threads 2
     .venv-peers/bin/python bench/zoo_torch.py --model resnet9 --steps 100 --nproc 2  # DDP, gloo
 
+--device cuda runs on the GPU (timing each step up to torch.cuda.synchronize()); --amp bf16 runs
+the forward and loss under torch.autocast(device, torch.bfloat16), --amp f16 under
+torch.autocast(device, torch.float16) with torch.amp.GradScaler, as PyTorch's AMP recipe does.
+
+    python3 bench/zoo_torch.py --model resnet50 --steps 30 --device cuda --amp f16
+
 With --nproc N the same steps run data-parallel: N processes (torch.multiprocessing), gloo,
 DistributedDataParallel, each rank a 1/N shard of every epoch's permutation, batch per rank;
 images/s counts all ranks (rank 0's clock).
@@ -65,8 +71,9 @@ def parse():
                     help="none: constant lr (cifar_cnn's StepLR with gamma 1)")
     ap.add_argument("--clip-grad-norm", type=float, default=0.0)
     ap.add_argument("--label-smoothing", type=float, default=0.0)
-    ap.add_argument("--amp", default="off", choices=["off", "bf16"],
-                    help="forward and loss under torch.autocast('cpu', torch.bfloat16)")
+    ap.add_argument("--amp", default="off", choices=["off", "bf16", "f16"],
+                    help="forward and loss under torch.autocast(device, bf16 / f16); f16 adds a GradScaler")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     return ap.parse_args()
 
 
@@ -96,6 +103,11 @@ def worker(rank, a):
     if a.init:
         from safetensors.torch import load_file
         model.load_state_dict(load_file(a.init), strict=True)
+    dev = torch.device(a.device)
+    model = model.to(dev)
+    amp_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
+    scaler = torch.amp.GradScaler(a.device, enabled=a.amp == "f16")
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model)
     if a.optimizer == "sgd":
@@ -121,16 +133,20 @@ def worker(rank, a):
             if step == a.steps:
                 break
             idx = perm[b * a.batch_size:(b + 1) * a.batch_size]
-            x, y = xs[idx], ys[idx]
+            x, y = xs[idx].to(dev), ys[idx].to(dev)
+            sync()
             t0 = time.perf_counter()
             opt.zero_grad()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
+            with torch.autocast(a.device, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
                 loss = F.cross_entropy(model(x), y, label_smoothing=a.label_smoothing)
-            loss.backward()
+            scaler.scale(loss).backward()
             if a.clip_grad_norm > 0:
+                scaler.unscale_(opt)
                 torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip_grad_norm)
-            opt.step()
+            scaler.step(opt)
+            scaler.update()
             sched.step()
+            sync()
             seconds += time.perf_counter() - t0
             step += 1
     if rank:
@@ -143,7 +159,7 @@ def worker(rank, a):
         correct = 0
         with torch.no_grad():
             for i in range(0, len(xt), 1000):
-                correct += (model(xt[i:i + 1000]).argmax(1) == yt[i:i + 1000]).sum().item()
+                correct += (model(xt[i:i + 1000].to(dev)).argmax(1).cpu() == yt[i:i + 1000]).sum().item()
         print(f"torch test accuracy: {100.0 * correct / len(xt):.2f}%")
 
 

@@ -15,8 +15,9 @@
 #                     ddp       2 ranks sharing the GPU over shm (mnist_cnn, resnet9)          150 s
 #                     zoo       every zoo model a few steps on cuda                            240 s
 #                     nccl      1-rank nccl: mnist_cnn and the np1 nccl ctest entries          150 s
-#                     speed     images/s and per-layer times against PyTorch on this GPU,
-#                               nccl against nccl-tests when its source was carried           270 s
+#                     speed     images/s and per-layer times against PyTorch on this GPU
+#                               (MNIST f32; ResNet-50 f32 and --amp f16 against autocast),
+#                               nccl against nccl-tests when its source was carried           420 s
 #   --fresh         start a new table (--stage all always does)
 #   --deps DIR      Debian packages carried by `tools/gpu_deps.sh download DIR` (default .gpu when
 #                   it exists; none: do not look): unpacked into DIR/prefix, CMAKE_PREFIX_PATH
@@ -43,7 +44,7 @@ cd "$(dirname "$0")/.." || exit 2
 
 all_stages=(build ctest parity sanitize mnist ddp zoo nccl speed)
 declare -A default_limit=([build]=570 [ctest]=570 [parity]=90 [sanitize]=570 [mnist]=240
-                          [ddp]=150 [zoo]=240 [nccl]=150 [speed]=270)
+                          [ddp]=150 [zoo]=240 [nccl]=150 [speed]=420)
 usage_error() { echo "gpu_check.sh: $*" >&2; exit 2; }
 
 deps=""
@@ -439,6 +440,33 @@ stage_speed() {
         row "layers_bench vs torch (model)" info "$(awk '$1 == "model" { print "cohort " $2 " ms, torch " $3 " ms, " $4 " (lower is faster)" }' "$build/layers_bench_cuda.log"); table in $build/layers_bench_cuda.log" "$secs"
       else
         row "layers_bench vs torch" FAIL "${why:-exit $rc}; see $build/layers_bench_cuda.log" "$secs"
+      fi
+    fi
+    # Mixed precision (issue 33): ResNet-50 with --amp f16 (autocast + GradScaler) against PyTorch's
+    # torch.autocast("cuda", torch.float16) + GradScaler, same batch and steps; f32 beside both.
+    if need "resnet50 amp f16 vs torch" cifar_cnn; then
+      local amp_log r50 t50 mine theirs
+      declare -A amp_c=() amp_t=()
+      for round in 1 2 3; do
+        for amp in off f16; do
+          amp_log="$build/speed_amp_${amp}_$round"
+          run_capped 90 "$amp_log.torch.log" python3 bench/zoo_torch.py --model resnet50 --device cuda \
+            --steps 40 --amp "$amp" --data "$data"
+          amp_t[$amp]="${amp_t[$amp]:-} $(sed -n 's/^torch images\/s: \([0-9.]*\).*/\1/p' "$amp_log.torch.log")"
+          run_capped 90 "$amp_log.cohort.log" "$bin/cifar_cnn" --device cuda --model resnet50 \
+            --dataset fashion-mnist --data "$data" --augment 0 --max-steps 40 --no-eval --log-interval 100000 --amp "$amp"
+          amp_c[$amp]="${amp_c[$amp]:-} $(ips_of "$amp_log.cohort.log")"
+        done
+      done
+      r50=$(med "${amp_c[off]}"); t50=$(med "${amp_t[off]}")
+      mine=$(med "${amp_c[f16]}"); theirs=$(med "${amp_t[f16]}")
+      if [ -n "$mine" ] && [ -n "$theirs" ]; then
+        ratio=$(awk -v c="$mine" -v t="$theirs" 'BEGIN { printf "%.2f", c / t }')
+        res=ok
+        awk -v r="$ratio" 'BEGIN { exit !(r >= 0.9) }' || res=FAIL
+        row "resnet50 amp f16 vs torch autocast+GradScaler" "$res" "cohort $mine / torch $theirs = ${ratio}x (f32: cohort ${r50:-?}, torch ${t50:-?}; batch 64, 40 steps, median of 3; target >= 0.9)"
+      else
+        row "resnet50 amp f16 vs torch autocast+GradScaler" FAIL "no figure (cohort:${amp_c[f16]:-} torch:${amp_t[f16]:-}); see $build/speed_amp_*.log"
       fi
     fi
   fi
