@@ -115,7 +115,7 @@ int run(const Flags& f) {
         f.scheduler_interval != "epoch" || f.amp != "off")
       std::printf("recipe: %s\n", examples::describe_schedule(f, f.gamma).c_str());
   }
-  examples::start_trace(f.trace, job);
+  examples::start_trace(f.trace, f.profile_dir, job);
 
   // Given the DDP module, the Trainer does the distributed rest (see trainer_options).
   auto scaler = examples::amp_scaler(f);  // --amp f16's GradScaler
@@ -134,7 +134,7 @@ int run(const Flags& f) {
     if (lead) examples::print_epoch(r);
   };
   const auto results = trainer.fit(train_loader, &test_loader);
-  examples::finish_trace(f.trace, job);
+  examples::finish_trace(f.trace, f.profile_dir, job);
   examples::check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;
 

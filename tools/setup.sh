@@ -5,7 +5,8 @@
 #   tools/setup.sh            build + test dependencies
 #   tools/setup.sh --peers    also the peers the side-by-side benchmarks compare against
 #                             (PyTorch 1.13 CPU, Open MPI, Gloo) and .venv-peers/, a virtual
-#                             environment with the current torch, torchvision, safetensors and tensorboard
+#                             environment with the current torch, torchvision, safetensors and tensorboard,
+#                             and torch-tb-profiler 0.4.3 (the PyTorch profiler plugin, for --profile-dir)
 #                             from PyPI (the CUDA build: about 5.5 GB, 1.5 min here)
 #
 # The CUDA toolkit (nvcc, cuBLAS, cuDNN, NCCL) is not a Debian package: it is used from
@@ -51,12 +52,14 @@ peers_venv() {
   [ "$want_venv" = 1 ] || return 0
   local venv
   venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-peers"
-  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import torch, torchvision, safetensors, tensorboard' 2>/dev/null; then
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import torch, torchvision, safetensors, tensorboard, torch_tb_profiler' 2>/dev/null; then
     echo "setup.sh: $venv has torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"
     return 0
   fi
-  echo "setup.sh: making $venv (torch, torchvision, safetensors from PyPI)"
-  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet torch torchvision safetensors tensorboard
+  echo "setup.sh: making $venv (torch, torchvision, safetensors, tensorboard, torch-tb-profiler from PyPI)"
+  # torch-tb-profiler is pinned: its reader is what tests/train/test_profile_trace.py checks against.
+  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet torch torchvision safetensors tensorboard \
+    torch-tb-profiler==0.4.3
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -11,10 +11,6 @@
 
 namespace cohort::trace {
 namespace {
-struct Event {
-  std::string name, track;
-  std::int64_t start, dur;
-};
 std::atomic<bool> g_on{false};
 std::atomic<int> g_rank{-1};
 std::mutex g_mu;
@@ -60,11 +56,7 @@ Span::~Span() {
 }
 
 void write_chrome_trace(const std::string& path) {
-  std::vector<Event> copy;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    copy = events();
-  }
+  const std::vector<Event> copy = snapshot();
   const int pid = g_rank.load() < 0 ? 0 : g_rank.load();
   // Tracks become threads of the rank's process, numbered in order of first appearance.
   std::map<std::string, int> tids;
@@ -81,15 +73,22 @@ void write_chrome_trace(const std::string& path) {
     std::fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
                  pid, tid, json_escape(track).c_str());
   for (const auto& e : copy) {
-    std::fprintf(f, "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %lld, \"dur\": %lld}",
+    std::fprintf(f,
+                 "%s{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %lld, "
+                 "\"dur\": %lld}",
                  first ? "" : ",\n", json_escape(e.name).c_str(), pid, tids[e.track],
-                 static_cast<long long>(e.start), static_cast<long long>(e.dur));
+                 static_cast<long long>(e.start_us), static_cast<long long>(e.dur_us));
   }
   std::fprintf(f, "\n]}\n");
   const bool ok = std::fflush(f) == 0 && std::ferror(f) == 0;
   std::fclose(f);
   COHORT_CHECK(ok && std::rename(tmp.c_str(), path.c_str()) == 0, "cannot write trace file '",
                path, "'");
+}
+
+std::vector<Event> snapshot() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return events();
 }
 
 std::size_t event_count() {

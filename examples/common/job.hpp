@@ -12,6 +12,7 @@
 #include "cohort/core/trace.hpp"
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/train/metrics.hpp"
+#include "cohort/train/profile_trace.hpp"
 #include "cohort/train/trainer.hpp"
 
 namespace examples {
@@ -41,16 +42,30 @@ inline Job join_job(const std::string& comm_flag, const cohort::Device& dev) {
   return j;
 }
 
-// Starts recording a Chrome trace when `path` is set.
-inline void start_trace(const std::string& path, const Job& j) {
-  if (path.empty()) return;
+// Starts recording spans when a Chrome trace (`path`, --trace) or a TensorBoard profile
+// (`profile_dir`, --profile-dir) is asked for.
+inline void start_trace(const std::string& path, const std::string& profile_dir, const Job& j) {
+  if (path.empty() && profile_dir.empty()) return;
   cohort::trace::enable(true);
   cohort::trace::set_rank(j.rank);
 }
 
-// Each rank writes PATH.rank<N>; rank 0 then joins them into PATH (one process per rank, each
-// with its compute, data and comm tracks).
-inline void finish_trace(const std::string& path, const Job& j) {
+// --profile-dir: each rank writes its own DIR/<host>_rank<N>.<ms>.pt.trace.json (the PyTorch
+// profiler plugin's layout, cohort/train/profile_trace.hpp). --trace: each rank writes
+// PATH.rank<N>; rank 0 then joins them into PATH (one process per rank, each with its compute,
+// data and comm tracks).
+inline void finish_trace(const std::string& path, const std::string& profile_dir, const Job& j) {
+  if (!profile_dir.empty()) {
+    cohort::train::ProfileTraceInfo info;
+    info.rank = j.rank;
+    info.world_size = j.world;
+    info.backend = j.comm ? j.comm->backend() : "";
+    const std::string file = cohort::train::write_profile_trace(profile_dir, info);
+    if (j.lead)
+      std::printf("profile: %s%s (tensorboard --logdir %s, PyTorch profiler plugin)\n",
+                  file.c_str(), j.world > 1 ? " and one file per other rank" : "",
+                  profile_dir.c_str());
+  }
   if (path.empty()) return;
   cohort::trace::write_chrome_trace(path + ".rank" + std::to_string(j.rank));
   if (j.comm) j.comm->barrier()->wait();

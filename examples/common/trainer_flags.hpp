@@ -31,6 +31,7 @@ struct TrainerFlags {
   std::string amp = "off";               // --amp bf16|f16|off: autocast (TrainerOptions::amp)
   std::string metrics;                   // --metrics: JSON Lines
   std::string tensorboard;               // --tensorboard: event files in DIR
+  std::string profile_dir;  // --profile-dir: the trace for TensorBoard's profiler plugin
   // The recipe: schedule, warm-up, clipping, label smoothing.
   std::string schedule = "steplr";       // --schedule steplr|cosine
   std::string scheduler_interval = "epoch";  // --scheduler-interval epoch|step
@@ -75,6 +76,11 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
   app.add_option("--metrics", f.metrics, "write metrics as JSON Lines to FILE");
   app.add_option("--tensorboard", f.tensorboard,
                  "write TensorBoard scalars to DIR (tensorboard --logdir DIR)");
+  app.add_option("--profile-dir", f.profile_dir,
+                 "write the run's trace (steps, data, forward, backward, optimizer, DDP "
+                 "communication) to DIR/<host>_rank<N>.<ms>.pt.trace.json, the layout of "
+                 "torch.profiler.tensorboard_trace_handler (tensorboard --logdir DIR with the "
+                 "torch-tb-profiler plugin)");
   if (schedules)
     app.add_option("--schedule", f.schedule,
                    "steplr: lr x gamma every epoch (default); cosine: cosine annealing to 0 over "

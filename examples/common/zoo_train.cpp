@@ -202,7 +202,7 @@ int run(const Flags& f, const ZooProgram& p) {
         f.optimizer.c_str(), f.lr, f.weight_decay, static_cast<long long>(f.epochs));
     std::printf("schedule: %s\n", describe_schedule(f, f.gamma).c_str());
   }
-  start_trace(f.trace, job);
+  start_trace(f.trace, f.profile_dir, job);
   auto scaler = amp_scaler(f);  // --amp f16's GradScaler
   train::TrainerOptions options = trainer_options(f);
   options.grad_scaler = scaler.get();
@@ -227,7 +227,7 @@ int run(const Flags& f, const ZooProgram& p) {
     if (!f.no_eval) print_epoch(r);
   };
   const auto results = trainer.fit(train_loader, f.no_eval ? nullptr : &test_loader);
-  finish_trace(f.trace, job);
+  finish_trace(f.trace, f.profile_dir, job);
   check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());

@@ -2,18 +2,22 @@
 // checked against hand-written expectations or parsed back with an independent JSON parser.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <thread>
-#include <unistd.h>
 
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/train/ascii_plot.hpp"
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/phase_timer.hpp"
+#include "cohort/train/profile_trace.hpp"
 #include "cohort/train/progress.hpp"
 
 using namespace cohort::train;
@@ -173,4 +177,81 @@ TEST_CASE("phase timer and Chrome trace") {
   CHECK(tids.size() == 3);  // compute, comm, data tracks
   cohort::trace::clear();
   cohort::trace::set_rank(-1);
+}
+
+// The layout of torch.profiler.tensorboard_trace_handler, as torch-tb-profiler 0.4.3 reads it
+// (its consts.WORKER_PATTERN and trace.create_trace_event): what each track becomes. The plugin's
+// own reader runs on a real mnist_cnn run in train_profile_reader
+// (tests/train/test_profile_trace.py).
+TEST_CASE("profile trace: the PyTorch profiler plugin's file name, steps, DataLoader and comm") {
+  namespace fs = std::filesystem;
+  cohort::trace::clear();
+  cohort::trace::enable(true);
+  cohort::trace::record("data", "data", 100, 10);
+  cohort::trace::record("forward", "compute", 110, 40);
+  cohort::trace::record("allreduce bucket", "comm", 130, 30);
+  cohort::trace::record("ddp sync_buffers", "comm", 95, 4);
+  cohort::trace::record("ddp wait", "comm", 160, 5);
+  cohort::trace::record("backward", "compute", 150, 50);
+  cohort::trace::record("step 7", "steps", 99, 110);
+  cohort::trace::enable(false);
+  const std::string dir = temp_path("profile");
+  fs::remove_all(dir);
+
+  cohort::train::ProfileTraceInfo info;
+  info.rank = 1;
+  info.world_size = 2;
+  info.backend = "shm";
+  info.worker = "node7_rank1";
+  const std::string path = cohort::train::write_profile_trace(dir, info);
+  // The plugin's WORKER_PATTERN: worker, an optional ".<digits>" span, ".pt.trace.json".
+  std::smatch m;
+  const std::string name = fs::path(path).filename().string();
+  REQUIRE(std::regex_match(name, m, std::regex(R"(^(.*?)(\.\d+)?\.pt\.trace\.json$)")));
+  CHECK(m[1] == "node7_rank1");
+  CHECK(m[2].length() > 10);  // unix milliseconds
+  CHECK(fs::path(path).parent_path() == fs::path(dir));
+
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["schemaVersion"] == 1);
+  CHECK(j["distributedInfo"]["backend"] == "shm");
+  CHECK(j["distributedInfo"]["rank"] == 1);
+  CHECK(j["distributedInfo"]["world_size"] == 2);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X") {
+      CHECK(e["pid"] == 1);
+      by_name[e["name"].get<std::string>()] = e;
+    }
+  REQUIRE(by_name.size() == 7);
+  const auto& step = by_name.at("ProfilerStep#7");
+  CHECK(step["cat"] == "user_annotation");
+  CHECK(step["ts"] == 99);
+  CHECK(step["dur"] == 110);
+  const auto& data = by_name.at("enumerate(DataLoader)#cohort.__next__");
+  CHECK(data["cat"] == "cpu_op");
+  CHECK(data["tid"] == step["tid"]);  // nested in the step on the main thread
+  CHECK(by_name.at("forward")["cat"] == "cpu_op");
+  CHECK(by_name.at("forward")["tid"] == step["tid"]);
+  CHECK(by_name.at("shm:all_reduce")["tid"] != step["tid"]);  // DDP's communication thread
+  CHECK(by_name.at("shm:all_reduce")["dur"] == 30);
+  CHECK(by_name.at("shm:broadcast")["cat"] == "cpu_op");
+  CHECK(by_name.at("ddp wait")["args"]["cohort track"] == "comm");
+
+  // One rank: no distributedInfo; the default worker name ends in _rank0.
+  info = cohort::train::ProfileTraceInfo{};
+  const std::string one = cohort::train::write_profile_trace(dir + "/one", info);
+  CHECK(fs::path(one).filename().string().find("_rank0.") != std::string::npos);
+  std::ifstream in1(one);
+  CHECK_FALSE(nlohmann::json::parse(in1).contains("distributedInfo"));
+
+  // A directory that cannot be made: the error names it.
+  const std::string file = dir + "/a_file";
+  std::ofstream(file) << "x";
+  const std::string bad = file + "/sub";
+  CHECK_THROWS_WITH_AS(cohort::train::write_profile_trace(bad, info),
+                       doctest::Contains(bad.c_str()), cohort::Error);
+  fs::remove_all(dir);
+  cohort::trace::clear();
 }

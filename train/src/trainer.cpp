@@ -240,6 +240,8 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     return history_.empty() ? 0.0 : history_.back();  // the newest step loss read back
   };
   for (std::int64_t step = first; step < steps; ++step) {
+    // The whole step as one span on the "steps" track (the profile's ProfilerStep#N).
+    const std::int64_t step_t0 = trace::enabled() ? trace::now_us() : -1;
     std::int64_t k_done = 0;
     // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
     const std::int64_t k_this = std::max<std::int64_t>(
@@ -309,6 +311,9 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     if (sched_ && options_.scheduler_interval == SchedulerInterval::step) sched_->step();
     timer_.end_step();
     ++global_step_;
+    if (step_t0 >= 0)
+      trace::record("step " + std::to_string(global_step_), "steps", step_t0,
+                    trace::now_us() - step_t0);
     ++r.steps;
     run_status::note_step(global_step_);
     // A step checkpoint. Also at the epoch's last step when fit evaluates before its epoch-end

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cohort::trace {
 
@@ -37,6 +38,15 @@ class Span {
   const char* track_;
   std::int64_t start_ = -1;
 };
+
+// One recorded span.
+struct Event {
+  std::string name, track;
+  std::int64_t start_us = 0, dur_us = 0;
+};
+// A copy of every span recorded so far, in recording order (for other file layouts:
+// cohort/train/profile_trace.hpp).
+std::vector<Event> snapshot();
 
 // Writes every recorded span as Chrome trace JSON ({"traceEvents": [...]}) to `path`,
 // atomically (temporary file + rename). Throws cohort::Error naming the path on failure.
