@@ -13,6 +13,7 @@
 #include "self/self_communicator.hpp"
 #include "shm/shm_communicator.hpp"
 #if COHORT_HAVE_UCX
+#include "hier/hier_communicator.hpp"
 #include "ucx/ucx_communicator.hpp"
 #endif
 #if COHORT_HAVE_NCCL
@@ -25,13 +26,14 @@ const std::vector<CommunicatorFactory>& communicator_factories() {
   // Portable backends last.
   static const std::vector<CommunicatorFactory> all = {
 #if COHORT_HAVE_NCCL
-      nccl::factory(),  // one GPU per rank, device memory
+    nccl::factory(),  // one GPU per rank, device memory
 #endif
 #if COHORT_HAVE_UCX
-      ucx::factory(),
+    hier::factory(),  // shm on each host + ucx between hosts
+    ucx::factory(),
 #endif
-      shm::factory(),   // every rank on one host
-      self::factory(),  // world size 1
+    shm::factory(),   // every rank on one host
+    self::factory(),  // world size 1
   };
   return all;
 }
@@ -46,6 +48,7 @@ std::vector<std::pair<std::string, std::string>> absent_backends() {
 #endif
 #if !COHORT_HAVE_UCX
   v.emplace_back("ucx", "this library was built without UCX");
+  v.emplace_back("hier", "this library was built without UCX (hier joins hosts through it)");
 #endif
   return v;
 }
@@ -105,6 +108,7 @@ const CommunicatorFactory* pick_auto(const std::vector<CommunicatorFactory>& fac
   const CommunicatorFactory* best_host = nullptr;
   for (const auto& f : factories) {
     if (f.gpu_memory && !gpu_training) continue;  // it would refuse host training's buffers
+    if (f.auto_ok && !f.auto_ok(info)) continue;
     std::string why;
     if (!f.available(info, &why)) {
       if (reasons) *reasons += (reasons->empty() ? "" : "; ") + f.name + ": " + why;

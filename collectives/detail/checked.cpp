@@ -74,7 +74,13 @@ class CheckedCommunicator final : public Communicator {
     COHORT_CHECK_IN(inner_->backend().c_str(), failed_.empty(), failed_);
     mine.seq = ++seq_;
     std::vector<OpDesc> all(static_cast<std::size_t>(inner_->size()));
-    allgather_host(*inner_, staging_, &mine, all.data(), sizeof(OpDesc), DType::u8, timeout);
+    try {
+      allgather_host(*inner_, staging_, &mine, all.data(), sizeof(OpDesc), DType::u8, timeout);
+    } catch (const Error& e) {  // a rank late or gone: say which collective was being checked
+      ::cohort::detail::throw_error(
+          __FILE__, __LINE__, "", inner_->backend().c_str(),
+          ::cohort::detail::concat("checking that every rank issues ", mine.str(), ": ", e.what()));
+    }
     for (std::size_t r = 1; r < all.size(); ++r) {
       if (same_collective(all[0], all[r])) continue;
       failed_ = mismatch_message(0, all[0], static_cast<int>(r), all[r]);

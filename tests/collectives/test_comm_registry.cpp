@@ -137,6 +137,26 @@ TEST_SUITE("registry") {
     if (COHORT_HAVE_NCCL == 1 && real->name != "nccl") CHECK(reasons.find("nccl: ") == 0);
   }
 
+  TEST_CASE("auto: hier for several hosts with several ranks on this one, else shm or ucx") {
+    const auto& fs = communicator_factories();
+    const bool have_hier = std::any_of(
+        fs.begin(), fs.end(), [](const CommunicatorFactory& f) { return f.name == "hier"; });
+    if (!have_hier) {  // a build without UCX says why it lacks hier too
+      CHECK(error_of("hier", group(0, 1, 1)).find("built without UCX") != std::string::npos);
+      return;
+    }
+    std::string why;
+    if (!std::find_if(fs.begin(), fs.end(), [](const CommunicatorFactory& f) {
+           return f.name == "ucx";
+         })->available(group(0, 4, 2), &why)) {
+      MESSAGE("ucx cannot run here (" << why << "): the auto rule is not checked");
+      return;
+    }
+    CHECK(pick_auto(fs, group(0, 4, 2), false)->name == "hier");  // 2 hosts x 2 ranks
+    CHECK(pick_auto(fs, group(0, 4, 4), false)->name == "shm");   // one host
+    CHECK(pick_auto(fs, group(0, 4, 1), false)->name == "ucx");   // one rank per host
+  }
+
   TEST_CASE("unavailable backends say why") {
     EnvGuard g;
     const std::string self = error_of("self", group(0, 2, 2));

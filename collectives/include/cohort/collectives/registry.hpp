@@ -23,6 +23,9 @@ struct CommunicatorFactory {
   bool gpu_memory = false;
   // Whether this backend can serve this process group; `why_not` says why not.
   std::function<bool(const ProcessGroupInfo&, std::string* why_not)> available;
+  // Whether "auto" may pick it for this group (null: whenever available). hier: only for a job
+  // that spans several hosts with several ranks on this one; by name it serves any group.
+  std::function<bool(const ProcessGroupInfo&)> auto_ok;
   std::function<std::unique_ptr<Communicator>(const ProcessGroupInfo&, std::shared_ptr<Store>)> create;
 };
 
@@ -36,7 +39,7 @@ const CommunicatorFactory* pick_auto(const std::vector<CommunicatorFactory>& fac
                                      const ProcessGroupInfo& info, bool gpu_training,
                                      std::string* reasons = nullptr);
 
-// name: "shm" | "ucx" | "nccl" | "self" | "auto" | "" ("" reads COHORT_COMM, then auto).
+// name: "shm" | "ucx" | "hier" | "nccl" | "self" | "auto" | "" ("" reads COHORT_COMM, then auto).
 // `device`: the device the program trains on (nullptr: the host), which "auto" goes by.
 // Throws cohort::Error for unknown names (listing the known ones) and unavailable backends (why).
 std::unique_ptr<Communicator> create_communicator(const std::string& name,

@@ -1,0 +1,395 @@
+// The hierarchical communicator (see hier_communicator.hpp): set-up from the store, the worker
+// thread that runs collectives in issue order, and each collective's stages.
+#include "hier/hier_communicator.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cohort/core/error.hpp"
+#include "detail/checked.hpp"
+#include "detail/communicator_base.hpp"
+#include "detail/env.hpp"
+#include "detail/reduce.hpp"
+#include "hier/host_map.hpp"
+#include "shm/shm_communicator.hpp"
+#include "ucx/ucx_communicator.hpp"
+
+namespace cohort::comm::hier {
+namespace {
+
+constexpr const char* kName = "hier";
+
+// The Work of one queued collective: completed (or failed) by the worker thread.
+class QueuedWork final : public Work {
+ public:
+  bool test() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_) std::rethrow_exception(error_);
+    return done_;
+  }
+  // Every stage runs under the op's timeout, so the worker finishes each op in bounded time.
+  void wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    if (error_) std::rethrow_exception(error_);
+  }
+  void finish(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      error_ = std::move(error);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+class HierCommunicator final : public detail::CommunicatorBase {
+ public:
+  HierCommunicator(const ProcessGroupInfo& info, std::shared_ptr<Store> store)
+      : CommunicatorBase(kName),
+        rank_(info.rank),
+        size_(info.world_size),
+        timeout_(detail::default_timeout_from_env()) {
+    // Every rank's host key, through the store.
+    store->set_string("hier/key/" + std::to_string(rank_), host_key());
+    std::vector<std::string> keys;
+    for (int r = 0; r < size_; ++r)
+      keys.push_back(store->get_string("hier/key/" + std::to_string(r), timeout_));
+    map_ = map_hosts(keys);
+    host_ = map_.host_of[static_cast<std::size_t>(rank_)];
+    const auto& mine = map_.members[static_cast<std::size_t>(host_)];
+
+    ProcessGroupInfo local = info;
+    local.rank = map_.local_of[static_cast<std::size_t>(rank_)];
+    local.world_size = static_cast<int>(mine.size());
+    local.local_rank = local.rank;
+    local.local_world_size = local.world_size;
+    local.job_id = info.job_id + ".hier.h" + std::to_string(host_);
+    local_ = shm::factory().create(
+        local, make_prefix_store(store, "hier/h" + std::to_string(host_) + "/"));
+    if (map_.hosts() > 1) {
+      if (local.rank == 0) {
+        ProcessGroupInfo leaders = info;
+        leaders.rank = host_;
+        leaders.world_size = map_.hosts();
+        leaders_ = ucx::factory().create(leaders, make_prefix_store(store, "hier/leaders/"));
+      }
+      flat_ = ucx::factory().create(info, make_prefix_store(store, "hier/flat/"));
+    }
+    worker_ = std::thread([this] { run(); });
+  }
+
+  ~HierCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();  // queued ops finish first, each within its timeout
+  }
+
+  std::string backend() const override { return kName; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Capabilities capabilities() const override { return host_capabilities(); }
+
+ protected:
+  Timeout default_timeout() const override { return timeout_; }
+  void check_usable() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    COHORT_CHECK_IN(kName, broken_.empty(),
+                    "the communicator is unusable after an earlier failure: ", broken_);
+  }
+
+  WorkHandle start_allreduce(const void* send, void* recv, std::size_t count, DType dtype,
+                             ReduceOp op, Timeout t) override {
+    return enqueue("allreduce", [=] { allreduce_stages(send, recv, count, dtype, op, t); });
+  }
+
+  WorkHandle start_broadcast(void* buf, std::size_t count, DType dtype, int root,
+                             Timeout t) override {
+    return enqueue("broadcast", [=] {
+      const int root_host = map_.host_of[static_cast<std::size_t>(root)];
+      if (host_ == root_host)
+        stage("shm broadcast on the root's host", [&] {
+          return local_->broadcast(buf, count, dtype, map_.local_of[static_cast<std::size_t>(root)],
+                                   t);
+        });
+      if (map_.hosts() == 1) return;
+      // The root's host is done once its leader has sent; the others hear from their leader.
+      if (host_ == root_host) {
+        if (leaders_)
+          stage(kLeaderBroadcast,
+                [&] { return leaders_->broadcast(buf, count, dtype, root_host, t); });
+        return;
+      }
+      leader_stage(
+          kLeaderBroadcast, [&] { return leaders_->broadcast(buf, count, dtype, root_host, t); },
+          t);
+      stage("shm broadcast from the host leader",
+            [&] { return local_->broadcast(buf, count, dtype, 0, t); });
+    });
+  }
+
+  WorkHandle start_allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                             Timeout t) override {
+    return enqueue("allgather", [=] {
+      const std::size_t block = count * dtype_size(dtype);
+      const auto& mine = map_.members[static_cast<std::size_t>(host_)];
+      std::vector<char> host_blocks(mine.size() * block);  // this host's ranks, in local order
+      stage("shm allgather on the host",
+            [&] { return local_->allgather(send, host_blocks.data(), count, dtype, t); });
+      char* out = static_cast<char*>(recv);
+      std::vector<char> all;  // the leaders' gather: every host's blocks
+      if (map_.hosts() == 1) {
+        for (std::size_t i = 0; i < mine.size(); ++i)
+          std::memcpy(out + static_cast<std::size_t>(mine[i]) * block,
+                      host_blocks.data() + i * block, block);
+        return;
+      }
+      leader_stage(
+          "ucx allgather among the host leaders",
+          [&] {
+            // Hosts may hold different numbers of ranks: each contributes max_local blocks.
+            const std::size_t width = static_cast<std::size_t>(map_.max_local());
+            host_blocks.resize(width * block);
+            all.resize(static_cast<std::size_t>(map_.hosts()) * width * block);
+            return leaders_->allgather(host_blocks.data(), all.data(), width * count, dtype, t);
+          },
+          t);
+      if (leaders_) {
+        const std::size_t width = static_cast<std::size_t>(map_.max_local());
+        for (int h = 0; h < map_.hosts(); ++h) {
+          const auto& ranks = map_.members[static_cast<std::size_t>(h)];
+          for (std::size_t i = 0; i < ranks.size(); ++i)
+            std::memcpy(out + static_cast<std::size_t>(ranks[i]) * block,
+                        all.data() + (static_cast<std::size_t>(h) * width + i) * block, block);
+        }
+      }
+      stage("shm broadcast from the host leader", [&] {
+        return local_->broadcast(recv, count * static_cast<std::size_t>(size_), dtype, 0, t);
+      });
+    });
+  }
+
+  WorkHandle start_reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                                  ReduceOp op, Timeout t) override {
+    return enqueue("reduce_scatter", [=] {
+      const std::size_t es = dtype_size(dtype);
+      std::vector<char> whole(count * static_cast<std::size_t>(size_) * es);
+      allreduce_stages(send, whole.data(), count * static_cast<std::size_t>(size_), dtype, op, t);
+      std::memcpy(recv, whole.data() + static_cast<std::size_t>(rank_) * count * es, count * es);
+    });
+  }
+
+  WorkHandle start_barrier(Timeout t) override {
+    return enqueue("barrier", [=] {
+      stage("shm barrier on the host", [&] { return local_->barrier(t); });
+      if (map_.hosts() == 1) return;
+      // The leader's status broadcast releases the host once every host has arrived.
+      leader_stage(
+          "ucx barrier among the host leaders", [&] { return leaders_->barrier(t); }, t);
+    });
+  }
+
+  WorkHandle start_send(const void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout t) override {
+    if (same_host(peer))
+      return local_->send(buf, count, dtype, map_.local_of[static_cast<std::size_t>(peer)], tag, t);
+    return flat_->send(buf, count, dtype, peer, tag, t);
+  }
+  WorkHandle start_recv(void* buf, std::size_t count, DType dtype, int peer, int tag,
+                        Timeout t) override {
+    if (same_host(peer))
+      return local_->recv(buf, count, dtype, map_.local_of[static_cast<std::size_t>(peer)], tag, t);
+    return flat_->recv(buf, count, dtype, peer, tag, t);
+  }
+
+ private:
+  bool same_host(int peer) const { return map_.host_of[static_cast<std::size_t>(peer)] == host_; }
+
+  // recv = op over all ranks of send: each host's sum, then the leaders' sum, then back out. avg
+  // sums and divides once at the end, so hosts of different sizes weigh by their ranks.
+  void allreduce_stages(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
+                        Timeout t) {
+    const ReduceOp inner = op == ReduceOp::avg ? ReduceOp::sum : op;
+    stage("shm allreduce on the host",
+          [&] { return local_->allreduce(send, recv, count, dtype, inner, t); });
+    if (map_.hosts() == 1) {
+      if (op == ReduceOp::avg) detail::finish_avg(recv, count, dtype, size_);
+      return;
+    }
+    leader_stage(
+        "ucx allreduce among the host leaders",
+        [&] { return leaders_->allreduce(recv, recv, count, dtype, inner, t); }, t);
+    stage("shm broadcast from the host leader",
+          [&] { return local_->broadcast(recv, count, dtype, 0, t); });
+    if (op == ReduceOp::avg) detail::finish_avg(recv, count, dtype, size_);
+  }
+
+  static constexpr const char* kLeaderBroadcast = "ucx broadcast among the host leaders";
+
+  // What a leader tells its host after a leaders' stage: whether it succeeded and, if not, its
+  // error (truncated), so the host's other ranks fail at once instead of waiting out their
+  // timeout in the next stage.
+  struct Status {
+    std::uint32_t ok = 0;
+    char why[1020] = {};
+  };
+
+  // `start` on this host's leader (a ucx op among the leaders), then one shm broadcast of its
+  // Status to the host. The other ranks wait for it up to twice `t`: the leader's stage may take
+  // `t` to fail. Every rank of the host calls this; only the leader runs `start`.
+  template <class Start>
+  void leader_stage(const char* what, Start start, Timeout t) {
+    Status st;
+    std::exception_ptr failed;
+    if (leaders_) {
+      try {
+        stage(what, start, "; in the leaders' communicator a rank is a host: " + leader_names());
+        st.ok = 1;
+      } catch (const Error& e) {
+        failed = std::current_exception();
+        std::snprintf(st.why, sizeof st.why, "%s", e.what());
+      }
+    }
+    if (map_.members[static_cast<std::size_t>(host_)].size() > 1) {
+      const Timeout wait = leaders_ ? t : Timeout(2 * t.count() + 1000);
+      stage("shm status from the host leader",
+            [&] { return local_->broadcast(&st, sizeof st, DType::u8, 0, wait); });
+    }
+    if (failed) std::rethrow_exception(failed);
+    COHORT_CHECK_IN(kName, st.ok == 1, "the host leader (rank ",
+                    map_.members[static_cast<std::size_t>(host_)][0], ") failed: ", st.why);
+  }
+
+  // "host 0 = rank 0, host 1 = rank 2, ..." (at most 8 named).
+  std::string leader_names() const {
+    std::string s;
+    for (int h = 0; h < map_.hosts() && h < 8; ++h)
+      s += (h ? ", host " : "host ") + std::to_string(h) + " = rank " +
+           std::to_string(map_.members[static_cast<std::size_t>(h)][0]);
+    if (map_.hosts() > 8) s += ", ...";
+    return s;
+  }
+
+  // Runs one stage to completion; its error comes back naming the stage (and `context`).
+  template <class Start>
+  void stage(const char* what, Start start, const std::string& context = "") {
+    try {
+      start()->wait();
+    } catch (const Error& e) {
+      ::cohort::detail::throw_error(
+          __FILE__, __LINE__, "", kName,
+          ::cohort::detail::concat("stage '", what, "' (rank ", rank_, ", host ", host_, " of ",
+                                   map_.hosts(), " hosts", context, "): ", e.what()));
+    }
+  }
+
+  WorkHandle enqueue(const char* op, std::function<void()> body) {
+    auto work = std::make_shared<QueuedWork>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back({op, std::move(body), work});
+    }
+    cv_.notify_all();
+    return work;
+  }
+
+  void run() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, nothing left
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::exception_ptr error;
+      std::string broken;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        broken = broken_;
+      }
+      try {
+        COHORT_CHECK_IN(kName, broken.empty(), task.op,
+                        " not run: an earlier collective failed: ", broken);
+        task.body();
+      } catch (const std::exception& e) {
+        error = std::current_exception();
+        std::lock_guard<std::mutex> lock(mu_);
+        if (broken_.empty()) broken_ = std::string(task.op) + ": " + e.what();
+      }
+      task.work->finish(error);
+    }
+  }
+
+  struct Task {
+    const char* op = "";
+    std::function<void()> body;
+    std::shared_ptr<QueuedWork> work;
+  };
+
+  const int rank_, size_;
+  const Timeout timeout_;
+  HostMap map_;
+  int host_ = 0;
+  std::unique_ptr<Communicator> local_, leaders_, flat_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stop_ = false;
+  std::string broken_;
+  std::thread worker_;
+};
+
+}  // namespace
+
+CommunicatorFactory factory() {
+  CommunicatorFactory f;
+  f.name = kName;
+  f.score = 60;  // above shm and ucx, where "auto" considers it at all (auto_ok)
+  f.available = [](const ProcessGroupInfo& info, std::string* why_not) {
+    return ucx::factory().available(info, why_not);
+  };
+  f.auto_ok = [](const ProcessGroupInfo& info) {
+    return info.local_world_size > 1 && info.local_world_size < info.world_size;
+  };
+  f.create = [](const ProcessGroupInfo& info,
+                std::shared_ptr<Store> store) -> std::unique_ptr<Communicator> {
+    if (!store) {
+      COHORT_CHECK_IN(kName, info.world_size == 1, "a group of ", info.world_size,
+                      " ranks needs a store to find its hosts");
+      store = make_memory_store();
+    }
+    auto comm = std::make_unique<HierCommunicator>(info, std::move(store));
+    // Each stage checks its own ops (shm, ucx), but a stage cannot see every difference between
+    // whole collectives (two ranks on different hosts naming different broadcast roots on the
+    // root's host map to the same leaders' op). So whole collectives are checked too, numbered as
+    // issued: one small hierarchical all-gather each (docs/COLLECTIVES.md, "hier"), on unless
+    // COHORT_COLLECTIVE_CHECKS=0, as shm's and ucx's own checks are.
+    if (detail::collective_checks_from_env()) return detail::make_checked(std::move(comm), nullptr);
+    return comm;
+  };
+  return f;
+}
+
+}  // namespace cohort::comm::hier
