@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
                  "(half the bytes; default none)")
       ->check(CLI::IsMember({"none", "bf16", "f16"}));
   app.add_option("--comm", f.comm,
-                 "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then "
-                 "auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
+                 "communicator backend: shm, ucx, hier, nccl, self, auto (default: COHORT_COMM, then "
+                 "auto: nccl for GPU training with a GPU per rank, else shm on one host, hier "
+                 "for several hosts with several ranks each, ucx, self)");
   return examples::parse_and_run(app, argc, argv, "mnist_cnn", [&] { return run(f); });
 }

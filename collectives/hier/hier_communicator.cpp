@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -74,6 +75,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
       keys.push_back(store->get_string("hier/key/" + std::to_string(r), timeout_));
     map_ = map_hosts(keys);
     host_ = map_.host_of[static_cast<std::size_t>(rank_)];
+    if (rank_ == 0 && std::getenv("COHORT_HIER_LOG") && std::string(std::getenv("COHORT_HIER_LOG")) == "1")
+      std::fprintf(stderr, "cohort hier: %s\n", describe(keys).c_str());
     const auto& mine = map_.members[static_cast<std::size_t>(host_)];
 
     ProcessGroupInfo local = info;
@@ -278,6 +281,20 @@ class HierCommunicator final : public detail::CommunicatorBase {
     if (failed) std::rethrow_exception(failed);
     COHORT_CHECK_IN(kName, st.ok == 1, "the host leader (rank ",
                     map_.members[static_cast<std::size_t>(host_)][0], ") failed: ", st.why);
+  }
+
+  // "2 hosts: host 0 = ranks 0 1 (key K0), host 1 = ranks 2 3 (key K1); leaders: ranks 0 2".
+  std::string describe(const std::vector<std::string>& keys) const {
+    std::string s = std::to_string(map_.hosts()) + (map_.hosts() == 1 ? " host:" : " hosts:");
+    std::string leaders;
+    for (int h = 0; h < map_.hosts(); ++h) {
+      const auto& ranks = map_.members[static_cast<std::size_t>(h)];
+      s += (h ? ", host " : " host ") + std::to_string(h) + " = ranks";
+      for (int r : ranks) s += " " + std::to_string(r);
+      s += " (key " + keys[static_cast<std::size_t>(ranks[0])] + ")";
+      leaders += " " + std::to_string(ranks[0]);
+    }
+    return s + "; leaders: ranks" + leaders;
   }
 
   // "host 0 = rank 0, host 1 = rank 2, ..." (at most 8 named).

@@ -299,8 +299,9 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
                  "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
   app.add_option("--comm", f.comm,
-                 "communicator backend: shm, ucx, nccl, self, auto (default: COHORT_COMM, then "
-                 "auto: nccl for GPU training with a GPU per rank, else shm/ucx/self)");
+                 "communicator backend: shm, ucx, hier, nccl, self, auto (default: COHORT_COMM, then "
+                 "auto: nccl for GPU training with a GPU per rank, else shm on one host, hier "
+                 "for several hosts with several ranks each, ucx, self)");
   return examples::parse_and_run(app, argc, argv, p.name, [&] { return run(f, p); });
 }
 
