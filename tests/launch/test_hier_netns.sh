@@ -55,7 +55,7 @@ two_hosts() {
   shift 2
   for i in 0 1; do
     ns=$([ $i = 0 ] && echo "$nsA" || echo "$nsB"); dev=h$tag-$i
-    ip netns exec "$ns" env OMP_NUM_THREADS=1 UCX_TLS=tcp,sm,self UCX_NET_DEVICES="$dev" \
+    ip netns exec "$ns" env OMP_NUM_THREADS=1 UCX_TLS=tcp,self UCX_NET_DEVICES="$dev" \
       COHORT_HIER_LOG=1 timeout 240 "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node 2 \
       --master-addr "$aA" --master-port "$port" "$bin/mnist_cnn" "${job[@]}" "$@" \
       >"$work/$name.$i.log" 2>&1 &
