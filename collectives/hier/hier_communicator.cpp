@@ -77,6 +77,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
     host_ = map_.host_of[static_cast<std::size_t>(rank_)];
     if (rank_ == 0 && std::getenv("COHORT_HIER_LOG") && std::string(std::getenv("COHORT_HIER_LOG")) == "1")
       std::fprintf(stderr, "cohort hier: %s\n", describe(keys).c_str());
+    notice_layout(info);
     const auto& mine = map_.members[static_cast<std::size_t>(host_)];
 
     ProcessGroupInfo local = info;
@@ -281,6 +282,34 @@ class HierCommunicator final : public detail::CommunicatorBase {
     if (failed) std::rethrow_exception(failed);
     COHORT_CHECK_IN(kName, st.ok == 1, "the host leader (rank ",
                     map_.members[static_cast<std::size_t>(host_)][0], ") failed: ", st.why);
+  }
+
+  // Says once (rank 0, or the rank that sees it) what the map makes of the job where it is not
+  // what hier is for, or not what the launcher said; the job goes on by the host keys.
+  void notice_layout(const ProcessGroupInfo& info) const {
+    const int here = static_cast<int>(map_.members[static_cast<std::size_t>(host_)].size());
+    if (rank_ == 0 && size_ > 1 && map_.max_local() == 1)
+      std::fprintf(stderr,
+                   "cohort hier: every host has one rank (%d hosts), so hier is flat ucx with "
+                   "extra stages; --comm ucx does the same with less work\n",
+                   map_.hosts());
+    if (rank_ == 0 && size_ > 1 && map_.hosts() == 1)
+      std::fprintf(stderr,
+                   "cohort hier: all %d ranks are on one host, so hier is shm with a worker "
+                   "thread; --comm shm does the same with less work\n",
+                   size_);
+    if (info.local_world_size > 0 && info.local_world_size != here &&
+        map_.local_of[static_cast<std::size_t>(rank_)] == 0)
+      std::fprintf(stderr,
+                   "cohort hier (rank %d): the launcher says %d rank(s) share this host "
+                   "(LOCAL_WORLD_SIZE), the host keys say %d (ranks%s); going by the host keys "
+                   "(COHORT_HOSTID overrides a rank's key)\n",
+                   rank_, info.local_world_size, here, ranks_here().c_str());
+  }
+  std::string ranks_here() const {
+    std::string s;
+    for (int r : map_.members[static_cast<std::size_t>(host_)]) s += " " + std::to_string(r);
+    return s;
   }
 
   // "2 hosts: host 0 = ranks 0 1 (key K0), host 1 = ranks 2 3 (key K1); leaders: ranks 0 2".
