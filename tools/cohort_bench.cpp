@@ -24,10 +24,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cohort/collectives/cost_model.hpp"
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/launch_info.hpp"
@@ -58,6 +60,8 @@ struct Options {
   bool blocking = false;
   bool registered = false;
   std::string comm;
+  std::string calibrate;  // --calibrate FILE: measure the cost model's links, write FILE, exit
+  std::string model;      // --model FILE: the model's predictions next to each all-reduce row
 };
 
 const char* const kUsage =
@@ -80,7 +84,11 @@ const char* const kUsage =
     "                     peers' all-reduce data in place; nccl-tests' -R; default 0: malloc)\n"
     "  --comm NAME        backend (default: COHORT_COMM, else auto)\n"
     "  --bind             pin each rank to core LOCAL_RANK (as mpirun does by default)\n"
-    "  --json             rank 0 prints one JSON document instead of the table\n";
+    "  --json             rank 0 prints one JSON document instead of the table\n"
+    "  --calibrate FILE   measure the cost model's links (a ping-pong between two ranks of one\n"
+    "                     host, and between two hosts), write FILE, and stop\n"
+    "  --model FILE       print each all-reduce row's time as the cost model in FILE predicts it\n"
+    "                     for every algorithm, and the one it would pick\n";
 
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "cohort-bench: %s (see cohort-bench --help)\n", msg.c_str());
@@ -197,6 +205,10 @@ Options parse(int argc, char** argv) {
       o.registered = parse_int(a, take(), 0, 1) != 0;
     } else if (a == "--comm") {
       o.comm = take();
+    } else if (a == "--calibrate") {
+      o.calibrate = take();
+    } else if (a == "--model") {
+      o.model = take();
     } else if (a == "--json") {
       o.json = true;
     } else if (a == "--bind") {
@@ -363,6 +375,99 @@ struct Row {
 
 }  // namespace
 
+// Which ranks share a host: every rank's host key (comm::host_key()), all-gathered; the host of
+// each rank, numbered by its first rank.
+std::vector<int> host_of_ranks(Communicator& c) {
+  constexpr std::size_t kKey = 256;
+  std::vector<char> mine(kKey, 0), all(kKey * static_cast<std::size_t>(c.size()), 0);
+  const std::string key = host_key();
+  std::memcpy(mine.data(), key.data(), std::min(key.size(), kKey - 1));
+  c.allgather(mine.data(), all.data(), kKey, DType::u8)->wait();
+  std::vector<std::string> keys;
+  for (int r = 0; r < c.size(); ++r)
+    keys.emplace_back(all.data() + static_cast<std::size_t>(r) * kKey);
+  std::vector<int> host(keys.size());
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    host[r] = static_cast<int>(r);
+    for (std::size_t q = 0; q < r; ++q)
+      if (keys[q] == keys[r]) {
+        host[r] = host[q];
+        break;
+      }
+  }
+  // Renumber hosts 0, 1, ... in order of their first rank.
+  std::vector<int> number(keys.size(), -1);
+  int next = 0;
+  for (int& h : host) {
+    if (number[static_cast<std::size_t>(h)] < 0) number[static_cast<std::size_t>(h)] = next++;
+    h = number[static_cast<std::size_t>(h)];
+  }
+  return host;
+}
+
+// One-way seconds of a `bytes` message between ranks a and b: half the median round trip of
+// `iters` ping-pongs (after 3 untimed). Ranks other than a and b return 0 at once.
+double ping_pong(Communicator& c, int a, int b, std::size_t bytes, int iters) {
+  if (c.rank() != a && c.rank() != b) return 0;
+  std::vector<char> buf(std::max<std::size_t>(bytes, 1));
+  const int peer = c.rank() == a ? b : a;
+  std::vector<double> rtt;
+  for (int i = 0; i < iters + 3; ++i) {
+    const auto t0 = Clock::now();
+    if (c.rank() == a) {
+      c.send(buf.data(), bytes, DType::u8, peer, 7)->wait();
+      c.recv(buf.data(), bytes, DType::u8, peer, 8)->wait();
+    } else {
+      c.recv(buf.data(), bytes, DType::u8, peer, 7)->wait();
+      c.send(buf.data(), bytes, DType::u8, peer, 8)->wait();
+    }
+    if (i >= 3) rtt.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(rtt.begin(), rtt.end());
+  return rtt[rtt.size() / 2] / 2;
+}
+
+// --calibrate: alpha and beta of the intra-host link (ranks 0 and the next rank on its host) and
+// of the inter-host link (rank 0 and the first rank of host 1), from 8 B and 4 MiB messages.
+// Rank 0 writes the file; a link the job does not have is written as 0 and said so.
+int calibrate(Communicator& c, const Options& o) {
+  COHORT_CHECK(c.capabilities().host_memory, "--calibrate: backend ", c.backend(),
+               " takes no host memory");
+  const std::vector<int> host = host_of_ranks(c);
+  const int hosts = *std::max_element(host.begin(), host.end()) + 1;
+  int intra_peer = -1, inter_peer = -1;
+  for (int r = 1; r < c.size(); ++r) {
+    if (host[static_cast<std::size_t>(r)] == 0 && intra_peer < 0) intra_peer = r;
+    if (host[static_cast<std::size_t>(r)] == 1 && inter_peer < 0) inter_peer = r;
+  }
+  constexpr std::size_t kSmall = 8, kLarge = 4u << 20;
+  CostModel m;
+  m.world = c.size();
+  m.hosts = hosts;
+  for (int pass = 0; pass < 2; ++pass) {
+    const int peer = pass == 0 ? intra_peer : inter_peer;
+    if (peer < 0) continue;
+    const double small = ping_pong(c, 0, peer, kSmall, 200);
+    const double large = ping_pong(c, 0, peer, kLarge, 10);
+    c.barrier()->wait();
+    if (c.rank() == 0) (pass == 0 ? m.intra : m.inter) = fit_link(kSmall, small, kLarge, large);
+  }
+  if (c.rank() == 0) {
+    char when[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    m.note = std::string(when) + ", backend " + c.backend() + ", " + std::to_string(c.size()) +
+             " ranks on " + std::to_string(hosts) + " host(s)" +
+             (intra_peer < 0 ? "; no host has two ranks: intra-host link not measured" : "") +
+             (inter_peer < 0 ? "; one host: inter-host link not measured" : "");
+    save_cost_model(o.calibrate, m);
+    std::printf("%s", format_cost_model(m).c_str());
+    std::printf("# written to %s\n", o.calibrate.c_str());
+  }
+  c.barrier()->wait();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
@@ -381,6 +486,19 @@ int main(int argc, char** argv) {
       sched_setaffinity(0, sizeof(one), &one);
     }
     COHORT_CHECK(o.root < n, "--root ", o.root, " is not a rank of this group of ", n);
+    if (!o.calibrate.empty()) return calibrate(c, o);
+    // --model: the file's predictions for this job's size and hosts (calibrated on the same).
+    CostModel model;
+    int hosts = 1;
+    if (!o.model.empty()) {
+      COHORT_CHECK(o.coll == Coll::allreduce, "--model: the cost model covers allreduce only");
+      COHORT_CHECK(c.capabilities().host_memory, "--model: backend ", c.backend(),
+                   " takes no host memory");
+      const std::vector<int> host = host_of_ranks(c);
+      hosts = *std::max_element(host.begin(), host.end()) + 1;
+      model = load_cost_model(o.model);
+      check_cost_model_fits(model, o.model, n, hosts);
+    }
     const std::size_t esz = dtype_size(o.dtype);
     const bool reduces = o.coll == Coll::allreduce || o.coll == Coll::reduce_scatter;
     const double bus = o.coll == Coll::allreduce   ? 2.0 * (n - 1) / n
@@ -424,8 +542,12 @@ int main(int argc, char** argv) {
                   o.registered ? ", alloc_buffer memory" : "", o.iters,
                   o.blocking ? "each waited for" : "issued, then waited for", o.warmup,
                   gpu ? (", " + gpu->name() + " buffers").c_str() : "");
-      std::printf("#\n# %10s %12s %9s %7s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
-                  "time", "algbw", "busbw", "#wrong");
+      if (!o.model.empty())
+        std::printf("# model: %s (%s); predicted us per algorithm on %d ranks, %d host(s)\n",
+                    o.model.c_str(), model.note.c_str(), n, hosts);
+      std::printf("#\n# %10s %12s %9s %7s %10s %8s %8s %7s%s\n", "size", "count", "type", "redop",
+                  "time", "algbw", "busbw", "#wrong",
+                  o.model.empty() ? "" : "       ring         rd        rab       hier  pick");
       std::printf("# %10s %12s %9s %7s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)",
                   "(GB/s)", "(GB/s)", "");
       std::fflush(stdout);
@@ -458,9 +580,17 @@ int main(int argc, char** argv) {
       const Row row{total * esz, total, us, algbw, algbw * bus, o.check ? wrong : -1};
       rows.push_back(row);
       if (c.rank() == 0 && !o.json) {
-        std::printf("  %10zu %12zu %9s %7s %10.2f %8.2f %8.2f %7s\n", row.size, row.count,
+        std::printf("  %10zu %12zu %9s %7s %10.2f %8.2f %8.2f %7s", row.size, row.count,
                     type_name(o.dtype), reduces ? reduce_op_name(o.redop) : "none", row.time_us,
                     row.algbw, row.busbw, o.check ? std::to_string(row.wrong).c_str() : "N/A");
+        if (!o.model.empty()) {
+          const double b = static_cast<double>(row.size);
+          for (AllreduceAlgo a : allreduce_algos())
+            std::printf(" %10.2f", predict_allreduce(model, a, b, n, hosts) * 1e6);
+          const char* pick = allreduce_algo_name(pick_allreduce(model, b, n, hosts));
+          std::printf("  %s", pick);
+        }
+        std::printf("\n");
         std::fflush(stdout);
       }
     }

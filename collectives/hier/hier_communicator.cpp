@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/collectives/cost_model.hpp"
 #include "cohort/core/error.hpp"
 #include "detail/checked.hpp"
 #include "detail/communicator_base.hpp"
@@ -97,6 +98,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
       }
       flat_ = ucx::factory().create(info, make_prefix_store(store, "hier/flat/"));
     }
+    choose_allreduce(*store);
     worker_ = std::thread([this] { run(); });
   }
 
@@ -229,10 +231,58 @@ class HierCommunicator final : public detail::CommunicatorBase {
  private:
   bool same_host(int peer) const { return map_.host_of[static_cast<std::size_t>(peer)] == host_; }
 
+  // COHORT_HIER_ALGO: hierarchical (the default without a model), flat (every all-reduce on the
+  // flat ucx communicator of all ranks), or auto (per size, the cost model's pick:
+  // COHORT_COST_MODEL names the file of cohort-bench --calibrate). Rank 0's model goes to every
+  // rank through the store, so all ranks choose alike even where their files differ.
+  void choose_allreduce(Store& store) {
+    const char* env = std::getenv("COHORT_HIER_ALGO");
+    const std::string want = env && *env ? env : "";
+    COHORT_CHECK_IN(kName,
+                    want.empty() || want == "hierarchical" || want == "flat" || want == "auto",
+                    "COHORT_HIER_ALGO='", want, "' must be hierarchical, flat or auto");
+    const char* path = std::getenv("COHORT_COST_MODEL");
+    const bool use_model = want == "auto" || (want.empty() && path && *path);
+    algo_ = want == "flat" ? Algo::flat : use_model ? Algo::model : Algo::hierarchical;
+    if (algo_ == Algo::model) {
+      COHORT_CHECK_IN(kName, path && *path,
+                      "COHORT_HIER_ALGO=auto needs COHORT_COST_MODEL=FILE "
+                      "(cohort-bench --calibrate FILE makes one)");
+      if (rank_ == 0) {
+        const CostModel m = load_cost_model(path);
+        check_cost_model_fits(m, path, size_, map_.hosts());
+        store.set_string("hier/model", format_cost_model(m));
+      }
+      model_ = parse_cost_model(store.get_string("hier/model", timeout_),
+                                "rank 0's " + std::string(path));
+    }
+    if ((algo_ != Algo::hierarchical) && map_.hosts() == 1) {
+      if (rank_ == 0)
+        std::fprintf(stderr,
+                     "cohort hier: one host, so every all-reduce is the host's own "
+                     "(COHORT_HIER_ALGO=%s does not apply)\n",
+                     want.empty() ? "auto" : want.c_str());
+      algo_ = Algo::hierarchical;
+    }
+  }
+
+  bool flat_allreduce(std::size_t bytes) const {
+    if (algo_ == Algo::flat) return true;
+    if (algo_ != Algo::model) return false;
+    return pick_allreduce(model_, static_cast<double>(bytes), size_, map_.hosts()) !=
+           AllreduceAlgo::hierarchical;
+  }
+
   // recv = op over all ranks of send: each host's sum, then the leaders' sum, then back out. avg
-  // sums and divides once at the end, so hosts of different sizes weigh by their ranks.
+  // sums and divides once at the end, so hosts of different sizes weigh by their ranks. Where the
+  // choice (choose_allreduce) is flat: one all-reduce of every rank over ucx instead.
   void allreduce_stages(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
                         Timeout t) {
+    if (flat_allreduce(count * dtype_size(dtype))) {
+      stage("ucx allreduce of every rank (flat)",
+            [&] { return flat_->allreduce(send, recv, count, dtype, op, t); });
+      return;
+    }
     const ReduceOp inner = op == ReduceOp::avg ? ReduceOp::sum : op;
     stage("shm allreduce on the host",
           [&] { return local_->allreduce(send, recv, count, dtype, inner, t); });
@@ -394,8 +444,11 @@ class HierCommunicator final : public detail::CommunicatorBase {
     std::shared_ptr<QueuedWork> work;
   };
 
+  enum class Algo { hierarchical, flat, model };
   const int rank_, size_;
   const Timeout timeout_;
+  Algo algo_ = Algo::hierarchical;
+  CostModel model_;
   HostMap map_;
   int host_ = 0;
   std::unique_ptr<Communicator> local_, leaders_, flat_;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "cohort/collectives/process_group.hpp"
 #include "cohort/core/error.hpp"
 
 namespace cohort::comm::hier {
@@ -53,3 +54,7 @@ std::string host_key() {
 }
 
 }  // namespace cohort::comm::hier
+
+namespace cohort::comm {
+std::string host_key() { return hier::host_key(); }
+}  // namespace cohort::comm

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The cost model end to end on hier across 2 simulated hosts x 2 ranks (COHORT_HOSTID per rank):
+# cohort-bench --calibrate writes the model; --model prints every algorithm's prediction and the
+# pick next to the measured rows; COHORT_HIER_ALGO=auto all-reduces by the model's pick with every
+# result checked; a model from another job size, a missing model and a bad COHORT_HIER_ALGO are
+# refused naming what is wrong.
+#
+#   test_hier_model.sh BIN_DIR AS_HOSTS_SH
+set -uo pipefail
+bin=$1 as_hosts=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+run() {  # NP PER-HOST ARGS...: cohort-bench on NP ranks, PER-HOST ranks per simulated host
+  local np=$1 per=$2
+  shift 2
+  COHORT_COMM=hier timeout 120 "$bin/cohortrun" --nproc-per-node "$np" --master-port 0 \
+    "$as_hosts" "$per" "$bin/cohort-bench" "$@" 2>&1
+}
+check() {  # NAME STATUS: ok or FAIL
+  if [ "$2" = 0 ]; then echo "ok    $1"; else echo "FAIL  $1"; fail=1; fi
+}
+
+out=$(run 4 2 --calibrate "$work/m.txt")
+grep -q "^world 4$" "$work/m.txt" && grep -q "^hosts 2$" "$work/m.txt" &&
+  grep -q "^inter_beta_ns_per_byte [0-9.]*$" "$work/m.txt"
+check "--calibrate wrote the model ($(grep -c . "$work/m.txt") lines): $(grep alpha "$work/m.txt" | tr '\n' ' ')" $?
+
+out=$(run 4 2 --model "$work/m.txt" -b 8 -e 4M -f 16 -n 3 -w 1)
+rows=$(echo "$out" | grep -cE '^\[rank 0\] +[0-9]+ .* (ring|recursive_doubling|rabenseifner|hierarchical)$')
+echo "$out" | grep -q "Out of bounds values : 0 OK" && [ "$rows" = 5 ]
+check "--model: $rows rows with 4 predictions and a pick each" $?
+
+out=$(COHORT_HIER_ALGO=auto COHORT_COST_MODEL="$work/m.txt" run 4 2 -b 8 -e 4M -f 16 -n 3 -w 1 -o avg)
+echo "$out" | grep -q "Out of bounds values : 0 OK"
+check "COHORT_HIER_ALGO=auto: the model's picks, every result right" $?
+
+out=$(COHORT_HIER_ALGO=flat run 4 2 -b 8 -e 1M -f 64 -n 3 -w 1)
+echo "$out" | grep -q "Out of bounds values : 0 OK"
+check "COHORT_HIER_ALGO=flat: every result right" $?
+
+out=$(run 2 1 --model "$work/m.txt" -b 8 -e 8)
+[ $? -ne 0 ] && echo "$out" | grep -q "calibrated on 4 ranks on 2 host(s); this job has 2 ranks on 2 host(s)"
+check "a model from another job size is refused, naming both" $?
+
+out=$(COHORT_HIER_ALGO=auto run 4 2 -b 8 -e 8)
+[ $? -ne 0 ] && echo "$out" | grep -q "COHORT_HIER_ALGO=auto needs COHORT_COST_MODEL=FILE"
+check "auto without a model says how to make one" $?
+
+out=$(COHORT_HIER_ALGO=fastest run 4 2 -b 8 -e 8)
+[ $? -ne 0 ] && echo "$out" | grep -q "COHORT_HIER_ALGO='fastest' must be hierarchical, flat or auto"
+check "a bad COHORT_HIER_ALGO is named" $?
+exit $fail
