@@ -8,12 +8,20 @@
 # inside a namespace). The sides alternate ROUNDS times; each cell is the median. Root only.
 #
 #   bench/hier_compare.sh [BUILD_DIR]      (default build)
+# With MODEL=1 it first calibrates the cost model on hier (cohort-bench --calibrate), runs both
+# cohort sides with --model, and prints a second table: each side's measured time against the
+# model's prediction for the algorithm it ran (hier: hierarchical; flat ucx: recursive doubling up
+# to 8 KiB, ring above), the error, the model's pick and the measured best of the two.
 # Environment: RATE (default 10gbit), ROUNDS (default 3), SIZES (cohort-bench -b/-e/-f of the
 # sweep, default "-b 16 -e 64M -f 4": every power of 4 from 16 B to 64 MiB), ITERS (timed ops per size, default 20).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 bin=$build/bin
 rate=${RATE:-10gbit}
+# tbf's bucket: a 250 Hz tick's worth of bytes (at least 64 KiB), so one message larger than it
+# cannot pass at more than the rate (a 4 MiB bucket let a 4 MiB calibration message through at
+# twice 1 Gbit/s).
+burst=$(python3 -c "import re,sys; m=re.fullmatch(r'([0-9.]+)([kmg]?)bit', sys.argv[1]); print(max(65536, int(float(m[1]) * {'': 1, 'k': 1e3, 'm': 1e6, 'g': 1e9}[m[2]] / 8 / 250)))" "$rate")
 rounds=${ROUNDS:-3}
 read -r -a sizes <<< "${SIZES:--b 16 -e 64M -f 4}"
 iters=${ITERS:-20}
@@ -27,8 +35,8 @@ tag=$$ nsA=hcA$$ nsB=hcB$$ net=10.215.$(($$ % 200 + 10))
 tmp=$(mktemp -d)
 trap 'netns_down "$nsA" "$nsB"; rm -rf "$tmp"' EXIT
 netns_up "$nsA" "$nsB" "c$tag" "$net"
-tc -n "$nsA" qdisc add dev "c$tag-0" root tbf rate "$rate" burst 4mb latency 50ms
-tc -n "$nsB" qdisc add dev "c$tag-1" root tbf rate "$rate" burst 4mb latency 50ms
+tc -n "$nsA" qdisc add dev "c$tag-0" root tbf rate "$rate" burst "$burst" latency 50ms
+tc -n "$nsB" qdisc add dev "c$tag-1" root tbf rate "$rate" burst "$burst" latency 50ms
 
 cat > "$tmp/rsh" <<EOF
 #!/bin/sh
@@ -55,7 +63,9 @@ cohort_side() {
     pids+=($!)
   done
   wait "${pids[0]}" "${pids[1]}"
-  sed -n 's/^\[rank 0\] *//p' "$tmp/c.0" | awk '$1 ~ /^[0-9]+$/ { print $1, $5 }'
+  # size, time, then (with --model) ring rd rab hier pick
+  sed -n 's/^\[rank 0\] *//p' "$tmp/c.0" | awk '$1 ~ /^[0-9]+$/ {
+    printf "%s %s", $1, $5; for (i = 9; i <= NF; ++i) printf " %s", $i; printf "\n" }'
 }
 mpi_side() {
   ip netns exec "$nsA" unshare --uts sh -c 'hostname hostA; exec "$@"' mpirun \
@@ -67,9 +77,15 @@ mpi_side() {
   awk '$1 ~ /^[0-9]+$/ { print $1, $5 }' "$tmp/m.log"
 }
 
+model=()
+if [ "${MODEL:-0}" = 1 ]; then
+  cohort_side hier 29699 --calibrate "$tmp/model.txt" > /dev/null
+  cp "$tmp/c.0" "$tmp/calibrate.log"
+  model=(--model "$tmp/model.txt")
+fi
 for r in $(seq "$rounds"); do
-  cohort_side hier $((29700 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/hier"
-  cohort_side ucx $((29750 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/ucx"
+  cohort_side hier $((29700 + r)) "${sizes[@]}" -n "$iters" -w 3 "${model[@]}" >> "$tmp/hier"
+  cohort_side ucx $((29750 + r)) "${sizes[@]}" -n "$iters" -w 3 "${model[@]}" >> "$tmp/ucx"
   mpi_side "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/mpi"
 done
 
@@ -77,13 +93,16 @@ echo "# all-reduce, float32 sum, 2 namespace hosts x 2 ranks, veth shaped by tbf
 echo "# (no added latency: no netem), $(date -u +%F), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 echo "# $(mpirun --version 2>/dev/null | head -1); each op waited for; median of $rounds alternating rounds; $iters timed ops per size; times in us"
 python3 - "$tmp" <<'PY'
-import sys, statistics, collections
+import os, sys, statistics, collections
 d = sys.argv[1]
+pred = {}  # size -> (ring, rd, rab, hier, pick): the model's columns, the same on every row
 def load(name):
     t = collections.defaultdict(list)
     for line in open(f"{d}/{name}"):
-        size, us = line.split()
-        t[int(size)].append(float(us))
+        f = line.split()
+        t[int(f[0])].append(float(f[1]))
+        if len(f) == 7:
+            pred[int(f[0])] = tuple(float(x) for x in f[2:6]) + (f[6],)
     return {s: statistics.median(v) for s, v in t.items()}
 h, u, m = load("hier"), load("ucx"), load("mpi")
 nan = float("nan")
@@ -91,4 +110,30 @@ print(f"{'bytes':>10} {'hier':>10} {'ucx':>10} {'Open MPI':>10} {'ucx/hier':>9} 
 for s in sorted(h):
     print(f"{s:>10} {h[s]:>10.1f} {u.get(s, nan):>10.1f} {m.get(s, nan):>10.1f} "
           f"{u.get(s, nan) / h[s]:>8.2f}x {m.get(s, nan) / h[s]:>8.2f}x")
+if pred:
+    print()
+    print("# the cost model (" + open(f"{d}/model.txt").read().splitlines()[0].lstrip("# ") + ")")
+    for line in open(f"{d}/model.txt"):
+        if not line.startswith("#"):
+            print("#   " + line.strip())
+    print("# predicted against measured (us); err = |predicted - measured| / measured; a wrong pick")
+    print("# is one whose measured time is over 10% above the measured best")
+    print(f"{'bytes':>10} {'hier':>9} {'pred':>9} {'err':>5} {'ucx':>9} {'pred':>9} {'err':>5} "
+          f"{'pick':>19} {'best':>5}")
+    errs = []
+    wrong = 0
+    for s in sorted(h):
+        ring, rd, rab, hh, pick = pred[s]
+        pu = rd if s <= 8192 else ring
+        eh, eu = abs(hh - h[s]) / h[s], abs(pu - u[s]) / u[s]
+        errs += [eh, eu]
+        best = "hier" if h[s] <= u[s] else "ucx"
+        picked = h[s] if pick == "hierarchical" else u[s]
+        bad = picked > 1.1 * min(h[s], u[s])
+        wrong += bad
+        print(f"{s:>10} {h[s]:>9.1f} {hh:>9.1f} {eh:>4.0%} {u[s]:>9.1f} {pu:>9.1f} {eu:>4.0%} "
+              f"{pick:>19} {best:>5}{'  WRONG PICK' if bad else ''}")
+    print(f"# median error {statistics.median(errs):.0%}, worst {max(errs):.0%}; "
+          f"{wrong} of {len(h)} picks wrong (ring/rabenseifner picks run flat ucx, which takes "
+          f"recursive doubling to 8 KiB and ring above)")
 PY

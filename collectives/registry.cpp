@@ -66,8 +66,13 @@ std::string available_names(const ProcessGroupInfo& info) {
     std::string why;
     if (f.available(info, &why)) ok.push_back(&f);
   }
-  std::stable_sort(ok.begin(), ok.end(), [](const CommunicatorFactory* a, const CommunicatorFactory* b) {
-    return a->score > b->score;
+  // Best first as "auto" ranks them: a backend auto would not pick for this group (hier on one
+  // host) after those it would.
+  const auto rank = [&info](const CommunicatorFactory* f) {
+    return f->score - (f->auto_ok && !f->auto_ok(info) ? 1000 : 0);
+  };
+  std::stable_sort(ok.begin(), ok.end(), [&](const CommunicatorFactory* a, const CommunicatorFactory* b) {
+    return rank(a) > rank(b);
   });
   std::string s;
   for (const auto* f : ok) s += (s.empty() ? "" : ", ") + f->name;

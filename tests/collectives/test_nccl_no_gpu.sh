@@ -7,7 +7,7 @@ set -uo pipefail
 bench=$1
 have_nccl=$2
 if [ "$have_nccl" = 1 ]; then
-  want="communicator backend 'nccl' from (the argument|COHORT_COMM) is not available for rank 0 of 1 .*: no GPU visible to this process \(.*\) \(available for this group: self, (hier, )?shm"
+  want="communicator backend 'nccl' from (the argument|COHORT_COMM) is not available for rank 0 of 1 .*: no GPU visible to this process \(.*\) \(available for this group: self, shm"
 else
   want="communicator backend 'nccl' from (the argument|COHORT_COMM) is not in this build \(this library was built without NCCL/CUDA; available in this build: "
 fi

@@ -15,6 +15,7 @@
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 rate=${2:-10gbit}
+burst=$(python3 -c "import re,sys; m=re.fullmatch(r'([0-9.]+)([kmg]?)bit', sys.argv[1]); print(max(65536, int(float(m[1]) * {'': 1, 'k': 1e3, 'm': 1e6, 'g': 1e9}[m[2]] / 8 / 250)))" "$rate")  # a 250 Hz tick of bytes
 skip() { echo "skipped: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "no ip (Debian: iproute2)"
@@ -35,7 +36,7 @@ trap cleanup EXIT
 netns_up "$nsA" "$nsB" "h$tag" "$net" || skip "could not create network namespaces (ip netns add failed)"
 for i in A B; do
   ns=ns$i; dev=h$tag-$([ $i = A ] && echo 0 || echo 1)
-  tc -n "${!ns}" qdisc add dev "$dev" root tbf rate "$rate" burst 4mb latency 50ms ||
+  tc -n "${!ns}" qdisc add dev "$dev" root tbf rate "$rate" burst "$burst" latency 50ms ||
     skip "tc could not shape $dev with tbf"
 done
 echo "hosts: $nsA = $aA, $nsB = $net.2; veth shaped: $(tc -n "$nsA" qdisc show dev "h$tag-0" | head -n1)"
