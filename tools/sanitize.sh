@@ -17,7 +17,7 @@ parts=("$@")
 # ones the other entries check under ASan); launch_restart runs eight 2- and 3-rank training jobs
 # (about 2 minutes, several times that under ASan) whose checkpoint and resume code train_unit
 # runs under ASan in seconds, and whose cohortrun restarts cohortrun_tests runs.
-ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts|launch_restart)$'
+ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts|launch_hier_netns|launch_restart)$'
 # Under TSan (5-15x slower): the collectives' unit suites (store, shm with ranks as threads,
 # self, ucx with ranks as threads), the data loader, conformance at 1-3 processes on every
 # backend and the failure cases at 2. Left out: 4 processes (over its 150 s limit under TSan on 2
