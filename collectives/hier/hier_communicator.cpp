@@ -32,6 +32,11 @@ namespace {
 
 constexpr const char* kName = "hier";
 
+// memcpy that accepts an empty range (a count-0 op's buffers may be null).
+void copy_bytes(void* dst, const void* src, std::size_t n) {
+  if (n) std::memcpy(dst, src, n);
+}
+
 // The Work of one queued collective: completed (or failed) by the worker thread.
 class QueuedWork final : public Work {
  public:
@@ -166,7 +171,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
       std::vector<char> all;  // the leaders' gather: every host's blocks
       if (map_.hosts() == 1) {
         for (std::size_t i = 0; i < mine.size(); ++i)
-          std::memcpy(out + static_cast<std::size_t>(mine[i]) * block,
+          copy_bytes(out + static_cast<std::size_t>(mine[i]) * block,
                       host_blocks.data() + i * block, block);
         return;
       }
@@ -185,7 +190,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
         for (int h = 0; h < map_.hosts(); ++h) {
           const auto& ranks = map_.members[static_cast<std::size_t>(h)];
           for (std::size_t i = 0; i < ranks.size(); ++i)
-            std::memcpy(out + static_cast<std::size_t>(ranks[i]) * block,
+            copy_bytes(out + static_cast<std::size_t>(ranks[i]) * block,
                         all.data() + (static_cast<std::size_t>(h) * width + i) * block, block);
         }
       }
@@ -201,7 +206,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
       const std::size_t es = dtype_size(dtype);
       std::vector<char> whole(count * static_cast<std::size_t>(size_) * es);
       allreduce_stages(send, whole.data(), count * static_cast<std::size_t>(size_), dtype, op, t);
-      std::memcpy(recv, whole.data() + static_cast<std::size_t>(rank_) * count * es, count * es);
+      copy_bytes(recv, whole.data() + static_cast<std::size_t>(rank_) * count * es, count * es);
     });
   }
 
