@@ -20,9 +20,10 @@ parts=("$@")
 ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts|launch_hier_netns|launch_restart)$'
 # Under TSan (5-15x slower): the collectives' unit suites (store, shm with ranks as threads,
 # self, ucx with ranks as threads), the data loader, conformance at 1-3 processes on every
-# backend and the failure cases at 2. Left out: 4 processes (over its 150 s limit under TSan on 2
+# backend (hier also on 2 + 1 simulated hosts, 65 s) and the failure cases at 2 (hier also on 2
+# simulated hosts: its worker thread hands errors to the waiting thread). Left out: 4 processes (over its 150 s limit under TSan on 2
 # cores; the same code paths as 3) and the failure cases at 3.
-TSAN_TESTS='^(collectives_.*|data_unit|conformance_(self|shm|ucx)_np[123]|comm_failures_(shm|ucx)_np2)$'
+TSAN_TESTS='^(collectives_.*|data_unit|conformance_(self|shm|ucx|hier)_np[123]|conformance_hier_uneven_np3|comm_failures_(shm|ucx|hier)_np2|comm_failures_hier_2hosts_np3)$'
 # Code under test that TSan cannot see into (not instrumented): UCX's own libraries, and the
 # destructor of libucs, which unlocks a mutex TSan never saw locked, at exit.
 tsan_supp=$(mktemp)

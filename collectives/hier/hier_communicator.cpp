@@ -37,25 +37,40 @@ void copy_bytes(void* dst, const void* src, std::size_t n) {
   if (n) std::memcpy(dst, src, n);
 }
 
+// A failed op's error as plain strings: the waiting thread throws a new cohort::Error from them
+// rather than rethrowing the worker thread's exception object. Passing that object between
+// threads (std::exception_ptr) leaves its lifetime to reference counts inside libstdc++, which
+// ThreadSanitizer cannot see, and it reports the worker freeing it as a race.
+struct Failure {
+  std::string file, expr, backend, why;
+  int line = 0, rank = -1;
+  static Failure of(const std::exception& e, int rank) {
+    if (const auto* err = dynamic_cast<const Error*>(&e))
+      return {err->file(), err->expression(), err->backend(), err->why(), err->line(), err->rank()};
+    return {__FILE__, "", kName, e.what(), __LINE__, rank};
+  }
+  [[noreturn]] void raise() const { throw Error(file, line, expr, backend, rank, why); }
+};
+
 // The Work of one queued collective: completed (or failed) by the worker thread.
 class QueuedWork final : public Work {
  public:
   bool test() override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (error_) std::rethrow_exception(error_);
+    if (failed_) failure_.raise();
     return done_;
   }
   // Every stage runs under the op's timeout, so the worker finishes each op in bounded time.
   void wait() override {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return done_; });
-    if (error_) std::rethrow_exception(error_);
+    if (failed_) failure_.raise();
   }
-  void finish(std::exception_ptr error) {
+  void finish(const Failure* failure) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
-      error_ = std::move(error);
+      if (failure) failed_ = true, failure_ = *failure;
     }
     cv_.notify_all();
   }
@@ -64,7 +79,8 @@ class QueuedWork final : public Work {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
-  std::exception_ptr error_;
+  bool failed_ = false;
+  Failure failure_;
 };
 
 class HierCommunicator final : public detail::CommunicatorBase {
@@ -424,22 +440,24 @@ class HierCommunicator final : public detail::CommunicatorBase {
         task = std::move(queue_.front());
         queue_.pop_front();
       }
-      std::exception_ptr error;
       std::string broken;
       {
         std::lock_guard<std::mutex> lock(mu_);
         broken = broken_;
       }
+      Failure failure;
+      bool failed = false;
       try {
         COHORT_CHECK_IN(kName, broken.empty(), task.op,
                         " not run: an earlier collective failed: ", broken);
         task.body();
       } catch (const std::exception& e) {
-        error = std::current_exception();
+        failed = true;
+        failure = Failure::of(e, rank_);
         std::lock_guard<std::mutex> lock(mu_);
         if (broken_.empty()) broken_ = std::string(task.op) + ": " + e.what();
       }
-      task.work->finish(error);
+      task.work->finish(failed ? &failure : nullptr);
     }
   }
 
