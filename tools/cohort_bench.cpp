@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cohort/collectives/cost_model.hpp"
+#include "cohort/collectives/process_group.hpp"
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/launch_info.hpp"
@@ -375,9 +376,9 @@ struct Row {
 
 }  // namespace
 
-// Which ranks share a host: every rank's host key (comm::host_key()), all-gathered; the host of
-// each rank, numbered by its first rank.
-std::vector<int> host_of_ranks(Communicator& c) {
+// Which ranks share a host: every rank's host key (comm::host_key()), all-gathered, then
+// comm::map_hosts, as hier groups them.
+HostMap hosts_of(Communicator& c) {
   constexpr std::size_t kKey = 256;
   std::vector<char> mine(kKey, 0), all(kKey * static_cast<std::size_t>(c.size()), 0);
   const std::string key = host_key();
@@ -386,23 +387,7 @@ std::vector<int> host_of_ranks(Communicator& c) {
   std::vector<std::string> keys;
   for (int r = 0; r < c.size(); ++r)
     keys.emplace_back(all.data() + static_cast<std::size_t>(r) * kKey);
-  std::vector<int> host(keys.size());
-  for (std::size_t r = 0; r < keys.size(); ++r) {
-    host[r] = static_cast<int>(r);
-    for (std::size_t q = 0; q < r; ++q)
-      if (keys[q] == keys[r]) {
-        host[r] = host[q];
-        break;
-      }
-  }
-  // Renumber hosts 0, 1, ... in order of their first rank.
-  std::vector<int> number(keys.size(), -1);
-  int next = 0;
-  for (int& h : host) {
-    if (number[static_cast<std::size_t>(h)] < 0) number[static_cast<std::size_t>(h)] = next++;
-    h = number[static_cast<std::size_t>(h)];
-  }
-  return host;
+  return map_hosts(keys);
 }
 
 // One-way seconds of a `bytes` message between ranks a and b: half the median round trip of
@@ -433,13 +418,10 @@ double ping_pong(Communicator& c, int a, int b, std::size_t bytes, int iters) {
 int calibrate(Communicator& c, const Options& o) {
   COHORT_CHECK(c.capabilities().host_memory, "--calibrate: backend ", c.backend(),
                " takes no host memory");
-  const std::vector<int> host = host_of_ranks(c);
-  const int hosts = *std::max_element(host.begin(), host.end()) + 1;
-  int intra_peer = -1, inter_peer = -1;
-  for (int r = 1; r < c.size(); ++r) {
-    if (host[static_cast<std::size_t>(r)] == 0 && intra_peer < 0) intra_peer = r;
-    if (host[static_cast<std::size_t>(r)] == 1 && inter_peer < 0) inter_peer = r;
-  }
+  const HostMap map = hosts_of(c);
+  const int hosts = map.hosts();
+  const int intra_peer = map.members[0].size() > 1 ? map.members[0][1] : -1;
+  const int inter_peer = hosts > 1 ? map.members[1][0] : -1;
   constexpr std::size_t kSmall = 8, kLarge = 4u << 20;
   CostModel m;
   m.world = c.size();
@@ -494,8 +476,7 @@ int main(int argc, char** argv) {
       COHORT_CHECK(o.coll == Coll::allreduce, "--model: the cost model covers allreduce only");
       COHORT_CHECK(c.capabilities().host_memory, "--model: backend ", c.backend(),
                    " takes no host memory");
-      const std::vector<int> host = host_of_ranks(c);
-      hosts = *std::max_element(host.begin(), host.end()) + 1;
+      hosts = hosts_of(c).hosts();
       model = load_cost_model(o.model);
       check_cost_model_fits(model, o.model, n, hosts);
     }

@@ -405,8 +405,26 @@ stage_nccl() {
   row "ctest nccl np1" "$res" "${names//|/, }: $detail; see $log" "$secs"
 }
 
+# The median of a list of figures ("" for none).
+med() {
+  # shellcheck disable=SC2086  # split the list of figures
+  printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "") }'
+}
+# A speed row: cohort's figure MINE over the peer's THEIRS against TARGET (ok at or above it);
+# FAIL, with MISSING's figures, when either is absent.
+speed_row() {  # CHECK MINE THEIRS TARGET DETAIL MISSING
+  local ratio res=ok
+  if [ -z "$2" ] || [ -z "$3" ]; then
+    row "$1" FAIL "no figure ($6)"
+    return
+  fi
+  ratio=$(awk -v c="$2" -v t="$3" 'BEGIN { printf "%.2f", c / t }')
+  awk -v r="$ratio" -v g="$4" 'BEGIN { exit !(r >= g) }' || res=FAIL
+  row "$1" "$res" "cohort $2 / torch $3 = ${ratio}x ($5; target >= $4)"
+}
+
 stage_speed() {
-  local tv t c ips_t="" ips_c="" round mt mc ratio res lt lc
+  local tv t c ips_t="" ips_c="" round lt lc
   run_capped 60 "$build/torch_check.log" python3 -c \
     'import torch, sys; print(torch.__version__); sys.exit(0 if torch.cuda.is_available() else 1)'
   if [ "$rc" -ne 0 ]; then
@@ -422,17 +440,8 @@ stage_speed() {
       c=$(ips_of "$lc")
       ips_t="$ips_t $t"; ips_c="$ips_c $c"
     done
-    # shellcheck disable=SC2086  # split the list of figures
-    med() { printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "") }'; }
-    mt=$(med "$ips_t"); mc=$(med "$ips_c")
-    if [ -n "$mt" ] && [ -n "$mc" ]; then
-      ratio=$(awk -v c="$mc" -v t="$mt" 'BEGIN { printf "%.2f", c / t }')
-      res=ok
-      awk -v r="$ratio" 'BEGIN { exit !(r >= 1.0) }' || res=FAIL
-      row "mnist images/s vs torch $tv" "$res" "cohort $mc / torch $mt = ${ratio}x (batch 64, $steps steps, median of 3; target >= 1.0)"
-    else
-      row "mnist images/s vs torch $tv" FAIL "no figure (cohort:$ips_c torch:$ips_t); see $build/speed_*.log"
-    fi
+    speed_row "mnist images/s vs torch $tv" "$(med "$ips_c")" "$(med "$ips_t")" 1.0 \
+      "batch 64, $steps steps, median of 3" "cohort:$ips_c torch:$ips_t; see $build/speed_*.log"
     # Per layer, forward + backward, against the same layers in PyTorch on this GPU.
     if need "layers_bench vs torch" layers_bench; then
       run_capped 120 "$build/layers_bench_cuda.log" "$bin/layers_bench" --device cuda --python python3 --rounds 3
@@ -445,7 +454,7 @@ stage_speed() {
     # Mixed precision (issue 33): ResNet-50 with --amp f16 (autocast + GradScaler) against PyTorch's
     # torch.autocast("cuda", torch.float16) + GradScaler, same batch and steps; f32 beside both.
     if need "resnet50 amp f16 vs torch" cifar_cnn; then
-      local amp_log r50 t50 mine theirs
+      local amp_log
       declare -A amp_c=() amp_t=()
       for round in 1 2 3; do
         for amp in off f16; do
@@ -458,16 +467,10 @@ stage_speed() {
           amp_c[$amp]="${amp_c[$amp]:-} $(ips_of "$amp_log.cohort.log")"
         done
       done
-      r50=$(med "${amp_c[off]}"); t50=$(med "${amp_t[off]}")
-      mine=$(med "${amp_c[f16]}"); theirs=$(med "${amp_t[f16]}")
-      if [ -n "$mine" ] && [ -n "$theirs" ]; then
-        ratio=$(awk -v c="$mine" -v t="$theirs" 'BEGIN { printf "%.2f", c / t }')
-        res=ok
-        awk -v r="$ratio" 'BEGIN { exit !(r >= 0.9) }' || res=FAIL
-        row "resnet50 amp f16 vs torch autocast+GradScaler" "$res" "cohort $mine / torch $theirs = ${ratio}x (f32: cohort ${r50:-?}, torch ${t50:-?}; batch 64, 40 steps, median of 3; target >= 0.9)"
-      else
-        row "resnet50 amp f16 vs torch autocast+GradScaler" FAIL "no figure (cohort:${amp_c[f16]:-} torch:${amp_t[f16]:-}); see $build/speed_amp_*.log"
-      fi
+      speed_row "resnet50 amp f16 vs torch autocast+GradScaler" "$(med "${amp_c[f16]}")" \
+        "$(med "${amp_t[f16]}")" 0.9 \
+        "f32: cohort $(med "${amp_c[off]}"), torch $(med "${amp_t[off]}"); batch 64, 40 steps, median of 3" \
+        "cohort:${amp_c[f16]:-} torch:${amp_t[f16]:-}; see $build/speed_amp_*.log"
     fi
   fi
   # nccl against NVIDIA's nccl-tests on the same GPUs (when its source was carried).

@@ -79,49 +79,49 @@ class CudaExec : public ThrustExec<CudaPolicy> {
   // when cuDNN has no 16-bit algorithm for the case (before sm_80 for bf16, a shape beyond its
   // descriptors): the caller runs it in f32.
   bool conv_lowp(const calls::Conv2dForward& c) {
-    const Conv2dArgs& a = c.a;
     Cudnn::ConvLowp lp;
-    lp.x = lowp_copy(c.x, 1, a.n * a.c * a.h * a.w, 0, 1, 0, a.compute);
-    lp.w = lowp_copy(c.w, 1, weight_numel(a), 0, 1, 0, a.compute);
-    const std::int64_t ny = a.n * a.k * a.oh * a.ow;
-    lp.out = scratch16(ny);
-    if (!cudnn().conv_forward(c, &lp)) return declined(a.compute, "conv2d_forward");
-    widen(lp.out, ny, c.y, false, a.compute);
-    return true;
+    lp.x = copy16(c.x, x_numel(c.a), c.a.compute);
+    lp.w = copy16(c.w, w_numel(c.a), c.a.compute);
+    return run16(c.a, "conv2d_forward", lp, c.y, y_numel(c.a), false,
+                 [&] { return cudnn().conv_forward(c, &lp); });
   }
   bool conv_lowp(const calls::Conv2dBackwardData& c) {
-    const Conv2dArgs& a = c.a;
     Cudnn::ConvLowp lp;
-    lp.w = lowp_copy(c.w, 1, weight_numel(a), 0, 1, 0, a.compute);
-    lp.dy = lowp_copy(c.dy, 1, a.n * a.k * a.oh * a.ow, 0, 1, 0, a.compute);
-    const std::int64_t nx = a.n * a.c * a.h * a.w;
-    lp.out = scratch16(nx);
-    if (!cudnn().conv_backward_data(c, &lp)) return declined(a.compute, "conv2d_backward_data");
-    widen(lp.out, nx, c.dx, false, a.compute);
-    return true;
+    lp.w = copy16(c.w, w_numel(c.a), c.a.compute);
+    lp.dy = copy16(c.dy, y_numel(c.a), c.a.compute);
+    return run16(c.a, "conv2d_backward_data", lp, c.dx, x_numel(c.a), false,
+                 [&] { return cudnn().conv_backward_data(c, &lp); });
   }
-  bool conv_lowp(const calls::Conv2dBackwardFilter& c) {
-    const Conv2dArgs& a = c.a;
+  bool conv_lowp(const calls::Conv2dBackwardFilter& c) {  // dw += the 16-bit dw, in f32
     Cudnn::ConvLowp lp;
-    lp.x = lowp_copy(c.x, 1, a.n * a.c * a.h * a.w, 0, 1, 0, a.compute);
-    lp.dy = lowp_copy(c.dy, 1, a.n * a.k * a.oh * a.ow, 0, 1, 0, a.compute);
-    const std::int64_t nw = weight_numel(a);
-    lp.out = scratch16(nw);
-    if (!cudnn().conv_backward_filter(c, &lp)) return declined(a.compute, "conv2d_backward_filter");
-    widen(lp.out, nw, c.dw, true, a.compute);  // dw += the 16-bit dw, in f32
-    return true;
+    lp.x = copy16(c.x, x_numel(c.a), c.a.compute);
+    lp.dy = copy16(c.dy, y_numel(c.a), c.a.compute);
+    return run16(c.a, "conv2d_backward_filter", lp, c.dw, w_numel(c.a), true,
+                 [&] { return cudnn().conv_backward_filter(c, &lp); });
   }
 
  private:
-  static std::int64_t weight_numel(const Conv2dArgs& a) {
-    return a.k * (a.c / a.groups) * a.r * a.s;
+  static std::int64_t x_numel(const Conv2dArgs& a) { return a.n * a.c * a.h * a.w; }
+  static std::int64_t y_numel(const Conv2dArgs& a) { return a.n * a.k * a.oh * a.ow; }
+  static std::int64_t w_numel(const Conv2dArgs& a) { return a.k * (a.c / a.groups) * a.r * a.s; }
+  const void* copy16(const float* x, std::int64_t n, DType t) {
+    return lowp_copy(x, 1, n, 0, 1, 0, t);
+  }
+  // The call on the 16-bit copies in `lp`, its 16-bit output (n elements) then widened into
+  // `out` (written, or added with `add`); false, said once, when cuDNN declined.
+  template <class Call>
+  bool run16(const Conv2dArgs& a, const char* op, Cudnn::ConvLowp& lp, float* out, std::int64_t n,
+             bool add, Call call) {
+    lp.out = scratch(static_cast<std::size_t>(n + 1) / 2);
+    if (!call()) return declined(a.compute, op);
+    widen(lp.out, n, out, add, a.compute);
+    return true;
   }
   bool declined(DType t, const char* op) const {
     autocast_fell_back(device_, t, op,
                        "cuDNN has no bf16/f16 algorithm for this case (bf16 needs sm_80 or later)");
     return false;
   }
-  void* scratch16(std::int64_t n) { return scratch(static_cast<std::size_t>(n + 1) / 2); }
   // out = widen(b) or out += widen(b), n elements.
   void widen(const void* b, std::int64_t n, float* out, bool add, DType t) {
     const auto* p = static_cast<const std::uint16_t*>(b);

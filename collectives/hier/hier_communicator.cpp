@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "cohort/collectives/cost_model.hpp"
+#include "cohort/collectives/process_group.hpp"
 #include "cohort/core/error.hpp"
 #include "detail/checked.hpp"
 #include "detail/communicator_base.hpp"
 #include "detail/env.hpp"
 #include "detail/reduce.hpp"
-#include "hier/host_map.hpp"
 #include "shm/shm_communicator.hpp"
 #include "ucx/ucx_communicator.hpp"
 

@@ -1,7 +1,8 @@
 // The hierarchical backend ("hier", issue 32): a composition of two existing communicators, not a
-// new transport. Ranks on one host (hier/host_map.hpp) form a shm communicator; the first rank of
-// each host (its leader) joins a ucx communicator of leaders; a flat ucx communicator of every
-// rank carries point-to-point messages between hosts. Each collective runs its stages on these:
+// new transport. Ranks on one host (comm::map_hosts, process_group.hpp) form a shm communicator;
+// the first rank of each host (its leader) joins a ucx communicator of leaders; a flat ucx
+// communicator of every rank carries point-to-point messages between hosts. Each collective runs
+// its stages on these:
 //
 //   allreduce       shm all-reduce on each host -> ucx all-reduce among leaders -> shm broadcast
 //   broadcast       shm broadcast on the root's host -> ucx broadcast among leaders -> shm

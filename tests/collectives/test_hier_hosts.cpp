@@ -1,16 +1,17 @@
-// The hier backend's host map (collectives/hier/host_map.hpp): which ranks share a host, from the
-// keys alone, and the host key itself (COHORT_HOSTID, else host name, boot id and network
-// namespace). The collectives over it run in the conformance suite (conformance_hier_*).
+// The host map the hier backend groups ranks by (cohort/collectives/process_group.hpp): which ranks
+// share a host, from the keys alone, and the host key itself (COHORT_HOSTID, else host name, boot
+// id and network namespace). The collectives over it run in the conformance suite
+// (conformance_hier_*).
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
+#include "cohort/collectives/process_group.hpp"
 #include "cohort/core/error.hpp"
 #include "env_guard.hpp"
-#include "hier/host_map.hpp"
 
-using namespace cohort::comm::hier;
+using namespace cohort::comm;
 using cohort::test::EnvGuard;
 
 TEST_SUITE("hier_hosts") {

@@ -6,6 +6,7 @@
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/phase_timer.hpp"
+#include "cohort/train/profile_trace.hpp"
 #include "cohort/train/progress.hpp"
 #include "cohort/train/safetensors.hpp"
 #include "cohort/train/tensorboard.hpp"

@@ -1,5 +1,5 @@
-// Host keys and the rank-to-host map (see host_map.hpp).
-#include "hier/host_map.hpp"
+// Host keys and the rank-to-host map (cohort/collectives/process_group.hpp): what the hier
+// backend groups its ranks by, and cohort-bench --calibrate its links.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/core/error.hpp"
 
-namespace cohort::comm::hier {
+namespace cohort::comm {
 
 int HostMap::max_local() const {
   std::size_t m = 0;
@@ -53,8 +53,4 @@ std::string host_key() {
   return std::string(host) + "/" + boot + "/netns:" + std::to_string(netns);
 }
 
-}  // namespace cohort::comm::hier
-
-namespace cohort::comm {
-std::string host_key() { return hier::host_key(); }
 }  // namespace cohort::comm
