@@ -166,26 +166,44 @@ void check_launched(const std::string& name, const ProcessGroupInfo& info) {
 }
 }  // namespace
 
+namespace {
+// COHORT_STORE_SERVED=1 (cohortrun --elastic): the launcher serves the store, so that it outlives
+// any rank; rank 0 connects to it like the others.
+bool rank0_serves(const ProcessGroupInfo& info) {
+  const char* v = std::getenv("COHORT_STORE_SERVED");
+  return info.rank == 0 && !(v && std::string(v) == "1");
+}
+}  // namespace
+
+std::shared_ptr<Store> connect_job_store(const ProcessGroupInfo& info) {
+  const char* spec = std::getenv("COHORT_STORE");
+  if (spec && *spec) {
+    const std::string s = spec;
+    if (s.rfind("file://", 0) == 0) return make_file_store(s.substr(7));
+    COHORT_CHECK(s.rfind("tcp://", 0) == 0, "COHORT_STORE='", s,
+                 "' is neither tcp://HOST:PORT nor file:///DIRECTORY");
+    const std::string hp = s.substr(6);
+    const auto colon = hp.rfind(':');
+    COHORT_CHECK(colon != std::string::npos && colon + 1 < hp.size(), "COHORT_STORE='", s,
+                 "' lacks a port (tcp://HOST:PORT)");
+    return make_tcp_store(hp.substr(0, colon), std::atoi(hp.c_str() + colon + 1),
+                          rank0_serves(info), detail::default_timeout_from_env());
+  }
+  COHORT_CHECK(!info.master_addr.empty() && info.master_port > 0, info.str(),
+               ": a group of several ranks needs the store's address: set MASTER_ADDR and "
+               "MASTER_PORT (cohortrun does; with mpirun add -x MASTER_ADDR=HOST -x "
+               "MASTER_PORT=PORT), or COHORT_STORE=file:///shared/dir");
+  return make_tcp_store(info.master_addr, info.master_port, rank0_serves(info),
+                        detail::default_timeout_from_env());
+}
+
 std::shared_ptr<Communicator> init_process_group(const std::string& name, const Device* device) {
   const ProcessGroupInfo info = ProcessGroupInfo::from_env();
   check_launched(name, info);
   std::shared_ptr<Store> store;
   const char* spec = std::getenv("COHORT_STORE");
   if (spec && *spec) {
-    const std::string s = spec;
-    if (s.rfind("file://", 0) == 0) {
-      store = make_file_store(s.substr(7));
-    } else if (s.rfind("tcp://", 0) == 0) {
-      const std::string hp = s.substr(6);
-      const auto colon = hp.rfind(':');
-      COHORT_CHECK(colon != std::string::npos && colon + 1 < hp.size(), "COHORT_STORE='", s,
-                   "' lacks a port (tcp://HOST:PORT)");
-      const int port = std::atoi(hp.c_str() + colon + 1);
-      store = make_tcp_store(hp.substr(0, colon), port, info.rank == 0,
-                             detail::default_timeout_from_env());
-    } else {
-      COHORT_FAIL("COHORT_STORE='", s, "' is neither tcp://HOST:PORT nor file:///DIRECTORY");
-    }
+    store = connect_job_store(info);
   } else if (info.world_size == 1) {
     store = make_memory_store();
   } else if (info.master_addr.empty() && info.master_port == 0 &&
@@ -201,12 +219,7 @@ std::shared_ptr<Communicator> init_process_group(const std::string& name, const 
     if (comm->rank() == 0) std::filesystem::remove_all("/tmp/cohort-store-" + id);
     return comm;
   } else {
-    COHORT_CHECK(!info.master_addr.empty() && info.master_port > 0, info.str(),
-                 ": a group of several ranks needs the store's address: set MASTER_ADDR and "
-                 "MASTER_PORT (cohortrun does; with mpirun add -x MASTER_ADDR=HOST -x "
-                 "MASTER_PORT=PORT), or COHORT_STORE=file:///shared/dir");
-    store = make_tcp_store(info.master_addr, info.master_port, info.rank == 0,
-                           detail::default_timeout_from_env());
+    store = connect_job_store(info);
   }
   return create_communicator(name, info, std::move(store), device);
 }

@@ -53,10 +53,10 @@ int run(const Flags& f) {
   // Data parallel when launched with several ranks or asked for a backend: each rank trains on
   // its shard, DDP averages gradients.
   cohort::Device& dev = cohort::device(f.device);  // cuda: the local rank's GPU
-  const examples::Job job = examples::join_job(f.comm, dev);
+  examples::Job job = examples::join_job(f.comm, dev, &f);
   const auto& comm = job.comm;
   const int world = job.world;
-  const bool lead = job.lead;
+  bool lead = job.lead;  // an elastic group may change it (job.refresh)
 
   auto& host = cohort::host_device();
   nn::manual_seed(f.seed);
@@ -121,6 +121,7 @@ int run(const Flags& f) {
   auto scaler = examples::amp_scaler(f);  // --amp f16's GradScaler
   cohort::train::TrainerOptions options = examples::trainer_options(f);
   options.grad_scaler = scaler.get();
+  options.elastic = job.elastic.get();  // --elastic
   train::Trainer trainer(trained, criterion, optimizer, scheduler.get(), options);
 
   if (!f.resume.empty()) {
@@ -131,9 +132,12 @@ int run(const Flags& f) {
                   static_cast<long long>(got.progress.global_step));
   }
   trainer.after_epoch = [&](const train::EpochResult& r) {
-    if (lead) examples::print_epoch(r);
+    if (trainer.is_lead()) examples::print_epoch(r);
   };
   const auto results = trainer.fit(train_loader, &test_loader);
+  if (trainer.left_group()) return 0;  // --replay-membership dropped this rank
+  job.refresh();
+  lead = job.lead;
   examples::finish_trace(f.trace, f.profile_dir, job);
   examples::check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;

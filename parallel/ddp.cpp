@@ -209,6 +209,46 @@ DistributedDataParallel::~DistributedDataParallel() {
   }
 }
 
+void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, int root) {
+  COHORT_CHECK(comm != nullptr, "DistributedDataParallel::rebind: communicator is null");
+  COHORT_CHECK(root >= 0 && root < comm->size(), "DistributedDataParallel::rebind: root ", root,
+               " is not a rank of the new group of ", comm->size());
+  // The old ops are dropped unwaited: their communicator failed or lost its peers. Their buffers
+  // are kept, with that communicator, until this DDP goes: a failed op of a backend with a
+  // progress thread may still hold a receive into them.
+  Retired old;
+  old.comm = comm_;
+  for (auto& b : buckets_) {
+    b->work.reset();
+    old.reducers.push_back(std::move(b->reducer));
+  }
+  retired_.push_back(std::move(old));
+  comm_ = std::move(comm);
+  for (const auto& p : params_)
+    if (p.param->grad.defined()) p.param->grad =
+          Tensor::zeros(p.param->value.shape(), p.param->value.dtype(), p.param->value.device());
+  with_context("DistributedDataParallel::rebind (the same-model check and the broadcast of rank " +
+                   std::to_string(root) + "'s parameters and buffers to the new group)",
+               [&] {
+                 detail::check_same_parameters(*model_, *comm_);
+                 bool written = detail::broadcast_from(values_of(model_->named_parameters()),
+                                                       *comm_, root);
+                 if (has_buffers_)
+                   written |= detail::broadcast_from(tensors_of(model_->named_buffers()), *comm_, root);
+                 if (written) model_->notify_state_loaded();
+               });
+  for (auto& b : buckets_) {
+    Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
+    b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
+    b->pending = static_cast<int>(b->members.size());
+    std::fill(b->ready.begin(), b->ready.end(), 0);
+    b->launched = b->done = false;
+    if (opt_.gradient_as_bucket_view) view_gradients_in(*b);
+  }
+  next_launch_ = 0;
+  in_step_ = false;
+}
+
 void DistributedDataParallel::sync_buffers() {
   with_context("DistributedDataParallel::sync_buffers (broadcast of rank 0's buffers)",
                [&] { sync_buffers_now(); });

@@ -30,6 +30,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -48,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/collectives/store.hpp"
 #include "cohort/core/run_status.hpp"
 
 namespace {
@@ -71,6 +73,10 @@ const char* const kUsage =
     "                       again, at most N times for the job (default 0); the program\n"
     "                       sees the restart's number in COHORT_RESTART_COUNT (one node\n"
     "                       only: use torchrun's c10d rendezvous across nodes)\n"
+    "  --elastic MIN:MAX    elastic training (one node): a rank that dies does not stop the\n"
+    "                       others while at least MIN are left; they agree on a new group\n"
+    "                       and go on (the program's --elastic). cohortrun serves the\n"
+    "                       store itself, so that it outlives every rank\n"
     "  -h, --help           this text\n";
 
 struct Options {
@@ -81,6 +87,7 @@ struct Options {
   int master_port = 29500;
   double kill_grace = 5.0;
   int max_restarts = 0;
+  int elastic_min = 0, elastic_max = 0;  // --elastic MIN:MAX (0: off)
   std::vector<std::string> argv;
 };
 
@@ -140,6 +147,13 @@ Options parse(int argc, char** argv) {
       o.master_port = static_cast<int>(parse_long(a, take(), 0, 65535));
     } else if (a == "--max-restarts") {
       o.max_restarts = static_cast<int>(parse_long(a, take(), 0, 1000000));
+    } else if (a == "--elastic") {
+      const std::string v = take();
+      const auto colon = v.find(':');
+      o.elastic_min = static_cast<int>(parse_long(a, v.substr(0, colon), 1, 4096));
+      o.elastic_max = static_cast<int>(
+          parse_long(a, colon == std::string::npos ? v.substr(0, colon) : v.substr(colon + 1), 1, 4096));
+      if (o.elastic_min > o.elastic_max) die_usage("--elastic " + v + ": MIN is above MAX");
     } else if (a == "--kill-grace") {
       const std::string v = take();
       char* end = nullptr;
@@ -164,6 +178,15 @@ Options parse(int argc, char** argv) {
               "restarts and a node that restarts first can reach the previous attempt; restart "
               "a multi-node job with torchrun --max-restarts (c10d rendezvous) or a Slurm job "
               "that requeues itself (docs/LAUNCH.md, \"When a rank dies\")");
+  if (o.elastic_min > 0 && o.nnodes > 1)
+    die_usage("--elastic with --nnodes > 1 is not supported yet: the store must outlive every "
+              "rank, and cohortrun serves it on one node only");
+  if (o.elastic_min > 0 && o.max_restarts > 0)
+    die_usage("--elastic and --max-restarts: pick one (elastic goes on with the survivors, "
+              "restarts start every rank again)");
+  if (o.elastic_min > o.nproc * o.nnodes)
+    die_usage("--elastic MIN " + std::to_string(o.elastic_min) + " is above the " +
+              std::to_string(o.nproc * o.nnodes) + " ranks started");
   if (o.master_port == 0 && o.nnodes > 1)
     die_usage("--master-port 0 (pick a free port) works only with --nnodes 1: the other nodes "
               "could not know the port");
@@ -354,6 +377,12 @@ struct Outcome {
   std::int64_t stopped_ns = 0; // ... when every rank had exited
 };
 
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
@@ -365,7 +394,8 @@ std::int64_t now_ns() {
 template <class Tick>
 Outcome run_attempt(const Options& o, int world, const std::string& job_id,
                     const std::string& job_token, int restart, const StatusPages& pages,
-                    int sfd, const sigset_t& old_mask, bool poll_pages, Tick&& on_tick) {
+                    int sfd, const sigset_t& old_mask, bool poll_pages, Tick&& on_tick,
+                    cohort::comm::Store* elastic_store) {
   std::vector<Rank> ranks(static_cast<std::size_t>(o.nproc));
   pages.reset(o.nproc);
   for (int i = 0; i < o.nproc; ++i) {
@@ -405,6 +435,10 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
       if (!pages.dir.empty()) set("COHORT_RUN_STATUS", pages.path(i));
       if (!job_token.empty()) set("COHORT_JOB_TOKEN", job_token);
+      if (elastic_store) {
+        set("COHORT_STORE_SERVED", "1");
+        set("COHORT_ELASTIC", std::to_string(o.elastic_min) + ":" + std::to_string(o.elastic_max));
+      }
       std::vector<std::string> argv_copy = o.argv;
       std::vector<char*> args;
       for (auto& a : argv_copy) args.push_back(a.data());
@@ -541,6 +575,29 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
           if (r.pid != pid) continue;
           r.running = false;
           r.status = shell_status(wstatus);
+          if (elastic_store && !killing && !out.got_signal) {
+            // The survivors need not wait for it: its death time, for their report too.
+            try {
+              elastic_store->set_string("elastic/gone/" + std::to_string(r.rank),
+                                        std::to_string(wall_ns()));
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "cohortrun: could not mark rank %d gone in the store: %s\n",
+                           r.rank, e.what());
+            }
+            int alive = 0;
+            for (const auto& q : ranks) alive += q.running;
+            if (r.status != 0 && alive >= o.elastic_min) {
+              std::fprintf(stderr, "cohortrun: rank %d %s (pid %d); elastic: %d rank%s go%s on "
+                           "(--elastic %d:%d)\n", r.rank, describe_status(wstatus).c_str(),
+                           static_cast<int>(pid), alive, alive == 1 ? "" : "s",
+                           alive == 1 ? "es" : "", o.elastic_min, o.elastic_max);
+              continue;
+            }
+            if (r.status != 0)
+              std::fprintf(stderr, "cohortrun: rank %d %s; elastic: %d rank%s left, fewer than "
+                           "MIN %d: stopping the job\n", r.rank, describe_status(wstatus).c_str(),
+                           alive, alive == 1 ? "" : "s", o.elastic_min);
+          }
           if (r.status != 0 && out.failed_rank < 0 && !out.got_signal && !killing) {
             out.failed_rank = r.rank;
             out.failed_local = static_cast<int>(i);
@@ -602,6 +659,38 @@ int main(int argc, char** argv) {
   }
   ::signal(SIGPIPE, SIG_IGN);
 
+  // --elastic: the store lives in a process of its own (started before cohortrun has any thread,
+  // so the ranks are forked from a single-threaded process), for as long as cohortrun does.
+  std::shared_ptr<cohort::comm::Store> elastic_store;
+  pid_t store_pid = -1;
+  if (o.elastic_min > 0) {
+    if (!job_token.empty()) ::setenv("COHORT_JOB_TOKEN", job_token.c_str(), 1);
+    store_pid = ::fork();
+    if (store_pid < 0) {
+      std::perror("cohortrun: fork");
+      return 1;
+    }
+    if (store_pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+      try {
+        auto server = cohort::comm::make_tcp_store(o.master_addr, o.master_port, true,
+                                                   std::chrono::seconds(30));
+        for (;;) ::pause();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "cohortrun: the elastic store could not start: %s\n", e.what());
+        ::_exit(1);
+      }
+    }
+    try {
+      elastic_store = cohort::comm::make_tcp_store(o.master_addr, o.master_port, false,
+                                                   std::chrono::seconds(30));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cohortrun: %s\n", e.what());
+      ::kill(store_pid, SIGKILL);
+      return 1;
+    }
+  }
   StatusPages pages;
   pages.make();
   const std::string host = hostname();
@@ -638,7 +727,8 @@ int main(int argc, char** argv) {
       }
     };
     const Outcome out = run_attempt(o, world, job_id, job_token, restart, pages, sfd, old_mask,
-                                    /*poll_pages=*/restart > 0 && !pages.dir.empty(), watch);
+                                    /*poll_pages=*/restart > 0 && !pages.dir.empty(), watch,
+                                    elastic_store.get());
     remove_stale_segments(job_id);
     if (out.got_signal) {
       exit_status = 128 + out.got_signal;
@@ -698,5 +788,9 @@ int main(int argc, char** argv) {
                  o.nproc, o.nproc == 1 ? "" : "s", restart + 1, base_job_id.c_str(), restart + 1);
   }
   pages.remove(o.nproc);
+  if (store_pid > 0) {
+    ::kill(store_pid, SIGKILL);
+    ::waitpid(store_pid, nullptr, 0);
+  }
   return exit_status;
 }

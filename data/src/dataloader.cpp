@@ -45,11 +45,21 @@ struct DataLoader::Impl {
   // are guarded by mu.
   std::unique_ptr<detail::StagedUploads> stages;
 
+  // The epoch's batches: batch k is indices[offsets[k] .. offsets[k + 1]), its weight weights[k].
+  // Shared and immutable, so the prefetch thread holds one while set_epoch makes the next.
+  struct Plan {
+    std::vector<std::int64_t> indices, offsets;
+    std::vector<double> weights;
+  };
+  // regroup(): this rank's place in the group that splits each step's global batch (-1: the
+  // sampler's own shards).
+  int group_rank = -1, group_world = 0;
+
   // Epoch state, guarded by mu.
   std::mutex mu;
   std::condition_variable cv;
   std::uint64_t generation = 0;
-  std::vector<std::int64_t> indices;
+  std::shared_ptr<const Plan> plan;
   std::int64_t produced = 0, consumed = 0;
   struct Slot {
     Batch batch;          // host path: the batch; staged: only its index
@@ -97,9 +107,42 @@ struct DataLoader::Impl {
     return Shape(dims);
   }
 
-  std::int64_t rows_of(const std::vector<std::int64_t>& idx, std::int64_t k) const {
-    return std::min<std::int64_t>(opt.batch_size,
-                                  static_cast<std::int64_t>(idx.size()) - k * opt.batch_size);
+  static std::int64_t rows_of(const Plan& p, std::int64_t k) {
+    const auto i = static_cast<std::size_t>(k);
+    return p.offsets[i + 1] - p.offsets[i];
+  }
+
+  // The sampler's shard in batches of batch_size; or, regrouped, each step's global batch (the
+  // samples of batch k of every original shard: elements [W b k, W b (k + 1)) of the sampler's
+  // whole list, W ranks of batch b) split among group_world ranks, this one taking its elements
+  // group_rank, group_rank + group_world, ...; a rank left with none takes the chunk's first
+  // sample at weight 0 (every rank must run the step).
+  std::shared_ptr<const Plan> make_plan() const {
+    auto p = std::make_shared<Plan>();
+    const std::int64_t nb = num_batches(), b = opt.batch_size, n = sampler.num_samples();
+    p->offsets.push_back(0);
+    if (group_world <= 0) {
+      p->indices = sampler.indices();
+      for (std::int64_t k = 0; k < nb; ++k) {
+        p->offsets.push_back(std::min(n, (k + 1) * b));
+        p->weights.push_back(1.0);
+      }
+      return p;
+    }
+    const std::vector<std::int64_t> all = sampler.all_indices();
+    const std::int64_t w0 = sampler.replicas();
+    for (std::int64_t k = 0; k < nb; ++k) {
+      const std::int64_t lo = w0 * k * b, hi = w0 * std::min(n, (k + 1) * b);
+      std::int64_t mine = 0;
+      for (std::int64_t i = lo + group_rank; i < hi; i += group_world) {
+        p->indices.push_back(all[static_cast<std::size_t>(i)]);
+        ++mine;
+      }
+      if (mine == 0) p->indices.push_back(all[static_cast<std::size_t>(lo)]);
+      p->offsets.push_back(static_cast<std::int64_t>(p->indices.size()));
+      p->weights.push_back(static_cast<double>(mine * group_world) / static_cast<double>(hi - lo));
+    }
+    return p;
   }
 
   std::chrono::milliseconds wait_limit() const {
@@ -141,13 +184,12 @@ struct DataLoader::Impl {
   }
 
   // Writes batch `k` of the epoch whose indices are given into `out` (rows x sample floats) and
-
-  // Writes batch `k` of the epoch whose indices are given into `out` (rows x sample floats) and
   // `labels` (no lock held): alone, or with the worker threads.
-  void assemble(const std::vector<std::int64_t>& idx, std::int64_t k, std::int64_t epoch,
-                float* out, std::int64_t* labels) {
-    const std::int64_t begin = k * opt.batch_size;
-    const std::int64_t count = rows_of(idx, k);
+  void assemble(const Plan& plan, std::int64_t k, std::int64_t epoch, float* out,
+                std::int64_t* labels) {
+    const std::vector<std::int64_t>& idx = plan.indices;
+    const std::int64_t begin = plan.offsets[static_cast<std::size_t>(k)];
+    const std::int64_t count = rows_of(plan, k);
     if (opt.num_workers > 0) {
       if (count > 0) pool->assemble(idx.data() + begin, count, k, epoch, out, labels, wait_limit());
       return;
@@ -161,20 +203,20 @@ struct DataLoader::Impl {
 
   // Builds batch `k` into the slot: host tensors, or (staged) the stage's pinned buffer and an
   // upload enqueued on the upload stream. The stage was reserved by the caller.
-  void build(Slot& slot, const std::vector<std::int64_t>& idx, std::int64_t k,
-             std::int64_t epoch) {
-    const std::int64_t count = rows_of(idx, k);
+  void build(Slot& slot, const Plan& plan, std::int64_t k, std::int64_t epoch) {
+    const std::int64_t count = rows_of(plan, k);
     slot.batch.index = k;
+    slot.batch.weight = plan.weights[static_cast<std::size_t>(k)];
     slot.rows = count;
     if (slot.stage < 0) {
       slot.batch.images = Tensor::empty(batch_shape(count), DType::f32, *host);
       slot.batch.labels = Tensor::empty({count}, DType::i64, *host);
-      assemble(idx, k, epoch, slot.batch.images.data<float>(),
+      assemble(plan, k, epoch, slot.batch.images.data<float>(),
                slot.batch.labels.data<std::int64_t>());
       return;
     }
     const detail::StagedUploads::Pinned p = stages->pinned(slot.stage);
-    assemble(idx, k, epoch, p.images, p.labels);
+    assemble(plan, k, epoch, p.images, p.labels);
     stages->upload(slot.stage, count);
   }
 
@@ -198,6 +240,7 @@ struct DataLoader::Impl {
     } release{*this, slot.stage};
     Batch b;
     b.index = slot.batch.index;
+    b.weight = slot.batch.weight;
     stages->copy_out(slot.stage, slot.rows, b.images, b.labels);
     out = std::move(b);
   }
@@ -205,7 +248,7 @@ struct DataLoader::Impl {
   void start_epoch(std::int64_t epoch, std::int64_t first_batch = 0) {
     std::lock_guard<std::mutex> lock(mu);
     sampler.set_epoch(epoch);
-    indices = sampler.indices();
+    plan = make_plan();
     ++generation;
     produced = consumed = first_batch;
     if (ready) release_stage(ready->stage);
@@ -223,7 +266,7 @@ struct DataLoader::Impl {
       if (stop) return;
       const std::uint64_t gen = generation;
       const std::int64_t k = produced;
-      const std::vector<std::int64_t> idx = indices;  // a copy: set_epoch may replace it
+      const std::shared_ptr<const Plan> p = plan;  // set_epoch may replace it
       const std::int64_t epoch = sampler.epoch();
       Slot slot;
       try {
@@ -236,7 +279,7 @@ struct DataLoader::Impl {
         building_since = std::chrono::steady_clock::now();
         lock.unlock();
         try {
-          build(slot, idx, k, epoch);
+          build(slot, *p, k, epoch);
         } catch (...) {
           slot.error = std::current_exception();
         }
@@ -305,17 +348,17 @@ bool DataLoader::next(Batch& out) {
   Impl::Slot slot;
   if (!m.opt.prefetch) {
     std::int64_t k, epoch;
-    std::vector<std::int64_t> idx;
+    std::shared_ptr<const Impl::Plan> plan;
     {
       std::lock_guard<std::mutex> lock(m.mu);
       if (m.consumed >= m.num_batches()) return false;
       k = m.consumed++;
-      idx = m.indices;
+      plan = m.plan;
       epoch = m.sampler.epoch();
       slot.stage = m.reserve_stage();
     }
     try {
-      m.build(slot, idx, k, epoch);
+      m.build(slot, *plan, k, epoch);
     } catch (...) {
       std::lock_guard<std::mutex> lock(m.mu);
       m.release_stage(slot.stage);
@@ -352,6 +395,7 @@ bool DataLoader::next(Batch& out) {
     out = std::move(slot.batch);
   } else {
     out.index = slot.batch.index;
+    out.weight = slot.batch.weight;
     out.images = slot.batch.images.to(*m.device);
     out.labels = slot.batch.labels.to(*m.device);
   }
@@ -390,8 +434,37 @@ void DataLoader::shard(int rank, int world_size, bool pad) {
     m.sampler = s;
     m.opt.rank = rank;
     m.opt.world_size = world_size;
+    m.group_rank = -1;
+    m.group_world = 0;
   }
   m.start_epoch(epoch);
+}
+
+void DataLoader::regroup(int rank, int world) {
+  Impl& m = *impl_;
+  COHORT_CHECK(world >= 1 && rank >= 0 && rank < world, "DataLoader::regroup: rank ", rank,
+               " of ", world, " ranks is not a rank of that group");
+  const std::int64_t global = m.opt.batch_size * m.sampler.replicas();
+  const std::int64_t rows = (global + world - 1) / world;
+  COHORT_CHECK(!m.stages || rows <= m.opt.batch_size, "DataLoader::regroup: ", world,
+               " ranks would take up to ", rows, " samples each of the global batch of ", global,
+               ", more than the ", m.opt.batch_size, " this loader stages for ",
+               m.device->name(), " (regrouping a loader for a GPU to fewer ranks is not "
+               "supported yet)");
+  std::int64_t epoch = 0, at = 0;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    epoch = m.sampler.epoch();
+    at = m.consumed;
+    m.group_rank = rank;
+    m.group_world = world;
+  }
+  m.start_epoch(epoch, std::min(at, m.num_batches()));
+}
+
+int DataLoader::group_world() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->group_world > 0 ? impl_->group_world : impl_->opt.world_size;
 }
 
 int DataLoader::rank() const { return impl_->opt.rank; }

@@ -44,7 +44,7 @@ DistributedSampler::DistributedSampler(std::int64_t dataset_size, int replicas, 
   if (num_samples_ < 0) num_samples_ = 0;
 }
 
-std::vector<std::int64_t> DistributedSampler::indices() const {
+std::vector<std::int64_t> DistributedSampler::all_indices() const {
   std::vector<std::int64_t> all;
   if (shuffle_) {
     all = permutation(n_, seed_ + static_cast<std::uint64_t>(epoch_));
@@ -60,6 +60,11 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
     for (std::size_t i = 0; all.size() < total; ++i) all.push_back(all[i % base]);
   }
   all.resize(std::min(total, all.size()));
+  return all;
+}
+
+std::vector<std::int64_t> DistributedSampler::indices() const {
+  const std::vector<std::int64_t> all = all_indices();
   std::vector<std::int64_t> mine;
   mine.reserve(static_cast<std::size_t>(num_samples_));
   for (std::size_t i = static_cast<std::size_t>(rank_); i < all.size();

@@ -11,6 +11,8 @@
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/parallel/ddp.hpp"
+#include "cohort/parallel/elastic.hpp"
+#include "trainer_flags.hpp"
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/profile_trace.hpp"
 #include "cohort/train/trainer.hpp"
@@ -26,13 +28,38 @@ struct Job {
   int rank = 0, world = 1;
   bool lead = true;  // rank 0 alone prints (the Trainer writes files from rank 0 too)
   int restart = 0;   // restarts of the job before this attempt (cohortrun/torchrun/Slurm)
+  // --elastic: the group, whose communicator changes when ranks are lost (then refresh()).
+  std::shared_ptr<cohort::parallel::ElasticGroup> elastic;
+  // After training: the group's communicator as it is now (an elastic one may have shrunk).
+  void refresh() {
+    if (!elastic) return;
+    comm = elastic->communicator();
+    rank = comm->rank();
+    world = comm->size();
+    lead = rank == 0;
+  }
 };
 
-inline Job join_job(const std::string& comm_flag, const cohort::Device& dev) {
+// `elastic`: the --elastic range ("" : none), with the log flags.
+inline Job join_job(const std::string& comm_flag, const cohort::Device& dev,
+                    const TrainerFlags* flags = nullptr) {
   Job j;
   const auto pg = cohort::comm::ProcessGroupInfo::from_env();
-  if (pg.world_size > 1 || !comm_flag.empty())
+  if (flags && !flags->elastic.empty()) {
+    cohort::parallel::ElasticOptions eo;
+    cohort::parallel::parse_elastic_range(flags->elastic, "--elastic", eo);
+    eo.backend = comm_flag;
+    eo.device = &dev;
+    eo.membership_log = flags->membership_log;
+    eo.replay_log = flags->replay_membership;
+    eo.settle = std::chrono::milliseconds(flags->elastic_settle_ms);
+    j.elastic = std::make_shared<cohort::parallel::ElasticGroup>(eo);
+    j.comm = j.elastic->communicator();
+  } else if (pg.world_size > 1 || !comm_flag.empty()) {
+    COHORT_CHECK(!flags || (flags->membership_log.empty() && flags->replay_membership.empty()),
+                 "--membership-log and --replay-membership need --elastic MIN:MAX");
     j.comm = cohort::comm::init_process_group(comm_flag, &dev);
+  }
   j.rank = j.comm ? j.comm->rank() : 0;
   j.world = j.comm ? j.comm->size() : 1;
   j.lead = j.rank == 0;

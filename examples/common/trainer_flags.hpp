@@ -28,6 +28,10 @@ struct TrainerFlags {
   std::string checkpoint_dir;            // --checkpoint-dir: resume from / save to DIR
   std::int64_t checkpoint_every = 0;     // --checkpoint-every: also every N steps
   bool deterministic = false;            // --deterministic: DDP's deterministic reduction
+  std::string elastic;                   // --elastic MIN:MAX: survive lost ranks (cohortrun --elastic)
+  std::string membership_log;            // --membership-log: the group's changes, JSON Lines
+  std::string replay_membership;         // --replay-membership: apply a log's changes at its steps
+  std::int64_t elastic_settle_ms = 10000;  // --elastic-settle-ms: wait for a silent rank this long
   std::string amp = "off";               // --amp bf16|f16|off: autocast (TrainerOptions::amp)
   std::string metrics;                   // --metrics: JSON Lines
   std::string tensorboard;               // --tensorboard: event files in DIR
@@ -68,6 +72,19 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
   app.add_flag("--deterministic", f.deterministic,
                "data parallel: reduce gradients in a fixed order, so a run (and a resumed run) "
                "is bit-identical whatever the timing");
+  app.add_option("--elastic", f.elastic,
+                 "MIN:MAX ranks: when a rank dies the survivors agree on a new group and go on "
+                 "(the global batch kept); needs cohortrun --elastic (docs/LAUNCH.md)");
+  app.add_option("--membership-log", f.membership_log,
+                 "elastic: append every change of the group (step, old and new ranks, reason) to "
+                 "FILE as JSON Lines");
+  app.add_option("--replay-membership", f.replay_membership,
+                 "elastic: apply the changes of a membership log at its steps (ranks it drops "
+                 "leave), to check that a run with failures matches its replay");
+  app.add_option("--elastic-settle-ms", f.elastic_settle_ms,
+                 "elastic: how long the survivors wait for a rank that neither checks in nor is "
+                 "known dead (a stopped process, a host cut off) before declaring it dead")
+      ->check(kPositive);
   app.add_option("--amp", f.amp,
                  "mixed precision: convolutions and GEMMs compute in bf16 or f16 (autocast), "
                  "weights, gradients and the optimizer stay f32; f16 adds a GradScaler; off "

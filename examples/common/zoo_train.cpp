@@ -148,10 +148,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f,
 
 int run(const Flags& f, const ZooProgram& p) {
   cohort::Device& dev = cohort::device(f.device);  // cuda: the local rank's GPU
-  const Job job = join_job(f.comm, dev);
+  Job job = join_job(f.comm, dev, &f);
   const auto& comm = job.comm;
   const int world = job.world;
-  const bool lead = job.lead;
+  bool lead = job.lead;  // an elastic group may change it (job.refresh)
 
   auto& host = cohort::host_device();
   DataSets ds = make_data(f, p);
@@ -206,6 +206,7 @@ int run(const Flags& f, const ZooProgram& p) {
   auto scaler = amp_scaler(f);  // --amp f16's GradScaler
   train::TrainerOptions options = trainer_options(f);
   options.grad_scaler = scaler.get();
+  options.elastic = job.elastic.get();  // --elastic
   train::Trainer trainer(trained, criterion, *optimizer, scheduler.get(), options);
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
@@ -215,7 +216,7 @@ int run(const Flags& f, const ZooProgram& p) {
   }
   if (!f.model_folder.empty() && lead) std::filesystem::create_directories(f.model_folder);
   trainer.after_epoch = [&](const train::EpochResult& r) {
-    if (!lead) return;
+    if (!trainer.is_lead()) return;
     // Like the PyTorch scripts' --model_folder: one model file per epoch, loadable with
     // safetensors.torch.load_file into the PyTorch definition (models/torch_models.py).
     if (!f.model_folder.empty()) {
@@ -227,6 +228,9 @@ int run(const Flags& f, const ZooProgram& p) {
     if (!f.no_eval) print_epoch(r);
   };
   const auto results = trainer.fit(train_loader, f.no_eval ? nullptr : &test_loader);
+  if (trainer.left_group()) return 0;  // --replay-membership dropped this rank
+  job.refresh();
+  lead = job.lead;
   finish_trace(f.trace, f.profile_dir, job);
   check_ranks_identical(ddp.get(), job);
   if (!lead) return 0;

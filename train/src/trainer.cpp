@@ -23,6 +23,7 @@
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
 #include "metadata_text.hpp"
+#include "trainer_elastic.hpp"
 
 namespace cohort::train {
 namespace {
@@ -79,9 +80,10 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     options_.world_size = comm_->size();
     options_.distributed_eval = comm_->size() > 1;
     if (comm_->size() > 1) {
-      reduce_metric = [c = comm_, dev = model_.device()](double v) {
+      // comm_ read at each call: elastic training replaces it.
+      reduce_metric = [this, dev = model_.device()](double v) {
         with_context("Trainer (averaging the epoch's training loss over the ranks)", [&] {
-          comm::allreduce_host(*c, dev, &v, 1, DType::f64, comm::ReduceOp::avg);
+          comm::allreduce_host(*comm_, dev, &v, 1, DType::f64, comm::ReduceOp::avg);
         });
         return v;
       };
@@ -185,7 +187,9 @@ void shard_loader(data::DataLoader& loader, int rank, int world, bool pad, const
 }  // namespace
 
 EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
-  shard_loader(train, rank(), world_size(), true, "training");
+  // An elastic group that changed keeps the launch's shards, regrouped (DataLoader::regroup).
+  if (!elastic_ || train.group_world() == train.world_size())
+    shard_loader(train, rank(), world_size(), true, "training");
   model_.train();
   EpochResult r;
   r.epoch = epoch;
@@ -240,9 +244,28 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     return history_.empty() ? 0.0 : history_.back();  // the newest step loss read back
   };
   for (std::int64_t step = first; step < steps; ++step) {
+    if (options_.elastic) {
+      if (const parallel::MembershipChange* c = options_.elastic->replay_at(global_step_)) {
+        const auto& keep = c->new_members;
+        if (std::find(keep.begin(), keep.end(), options_.elastic->launch_rank()) == keep.end()) {
+          options_.elastic->leave();
+          left_group_ = true;
+          std::printf("rank %d leaves the group at step %lld (replay of membership %lld)\n",
+                      options_.elastic->launch_rank(), static_cast<long long>(global_step_),
+                      static_cast<long long>(c->epoch));
+          return r;
+        }
+        step = elastic_recover(train, epoch, r, "replay of membership " +
+                               std::to_string(c->epoch) + ": " + c->reason, true) - 1;
+        continue;
+      }
+      elastic_mark();
+    }
     // The whole step as one span on the "steps" track (the profile's ProfilerStep#N).
     const std::int64_t step_t0 = trace::enabled() ? trace::now_us() : -1;
+    const std::int64_t pending_before = pending.count, samples_before = samples;
     std::int64_t k_done = 0;
+    try {
     // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
     const std::int64_t k_this = std::max<std::int64_t>(
         1, std::min(options_.accumulation, micro - step * options_.accumulation));
@@ -250,7 +273,9 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       const bool got = timer_.time("data", [&] { return train.next(batch); }, "data");
       if (!got) break;
       optim::GradScaler* const scaler = options_.grad_scaler;
-      const float scale = (scaler ? scaler->scale() : 1.0f) / static_cast<float>(options_.accumulation);
+      // batch.weight: an elastic group's uneven split of the global batch (1 otherwise).
+      const float scale = (scaler ? scaler->scale() : 1.0f) / static_cast<float>(options_.accumulation) *
+                          static_cast<float>(batch.weight);
       // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
       // plain model).
       model_.set_grad_sync(k + 1 >= k_this);
@@ -308,9 +333,18 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       }
       opt_.zero_grad();
     });
+    } catch (const Error& e) {
+      if (!options_.elastic || !elastic_failure(e)) throw;
+      model_.set_grad_sync(true);
+      pending.count = pending_before;  // the discarded step's losses
+      samples = samples_before;
+      step = elastic_recover(train, epoch, r, e.what(), false) - 1;
+      continue;
+    }
     if (sched_ && options_.scheduler_interval == SchedulerInterval::step) sched_->step();
     timer_.end_step();
     ++global_step_;
+    if (elastic_) elastic_step_done();
     if (step_t0 >= 0)
       trace::record("step " + std::to_string(global_step_), "steps", step_t0,
                     trace::now_us() - step_t0);
@@ -370,7 +404,10 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
 
 EvalResult Trainer::evaluate(data::DataLoader& test) {
   trace::Span span("evaluate", "compute");
-  if (comm_) shard_loader(test, rank(), world_size(), false, "test");
+  if (elastic_ && comm_ && (test.rank() != rank() || test.world_size() != world_size()))
+    test.shard(rank(), world_size(), false);  // the group changed since the last evaluation
+  else if (comm_)
+    shard_loader(test, rank(), world_size(), false, "test");
   model_.eval();
   // No layer keeps its input for a backward that never comes: activations are freed layer by
   // layer, so evaluating a large batch needs about two layers' activations, not all of them.
@@ -485,6 +522,7 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
         resume_pending_ && resumed_.step_in_epoch > 0 && epoch == resumed_.epoch + 1;
     if (options_.max_steps > 0 && global_step_ >= options_.max_steps && !unfinished_epoch) break;
     EpochResult r = train_epoch(train, epoch);
+    if (left_group_) break;  // elastic replay: this rank left
     // Batch-norm running statistics drift apart during an epoch (each rank's forward updates them
     // with its own batch after DDP's broadcast). PyTorch's DDP copies rank 0's buffers in every
     // forward, evaluation included; here all ranks take rank 0's once, at the epoch's end, so the

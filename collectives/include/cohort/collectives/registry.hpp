@@ -47,6 +47,12 @@ std::unique_ptr<Communicator> create_communicator(const std::string& name,
                                                   std::shared_ptr<Store> store,
                                                   const Device* device = nullptr);
 
+// The job's rendezvous store as the launcher describes it: COHORT_STORE (tcp://HOST:PORT or
+// file:///DIR), else MASTER_ADDR:MASTER_PORT. Rank 0 serves a tcp store unless
+// COHORT_STORE_SERVED=1 says the launcher does (cohortrun --elastic: the store must outlive any
+// rank). Throws naming what is missing.
+std::shared_ptr<Store> connect_job_store(const ProcessGroupInfo& info);
+
 // What a program calls (torch.distributed.init_process_group): the launcher's variables, a store
 // at MASTER_ADDR:MASTER_PORT (or the launcher's equivalent), then create_communicator(name, ...).
 // Shared, because DistributedDataParallel, DistributedOptimizer and the Trainer keep it too.

@@ -64,6 +64,11 @@ struct Batch {
   Tensor images;          // [B, C, H, W] f32 on the loader's device
   Tensor labels;          // [B] i64 on the loader's device
   std::int64_t index = 0; // batch number within the epoch
+  // This batch's share of its step's global batch, relative to an equal share: rows x ranks /
+  // the global batch's rows. 1 unless regroup() split a global batch unevenly; the Trainer scales
+  // the loss's gradient by it, so the average over ranks is the global batch's mean (0: a rank
+  // with no sample of the step, running it on a stand-in so that every rank takes part).
+  double weight = 1.0;
 };
 
 class DataLoader {
@@ -121,6 +126,15 @@ class DataLoader {
   void shard(int rank, int world_size, bool pad = true);
   int rank() const;
   int world_size() const;
+  // Elastic training (cohort/parallel/elastic.hpp), after shard(): from the current batch on,
+  // every step's global batch (the samples batch k of every shard holds together: batch_size x
+  // world_size()) is split among `world` ranks instead, this loader taking the chunk's elements
+  // rank, rank + world, ... So a group that shrank or grew sees exactly the samples, in the same
+  // global batches, that the full group would have: each once. Batches then vary in size by
+  // one row across ranks (Batch::weight says by how much); the number of batches per epoch is
+  // unchanged. Lasts until the next shard(). regroup(rank(), world_size()) serves the shard.
+  void regroup(int rank, int world);
+  int group_world() const;  // the ranks each global batch is split among
 
   std::int64_t num_batches() const;   // per epoch, for this rank
   std::int64_t num_samples() const;   // per epoch, for this rank

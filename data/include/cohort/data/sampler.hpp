@@ -23,6 +23,9 @@ class DistributedSampler {
   int replicas() const { return replicas_; }
   int rank() const { return rank_; }
   std::vector<std::int64_t> indices() const;  // this rank's, for the current epoch
+  // Every rank's indices for the current epoch, padded or cut as above, before the split: rank r's
+  // indices() are its elements r, r + replicas, r + 2 replicas, ...
+  std::vector<std::int64_t> all_indices() const;
 
  private:
   std::int64_t n_;

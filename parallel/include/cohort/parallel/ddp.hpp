@@ -133,6 +133,14 @@ class DistributedDataParallel : public nn::Module {
   // model's backward directly. No-op when nothing is pending. Blocks; collective.
   void finish_gradients();
 
+  // Elastic training (cohort/parallel/elastic.hpp): moves this DDP onto `comm`, a new group
+  // (the survivors of a failed one, or a grown one). The step in flight is abandoned: its
+  // collectives on the old communicator are not waited for (it has failed, or its peers are
+  // gone), the gradients are zeroed, the buckets get new reducers on `comm` (same layout), and
+  // the parameters and buffers of rank `root` of the new group are copied to every rank (one
+  // broadcast each), after the same-model check. Collective over `comm`; blocks.
+  void rebind(std::shared_ptr<comm::Communicator> comm, int root = 0);
+
   // 16 hex digits: FNV-1a over this rank's state_dict (names, shapes and values, read to host).
   std::string weights_digest() const;
   // All-gathers the 64-bit digest; true when every rank holds the same weights. Collective.
@@ -183,6 +191,12 @@ class DistributedDataParallel : public nn::Module {
   std::shared_ptr<comm::Communicator> comm_;
   DDPOptions opt_;
   std::vector<NamedParameter> params_;  // requires_grad ones, registration order
+  // What rebind() left behind: the old group's reducers and communicator, freed with this DDP.
+  struct Retired {
+    std::shared_ptr<comm::Communicator> comm;
+    std::vector<std::unique_ptr<detail::Reducer>> reducers;
+  };
+  std::vector<Retired> retired_;
   std::vector<int> bucket_of_;          // per parameter
   std::vector<int> slot_of_;            // per parameter: its position in its bucket
   std::vector<std::unique_ptr<Bucket>> buckets_;

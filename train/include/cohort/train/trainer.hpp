@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cohort/collectives/communicator.hpp"
+#include "cohort/core/error.hpp"
 #include "cohort/data/dataloader.hpp"
 #include "cohort/layers/loss.hpp"
 #include "cohort/layers/module.hpp"
@@ -23,6 +24,7 @@
 #include "cohort/optim/optimizer.hpp"
 #include "cohort/train/metrics.hpp"
 #include "cohort/parallel/ddp.hpp"
+#include "cohort/parallel/elastic.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/phase_timer.hpp"
 #include "cohort/train/progress.hpp"
@@ -92,6 +94,15 @@ struct TrainerOptions {
   // both follow from it.
   std::int64_t world_size = 1;
   bool distributed_eval = false;
+  // Elastic training (cohort/parallel/elastic.hpp; the model must be a DistributedDataParallel
+  // over elastic->communicator()): a training step whose collective fails because a rank is gone
+  // is discarded (no optimizer step: its random streams and buffers are put back), the survivors
+  // agree on the new membership, the DDP moves onto the new group (the state of the rank with the
+  // most steps), the rest of the epoch is split among them keeping the global batch (each rank
+  // takes more samples: DataLoader::regroup), and the step is run again. Failures outside the
+  // training steps (evaluation, the epoch's end) are not survived. A replay
+  // (ElasticOptions::replay_log) applies the logged changes at their steps instead.
+  parallel::ElasticGroup* elastic = nullptr;
 };
 
 struct EvalResult {
@@ -165,6 +176,8 @@ class Trainer {
   int rank() const;        // in the communicator's group; 0 without one
   int world_size() const;  // ranks whose samples images/s counts
   bool is_lead() const { return rank() == 0; }  // rank 0: prints, writes files
+  // Elastic: this rank left the group in a replay (fit returned early; it has nothing more to do).
+  bool left_group() const { return left_group_; }
 
   PhaseTimer& timer() { return timer_; }
   // The loss of every optimizer step so far (the cost history); on a GPU as of the last readback
@@ -219,6 +232,17 @@ class Trainer {
   void report_saves(ProgressBar* bar);
   double train_seconds_ = 0;
   std::int64_t train_samples_ = 0;
+  // Elastic training (trainer_elastic.cpp).
+  struct ElasticState;
+  std::unique_ptr<ElasticState> elastic_;
+  bool left_group_ = false;
+  void elastic_mark();  // before a step: what a discarded step must put back
+  bool elastic_failure(const Error& e) const;  // a collective failed: a rank may be gone
+  // Discards the step in flight, agrees on the new group and moves onto it; returns the step of
+  // the epoch to run next. `planned`: a replayed change (no failure).
+  std::int64_t elastic_recover(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
+                               const std::string& why, bool planned);
+  void elastic_step_done();  // reports the first step after a change
 };
 
 }  // namespace cohort::train

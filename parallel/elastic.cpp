@@ -1,0 +1,294 @@
+// ElasticGroup (cohort/parallel/elastic.hpp): membership through the store, one communicator per
+// membership, and the membership log (written and read back here: a fixed one-line JSON form).
+#include "cohort/parallel/elastic.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cohort/collectives/process_group.hpp"
+#include "cohort/collectives/registry.hpp"
+#include "cohort/collectives/store.hpp"
+#include "cohort/core/error.hpp"
+
+namespace cohort::parallel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The value after "key": in one line of our own JSON (numbers, [a,b,...] or a string).
+std::string field(const std::string& line, const std::string& key, const std::string& path,
+                  int lineno) {
+  const std::string k = "\"" + key + "\":";
+  const auto at = line.find(k);
+  COHORT_CHECK(at != std::string::npos, "membership log ", path, ", line ", lineno, ": no \"",
+               key, "\" field (not a log cohort wrote)");
+  std::size_t b = at + k.size();
+  if (line[b] == '"') {
+    std::string out;
+    for (std::size_t i = b + 1; i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) ++i;
+      out += line[i];
+    }
+    return out;
+  }
+  if (line[b] == '[') return line.substr(b + 1, line.find(']', b) - b - 1);
+  const auto e = line.find_first_of(",}", b);
+  return line.substr(b, e - b);
+}
+
+template <class T>
+std::vector<T> numbers(const std::string& list) {
+  std::vector<T> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(static_cast<T>(std::stoll(item)));
+  return out;
+}
+
+}  // namespace
+
+void parse_elastic_range(const std::string& spec, const std::string& flag, ElasticOptions& o) {
+  const auto colon = spec.find(':');
+  const std::string a = spec.substr(0, colon);
+  const std::string b = colon == std::string::npos ? a : spec.substr(colon + 1);
+  auto num = [&](const std::string& s) {
+    char* end = nullptr;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    COHORT_CHECK(!s.empty() && end && *end == '\0' && v >= 1 && v <= 1 << 20, flag, " '", spec,
+                 "': expected MIN:MAX (ranks, 1 <= MIN <= MAX), e.g. 2:4");
+    return static_cast<int>(v);
+  };
+  o.min_ranks = num(a);
+  o.max_ranks = num(b);
+  COHORT_CHECK(o.min_ranks <= o.max_ranks, flag, " '", spec, "': MIN ", o.min_ranks,
+               " is above MAX ", o.max_ranks);
+}
+
+std::string MembershipChange::json() const {
+  std::ostringstream os;
+  std::string st;
+  for (std::size_t i = 0; i < steps.size(); ++i) st += (i ? "," : "") + std::to_string(steps[i]);
+  os << "{\"epoch\":" << epoch << ",\"step\":" << step << ",\"old\":[" << join(old_members)
+     << "],\"new\":[" << join(new_members) << "],\"steps\":[" << st << "],\"root\":" << root
+     << ",\"reason\":" << quoted(reason) << ",\"detect_s\":" << detect_s
+     << ",\"agree_s\":" << agree_s << ",\"build_s\":" << build_s << "}";
+  return os.str();
+}
+
+std::vector<MembershipChange> read_membership_log(const std::string& path) {
+  std::ifstream in(path);
+  COHORT_CHECK(in.good(), "membership log ", path, ": cannot be read");
+  std::vector<MembershipChange> out;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    MembershipChange c;
+    try {
+      c.epoch = std::stoll(field(line, "epoch", path, lineno));
+      c.step = std::stoll(field(line, "step", path, lineno));
+      c.old_members = numbers<int>(field(line, "old", path, lineno));
+      c.new_members = numbers<int>(field(line, "new", path, lineno));
+      c.reason = field(line, "reason", path, lineno);
+    } catch (const std::invalid_argument&) {
+      COHORT_FAIL("membership log ", path, ", line ", lineno, ": a number field is not a number");
+    }
+    COHORT_CHECK(c.epoch == static_cast<std::int64_t>(out.size()) + 1, "membership log ", path,
+                 ", line ", lineno, ": membership epoch ", c.epoch, " where ", out.size() + 1,
+                 " was due (lines missing or out of order)");
+    COHORT_CHECK(out.empty() || c.step >= out.back().step, "membership log ", path, ", line ",
+                 lineno, ": step ", c.step, " is before the previous change's ", out.back().step);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
+  const comm::ProcessGroupInfo info = comm::ProcessGroupInfo::from_env();
+  const char* served = std::getenv("COHORT_STORE_SERVED");
+  COHORT_CHECK(served && std::string(served) == "1", "elastic training (", info.str(),
+               ") needs a store that outlives every rank: start the job with cohortrun --elastic "
+               "MIN:MAX, which serves it (rank 0 serves the store otherwise, and dies with it)");
+  launch_rank_ = info.rank;
+  launch_world_ = info.world_size;
+  if (opt_.max_ranks == 0) opt_.max_ranks = launch_world_;
+  COHORT_CHECK(opt_.min_ranks >= 1 && opt_.min_ranks <= launch_world_, "elastic: MIN ",
+               opt_.min_ranks, " ranks, but the job was launched with ", launch_world_);
+  COHORT_CHECK(launch_world_ <= opt_.max_ranks, "elastic: the job was launched with ",
+               launch_world_, " ranks, above MAX ", opt_.max_ranks);
+  if (!opt_.replay_log.empty()) replay_ = read_membership_log(opt_.replay_log);
+  store_ = comm::make_prefix_store(comm::connect_job_store(info), "elastic");
+  host_ = comm::host_key();
+  store_->set_string("host/" + std::to_string(launch_rank_), host_);
+  for (int r = 0; r < launch_world_; ++r) members_.push_back(r);
+  build(0);
+}
+
+ElasticGroup::~ElasticGroup() = default;
+
+void ElasticGroup::build(std::int64_t epoch) {
+  comm::ProcessGroupInfo info = comm::ProcessGroupInfo::from_env();
+  const auto me = std::find(members_.begin(), members_.end(), launch_rank_);
+  info.rank = static_cast<int>(me - members_.begin());
+  info.world_size = static_cast<int>(members_.size());
+  // Local ranks among the members on this host, by their host keys.
+  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) +
+                    std::chrono::seconds(30);
+  info.local_rank = 0;
+  info.local_world_size = 0;
+  for (int m : members_) {
+    const bool here = m == launch_rank_ ||
+                      store_->get_string("host/" + std::to_string(m), wait) == host_;
+    if (!here) continue;
+    if (m < launch_rank_) ++info.local_rank;
+    ++info.local_world_size;
+  }
+  info.job_id += ".m" + std::to_string(epoch);
+  comm_ = comm::create_communicator(
+      opt_.backend, info, comm::make_prefix_store(store_, "e" + std::to_string(epoch) + "/comm"),
+      opt_.device);
+}
+
+MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t committed) {
+  const auto t0 = Clock::now();
+  const std::int64_t seen_ns = wall_ns();
+  const std::string e = "e" + std::to_string(epoch_) + "/";
+  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) +
+                    std::chrono::seconds(30);
+  const std::string late = "rank " + std::to_string(launch_rank_) +
+                           " was left out of membership " + std::to_string(epoch_ + 1) +
+                           ": the others went on without it (it did not check in within the settle "
+                           "time, " + std::to_string(opt_.settle.count()) + " ms); refused";
+  COHORT_CHECK(!store_->check({e + "members"}), late);
+  store_->set_string(e + "in/" + std::to_string(launch_rank_), std::to_string(committed));
+  if (store_->add(e + "count", 1) == 1) {
+    // The decider: wait for every member to check in or be known gone, at most `settle`.
+    const auto deadline = Clock::now() + opt_.settle;
+    std::vector<int> in, gone, silent;
+    for (;;) {
+      in.clear();
+      gone.clear();
+      silent.clear();
+      for (int m : members_) {
+        const std::string s = std::to_string(m);
+        if (store_->check({e + "in/" + s}))
+          in.push_back(m);
+        else if (store_->check({"gone/" + s}))
+          gone.push_back(m);
+        else
+          silent.push_back(m);
+      }
+      if (silent.empty() || Clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    std::string record;
+    for (int m : in)
+      record += (record.empty() ? "" : ",") + std::to_string(m) + ":" +
+                store_->get_string(e + "in/" + std::to_string(m), wait);
+    std::string why;
+    for (int m : gone) why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " exited");
+    for (int m : silent)
+      why += (why.empty() ? "" : "; ") +
+             ("rank " + std::to_string(m) + " silent for " + std::to_string(opt_.settle.count()) +
+              " ms, declared dead");
+    store_->set_string(e + "members", record + "|" + why);
+  }
+  const std::string decided = store_->get_string(e + "members", wait);
+  const auto bar = decided.find('|');
+  MembershipChange c;
+  c.epoch = epoch_ + 1;
+  c.old_members = members_;
+  c.reason = decided.substr(bar + 1);
+  std::stringstream ss(decided.substr(0, bar));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto colon = item.find(':');
+    c.new_members.push_back(std::stoi(item.substr(0, colon)));
+    c.steps.push_back(std::stoll(item.substr(colon + 1)));
+  }
+  // The decider listed them in members_ order: ascending launch ranks.
+  COHORT_CHECK(std::find(c.new_members.begin(), c.new_members.end(), launch_rank_) !=
+                   c.new_members.end(),
+               late);
+  if (c.new_members == members_)
+    COHORT_FAIL(reason, " [elastic: every rank of membership ", epoch_,
+                " is alive, so this failure is not a lost rank and is not survived]");
+  c.agree_s = seconds_since(t0);
+  // The death time cohortrun recorded for a rank gone (same host clock as ours).
+  for (int m : c.old_members) {
+    const std::string k = "gone/" + std::to_string(m);
+    if (std::find(c.new_members.begin(), c.new_members.end(), m) != c.new_members.end() ||
+        !store_->check({k}))
+      continue;
+    const double d = static_cast<double>(seen_ns - std::stoll(store_->get_string(k, wait))) / 1e9;
+    if (c.detect_s < 0 || d > c.detect_s) c.detect_s = d;
+  }
+  const int n = static_cast<int>(c.new_members.size());
+  if (n < opt_.min_ranks)
+    COHORT_FAIL("elastic: ", n, " rank", n == 1 ? "" : "s", " left (launch rank",
+                n == 1 ? " " : "s ", join(c.new_members), ") after ", c.reason, "; fewer than MIN ",
+                opt_.min_ranks, ": stopping (the last checkpoint is left as it was)");
+  c.step = *std::max_element(c.steps.begin(), c.steps.end());
+  c.root = static_cast<int>(std::max_element(c.steps.begin(), c.steps.end()) - c.steps.begin());
+  const auto tb = Clock::now();
+  members_ = c.new_members;
+  epoch_ = c.epoch;
+  comm_.reset();
+  build(epoch_);
+  c.build_s = seconds_since(tb);
+  if (comm_->rank() == 0 && !opt_.membership_log.empty()) {
+    std::ofstream log(opt_.membership_log, std::ios::app);
+    log << c.json() << "\n";
+    COHORT_CHECK(log.good(), "membership log ", opt_.membership_log, ": cannot be written");
+  }
+  changes_.push_back(c);
+  return c;
+}
+
+const MembershipChange* ElasticGroup::replay_at(std::int64_t step) const {
+  for (const auto& c : replay_)
+    if (c.step == step && c.epoch == epoch_ + 1) return &c;
+  return nullptr;
+}
+
+void ElasticGroup::leave() {
+  store_->set_string("gone/" + std::to_string(launch_rank_), std::to_string(wall_ns()));
+}
+
+}  // namespace cohort::parallel

@@ -1,0 +1,110 @@
+// Elastic membership: the group of ranks a data-parallel job trains with, which shrinks when ranks
+// die and goes on with the survivors (torchft's and Horovod Elastic's model, not torchrun's
+// restart-the-world). The Trainer drives it (TrainerOptions::elastic); docs/LAUNCH.md, "Elastic
+// training", has the rules and a real run.
+//
+// Contracts:
+//  - The store must outlive every rank: cohortrun --elastic serves it (COHORT_STORE_SERVED=1) and
+//    marks each rank that exits ("elastic/gone/<rank>", its death time), so the survivors need
+//    not wait for it. Without cohortrun --elastic the constructor refuses, saying so.
+//  - Memberships are numbered (the membership epoch, from 0). shrink() is the one way from one to
+//    the next: every survivor checks in under the current epoch with the steps it has committed;
+//    the first to check in decides once every member has checked in or is known gone, or
+//    `settle` after it checked in; the decision is written once to the store, so every rank reads
+//    the same one. A rank that checks in after the decision, or was left out of it, is refused:
+//    it throws, naming the epoch, and never trains with the new group (no split brain: a
+//    partition's side without the store cannot decide, and stops).
+//  - Ranks keep their launch number (RANK) for life; their rank in a group is their position in
+//    members() (ascending launch ranks).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/collectives/communicator.hpp"
+#include "cohort/core/device.hpp"
+
+namespace cohort::comm {
+class Store;
+}
+
+namespace cohort::parallel {
+
+struct ElasticOptions {
+  int min_ranks = 1;  // fewer survivors: stop (the job fails, the checkpoint is left as it is)
+  int max_ranks = 0;  // 0: the launch's world size
+  std::string backend;                  // the communicator of every membership (registry name)
+  const Device* device = nullptr;       // what the program trains on ("auto" goes by it)
+  std::string membership_log;           // JSON Lines, one per change (rank 0 of the new group)
+  std::string replay_log;               // a membership log to apply at its steps (replay)
+  // How long the deciding rank waits for a member that neither checked in nor is known gone (a
+  // stopped process, a host cut off): after this it is declared dead.
+  std::chrono::milliseconds settle{10000};
+};
+
+// "MIN:MAX" or "N" (= N:N) into options.min_ranks / max_ranks; throws naming `flag`.
+void parse_elastic_range(const std::string& spec, const std::string& flag, ElasticOptions& o);
+
+// One change of membership, as the log records it.
+struct MembershipChange {
+  std::int64_t epoch = 0;            // the new membership's number
+  std::int64_t step = 0;             // global steps done when the new group starts
+  std::vector<int> old_members, new_members;  // launch ranks
+  std::vector<std::int64_t> steps;   // the steps each new member had committed
+  int root = 0;                      // the new group's rank whose state every rank takes
+  std::string reason;
+  // Timings (this rank): death to the failure seen here (-1: unknown), the agreement, building
+  // the new communicator.
+  double detect_s = -1, agree_s = 0, build_s = 0;
+  std::string json() const;  // one line of the membership log
+};
+
+// A membership log read back (--replay-membership): the changes in order.
+std::vector<MembershipChange> read_membership_log(const std::string& path);
+
+class ElasticGroup {
+ public:
+  // Joins the launch's group as membership 0 (every launched rank), building its communicator.
+  // Collective over the launched ranks.
+  explicit ElasticGroup(ElasticOptions options);
+  ~ElasticGroup();
+
+  std::shared_ptr<comm::Communicator> communicator() const { return comm_; }
+  int launch_rank() const { return launch_rank_; }
+  int launch_world() const { return launch_world_; }
+  const std::vector<int>& members() const { return members_; }
+  std::int64_t membership_epoch() const { return epoch_; }
+  const ElasticOptions& options() const { return opt_; }
+  const std::vector<MembershipChange>& changes() const { return changes_; }
+
+  // The membership change `reason` calls for, agreed by every survivor through the store, and
+  // the new group's communicator (communicator() afterwards). `committed` is the global steps
+  // this rank has applied. Throws cohort::Error when this rank is refused (it checked in too
+  // late: the others went on without it), when fewer than min_ranks are left (naming them), or
+  // when every member checked in (nobody is gone: the failure was not a death, and `reason` is
+  // rethrown as it was). Collective over the survivors.
+  MembershipChange shrink(const std::string& reason, std::int64_t committed);
+
+  // --replay-membership: the change of the log that starts at global step `step` (nullptr:
+  // none). The Trainer makes the ranks it leaves out leave() and the others shrink().
+  const MembershipChange* replay_at(std::int64_t step) const;
+  // This rank leaves the group for good (marks itself gone, so nobody waits for it).
+  void leave();
+
+ private:
+  ElasticOptions opt_;
+  std::shared_ptr<comm::Store> store_;
+  std::shared_ptr<comm::Communicator> comm_;
+  int launch_rank_ = 0, launch_world_ = 1;
+  std::string host_;
+  std::vector<int> members_;
+  std::int64_t epoch_ = 0;
+  std::vector<MembershipChange> changes_;
+  std::vector<MembershipChange> replay_;
+  void build(std::int64_t epoch);
+};
+
+}  // namespace cohort::parallel
