@@ -47,6 +47,7 @@ struct Flags : examples::TrainerFlags {
   std::uint64_t seed = 1;
   std::string data_dir = data::kFashionMnistDir, device, trace, resume, comm;
   std::string grad_compression = "none";  // none | bf16 | f16 (DDP's all-reduce of gradients)
+  std::string sample_log;  // --sample-log: the samples of every step, FILE.rank<R>
 };
 
 int run(const Flags& f) {
@@ -131,6 +132,21 @@ int run(const Flags& f) {
                   static_cast<long long>(got.progress.epoch),
                   static_cast<long long>(got.progress.global_step));
   }
+  // One line per optimizer step: "STEP INDEX INDEX ...", in this rank's own file (its launch rank,
+  // which an elastic group keeps for life).
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> sample_log(nullptr, &std::fclose);
+  if (!f.sample_log.empty()) {
+    const std::string path = f.sample_log + ".rank" +
+        std::to_string(job.elastic ? job.elastic->launch_rank() : job.rank);
+    sample_log.reset(std::fopen(path.c_str(), "w"));
+    COHORT_CHECK(sample_log != nullptr, "--sample-log: cannot write ", path);
+    trainer.after_step = [&](std::int64_t step, const std::vector<std::int64_t>& samples) {
+      std::fprintf(sample_log.get(), "%lld", static_cast<long long>(step));
+      for (const auto s : samples) std::fprintf(sample_log.get(), " %lld", static_cast<long long>(s));
+      std::fputc('\n', sample_log.get());
+      std::fflush(sample_log.get());
+    };
+  }
   trainer.after_epoch = [&](const train::EpochResult& r) {
     if (trainer.is_lead()) examples::print_epoch(r);
   };
@@ -178,6 +194,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", f.device,
                  "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");
   app.add_option("--trace", f.trace, "write a Chrome trace to FILE");
+  app.add_option("--sample-log", f.sample_log,
+                 "write the dataset indices of every optimizer step to FILE.rank<R> (audits: "
+                 "which samples the run saw, e.g. across an elastic group's changes)");
   app.add_option("--grad-compression", f.grad_compression,
                  "data parallel: all-reduce gradients as bf16 or f16 "
                  "(half the bytes; default none)")

@@ -152,6 +152,10 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
                opt_.min_ranks, " ranks, but the job was launched with ", launch_world_);
   COHORT_CHECK(launch_world_ <= opt_.max_ranks, "elastic: the job was launched with ",
                launch_world_, " ranks, above MAX ", opt_.max_ranks);
+  // UCX's cma transport (process_vm_readv) makes a peer's death fatal to the reader: UCX aborts
+  // the process in the middle of a rendezvous transfer. Survivors must live, so unless the user
+  // chose the transports, the rest are used (shared-memory copies, tcp), which fail softly.
+  ::setenv("UCX_TLS", "^cma", /*overwrite=*/0);
   if (!opt_.replay_log.empty()) replay_ = read_membership_log(opt_.replay_log);
   store_ = comm::make_prefix_store(comm::connect_job_store(info), "elastic");
   host_ = comm::host_key();

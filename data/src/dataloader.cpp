@@ -207,6 +207,8 @@ struct DataLoader::Impl {
     const std::int64_t count = rows_of(plan, k);
     slot.batch.index = k;
     slot.batch.weight = plan.weights[static_cast<std::size_t>(k)];
+    const auto first = plan.indices.begin() + plan.offsets[static_cast<std::size_t>(k)];
+    slot.batch.samples.assign(first, first + count);
     slot.rows = count;
     if (slot.stage < 0) {
       slot.batch.images = Tensor::empty(batch_shape(count), DType::f32, *host);
@@ -241,6 +243,7 @@ struct DataLoader::Impl {
     Batch b;
     b.index = slot.batch.index;
     b.weight = slot.batch.weight;
+    b.samples = slot.batch.samples;
     stages->copy_out(slot.stage, slot.rows, b.images, b.labels);
     out = std::move(b);
   }
@@ -396,6 +399,7 @@ bool DataLoader::next(Batch& out) {
   } else {
     out.index = slot.batch.index;
     out.weight = slot.batch.weight;
+    out.samples = std::move(slot.batch.samples);
     out.images = slot.batch.images.to(*m.device);
     out.labels = slot.batch.labels.to(*m.device);
   }

@@ -3,11 +3,13 @@
 the build has no TIMEOUT, uses PASS_REGULAR_EXPRESSION / FAIL_REGULAR_EXPRESSION without checking
 the exit code (ctest ignores the exit code once a pass expression is set), or has not exactly one
 kind label of KINDS (comma separated; tests/CMakeLists.txt's COHORT_TEST_KINDS, where they are
-defined) with `slow` as the only other label allowed."""
+defined) with `slow` and the topic labels in TOPICS (`elastic`: the issue's own label for its tests)
+as the only others allowed."""
 import json
 import subprocess
 import sys
 
+TOPICS = ("elastic",)
 ctest, build, kinds = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 out = subprocess.run([ctest, "--show-only=json-v1", "--test-dir", build], check=True,
                      capture_output=True, text=True).stdout
@@ -22,12 +24,12 @@ for t in tests:
                    "(wrap the command in tests/common/expect_output.sh)")
     labels = props.get("LABELS", [])
     own = [label for label in labels if label in kinds]
-    other = [label for label in labels if label not in kinds and label != "slow"]
+    other = [label for label in labels if label not in kinds and label != "slow" and label not in TOPICS]
     if len(own) != 1:
         bad.append(f"{t['name']}: {len(own)} kind labels {own} (want one of {', '.join(kinds)}; "
                    "cohort_test_labels() in tests/CMakeLists.txt)")
     if other:
-        bad.append(f"{t['name']}: labels {other} are neither a kind nor slow")
+        bad.append(f"{t['name']}: labels {other} are neither a kind, slow nor a topic {TOPICS}")
 for b in bad:
     print("ctest hygiene:", b)
 print(f"{len(tests)} ctest entries checked, {len(bad)} problem(s)")

@@ -265,6 +265,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     const std::int64_t step_t0 = trace::enabled() ? trace::now_us() : -1;
     const std::int64_t pending_before = pending.count, samples_before = samples;
     std::int64_t k_done = 0;
+    std::vector<std::int64_t> step_samples;  // for after_step
     try {
     // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
     const std::int64_t k_this = std::max<std::int64_t>(
@@ -291,6 +292,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       });
       timer_.time("backward", [&] { model_.backward(loss_.backward(scale), false); });
       samples += batch.images.dim(0);
+      if (after_step) step_samples.insert(step_samples.end(), batch.samples.begin(), batch.samples.end());
       ++k_done;
     }
     model_.set_grad_sync(true);
@@ -345,6 +347,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     timer_.end_step();
     ++global_step_;
     if (elastic_) elastic_step_done();
+    if (after_step) after_step(global_step_, step_samples);
     if (step_t0 >= 0)
       trace::record("step " + std::to_string(global_step_), "steps", step_t0,
                     trace::now_us() - step_t0);

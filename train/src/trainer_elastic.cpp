@@ -106,6 +106,7 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   s.state_s = state_s;
   s.changed = std::chrono::steady_clock::now();
   s.report = true;
+  s.planned = planned;
   if (comm_->rank() == 0) {
     std::string from, to;
     for (int m : c.old_members) from += (from.empty() ? "" : ",") + std::to_string(m);
@@ -135,7 +136,9 @@ void Trainer::elastic_step_done() {
                 "step %.3f s = detection %.3f + agreement %.3f + communicator %.3f + state %.3f + "
                 "first step %.3f%s\n",
                 total, std::max(0.0, s.detect_s), s.agree_s, s.build_s, s.state_s, first,
-                s.detect_s < 0 ? " (no death time: a replayed change)" : "");
+                s.detect_s >= 0 ? ""
+                : s.planned   ? " (a replayed change: no death)"
+                              : " (no death time: the rank was declared dead, not seen to exit)");
     std::fflush(stdout);
   }
 }

@@ -18,6 +18,7 @@ struct Trainer::ElasticState {
   std::chrono::steady_clock::time_point changed{};          // end of the last change (report)
   double detect_s = -1, agree_s = 0, build_s = 0, state_s = 0;  // the last change's parts
   bool report = false;
+  bool planned = false;  // the last change was a replayed one
 };
 
 }  // namespace cohort::train

@@ -69,6 +69,7 @@ struct Batch {
   // the loss's gradient by it, so the average over ranks is the global batch's mean (0: a rank
   // with no sample of the step, running it on a stand-in so that every rank takes part).
   double weight = 1.0;
+  std::vector<std::int64_t> samples;  // the dataset index of each row, in row order
 };
 
 class DataLoader {

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Elastic training under cohortrun --elastic (docs/LAUNCH.md, "Elastic training"): mnist_cnn loses
+# ranks and goes on with the survivors. For 3 ranks over shm (SIGKILL at a seeded step), 4 over
+# shm (two ranks killed at two steps), 3 over ucx (SIGKILL) and 3 over shm with one rank SIGSTOPped
+# past the collective timeout (declared dead after the settle time, then refused when it wakes):
+#  - the job ends with exit 0 and the membership log holds each change (step, old, new ranks);
+#  - the run ends with the digest of its replay (--replay-membership: the same changes applied
+#    at the same steps without a failure), so the fault path computes exactly what the plan does;
+#  - (3 x shm) every step's global batch holds exactly the uninterrupted run's samples
+#    (check_samples.py): none lost, none seen twice;
+#  - from the death to the new group's first completed step, as the run prints it, at most 3 s on
+#    shm (the target is 1 s; CI machines are loaded) -- the figure is printed.
+# Bad input: fewer than MIN survivors stops the job naming who is left; --elastic without
+# cohortrun --elastic, a corrupt membership log and --elastic with --max-restarts are refused.
+#
+#   test_elastic.sh BIN_DIR [SEED]
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+seed=${2:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/kill_rank.sh"  # COHORT_TEST_JOB and own_mnist_pids
+work=$(mktemp -d)
+trap 'own_mnist_pids | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1
+steps=40
+job=(--epochs 1 --max-steps $steps --log-interval 1 --test-batch-size 1000 --deterministic)
+fail=0
+digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
+
+# start NAME N COMM RANGE ARGS...: the job in the background (its pid in $job_pid).
+start() {
+  local name=$1 n=$2 comm=$3 range=$4
+  shift 4
+  timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 --elastic "$range" \
+    "$bin/mnist_cnn" --comm "$comm" "${job[@]}" --elastic "$range" "$@" >"$work/$name.log" 2>&1 &
+  job_pid=$!
+}
+# signal_at LOG STEP RANK SIG: once LOG shows step STEP, sends SIG to launch rank RANK.
+signal_at() {
+  local log=$1 step=$2 rank=$3 sig=$4 p
+  for _ in $(seq 1 1200); do
+    grep -q "step $step/$steps" "$log" 2>/dev/null && break
+    sleep 0.05
+  done
+  for p in $(own_mnist_pids); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$rank"; then
+      kill "-$sig" "$p"
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "no rank $rank to signal" >&2
+  return 1
+}
+# verdict LABEL WHY: prints ok/FAIL with the log's elastic lines.
+verdict() {
+  local label=$1 why=$2 log=$3
+  if [ -z "$why" ]; then
+    echo "ok    $label"
+  else
+    echo "FAIL  $label$why"
+    grep -E "cohortrun|elastic|rror" "$log" | tail -n 12
+    fail=1
+  fi
+}
+# check_run LABEL NAME CHANGES: exit 0, CHANGES lines in the log, the replay's digest, the time.
+check_run() {
+  local label=$1 name=$2 changes=$3 rc=$4 why="" got lines want total
+  local log="$work/$name.log" ml="$work/$name.jsonl"
+  got=$(digest_of "$log")
+  lines=$(wc -l <"$ml" 2>/dev/null || echo 0)
+  [ "$rc" -eq 0 ] || why="$why; exit $rc"
+  [ "$lines" -eq "$changes" ] || why="$why; $lines membership changes logged, want $changes"
+  [ -n "$got" ] || why="$why; no final digest"
+  if [ -z "$why" ]; then
+    timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 --elastic "$range" \
+      "$bin/mnist_cnn" --comm "$comm" "${job[@]}" --elastic "$range" --replay-membership "$ml" \
+      >"$work/$name.replay.log" 2>&1
+    want=$(digest_of "$work/$name.replay.log")
+    [ "$got" = "$want" ] || why="$why; digest $got, its replay's '$want'"
+  fi
+  total=$(sed -n 's/.*first completed step \([0-9.]*\) s = \(.*\)/\1 s (\2)/p' "$log" | head -n1)
+  if [ "$comm" = shm ] && [ -n "$total" ] && [ "$(echo "${total%% *} > 3" | bc)" = 1 ]; then
+    why="$why; from the death to training again $total, over 3 s"
+  fi
+  verdict "$label: $(sed -n 's/.*"step":\([0-9]*\),"old":\[\([0-9,]*\)\],"new":\[\([0-9,]*\)\].*"reason":"\([^"]*\)".*/[\2 -> \3 at step \1: \4]/p' "$ml" | tr '\n' ' ')digest $got = replay; death to training again: ${total:-n/a}" "$why" "$log"
+}
+
+# 1. 3 ranks over shm, one SIGKILLed at a seeded step; and the samples counted.
+n=3 comm=shm range=2:3
+timeout 300 "$bin/cohortrun" --nproc-per-node 3 --master-port 0 "$bin/mnist_cnn" --comm shm \
+  "${job[@]}" --sample-log "$work/ref" >"$work/ref.log" 2>&1 || { echo "FAIL  the uninterrupted reference run"; tail -n 5 "$work/ref.log"; exit 1; }
+kill_step=$((5 + (seed * 13) % 25)) victim=$((seed % 3))
+start kill3 3 shm 2:3 --membership-log "$work/kill3.jsonl" --sample-log "$work/kill3"
+signal_at "$work/kill3.log" "$kill_step" "$victim" KILL >/dev/null
+wait "$job_pid"
+check_run "shm 3 ranks, rank $victim SIGKILLed at step $kill_step" kill3 1 $?
+if out=$(python3 "$here/check_samples.py" "$work/kill3" "$work/ref" 3 $steps "$work/kill3.jsonl"); then
+  echo "ok    shm 3 ranks, samples counted: $out"
+else
+  echo "FAIL  shm 3 ranks, samples counted: $out"
+  fail=1
+fi
+
+# 2. 4 ranks over shm, two killed at two steps.
+n=4 comm=shm range=2:4
+a=$(( (seed + 1) % 4 )) b=$(( (seed + 3) % 4 ))
+start kill4 4 shm 2:4 --membership-log "$work/kill4.jsonl"
+signal_at "$work/kill4.log" 8 "$a" KILL >/dev/null
+signal_at "$work/kill4.log" 24 "$b" KILL >/dev/null
+wait "$job_pid"
+check_run "shm 4 ranks, ranks $a and $b SIGKILLed at steps 8 and 24" kill4 2 $?
+
+# 3. 3 ranks over ucx.
+n=3 comm=ucx range=2:3
+start ucx3 3 ucx 2:3 --membership-log "$work/ucx3.jsonl"
+signal_at "$work/ucx3.log" 12 2 KILL >/dev/null
+wait "$job_pid"
+check_run "ucx 3 ranks, rank 2 SIGKILLed at step 12" ucx3 1 $?
+
+# 4. A rank SIGSTOPped past the collective timeout: the others time out (3 s), wait the settle
+# time (1.5 s) for it, declare it dead and go on; woken, it is refused and exits.
+n=3 comm=shm range=2:3
+export COHORT_COMM_TIMEOUT_MS=3000
+start stop3 3 shm 2:3 --membership-log "$work/stop3.jsonl" --elastic-settle-ms 1500
+stopped=$(signal_at "$work/stop3.log" 10 1 STOP)
+for _ in $(seq 1 400); do grep -q "membership 1 at step" "$work/stop3.log" && break; sleep 0.05; done
+[ -n "$stopped" ] && kill -CONT "$stopped"
+wait "$job_pid"
+rc=$?
+unset COHORT_COMM_TIMEOUT_MS
+check_run "shm 3 ranks, rank 1 SIGSTOPped at step 10 past the 3 s timeout" stop3 1 $rc
+if grep -q "rank 1 was left out of membership 1" "$work/stop3.log"; then
+  echo "ok    the stopped rank, woken: refused ($(grep -o "rank 1 was left out of membership 1[^;]*" "$work/stop3.log" | head -n1))"
+else
+  echo "FAIL  the stopped rank, woken, was not refused by name"
+  grep -E "cohortrun|rank 1\]" "$work/stop3.log" | tail -n 5
+  fail=1
+fi
+
+# 5. Bad input.
+# Fewer than MIN: cohortrun lets 2 of 3 go on (--elastic 2:3), the program wants 3.
+timeout 120 "$bin/cohortrun" --nproc-per-node 3 --master-port 0 --elastic 2:3 "$bin/mnist_cnn" \
+  --comm shm "${job[@]}" --elastic 3:3 --checkpoint-dir "$work/ck" --checkpoint-every 5 \
+  >"$work/min.log" 2>&1 &
+job_pid=$!
+signal_at "$work/min.log" 12 2 KILL >/dev/null
+wait "$job_pid"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "2 ranks left (launch ranks 0,1) after rank 2 exited; fewer than MIN 3" "$work/min.log" &&
+   [ -f "$work/ck/checkpoint.safetensors" ]; then
+  echo "ok    fewer than MIN survivors: exit $rc, '$(grep -o "2 ranks left[^:]*" "$work/min.log" | head -n1)', checkpoint left in place"
+else
+  echo "FAIL  fewer than MIN survivors: exit $rc"
+  grep -E "cohortrun|elastic|MIN" "$work/min.log" | tail -n 5
+  fail=1
+fi
+# --elastic without cohortrun --elastic.
+timeout 60 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 "$bin/mnist_cnn" --comm shm \
+  "${job[@]}" --elastic 1:2 >"$work/noagent.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "start the job with cohortrun --elastic" "$work/noagent.log"; then
+  echo "ok    --elastic without cohortrun --elastic: exit $rc, says to start it with cohortrun --elastic"
+else
+  echo "FAIL  --elastic without cohortrun --elastic: exit $rc"; tail -n 3 "$work/noagent.log"; fail=1
+fi
+# A corrupt membership log.
+printf '{"epoch":1,"step":5,"old":[0,1],"new":[0],"steps":[5],"root":0,"reason":"x"}\n{"epoch":3,"step":9,"old":[0],"new":[0],"reason":"y"}\n' >"$work/bad.jsonl"
+timeout 60 "$bin/cohortrun" --nproc-per-node 2 --master-port 0 --elastic 1:2 "$bin/mnist_cnn" \
+  --comm shm "${job[@]}" --elastic 1:2 --replay-membership "$work/bad.jsonl" >"$work/bad.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "membership log $work/bad.jsonl, line 2: " "$work/bad.log"; then
+  echo "ok    a corrupt membership log: exit $rc, '$(grep -o "line 2: [^(]*" "$work/bad.log" | head -n1)'"
+else
+  echo "FAIL  a corrupt membership log: exit $rc"; grep -i "membership" "$work/bad.log" | tail -n 3; fail=1
+fi
+# --elastic with --max-restarts.
+"$bin/cohortrun" --nproc-per-node 2 --elastic 1:2 --max-restarts 1 /bin/true >"$work/usage.log" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "pick one" "$work/usage.log"; then
+  echo "ok    cohortrun --elastic with --max-restarts: usage error (exit 2)"
+else
+  echo "FAIL  cohortrun --elastic with --max-restarts: exit $rc"; cat "$work/usage.log"; fail=1
+fi
+exit $fail
