@@ -162,9 +162,58 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
   store_->set_string("host/" + std::to_string(launch_rank_), host_);
   for (int r = 0; r < launch_world_; ++r) members_.push_back(r);
   build(0);
+  watcher_ = std::thread([this] { watch(); });
 }
 
-ElasticGroup::~ElasticGroup() = default;
+ElasticGroup::~ElasticGroup() {
+  stop_ = true;
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void ElasticGroup::watch() {
+  std::int64_t seen = 0;
+  std::vector<int> declared;  // in the communicator `last`
+  const comm::Communicator* last = nullptr;
+  while (!stop_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    try {
+      const std::int64_t news = store_->add("news", 0);
+      if (news == seen) continue;
+      seen = news;
+      std::shared_ptr<comm::Communicator> comm;
+      std::vector<int> members;
+      std::int64_t epoch = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        comm = comm_;
+        members = members_;
+        epoch = epoch_;
+      }
+      if (!comm) continue;
+      if (comm.get() != last) declared.clear();
+      last = comm.get();
+      const std::string e = "e" + std::to_string(epoch) + "/in/";
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        const std::string m = std::to_string(members[i]);
+        if (members[i] == launch_rank_ ||
+            std::find(declared.begin(), declared.end(), members[i]) != declared.end())
+          continue;
+        std::string why;
+        if (store_->check({"gone/" + m}))
+          why = "launch rank " + m + " exited (cohortrun saw it go)";
+        else if (store_->check({e + m}))
+          why = "launch rank " + m + " left this communicator to agree on a new group";
+        else
+          continue;
+        declared.push_back(members[i]);
+        comm->declare_dead(static_cast<int>(i), why);
+      }
+    } catch (const std::exception&) {
+      // The store gone (the launcher ending): the communicator's own detection remains.
+      return;
+    }
+  }
+}
 
 void ElasticGroup::build(std::int64_t epoch) {
   comm::ProcessGroupInfo info = comm::ProcessGroupInfo::from_env();
@@ -184,9 +233,11 @@ void ElasticGroup::build(std::int64_t epoch) {
     ++info.local_world_size;
   }
   info.job_id += ".m" + std::to_string(epoch);
-  comm_ = comm::create_communicator(
+  std::shared_ptr<comm::Communicator> comm = comm::create_communicator(
       opt_.backend, info, comm::make_prefix_store(store_, "e" + std::to_string(epoch) + "/comm"),
       opt_.device);
+  std::lock_guard<std::mutex> lock(mu_);
+  comm_ = std::move(comm);
 }
 
 MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t committed) {
@@ -201,6 +252,7 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
                            "time, " + std::to_string(opt_.settle.count()) + " ms); refused";
   COHORT_CHECK(!store_->check({e + "members"}), late);
   store_->set_string(e + "in/" + std::to_string(launch_rank_), std::to_string(committed));
+  store_->add("news", 1);  // the others' watchers: this rank left the communicator
   if (store_->add(e + "count", 1) == 1) {
     // The decider: wait for every member to check in or be known gone, at most `settle`.
     const auto deadline = Clock::now() + opt_.settle;
@@ -271,9 +323,12 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
   c.step = *std::max_element(c.steps.begin(), c.steps.end());
   c.root = static_cast<int>(std::max_element(c.steps.begin(), c.steps.end()) - c.steps.begin());
   const auto tb = Clock::now();
-  members_ = c.new_members;
-  epoch_ = c.epoch;
-  comm_.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    members_ = c.new_members;
+    epoch_ = c.epoch;
+    comm_.reset();
+  }
   build(epoch_);
   c.build_s = seconds_since(tb);
   if (comm_->rank() == 0 && !opt_.membership_log.empty()) {

@@ -580,6 +580,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
             try {
               elastic_store->set_string("elastic/gone/" + std::to_string(r.rank),
                                         std::to_string(wall_ns()));
+              elastic_store->add("elastic/news", 1);  // what the ranks' watchers poll
             } catch (const std::exception& e) {
               std::fprintf(stderr, "cohortrun: could not mark rank %d gone in the store: %s\n",
                            r.rank, e.what());

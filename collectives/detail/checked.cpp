@@ -18,6 +18,7 @@ class CheckedCommunicator final : public Communicator {
       : inner_(std::move(inner)), staging_(staging) {}
 
   std::string backend() const override { return inner_->backend(); }
+  void declare_dead(int rank, const std::string& why) override { inner_->declare_dead(rank, why); }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   Capabilities capabilities() const override { return inner_->capabilities(); }

@@ -162,7 +162,9 @@ class CollChannel final : public Channel {
     const auto limit = Clock::now() + kDrainGrace;
     for (;;) {
       bool all = true;
-      for (auto& q : pending_) all = drained(q) && all;
+      // A peer declared dead will never take a send: not waited for (the request is freed below,
+      // and UCX completes it on its own; the buffer's owner keeps it, as DDP::rebind does).
+      for (auto& q : pending_) all = (drained(q) || e_.is_declared_dead(q.peer)) && all;
       if (all || Clock::now() > limit) break;
       e_.progress();
       sched_yield();
@@ -253,9 +255,11 @@ class CollChannel final : public Channel {
   // kinds of transport error wait: a request that completes with an error, and a send or receive
   // refused at once because the endpoint already failed (seen: a 256-byte broadcast to a rank that
   // had just aborted, in a fresh-clone CI run).
+  // A peer declared dead (Communicator::declare_dead) sends no verdict: then there is no wait.
   void await_peer_verdict() const {
     const auto until = Clock::now() + kDrainGrace;
-    while (e_.peer_failure_rank < 0 && Clock::now() < until)
+    while (e_.peer_failure_rank < 0 && !e_.any_declared.load(std::memory_order_acquire) &&
+           Clock::now() < until)
       if (e_.progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
     if (e_.peer_failure_rank >= 0) throw PeerFailed{};
   }

@@ -41,6 +41,9 @@ class Engine {
   // if an earlier op failed (the communicator is then unusable).
   void submit(std::shared_ptr<OpState> op);
 
+  // Communicator::declare_dead: ops waiting for `peer` fail at the next liveness check.
+  void declare_dead(int peer, const std::string& why);
+
   // What an OpState's wait() may drive (see op.hpp).
   std::weak_ptr<Driver> driver() const;
 

@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -165,6 +166,15 @@ struct Engine::Impl final : Driver {
   std::vector<Clock::time_point> last_ping;  // the latest ping to each peer
   std::vector<std::optional<ControlMsg>> last_status;  // each peer's last pong
   Clock::duration dead_after{};  // COHORT_PEER_TIMEOUT_MS (0: never presume a peer dead)
+  // Peers declared dead from outside (Communicator::declare_dead), with why; any thread writes.
+  mutable std::mutex declared_mu;
+  std::map<int, std::string> declared;
+  std::atomic<bool> any_declared{false};
+  bool is_declared_dead(int peer) const {
+    if (!any_declared.load(std::memory_order_acquire)) return false;
+    std::lock_guard<std::mutex> lock(declared_mu);
+    return declared.count(peer) != 0;
+  }
   Clock::time_point next_liveness_check{};
   void setup_liveness();
   void heard_from(int peer) {

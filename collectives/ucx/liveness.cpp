@@ -63,6 +63,11 @@ std::string whoami() {
 }
 
 int Engine::Impl::check_liveness(const std::vector<int>& waiting_for) {
+  if (any_declared.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(declared_mu);
+    for (int p : waiting_for)
+      if (declared.count(p)) return p;
+  }
   if (!liveness_due()) return -1;
   const auto now = Clock::now();
   next_liveness_check = now + kCheckEvery;
@@ -88,6 +93,15 @@ int Engine::Impl::check_liveness(const std::vector<int>& waiting_for) {
 std::string Engine::Impl::dead_peer_text(int peer) const {
   const auto i = static_cast<std::size_t>(peer);
   std::ostringstream os;
+  if (any_declared.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(declared_mu);
+    const auto it = declared.find(peer);
+    if (it != declared.end()) {
+      os << "rank " << peer << " (" << (whois[i].empty() ? "host ?, pid ?" : whois[i])
+         << ") is gone: " << it->second;
+      return os.str();
+    }
+  }
   os << "rank " << peer << " (" << (whois[i].empty() ? "host ?, pid ?" : whois[i])
      << ") stopped answering: no reply to keep-alives for "
      << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
@@ -99,6 +113,14 @@ std::string Engine::Impl::dead_peer_text(int peer) const {
   else
     os << "; last heard from " << ago << " ms ago";
   return os.str();
+}
+
+void Engine::declare_dead(int peer, const std::string& why) {
+  COHORT_CHECK(peer >= 0 && peer < impl_->size, "declare_dead: rank ", peer,
+               " is not a rank of this communicator of ", impl_->size);
+  std::lock_guard<std::mutex> lock(impl_->declared_mu);
+  impl_->declared.emplace(peer, why);
+  impl_->any_declared.store(true, std::memory_order_release);
 }
 
 }  // namespace cohort::comm::ucx::detail

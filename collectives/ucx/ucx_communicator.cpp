@@ -60,6 +60,7 @@ class UcxCommunicator final : public common::CommunicatorBase {
 
   std::string backend() const override { return kName; }
   int rank() const override { return engine_.rank(); }
+  void declare_dead(int rank, const std::string& why) override { engine_.declare_dead(rank, why); }
   int size() const override { return engine_.size(); }
   // Debian's UCX has no CUDA support (docs/UCX.md): host memory only.
   Capabilities capabilities() const override { return host_capabilities(); }

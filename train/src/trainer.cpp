@@ -90,6 +90,7 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     }
   }
   // Rank 0 alone shows and writes what describes the whole run.
+  progress_wanted_ = options_.show_progress;
   if (!is_lead()) {
     options_.show_progress = false;
     options_.metrics_path.clear();
@@ -218,6 +219,13 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   // With loss scaling a non-finite loss is the scaler's to handle, as in PyTorch: its gradients
   // are non-finite, the step is skipped and the scale backs off (reported at the epoch's end).
   if (options_.grad_scaler) loss_.set_check_finite(false);
+  // Elastic: a rank that became the group's rank 0 shows the progress from here on.
+  auto take_over_progress = [&](std::int64_t at) {
+    if (!is_lead() || !progress_wanted_ || options_.show_progress) return;
+    options_.show_progress = true;
+    bar = ProgressBar(stdout, options_.log_interval, -1);
+    bar.start_epoch(epoch, options_.epochs, steps, at);
+  };
   PendingLosses pending;
   const std::int64_t capacity =
       options_.accumulation * std::max<std::int64_t>(1, std::min(options_.log_interval, steps));
@@ -257,6 +265,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
         }
         step = elastic_recover(train, epoch, r, "replay of membership " +
                                std::to_string(c->epoch) + ": " + c->reason, true) - 1;
+        take_over_progress(step + 1);
         continue;
       }
       elastic_mark();
@@ -341,6 +350,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       pending.count = pending_before;  // the discarded step's losses
       samples = samples_before;
       step = elastic_recover(train, epoch, r, e.what(), false) - 1;
+      take_over_progress(step + 1);
       continue;
     }
     if (sched_ && options_.scheduler_interval == SchedulerInterval::step) sched_->step();

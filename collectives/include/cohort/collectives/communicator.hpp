@@ -70,6 +70,13 @@ class Communicator {
   virtual ~Communicator() = default;
 
   virtual std::string backend() const = 0;  // "shm", "ucx", "nccl", "self"
+
+  // Tells the communicator that `rank` is gone, learned another way (elastic training: the
+  // launcher saw the process exit): ops waiting for it fail within the backend's polling interval
+  // with `why`, instead of at its own detection (ucx: a keep-alive of up to a few seconds).
+  // Thread-safe; any thread may call it while another waits. Backends that see a local peer's
+  // exit as fast themselves (shm) keep the default, which does nothing.
+  virtual void declare_dead(int /*rank*/, const std::string& /*why*/) {}
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual Capabilities capabilities() const = 0;

@@ -18,10 +18,13 @@
 //    members() (ascending launch ranks).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cohort/collectives/communicator.hpp"
@@ -105,6 +108,14 @@ class ElasticGroup {
   std::vector<MembershipChange> changes_;
   std::vector<MembershipChange> replay_;
   void build(std::int64_t epoch);
+  // The watcher: polls "news" (a counter the launcher bumps when a rank exits, and a rank when it
+  // checks in to agree on a new group) every 25 ms, and declares such members dead to the
+  // communicator (Communicator::declare_dead), so a survivor waiting for one fails at once rather
+  // than at the backend's own detection (ucx: up to seconds).
+  std::mutex mu_;  // comm_ and members_ against the watcher
+  std::atomic<bool> stop_{false};
+  std::thread watcher_;
+  void watch();
 };
 
 }  // namespace cohort::parallel

@@ -240,6 +240,7 @@ class Trainer {
   struct ElasticState;
   std::unique_ptr<ElasticState> elastic_;
   bool left_group_ = false;
+  bool progress_wanted_ = true;  // options.show_progress as given (rank 0 of a changed group)
   void elastic_mark();  // before a step: what a discarded step must put back
   bool elastic_failure(const Error& e) const;  // a collective failed: a rank may be gone
   // Discards the step in flight, agrees on the new group and moves onto it; returns the step of
