@@ -19,16 +19,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 med() { printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ips() { sed -nE 's/.*training throughput: ([0-9.]+) images\/s.*/\1/p' "$1" | tail -n1; }
-job=(--epochs 1 --log-interval 50 --test-batch-size 1000 --deterministic)
-echo "elastic: $(date -u +%F), $(nproc) cores ($(lscpu | sed -nE 's/^Model name: +//p')), $rounds rounds, medians"
+job=(--epochs 1 --test-batch-size 1000 --deterministic)
+echo "elastic: $(date -u +%F), $(nproc --all) cores ($(lscpu | sed -nE 's/^Model name: +//p')), $rounds rounds, medians"
 
 plain="" elastic=""
 for r in $(seq "$rounds"); do
   "$bin/cohortrun" --nproc-per-node 2 --master-port 0 "$bin/mnist_cnn" --comm shm "${job[@]}" \
-    --max-steps "$steps" >"$work/plain.log" 2>&1
+    --max-steps "$steps" --log-interval 50 >"$work/plain.log" 2>&1
   plain="$plain $(ips "$work/plain.log")"
   "$bin/cohortrun" --nproc-per-node 2 --master-port 0 --elastic 1:2 "$bin/mnist_cnn" --comm shm \
-    "${job[@]}" --max-steps "$steps" --elastic 1:2 >"$work/elastic.log" 2>&1
+    "${job[@]}" --max-steps "$steps" --log-interval 50 --elastic 1:2 >"$work/elastic.log" 2>&1
   elastic="$elastic $(ips "$work/elastic.log")"
 done
 p=$(med "$plain") e=$(med "$elastic")

@@ -36,6 +36,19 @@ class NcclCommunicator final : public common::CommunicatorBase {
   std::string backend() const override { return kName; }
   int gpu() const { return ctx_->device; }  // this rank's CUDA device index
   int rank() const override { return ctx_->rank; }
+  // Elastic training: NCCL cannot tell a dead peer from a slow one, so the group is aborted
+  // (ncclCommAbort ends the kernels waiting for it); every op in flight and every later call
+  // throws `why`. The survivors then build a new communicator (compiled here, never run: no GPU).
+  void declare_dead(int peer, const std::string& why) override {
+    std::lock_guard<std::mutex> lk(ctx_->mu);
+    if (ctx_->failure.empty())
+      ctx_->failure = "rank " + std::to_string(peer) + " is gone (" + why + "); the communicator "
+                      "was aborted (ncclCommAbort)";
+    if (ctx_->comm != nullptr) {
+      (void)ncclCommAbort(ctx_->comm);
+      ctx_->comm = nullptr;
+    }
+  }
   int size() const override { return ctx_->size; }
   Capabilities capabilities() const override {
     Capabilities c;
