@@ -9,27 +9,13 @@
 #include "../common/testing.hpp"
 #include "cohort/data.hpp"
 #include "cohort/devices.hpp"
+#include "ids_dataset.hpp"
 
 using namespace cohort::data;
 using V = std::vector<std::int64_t>;
 
 namespace {
-// Sample i: every pixel i, label i % 10.
-class Ids final : public Dataset {
- public:
-  explicit Ids(std::int64_t n) : n_(n) {}
-  std::int64_t size() const override { return n_; }
-  cohort::Shape sample_shape() const override { return {1, 1, 1}; }
-  std::int64_t num_classes() const override { return 10; }
-  std::int64_t get(std::int64_t i, float* out) const override {
-    out[0] = static_cast<float>(i);
-    return i % 10;
-  }
-  std::string describe() const override { return "ids"; }
-
- private:
-  std::int64_t n_;
-};
+using data_test::Ids;
 
 V ids_of(const Batch& b) {
   V v;

@@ -11,28 +11,12 @@
 #include "../common/testing.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/data/dataloader.hpp"
+#include "ids_dataset.hpp"
 
 using cohort::testing::error_of;
 using namespace cohort::data;
 
 namespace {
-// Sample i is the single pixel i, with label i % 10: what a batch holds is readable from it.
-class Indexed final : public Dataset {
- public:
-  explicit Indexed(std::int64_t n) : n_(n) {}
-  std::int64_t size() const override { return n_; }
-  cohort::Shape sample_shape() const override { return {1, 1, 1}; }
-  std::int64_t num_classes() const override { return 10; }
-  std::int64_t get(std::int64_t i, float* out) const override {
-    out[0] = static_cast<float>(i);
-    return i % 10;
-  }
-  std::string describe() const override { return "indexed"; }
-
- private:
-  std::int64_t n_;
-};
-
 std::vector<std::unique_ptr<DataLoader>> loaders(std::int64_t n, int world, bool prefetch) {
   DataLoaderOptions o;
   o.batch_size = 4;
@@ -41,7 +25,7 @@ std::vector<std::unique_ptr<DataLoader>> loaders(std::int64_t n, int world, bool
   o.prefetch = prefetch;
   std::vector<std::unique_ptr<DataLoader>> out;
   for (int r = 0; r < world; ++r) {
-    out.push_back(std::make_unique<DataLoader>(std::make_shared<Indexed>(n), o,
+    out.push_back(std::make_unique<DataLoader>(std::make_shared<data_test::Ids>(n), o,
                                                std::vector<TransformPtr>{},
                                                cohort::host_device()));
     out.back()->shard(r, world);
