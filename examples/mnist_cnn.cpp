@@ -85,7 +85,7 @@ int run(const Flags& f) {
   to.shuffle = true;
   to.seed = f.seed;
   data::DataLoader train_loader(train_set, to, tf, host, &dev);
-  if (world > 1) train_loader.shard(job.rank, world);  // as the Trainer would: steps per epoch
+  examples::shard_training_loader(train_loader, job);  // as the Trainer would: steps per epoch
   data::DataLoaderOptions eo;
   eo.batch_size = f.test_batch_size;
   data::DataLoader test_loader(test_set, eo, tf, host, &dev);
@@ -138,7 +138,8 @@ int run(const Flags& f) {
   if (!f.sample_log.empty()) {
     const std::string path = f.sample_log + ".rank" +
         std::to_string(job.elastic ? job.elastic->launch_rank() : job.rank);
-    sample_log.reset(std::fopen(path.c_str(), "w"));
+    // A rank that joined a running group (elastic) appends to what its predecessor wrote.
+    sample_log.reset(std::fopen(path.c_str(), job.elastic && job.elastic->joined() ? "a" : "w"));
     COHORT_CHECK(sample_log != nullptr, "--sample-log: cannot write ", path);
     trainer.after_step = [&](std::int64_t step, const std::vector<std::int64_t>& samples) {
       std::fprintf(sample_log.get(), "%lld", static_cast<long long>(step));

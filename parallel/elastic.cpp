@@ -159,10 +159,113 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
   if (!opt_.replay_log.empty()) replay_ = read_membership_log(opt_.replay_log);
   store_ = comm::make_prefix_store(comm::connect_job_store(info), "elastic");
   host_ = comm::host_key();
+  const char* inc = std::getenv("COHORT_ELASTIC_INCARNATION");
+  incarnation_ = inc && *inc ? std::atoi(inc) : 0;
+  const char* grow = std::getenv("COHORT_ELASTIC_GROW");
+  grow_enabled_ = grow && std::string(grow) == "1";
+  const char* join = std::getenv("COHORT_ELASTIC_JOIN");
   store_->set_string("host/" + std::to_string(launch_rank_), host_);
-  for (int r = 0; r < launch_world_; ++r) members_.push_back(r);
-  build(0);
+  store_->set_string("inc/" + std::to_string(launch_rank_), std::to_string(incarnation_));
+  if (join && std::string(join) == "1") {
+    // A respawned rank: queue up, then wait until the group admits it at a step boundary.
+    joined_ = true;
+    const std::int64_t n = store_->add("joins", 1);
+    store_->set_string("joiner/" + std::to_string(n), std::to_string(launch_rank_));
+    store_->add("news", 1);
+    const std::string key = "admit/" + std::to_string(launch_rank_) + "." + std::to_string(incarnation_);
+    const std::string v = store_->get_string(key, std::chrono::milliseconds(600000));
+    const auto bar = v.find('|');
+    epoch_ = std::stoll(v.substr(0, bar));
+    std::stringstream ss(v.substr(bar + 1));
+    std::string item;
+    while (std::getline(ss, item, ',')) members_.push_back(std::stoi(item));
+    admitted_ = std::stoll(store_->get_string("admitted", std::chrono::milliseconds(60000)));
+  } else {
+    for (int r = 0; r < launch_world_; ++r) members_.push_back(r);
+  }
+  build(epoch_);
   watcher_ = std::thread([this] { watch(); });
+}
+
+std::string ElasticGroup::gone_key(int m) {
+  std::string inc = "0";
+  const std::string k = "inc/" + std::to_string(m);
+  if (store_->check({k})) inc = store_->get_string(k, std::chrono::milliseconds(1000));
+  return "gone/" + std::to_string(m) + "." + inc;
+}
+
+bool ElasticGroup::grow_due(std::int64_t boundary) {
+  if (!grow_enabled_) return false;
+  const std::string e = "e" + std::to_string(epoch_) + "/";
+  if (comm_->rank() == 0 && !grow_asked_ &&
+      static_cast<int>(members_.size()) < opt_.max_ranks &&
+      store_->add("joins", 0) > admitted_) {
+    // Due at the next boundary: every rank reaches it after the next step's collectives, which
+    // need this rank, so every rank reads the key there.
+    store_->set_string(e + "grow", std::to_string(boundary + 1));
+    grow_asked_ = true;
+  }
+  if (!store_->check({e + "grow"})) return false;
+  return std::stoll(store_->get_string(e + "grow", std::chrono::milliseconds(1000))) == boundary;
+}
+
+MembershipChange ElasticGroup::grow(std::int64_t boundary) {
+  const auto t0 = Clock::now();
+  const std::string e = "e" + std::to_string(epoch_) + "/";
+  const auto wait = std::chrono::milliseconds(60000);
+  if (comm_->rank() == 0) {
+    // The joiners queued so far, up to MAX; the rest wait for a later boundary.
+    std::string list;
+    const std::int64_t joins = store_->add("joins", 0);
+    int room = opt_.max_ranks - static_cast<int>(members_.size());
+    for (std::int64_t n = admitted_ + 1; n <= joins && room > 0; ++n, --room)
+      list += (list.empty() ? "" : ",") + store_->get_string("joiner/" + std::to_string(n), wait);
+    store_->set_string(e + "grown", list);
+  }
+  MembershipChange c;
+  c.epoch = epoch_ + 1;
+  c.step = boundary;
+  c.old_members = members_;
+  c.new_members = members_;
+  std::stringstream ss(store_->get_string(e + "grown", wait));
+  std::string item;
+  std::vector<int> joiners;
+  while (std::getline(ss, item, ',')) joiners.push_back(std::stoi(item));
+  admitted_ += static_cast<std::int64_t>(joiners.size());
+  for (int j : joiners) c.new_members.push_back(j);  // after the members: rank 0 stays rank 0
+  c.steps.assign(c.new_members.size(), boundary);
+  c.root = 0;
+  for (int j : joiners) c.reason += (c.reason.empty() ? "" : "; ") + ("rank " + std::to_string(j) + " joined");
+  c.agree_s = seconds_since(t0);
+  const auto tb = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    members_ = c.new_members;
+    epoch_ = c.epoch;
+    grow_asked_ = false;
+    comm_.reset();
+  }
+  if (launch_rank_ == c.old_members.front()) {
+    store_->set_string("admitted", std::to_string(admitted_));
+    for (int j : joiners) {
+      const std::string inc = store_->get_string("inc/" + std::to_string(j), wait);
+      store_->set_string("admit/" + std::to_string(j) + "." + inc,
+                         std::to_string(c.epoch) + "|" + join(c.new_members));
+    }
+  }
+  build(epoch_);
+  c.build_s = seconds_since(tb);
+  log_change(c);
+  return c;
+}
+
+void ElasticGroup::log_change(const MembershipChange& c) {
+  if (comm_->rank() == 0 && !opt_.membership_log.empty()) {
+    std::ofstream log(opt_.membership_log, std::ios::app);
+    log << c.json() << "\n";
+    COHORT_CHECK(log.good(), "membership log ", opt_.membership_log, ": cannot be written");
+  }
+  changes_.push_back(c);
 }
 
 ElasticGroup::~ElasticGroup() {
@@ -199,7 +302,7 @@ void ElasticGroup::watch() {
             std::find(declared.begin(), declared.end(), members[i]) != declared.end())
           continue;
         std::string why;
-        if (store_->check({"gone/" + m}))
+        if (store_->check({gone_key(members[i])}))
           why = "launch rank " + m + " exited (cohortrun saw it go)";
         else if (store_->check({e + m}))
           why = "launch rank " + m + " left this communicator to agree on a new group";
@@ -265,7 +368,7 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
         const std::string s = std::to_string(m);
         if (store_->check({e + "in/" + s}))
           in.push_back(m);
-        else if (store_->check({"gone/" + s}))
+        else if (store_->check({gone_key(m)}))
           gone.push_back(m);
         else
           silent.push_back(m);
@@ -308,7 +411,7 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
   c.agree_s = seconds_since(t0);
   // The death time cohortrun recorded for a rank gone (same host clock as ours).
   for (int m : c.old_members) {
-    const std::string k = "gone/" + std::to_string(m);
+    const std::string k = gone_key(m);
     if (std::find(c.new_members.begin(), c.new_members.end(), m) != c.new_members.end() ||
         !store_->check({k}))
       continue;
@@ -331,23 +434,21 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
   }
   build(epoch_);
   c.build_s = seconds_since(tb);
-  if (comm_->rank() == 0 && !opt_.membership_log.empty()) {
-    std::ofstream log(opt_.membership_log, std::ios::app);
-    log << c.json() << "\n";
-    COHORT_CHECK(log.good(), "membership log ", opt_.membership_log, ": cannot be written");
-  }
-  changes_.push_back(c);
+  log_change(c);
   return c;
 }
 
 const MembershipChange* ElasticGroup::replay_at(std::int64_t step) const {
+  // Losses only: a growth needs a process started to join, which a replay does not start.
   for (const auto& c : replay_)
-    if (c.step == step && c.epoch == epoch_ + 1) return &c;
+    if (c.step == step && c.epoch == epoch_ + 1 && c.new_members.size() < c.old_members.size())
+      return &c;
   return nullptr;
 }
 
 void ElasticGroup::leave() {
-  store_->set_string("gone/" + std::to_string(launch_rank_), std::to_string(wall_ns()));
+  store_->set_string(gone_key(launch_rank_), std::to_string(wall_ns()));
+  store_->add("news", 1);
 }
 
 }  // namespace cohort::parallel

@@ -77,6 +77,9 @@ const char* const kUsage =
     "                       others while at least MIN are left; they agree on a new group\n"
     "                       and go on (the program's --elastic). cohortrun serves the\n"
     "                       store itself, so that it outlives every rank\n"
+    "  --elastic-respawn N  with --elastic: start a rank that died again (at most N times\n"
+    "                       per rank); it joins the group at a step boundary and takes the\n"
+    "                       state from a live rank (the group grows back)\n"
     "  -h, --help           this text\n";
 
 struct Options {
@@ -88,6 +91,7 @@ struct Options {
   double kill_grace = 5.0;
   int max_restarts = 0;
   int elastic_min = 0, elastic_max = 0;  // --elastic MIN:MAX (0: off)
+  int elastic_respawn = 0;               // --elastic-respawn N: start a dead rank again, N times
   std::vector<std::string> argv;
 };
 
@@ -154,6 +158,8 @@ Options parse(int argc, char** argv) {
       o.elastic_max = static_cast<int>(
           parse_long(a, colon == std::string::npos ? v.substr(0, colon) : v.substr(colon + 1), 1, 4096));
       if (o.elastic_min > o.elastic_max) die_usage("--elastic " + v + ": MIN is above MAX");
+    } else if (a == "--elastic-respawn") {
+      o.elastic_respawn = static_cast<int>(parse_long(a, take(), 0, 1000));
     } else if (a == "--kill-grace") {
       const std::string v = take();
       char* end = nullptr;
@@ -178,6 +184,8 @@ Options parse(int argc, char** argv) {
               "restarts and a node that restarts first can reach the previous attempt; restart "
               "a multi-node job with torchrun --max-restarts (c10d rendezvous) or a Slurm job "
               "that requeues itself (docs/LAUNCH.md, \"When a rank dies\")");
+  if (o.elastic_respawn > 0 && o.elastic_min == 0)
+    die_usage("--elastic-respawn needs --elastic MIN:MAX");
   if (o.elastic_min > 0 && o.nnodes > 1)
     die_usage("--elastic with --nnodes > 1 is not supported yet: the store must outlive every "
               "rank, and cohortrun serves it on one node only");
@@ -252,6 +260,8 @@ struct Stream {
 
 struct Rank {
   int rank = 0;
+  int slot = 0;         // local rank (an elastic respawn takes the slot of the rank it replaces)
+  int incarnation = 0;  // how many times this launch rank was started before
   pid_t pid = -1;
   bool running = false;
   int status = 0;  // exit status in shell terms once it ended
@@ -367,7 +377,8 @@ struct StatusPages {
 // What ended an attempt.
 struct Outcome {
   int failed_rank = -1;        // the first rank that failed (global number), -1: none
-  int failed_local = -1;
+  int failed_local = -1;        // its entry in the attempt's ranks
+  int failed_slot = -1;         // its local rank (its run-status page)
   int failed_status = 0;       // shell terms
   std::string failed_how;      // "was killed by signal 9 (Killed)"
   pid_t failed_pid = -1;
@@ -396,11 +407,17 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
                     const std::string& job_token, int restart, const StatusPages& pages,
                     int sfd, const sigset_t& old_mask, bool poll_pages, Tick&& on_tick,
                     cohort::comm::Store* elastic_store) {
-  std::vector<Rank> ranks(static_cast<std::size_t>(o.nproc));
+  std::vector<Rank> ranks;
+  ranks.reserve(static_cast<std::size_t>(o.nproc));
   pages.reset(o.nproc);
-  for (int i = 0; i < o.nproc; ++i) {
-    Rank& r = ranks[static_cast<std::size_t>(i)];
-    r.rank = o.node_rank * o.nproc + i;
+  // Starts launch rank `global` in local slot `i` as a new entry of `ranks`; `incarnation` > 0: an
+  // elastic respawn (it joins the running group).
+  const auto spawn = [&](int i, int global, int incarnation) {
+    ranks.emplace_back();
+    Rank& r = ranks.back();
+    r.rank = global;
+    r.slot = i;
+    r.incarnation = incarnation;
     int pout[2], perr[2];
     if (::pipe2(pout, O_CLOEXEC) != 0 || ::pipe2(perr, O_CLOEXEC) != 0) {
       std::perror("cohortrun: pipe");
@@ -438,6 +455,9 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       if (elastic_store) {
         set("COHORT_STORE_SERVED", "1");
         set("COHORT_ELASTIC", std::to_string(o.elastic_min) + ":" + std::to_string(o.elastic_max));
+        set("COHORT_ELASTIC_INCARNATION", std::to_string(incarnation));
+        if (o.elastic_respawn > 0) set("COHORT_ELASTIC_GROW", "1");
+        if (incarnation > 0) set("COHORT_ELASTIC_JOIN", "1");
       }
       std::vector<std::string> argv_copy = o.argv;
       std::vector<char*> args;
@@ -452,9 +472,10 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
     ::close(perr[1]);
     r.pid = pid;
     r.running = true;
-    r.streams[0] = {pout[0], 1, static_cast<std::size_t>(i), {}, {}};
-    r.streams[1] = {perr[0], 2, static_cast<std::size_t>(i), {}, {}};
-  }
+    r.streams[0] = {pout[0], 1, ranks.size() - 1, {}, {}};
+    r.streams[1] = {perr[0], 2, ranks.size() - 1, {}, {}};
+  };
+  for (int i = 0; i < o.nproc; ++i) spawn(i, o.node_rank * o.nproc + i, 0);
 
   Outcome out;
   bool killing = false;
@@ -569,6 +590,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       }
       int wstatus;
       pid_t pid;
+      std::vector<std::size_t> respawns;  // entries of `ranks` to start again (elastic)
       while ((pid = ::waitpid(-1, &wstatus, WNOHANG)) > 0) {
         for (std::size_t i = 0; i < ranks.size(); ++i) {
           Rank& r = ranks[i];
@@ -578,7 +600,9 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
           if (elastic_store && !killing && !out.got_signal) {
             // The survivors need not wait for it: its death time, for their report too.
             try {
-              elastic_store->set_string("elastic/gone/" + std::to_string(r.rank),
+              // Keyed by incarnation: a respawned rank is alive again under the same number.
+              elastic_store->set_string("elastic/gone/" + std::to_string(r.rank) + "." +
+                                            std::to_string(r.incarnation),
                                         std::to_string(wall_ns()));
               elastic_store->add("elastic/news", 1);  // what the ranks' watchers poll
             } catch (const std::exception& e) {
@@ -592,6 +616,12 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
                            "(--elastic %d:%d)\n", r.rank, describe_status(wstatus).c_str(),
                            static_cast<int>(pid), alive, alive == 1 ? "" : "s",
                            alive == 1 ? "es" : "", o.elastic_min, o.elastic_max);
+              if (r.incarnation < o.elastic_respawn)
+                respawns.push_back(i);
+              else if (o.elastic_respawn > 0)
+                std::fprintf(stderr, "cohortrun: rank %d died %d time%s: not started again "
+                             "(--elastic-respawn %d)\n", r.rank, r.incarnation + 1,
+                             r.incarnation == 0 ? "" : "s", o.elastic_respawn);
               continue;
             }
             if (r.status != 0)
@@ -602,6 +632,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
           if (r.status != 0 && out.failed_rank < 0 && !out.got_signal && !killing) {
             out.failed_rank = r.rank;
             out.failed_local = static_cast<int>(i);
+            out.failed_slot = r.slot;
             out.failed_status = r.status;
             out.failed_how = describe_status(wstatus);
             out.failed_pid = pid;
@@ -610,10 +641,19 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
           }
         }
       }
+      for (const std::size_t i : respawns) {
+        if (killing) break;
+        const int slot = ranks[i].slot, global = ranks[i].rank, inc = ranks[i].incarnation + 1;
+        spawn(slot, global, inc);
+        prefixes.push_back("[rank " + std::to_string(global) + "] ");
+        std::fprintf(stderr, "cohortrun: elastic: starting rank %d again (pid %d, respawn %d of "
+                     "--elastic-respawn %d); it joins the group at a step boundary\n", global,
+                     static_cast<int>(ranks.back().pid), inc, o.elastic_respawn);
+      }
     }
   }
   if (out.failed_local >= 0) {
-    Rank& r = ranks[static_cast<std::size_t>(out.failed_local)];
+    const Rank& r = ranks[static_cast<std::size_t>(out.failed_local)];
     out.failed_last_line = r.streams[1].last_line;
   }
   return out;
@@ -741,7 +781,7 @@ int main(int argc, char** argv) {
     }
     exit_status = out.failed_status;
     cohort::run_status::Page page;
-    const bool has_page = pages.read(out.failed_local, &page);
+    const bool has_page = pages.read(out.failed_slot, &page);
     // The lead rank of this node records the checkpoints it wrote.
     cohort::run_status::Page lead;
     const bool has_lead = pages.read(0, &lead);

@@ -69,6 +69,14 @@ inline Job join_job(const std::string& comm_flag, const cohort::Device& dev,
   return j;
 }
 
+// Shards the training loader as the Trainer will (so that its batches per epoch are known early,
+// for the schedule): by launch rank and world size under --elastic, whatever the group is now.
+inline void shard_training_loader(cohort::data::DataLoader& loader, const Job& j) {
+  const int rank = j.elastic ? j.elastic->launch_rank() : j.rank;
+  const int world = j.elastic ? j.elastic->launch_world() : j.world;
+  if (world > 1) loader.shard(rank, world);
+}
+
 // Starts recording spans when a Chrome trace (`path`, --trace) or a TensorBoard profile
 // (`profile_dir`, --profile-dir) is asked for.
 inline void start_trace(const std::string& path, const std::string& profile_dir, const Job& j) {

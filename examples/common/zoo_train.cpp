@@ -181,7 +181,7 @@ int run(const Flags& f, const ZooProgram& p) {
   to.seed = f.seed;
   to.num_workers = f.workers;
   data::DataLoader train_loader(ds.train, to, ds.train_tf, host, &dev);
-  if (world > 1) train_loader.shard(job.rank, world);  // as the Trainer would: steps per epoch
+  shard_training_loader(train_loader, job);  // as the Trainer would: steps per epoch
   data::DataLoaderOptions eo;
   eo.batch_size = f.test_batch_size;
   eo.num_workers = f.workers;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Elastic training under cohortrun --elastic (docs/LAUNCH.md, "Elastic training"): mnist_cnn loses
-# ranks and goes on with the survivors. For 3 ranks over shm (SIGKILL at a seeded step), 4 over
+# ranks and goes on with the survivors, and (--elastic-respawn) grows back. For 3 ranks over shm (SIGKILL at a seeded step), 4 over
 # shm (two ranks killed at two steps), 3 over ucx (SIGKILL) and 3 over shm with one rank SIGSTOPped
 # past the collective timeout (declared dead after the settle time, then refused when it wakes):
 #  - the job ends with exit 0 and the membership log holds each change (step, old, new ranks);
@@ -32,7 +32,8 @@ start() {
   local name=$1 n=$2 comm=$3 range=$4
   shift 4
   timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 --elastic "$range" \
-    "$bin/mnist_cnn" --comm "$comm" "${job[@]}" --elastic "$range" "$@" >"$work/$name.log" 2>&1 &
+    --elastic-respawn "${respawn:-0}" "$bin/mnist_cnn" --comm "$comm" "${job[@]}" \
+    --elastic "$range" "$@" >"$work/$name.log" 2>&1 &
   job_pid=$!
 }
 # signal_at LOG STEP RANK SIG: once LOG shows step STEP, sends SIG to launch rank RANK.
@@ -101,6 +102,23 @@ else
   echo "FAIL  shm 3 ranks, samples counted: $out"
   fail=1
 fi
+
+# 1b. Growing back: the same job with --elastic-respawn 1: rank 1 SIGKILLed at step 10 is started
+# again, joins at a step boundary and takes the state from rank 0 over the communicator; the run
+# ends with 3 ranks holding identical weights, and every global batch still the reference's.
+respawn=1 start grow3 3 shm 2:3 --membership-log "$work/grow3.jsonl" --sample-log "$work/grow3"
+kill_job=$job_pid
+signal_at "$work/grow3.log" 10 1 KILL >/dev/null
+wait "$kill_job"
+rc=$?
+why=""
+[ "$rc" -eq 0 ] || why="$why; exit $rc"
+grep -q '"reason":"rank 1 joined"' "$work/grow3.jsonl" 2>/dev/null || why="$why; no join logged"
+joined=$(grep -o "rank 1 joined membership [0-9]* at step [0-9]*: [0-9.]* MB of state.*" "$work/grow3.log" | head -n1)
+[ -n "$joined" ] || why="$why; the respawned rank did not report joining"
+grep -q "identical weights: yes" "$work/grow3.log" || why="$why; the ranks' weights differ at the end"
+if out=$(python3 "$here/check_samples.py" "$work/grow3" "$work/ref" 3 $steps "$work/grow3.jsonl"); then :; else why="$why; $out"; fi
+verdict "shm 3 ranks, rank 1 SIGKILLed at step 10 and started again (--elastic-respawn 1): $(sed -n 's/.*"step":\([0-9]*\),"old":\[\([0-9,]*\)\],"new":\[\([0-9,]*\)\].*"reason":"\([^"]*\)".*/[\2 -> \3 at step \1: \4]/p' "$work/grow3.jsonl" | tr '\n' ' ')$joined; $out" "$why" "$work/grow3.log"
 
 # 2. 4 ranks over shm, two killed at two steps.
 n=4 comm=shm range=2:4

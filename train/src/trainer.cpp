@@ -188,9 +188,16 @@ void shard_loader(data::DataLoader& loader, int rank, int world, bool pad, const
 }  // namespace
 
 EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
-  // An elastic group that changed keeps the launch's shards, regrouped (DataLoader::regroup).
-  if (!elastic_ || train.group_world() == train.world_size())
+  // An elastic group keeps the launch's shards, regrouped for the group it is now
+  // (DataLoader::regroup; the identity while nothing changed).
+  if (options_.elastic) {
+    const parallel::ElasticGroup& g = *options_.elastic;
+    if (train.rank() != g.launch_rank() || train.world_size() != g.launch_world())
+      train.shard(g.launch_rank(), g.launch_world());
+    train.regroup(rank(), world_size());
+  } else {
     shard_loader(train, rank(), world_size(), true, "training");
+  }
   model_.train();
   EpochResult r;
   r.epoch = epoch;
@@ -253,6 +260,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   };
   for (std::int64_t step = first; step < steps; ++step) {
     if (options_.elastic) {
+      if (options_.elastic->grow_due(global_step_)) elastic_grow(train, epoch, r, loss_sum);
       if (const parallel::MembershipChange* c = options_.elastic->replay_at(global_step_)) {
         const auto& keep = c->new_members;
         if (std::find(keep.begin(), keep.end(), options_.elastic->launch_rank()) == keep.end()) {
@@ -515,9 +523,14 @@ CheckpointLoad Trainer::resume(const std::string& path) {
 
 std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader* test,
                                       std::int64_t first_epoch) {
+  // A rank that joined a running elastic group takes the group's state, not a checkpoint's.
+  if (options_.elastic && options_.elastic->joined() && !joined_state_) {
+    elastic_receive_state();
+    dir_checked_ = true;
+  }
   if (!options_.checkpoint_dir.empty() && !dir_checked_) resume_from_dir();
   if (resume_pending_) {  // also when no epoch is left to run: a finished run resumed wrongly
-    shard_loader(train, rank(), world_size(), true, "training");
+    if (!options_.elastic) shard_loader(train, rank(), world_size(), true, "training");
     check_resume(train);
   }
   if (first_epoch == 0) first_epoch = epochs_done_ + 1;

@@ -3,15 +3,20 @@
 // The membership protocol itself is parallel/elastic.cpp.
 #include <unistd.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
 #include "cohort/layers/dropout.hpp"
 #include "cohort/train/trainer.hpp"
 #include "trainer_elastic.hpp"
+#include "metadata_text.hpp"
 
 namespace cohort::train {
 
@@ -141,6 +146,126 @@ void Trainer::elastic_step_done() {
                               : " (no death time: the rank was declared dead, not seen to exit)");
     std::fflush(stdout);
   }
+}
+
+namespace {
+// The state a joiner takes, as the pair of files a checkpoint is, moved as bytes over the
+// communicator from `root`: [u64 n][model file][u64 m][state file]. The files live in /dev/shm
+// (memory) on both sides, only while they are read or written.
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  COHORT_CHECK(in.good(), "elastic: cannot read ", path);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+void write_bytes(const std::string& path, const std::uint8_t* p, std::size_t n) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
+  COHORT_CHECK(out.good(), "elastic: cannot write ", path);
+}
+std::string shm_path(const std::string& what) {
+  return "/dev/shm/cohort-elastic-" + what + "-" + std::to_string(::getpid()) + ".safetensors";
+}
+// Broadcasts `blob` from `root` (its size first); returns it on every rank. `moved_s`: the
+// payload's broadcast alone (the size's broadcast waits for the root to have the state ready).
+std::vector<std::uint8_t> broadcast_blob(comm::Communicator& c, std::vector<std::uint8_t> blob,
+                                         int root, double* moved_s = nullptr) {
+  std::uint64_t n = blob.size();
+  c.broadcast(&n, sizeof n, DType::u8, root)->wait();
+  blob.resize(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.broadcast(blob.data(), n, DType::u8, root)->wait();
+  if (moved_s) *moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return blob;
+}
+void append(std::vector<std::uint8_t>& blob, const std::vector<std::uint8_t>& part) {
+  const std::uint64_t n = part.size();
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&n);
+  blob.insert(blob.end(), p, p + sizeof n);
+  blob.insert(blob.end(), part.begin(), part.end());
+}
+}  // namespace
+
+void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
+                           double loss_sum) {
+  parallel::ElasticGroup& group = *options_.elastic;
+  if (!elastic_) elastic_mark();
+  const parallel::MembershipChange c = group.grow(global_step_);
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_ = group.communicator().get();
+  options_.communicator = group.communicator();
+  options_.world_size = comm_->size();
+  options_.distributed_eval = comm_->size() > 1;
+  // The joiners' DistributedDataParallel constructors pair with this (same collectives).
+  ddp_->rebind(group.communicator(), 0);
+  std::vector<std::uint8_t> blob;
+  if (comm_->rank() == 0) {
+    TrainingProgress p(epoch - 1, global_step_, r.steps, run_info(train));
+    if (options_.grad_scaler)
+      for (const auto& [k, v] : options_.grad_scaler->state().scalars)
+        p.run["grad_scaler." + k] = detail::exact_text(v);
+    p.run["epoch.loss_sum"] = detail::exact_text(loss_sum);
+    p.run["epoch.grad_norm"] = detail::exact_text(r.grad_norm);
+    p.run["epoch.nonfinite_grad_norms"] = std::to_string(r.nonfinite_grad_norms);
+    p.run["epoch.skipped_steps"] = std::to_string(r.skipped_steps);
+    const std::string path = shm_path("send");
+    save_checkpoint(path, ddp_->module(), opt_, sched_, p);
+    append(blob, read_bytes(path));
+    append(blob, read_bytes(state_path_for(path)));
+    std::filesystem::remove(path);
+    std::filesystem::remove(state_path_for(path));
+  }
+  blob = with_context("elastic: sending the state to the joining ranks",
+                      [&] { return broadcast_blob(*comm_, std::move(blob), 0); });
+  opt_.zero_grad();
+  train.regroup(comm_->rank(), comm_->size());
+  train.set_epoch(epoch - 1, std::min(train.num_batches(), r.steps * options_.accumulation));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (comm_->rank() == 0) {
+    std::string from, to;
+    for (int m : c.old_members) from += (from.empty() ? "" : ",") + std::to_string(m);
+    for (int m : c.new_members) to += (to.empty() ? "" : ",") + std::to_string(m);
+    std::printf("[elastic] membership %lld at step %lld: ranks %s -> %s (%s); agreement %.3f s, "
+                "new communicator %.3f s, then %.3f s until the joiners had built their model "
+                "and taken the state (%.2f MB)\n",
+                static_cast<long long>(c.epoch), static_cast<long long>(c.step), from.c_str(),
+                to.c_str(), c.reason.c_str(), c.agree_s, c.build_s, s,
+                static_cast<double>(blob.size()) / 1e6);
+    std::fflush(stdout);
+  }
+}
+
+void Trainer::elastic_receive_state() {
+  joined_state_ = true;
+  COHORT_CHECK(ddp_ != nullptr, "Trainer: elastic training needs a DistributedDataParallel model");
+  const auto t0 = std::chrono::steady_clock::now();
+  double moved = 0;
+  const std::vector<std::uint8_t> blob =
+      with_context("elastic: receiving the state from the group's rank 0",
+                   [&] { return broadcast_blob(*comm_, {}, 0, &moved); });
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::uint64_t n = 0, m = 0;
+  COHORT_CHECK(blob.size() >= sizeof n, "elastic: the state received is empty");
+  std::memcpy(&n, blob.data(), sizeof n);
+  COHORT_CHECK(blob.size() >= sizeof n + n + sizeof m, "elastic: the state received is cut short");
+  std::memcpy(&m, blob.data() + sizeof n + n, sizeof m);
+  COHORT_CHECK(blob.size() == 2 * sizeof n + n + m, "elastic: the state received is ", blob.size(),
+               " bytes, its parts say ", 2 * sizeof n + n + m);
+  const std::string path = shm_path("recv");
+  write_bytes(path, blob.data() + sizeof n, n);
+  write_bytes(state_path_for(path), blob.data() + 2 * sizeof n + n, m);
+  const CheckpointLoad got = resume(path);
+  resume_checked_ = true;  // the group's own state: its world size may differ from the launch's
+  std::filesystem::remove(path);
+  std::filesystem::remove(state_path_for(path));
+  const double mb = static_cast<double>(blob.size()) / 1e6;
+  std::printf("[elastic] rank %d joined membership %lld at step %lld: %.2f MB of state (model, "
+              "optimizer, schedule, random streams, progress): waited %.3f s for it, moved in %.4f s "
+              "(%.0f MB/s over %s), loaded in %.3f s\n", options_.elastic->launch_rank(),
+              static_cast<long long>(options_.elastic->membership_epoch()),
+              static_cast<long long>(got.progress.global_step), mb, waited - moved, moved,
+              moved > 0 ? mb / moved : 0.0, comm_->backend().c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - waited);
+  std::fflush(stdout);
 }
 
 }  // namespace cohort::train

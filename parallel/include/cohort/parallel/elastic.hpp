@@ -97,6 +97,16 @@ class ElasticGroup {
   // This rank leaves the group for good (marks itself gone, so nobody waits for it).
   void leave();
 
+  // Growing back (cohortrun --elastic-respawn): a rank cohortrun starts again joins at a step
+  // boundary. grow_due(b): whether the group grows at boundary b (b global steps done); call it
+  // at every boundary on every rank (rank 0 schedules a growth for the next boundary when a
+  // joiner is queued; one store read per call on the others). grow(b): the new group, members
+  // first, then the joiners; its rank 0 is the old one, whose state the joiners take. Collective.
+  bool grow_due(std::int64_t boundary);
+  MembershipChange grow(std::int64_t boundary);
+  // This process was started to join a running group (its constructor waited to be admitted).
+  bool joined() const { return joined_; }
+
  private:
   ElasticOptions opt_;
   std::shared_ptr<comm::Store> store_;
@@ -108,6 +118,11 @@ class ElasticGroup {
   std::vector<MembershipChange> changes_;
   std::vector<MembershipChange> replay_;
   void build(std::int64_t epoch);
+  void log_change(const MembershipChange& c);
+  std::string gone_key(int launch_rank);  // "gone/<rank>.<incarnation>"
+  int incarnation_ = 0;  // how many times cohortrun started this launch rank before
+  bool joined_ = false, grow_enabled_ = false, grow_asked_ = false;
+  std::int64_t admitted_ = 0;  // joiners admitted so far (the "joins" queue's position)
   // The watcher: polls "news" (a counter the launcher bumps when a rank exits, and a rank when it
   // checks in to agree on a new group) every 25 ms, and declares such members dead to the
   // communicator (Communicator::declare_dead), so a survivor waiting for one fails at once rather
