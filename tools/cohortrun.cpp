@@ -479,6 +479,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
 
   Outcome out;
   bool killing = false;
+  Clock::time_point group_done_at{};  // elastic: when waiting joiners are stopped
   Clock::time_point kill_at{};
   Clock::time_point drain_until{};
   bool drain_deadline_set = false;
@@ -507,6 +508,26 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       any_open |= r.streams[0].fd >= 0 || r.streams[1].fd >= 0;
     }
     if (!any_running && out.stopped_ns == 0) out.stopped_ns = now_ns();
+    // Elastic: every first-started rank that lived has finished (exit 0) and only respawned
+    // ranks still run. One admitted to the group finishes with it (its last collectives are
+    // theirs); one still waiting to be admitted never will be: after a grace, stop it.
+    if (elastic_store && any_running && !killing && o.elastic_respawn > 0) {
+      bool only_respawned = true, some_finished = false;
+      for (const auto& r : ranks) {
+        if (r.running && r.incarnation == 0) only_respawned = false;
+        if (!r.running && r.status == 0) some_finished = true;
+      }
+      if (only_respawned && some_finished) {
+        if (group_done_at == Clock::time_point{}) group_done_at = Clock::now() + std::chrono::seconds(10);
+        if (Clock::now() >= group_done_at) {
+          std::fprintf(stderr, "cohortrun: elastic: the group finished; stopping the ranks started "
+                       "again that it never admitted\n");
+          killing = true;  // their exit is not the job's failure
+          kill_at = Clock::now() + grace;
+          signal_all(SIGTERM);
+        }
+      }
+    }
     if (!any_running && !any_open) break;
     if (!any_running && !drain_deadline_set) {
       // Every rank is gone; something it started may still hold the pipes. Give it a moment.
@@ -544,6 +565,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       timeout_ms = timeout_ms < 0 ? v : std::min(timeout_ms, v);
     };
     if (killing && any_running) until(kill_at);
+    if (group_done_at != Clock::time_point{} && !killing) until(group_done_at);
     if (drain_deadline_set) until(drain_until);
 
     const int pr = ::poll(fds.data(), fds.size(), timeout_ms);
