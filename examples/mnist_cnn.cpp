@@ -54,7 +54,9 @@ int run(const Flags& f) {
   // Data parallel when launched with several ranks or asked for a backend: each rank trains on
   // its shard, DDP averages gradients.
   cohort::Device& dev = cohort::device(f.device);  // cuda: the local rank's GPU
-  examples::Job job = examples::join_job(f.comm, dev, &f);
+  examples::Job job = examples::join_job(
+      f.comm, dev, &f,
+      "mnist_cnn batch=" + std::to_string(f.batch_size) + " compression=" + f.grad_compression);
   const auto& comm = job.comm;
   const int world = job.world;
   bool lead = job.lead;  // an elastic group may change it (job.refresh)

@@ -165,15 +165,23 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
   grow_enabled_ = grow && std::string(grow) == "1";
   const char* join = std::getenv("COHORT_ELASTIC_JOIN");
   store_->set_string("host/" + std::to_string(launch_rank_), host_);
-  store_->set_string("inc/" + std::to_string(launch_rank_), std::to_string(incarnation_));
   if (join && std::string(join) == "1") {
     // A respawned rank: queue up, then wait until the group admits it at a step boundary.
     joined_ = true;
     const std::int64_t n = store_->add("joins", 1);
+    // Its incarnation goes public ("inc/<rank>") only when it is admitted: until then the group
+    // may still be agreeing that its predecessor is gone ("gone/<rank>.<old incarnation>").
+    store_->set_string("joiner_id/" + std::to_string(n), opt_.identity);
+    store_->set_string("joiner_inc/" + std::to_string(n), std::to_string(incarnation_));
     store_->set_string("joiner/" + std::to_string(n), std::to_string(launch_rank_));
     store_->add("news", 1);
     const std::string key = "admit/" + std::to_string(launch_rank_) + "." + std::to_string(incarnation_);
     const std::string v = store_->get_string(key, std::chrono::milliseconds(600000));
+    if (v.rfind("refused|", 0) == 0)
+      COHORT_FAIL("elastic: rank ", launch_rank_, " was refused at the join: it runs '",
+                  opt_.identity, "', the group runs '", v.substr(8),
+                  "' (another model, batch, precision or --elastic range); the group goes on "
+                  "without it");
     const auto bar = v.find('|');
     epoch_ = std::stoll(v.substr(0, bar));
     std::stringstream ss(v.substr(bar + 1));
@@ -182,6 +190,7 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
     admitted_ = std::stoll(store_->get_string("admitted", std::chrono::milliseconds(60000)));
   } else {
     for (int r = 0; r < launch_world_; ++r) members_.push_back(r);
+    store_->set_string("inc/" + std::to_string(launch_rank_), std::to_string(incarnation_));
   }
   build(epoch_);
   watcher_ = std::thread([this] { watch(); });
@@ -214,24 +223,49 @@ MembershipChange ElasticGroup::grow(std::int64_t boundary) {
   const std::string e = "e" + std::to_string(epoch_) + "/";
   const auto wait = std::chrono::milliseconds(60000);
   if (comm_->rank() == 0) {
-    // The joiners queued so far, up to MAX; the rest wait for a later boundary.
+    // The joiners queued so far, up to MAX (the rest wait for a later boundary); one that runs
+    // something else than the group is refused here, before any collective.
     std::string list;
     const std::int64_t joins = store_->add("joins", 0);
     int room = opt_.max_ranks - static_cast<int>(members_.size());
-    for (std::int64_t n = admitted_ + 1; n <= joins && room > 0; ++n, --room)
-      list += (list.empty() ? "" : ",") + store_->get_string("joiner/" + std::to_string(n), wait);
-    store_->set_string(e + "grown", list);
+    std::int64_t n = admitted_ + 1;
+    for (; n <= joins && room > 0; ++n) {
+      const std::string j = store_->get_string("joiner/" + std::to_string(n), wait);
+      const std::string id = store_->get_string("joiner_id/" + std::to_string(n), wait);
+      const std::string inc = store_->get_string("joiner_inc/" + std::to_string(n), wait);
+      if (id != opt_.identity) {
+        store_->set_string("admit/" + j + "." + inc, "refused|" + opt_.identity);
+        std::fprintf(stderr, "[elastic] rank %s refused at the join: it runs '%s', the group '%s'\n",
+                     j.c_str(), id.c_str(), opt_.identity.c_str());
+        continue;
+      }
+      list += (list.empty() ? "" : ",") + j + ":" + inc;
+      --room;
+    }
+    store_->set_string(e + "grown/" + std::to_string(boundary), std::to_string(n - 1) + "#" + list);
   }
   MembershipChange c;
   c.epoch = epoch_ + 1;
   c.step = boundary;
   c.old_members = members_;
   c.new_members = members_;
-  std::stringstream ss(store_->get_string(e + "grown", wait));
+  const std::string grown = store_->get_string(e + "grown/" + std::to_string(boundary), wait);
+  const auto hash = grown.find('#');
+  admitted_ = std::stoll(grown.substr(0, hash));  // the queue's entries dealt with
+  std::stringstream ss(grown.substr(hash + 1));
   std::string item;
   std::vector<int> joiners;
-  while (std::getline(ss, item, ',')) joiners.push_back(std::stoi(item));
-  admitted_ += static_cast<std::int64_t>(joiners.size());
+  std::vector<std::string> incs;
+  while (std::getline(ss, item, ',')) {
+    const auto colon = item.find(':');
+    joiners.push_back(std::stoi(item.substr(0, colon)));
+    incs.push_back(item.substr(colon + 1));
+  }
+  if (joiners.empty()) {  // every joiner refused: the group stays as it is
+    grow_asked_ = false;
+    c.agree_s = seconds_since(t0);
+    return c;
+  }
   for (int j : joiners) c.new_members.push_back(j);  // after the members: rank 0 stays rank 0
   c.steps.assign(c.new_members.size(), boundary);
   c.root = 0;
@@ -247,9 +281,10 @@ MembershipChange ElasticGroup::grow(std::int64_t boundary) {
   }
   if (launch_rank_ == c.old_members.front()) {
     store_->set_string("admitted", std::to_string(admitted_));
-    for (int j : joiners) {
-      const std::string inc = store_->get_string("inc/" + std::to_string(j), wait);
-      store_->set_string("admit/" + std::to_string(j) + "." + inc,
+    for (std::size_t k = 0; k < joiners.size(); ++k) {
+      const std::string j = std::to_string(joiners[k]);
+      store_->set_string("inc/" + j, incs[k]);  // its deaths count from here
+      store_->set_string("admit/" + j + "." + incs[k],
                          std::to_string(c.epoch) + "|" + join(c.new_members));
     }
   }

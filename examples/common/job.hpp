@@ -41,8 +41,9 @@ struct Job {
 };
 
 // `elastic`: the --elastic range ("" : none), with the log flags.
+// `identity`: what a rank joining an elastic group must match (the program's model, batch...).
 inline Job join_job(const std::string& comm_flag, const cohort::Device& dev,
-                    const TrainerFlags* flags = nullptr) {
+                    const TrainerFlags* flags = nullptr, const std::string& identity = "") {
   Job j;
   const auto pg = cohort::comm::ProcessGroupInfo::from_env();
   if (flags && !flags->elastic.empty()) {
@@ -53,6 +54,8 @@ inline Job join_job(const std::string& comm_flag, const cohort::Device& dev,
     eo.membership_log = flags->membership_log;
     eo.replay_log = flags->replay_membership;
     eo.settle = std::chrono::milliseconds(flags->elastic_settle_ms);
+    eo.identity = identity + " amp=" + flags->amp + " elastic=" + flags->elastic +
+                  " deterministic=" + (flags->deterministic ? "1" : "0");
     j.elastic = std::make_shared<cohort::parallel::ElasticGroup>(eo);
     j.comm = j.elastic->communicator();
   } else if (pg.world_size > 1 || !comm_flag.empty()) {

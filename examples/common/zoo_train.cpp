@@ -148,7 +148,8 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f,
 
 int run(const Flags& f, const ZooProgram& p) {
   cohort::Device& dev = cohort::device(f.device);  // cuda: the local rank's GPU
-  Job job = join_job(f.comm, dev, &f);
+  Job job = join_job(f.comm, dev, &f,
+                     p.name + " model=" + f.model + " batch=" + std::to_string(f.batch_size));
   const auto& comm = job.comm;
   const int world = job.world;
   bool lead = job.lead;  // an elastic group may change it (job.refresh)

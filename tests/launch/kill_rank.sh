@@ -13,7 +13,8 @@ export COHORT_TEST_JOB="$(basename "$0" .sh).$$"
 own_mnist_pids() {
   local p
   for p in $(pgrep -x mnist_cnn); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "COHORT_TEST_JOB=$COHORT_TEST_JOB" &&
+    # The braces: a process gone meanwhile makes the redirection itself fail, quietly.
+    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qxF "COHORT_TEST_JOB=$COHORT_TEST_JOB" &&
       echo "$p"
   done
 }

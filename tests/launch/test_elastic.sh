@@ -10,8 +10,9 @@
 #    (check_samples.py): none lost, none seen twice;
 #  - from the death to the new group's first completed step, as the run prints it, at most 3 s on
 #    shm (the target is 1 s; CI machines are loaded) -- the figure is printed.
-# Bad input: fewer than MIN survivors stops the job naming who is left; --elastic without
-# cohortrun --elastic, a corrupt membership log and --elastic with --max-restarts are refused.
+# Bad input: fewer than MIN survivors stops the job naming who is left; a joiner running another
+# batch size is refused at the join while the group goes on; --elastic without cohortrun
+# --elastic, a corrupt membership log and --elastic with --max-restarts are refused.
 #
 #   test_elastic.sh BIN_DIR [SEED]
 set -uo pipefail
@@ -171,6 +172,33 @@ if [ "$rc" -ne 0 ] && grep -q "2 ranks left (launch ranks 0,1) after rank 2 exit
 else
   echo "FAIL  fewer than MIN survivors: exit $rc"
   grep -E "cohortrun|elastic|MIN" "$work/min.log" | tail -n 5
+  fail=1
+fi
+# A process that joins with another batch size (started by hand with a running rank's variables,
+# as a new process with the job's id): refused at the join by name; the group goes on unharmed.
+COHORT_ELASTIC_GROW=1 start refuse 3 shm 2:3 --membership-log "$work/refuse.jsonl"
+signal_at "$work/refuse.log" 8 1 KILL >/dev/null
+r0=""
+for p in $(own_mnist_pids); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=0" && r0=$p
+done
+if [ -n "$r0" ]; then
+  env -i $(tr '\0' '\n' <"/proc/$r0/environ" | grep -v "^RANK=\|^LOCAL_RANK=\|^COHORT_RUN_STATUS=" | tr '\n' ' ') \
+    RANK=1 LOCAL_RANK=1 COHORT_ELASTIC_JOIN=1 COHORT_ELASTIC_INCARNATION=1 \
+    timeout 120 "$bin/mnist_cnn" --comm shm "${job[@]}" --elastic 2:3 --batch-size 32 >"$work/joiner.log" 2>&1
+  jrc=$?
+else
+  jrc=none
+fi
+wait "$job_pid"
+rc=$?
+if [ "$jrc" = 1 ] && grep -q "rank 1 was refused at the join: it runs 'mnist_cnn batch=32" "$work/joiner.log" &&
+   [ "$rc" -eq 0 ] && grep -q "identical weights: yes" "$work/refuse.log" &&
+   [ "$(grep -c . "$work/refuse.jsonl")" -eq 1 ]; then
+  echo "ok    a joiner with another batch size: refused by name (exit $jrc), the group of 2 went on and finished (exit $rc)"
+else
+  echo "FAIL  a joiner with another batch size: joiner exit $jrc, job exit $rc"
+  tail -n 2 "$work/joiner.log"; grep -E "elastic|rror" "$work/refuse.log" | tail -n 5
   fail=1
 fi
 # --elastic without cohortrun --elastic.

@@ -190,6 +190,7 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   parallel::ElasticGroup& group = *options_.elastic;
   if (!elastic_) elastic_mark();
   const parallel::MembershipChange c = group.grow(global_step_);
+  if (c.new_members.size() == c.old_members.size()) return;  // every joiner refused
   const auto t0 = std::chrono::steady_clock::now();
   comm_ = group.communicator().get();
   options_.communicator = group.communicator();

@@ -46,6 +46,11 @@ struct ElasticOptions {
   // How long the deciding rank waits for a member that neither checked in nor is known gone (a
   // stopped process, a host cut off): after this it is declared dead.
   std::chrono::milliseconds settle{10000};
+  // What a joining rank must match (the program's choice: its model, batch, precision, range...):
+  // a joiner whose identity differs from the group's is refused at the join, by name, before any
+  // collective, and the group goes on unharmed. A joiner from another job is refused earlier, by
+  // the store (its job token).
+  std::string identity;
 };
 
 // "MIN:MAX" or "N" (= N:N) into options.min_ranks / max_ranks; throws naming `flag`.
@@ -102,6 +107,8 @@ class ElasticGroup {
   // at every boundary on every rank (rank 0 schedules a growth for the next boundary when a
   // joiner is queued; one store read per call on the others). grow(b): the new group, members
   // first, then the joiners; its rank 0 is the old one, whose state the joiners take. Collective.
+  // When every joiner queued was refused (ElasticOptions::identity), nothing changes: the result
+  // has new_members == old_members and the same communicator.
   bool grow_due(std::int64_t boundary);
   MembershipChange grow(std::int64_t boundary);
   // This process was started to join a running group (its constructor waited to be admitted).
