@@ -25,6 +25,16 @@ void for_each_dropout(nn::Module& m, const std::function<void(nn::Dropout&)>& fn
   if (auto* d = dynamic_cast<nn::Dropout*>(&m)) fn(*d);
   for (const auto& [name, child] : m.children()) for_each_dropout(*child, fn);
 }
+// "membership 2 at step 85: ranks 0,2 -> 0,2,1 (rank 1 joined)"
+std::string change_head(const parallel::MembershipChange& c) {
+  const auto list = [](const std::vector<int>& v) {
+    std::string out;
+    for (int m : v) out += (out.empty() ? "" : ",") + std::to_string(m);
+    return out;
+  };
+  return "membership " + std::to_string(c.epoch) + " at step " + std::to_string(c.step) +
+         ": ranks " + list(c.old_members) + " -> " + list(c.new_members) + " (" + c.reason + ")";
+}
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -113,14 +123,10 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   s.report = true;
   s.planned = planned;
   if (comm_->rank() == 0) {
-    std::string from, to;
-    for (int m : c.old_members) from += (from.empty() ? "" : ",") + std::to_string(m);
-    for (int m : c.new_members) to += (to.empty() ? "" : ",") + std::to_string(m);
-    std::printf("[elastic] membership %lld at step %lld: ranks %s -> %s (%s); global batch kept, "
+    std::printf("[elastic] %s; global batch kept, "
                 "%lld samples per rank; detection %s, agreement %.3f s, new communicator %.3f s, "
                 "state %.3f s%s\n",
-                static_cast<long long>(c.epoch), static_cast<long long>(c.step), from.c_str(),
-                to.c_str(), c.reason.c_str(),
+                change_head(c).c_str(),
                 static_cast<long long>(train.options().batch_size * train.world_size() /
                                        comm_->size()),
                 c.detect_s < 0 ? "unknown" : (std::to_string(c.detect_s).substr(0, 5) + " s").c_str(),
@@ -222,14 +228,10 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   train.set_epoch(epoch - 1, std::min(train.num_batches(), r.steps * options_.accumulation));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (comm_->rank() == 0) {
-    std::string from, to;
-    for (int m : c.old_members) from += (from.empty() ? "" : ",") + std::to_string(m);
-    for (int m : c.new_members) to += (to.empty() ? "" : ",") + std::to_string(m);
-    std::printf("[elastic] membership %lld at step %lld: ranks %s -> %s (%s); agreement %.3f s, "
+    std::printf("[elastic] %s; agreement %.3f s, "
                 "new communicator %.3f s, then %.3f s until the joiners had built their model "
                 "and taken the state (%.2f MB)\n",
-                static_cast<long long>(c.epoch), static_cast<long long>(c.step), from.c_str(),
-                to.c_str(), c.reason.c_str(), c.agree_s, c.build_s, s,
+                change_head(c).c_str(), c.agree_s, c.build_s, s,
                 static_cast<double>(blob.size()) / 1e6);
     std::fflush(stdout);
   }
