@@ -47,7 +47,7 @@ struct Flags : examples::TrainerFlags {
   std::uint64_t seed = 1;
   std::string data_dir = data::kFashionMnistDir, device, trace, resume, comm;
   std::string grad_compression = "none";  // none | bf16 | f16 (DDP's all-reduce of gradients)
-  std::string sample_log;  // --sample-log: the samples of every step, FILE.rank<R>
+  std::string sample_log;                 // --sample-log: the samples of every step, FILE.rank<R>
 };
 
 int run(const Flags& f) {
@@ -139,13 +139,14 @@ int run(const Flags& f) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> sample_log(nullptr, &std::fclose);
   if (!f.sample_log.empty()) {
     const std::string path = f.sample_log + ".rank" +
-        std::to_string(job.elastic ? job.elastic->launch_rank() : job.rank);
+                             std::to_string(job.elastic ? job.elastic->launch_rank() : job.rank);
     // A rank that joined a running group (elastic) appends to what its predecessor wrote.
     sample_log.reset(std::fopen(path.c_str(), job.elastic && job.elastic->joined() ? "a" : "w"));
     COHORT_CHECK(sample_log != nullptr, "--sample-log: cannot write ", path);
     trainer.after_step = [&](std::int64_t step, const std::vector<std::int64_t>& samples) {
       std::fprintf(sample_log.get(), "%lld", static_cast<long long>(step));
-      for (const auto s : samples) std::fprintf(sample_log.get(), " %lld", static_cast<long long>(s));
+      for (const auto s : samples)
+        std::fprintf(sample_log.get(), " %lld", static_cast<long long>(s));
       std::fputc('\n', sample_log.get());
       std::fflush(sample_log.get());
     };

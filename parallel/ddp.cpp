@@ -225,18 +225,19 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
   retired_.push_back(std::move(old));
   comm_ = std::move(comm);
   for (const auto& p : params_)
-    if (p.param->grad.defined()) p.param->grad =
+    if (p.param->grad.defined())
+      p.param->grad =
           Tensor::zeros(p.param->value.shape(), p.param->value.dtype(), p.param->value.device());
-  with_context("DistributedDataParallel::rebind (the same-model check and the broadcast of rank " +
-                   std::to_string(root) + "'s parameters and buffers to the new group)",
-               [&] {
-                 detail::check_same_parameters(*model_, *comm_);
-                 bool written = detail::broadcast_from(values_of(model_->named_parameters()),
-                                                       *comm_, root);
-                 if (has_buffers_)
-                   written |= detail::broadcast_from(tensors_of(model_->named_buffers()), *comm_, root);
-                 if (written) model_->notify_state_loaded();
-               });
+  with_context(
+      "DistributedDataParallel::rebind (the same-model check and the broadcast of rank " +
+          std::to_string(root) + "'s parameters and buffers to the new group)",
+      [&] {
+        detail::check_same_parameters(*model_, *comm_);
+        bool written = detail::broadcast_from(values_of(model_->named_parameters()), *comm_, root);
+        if (has_buffers_)
+          written |= detail::broadcast_from(tensors_of(model_->named_buffers()), *comm_, root);
+        if (written) model_->notify_state_loaded();
+      });
   for (auto& b : buckets_) {
     Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
     b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);

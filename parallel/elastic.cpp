@@ -54,8 +54,8 @@ std::string field(const std::string& line, const std::string& key, const std::st
                   int lineno) {
   const std::string k = "\"" + key + "\":";
   const auto at = line.find(k);
-  COHORT_CHECK(at != std::string::npos, "membership log ", path, ", line ", lineno, ": no \"",
-               key, "\" field (not a log cohort wrote)");
+  COHORT_CHECK(at != std::string::npos, "membership log ", path, ", line ", lineno, ": no \"", key,
+               "\" field (not a log cohort wrote)");
   std::size_t b = at + k.size();
   if (line[b] == '"') {
     std::string out;
@@ -175,7 +175,8 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
     store_->set_string("joiner_inc/" + std::to_string(n), std::to_string(incarnation_));
     store_->set_string("joiner/" + std::to_string(n), std::to_string(launch_rank_));
     store_->add("news", 1);
-    const std::string key = "admit/" + std::to_string(launch_rank_) + "." + std::to_string(incarnation_);
+    const std::string key =
+        "admit/" + std::to_string(launch_rank_) + "." + std::to_string(incarnation_);
     const std::string v = store_->get_string(key, std::chrono::milliseconds(600000));
     if (v.rfind("refused|", 0) == 0)
       COHORT_FAIL("elastic: rank ", launch_rank_, " was refused at the join: it runs '",
@@ -206,8 +207,7 @@ std::string ElasticGroup::gone_key(int m) {
 bool ElasticGroup::grow_due(std::int64_t boundary) {
   if (!grow_enabled_) return false;
   const std::string e = "e" + std::to_string(epoch_) + "/";
-  if (comm_->rank() == 0 && !grow_asked_ &&
-      static_cast<int>(members_.size()) < opt_.max_ranks &&
+  if (comm_->rank() == 0 && !grow_asked_ && static_cast<int>(members_.size()) < opt_.max_ranks &&
       store_->add("joins", 0) > admitted_) {
     // Due at the next boundary: every rank reaches it after the next step's collectives, which
     // need this rank, so every rank reads the key there.
@@ -235,7 +235,8 @@ MembershipChange ElasticGroup::grow(std::int64_t boundary) {
       const std::string inc = store_->get_string("joiner_inc/" + std::to_string(n), wait);
       if (id != opt_.identity) {
         store_->set_string("admit/" + j + "." + inc, "refused|" + opt_.identity);
-        std::fprintf(stderr, "[elastic] rank %s refused at the join: it runs '%s', the group '%s'\n",
+        std::fprintf(stderr,
+                     "[elastic] rank %s refused at the join: it runs '%s', the group '%s'\n",
                      j.c_str(), id.c_str(), opt_.identity.c_str());
         continue;
       }
@@ -269,7 +270,8 @@ MembershipChange ElasticGroup::grow(std::int64_t boundary) {
   for (int j : joiners) c.new_members.push_back(j);  // after the members: rank 0 stays rank 0
   c.steps.assign(c.new_members.size(), boundary);
   c.root = 0;
-  for (int j : joiners) c.reason += (c.reason.empty() ? "" : "; ") + ("rank " + std::to_string(j) + " joined");
+  for (int j : joiners)
+    c.reason += (c.reason.empty() ? "" : "; ") + ("rank " + std::to_string(j) + " joined");
   c.agree_s = seconds_since(t0);
   const auto tb = Clock::now();
   {
@@ -359,13 +361,13 @@ void ElasticGroup::build(std::int64_t epoch) {
   info.rank = static_cast<int>(me - members_.begin());
   info.world_size = static_cast<int>(members_.size());
   // Local ranks among the members on this host, by their host keys.
-  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) +
-                    std::chrono::seconds(30);
+  const auto wait =
+      std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) + std::chrono::seconds(30);
   info.local_rank = 0;
   info.local_world_size = 0;
   for (int m : members_) {
-    const bool here = m == launch_rank_ ||
-                      store_->get_string("host/" + std::to_string(m), wait) == host_;
+    const bool here =
+        m == launch_rank_ || store_->get_string("host/" + std::to_string(m), wait) == host_;
     if (!here) continue;
     if (m < launch_rank_) ++info.local_rank;
     ++info.local_world_size;
@@ -382,12 +384,13 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
   const auto t0 = Clock::now();
   const std::int64_t seen_ns = wall_ns();
   const std::string e = "e" + std::to_string(epoch_) + "/";
-  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) +
-                    std::chrono::seconds(30);
-  const std::string late = "rank " + std::to_string(launch_rank_) +
-                           " was left out of membership " + std::to_string(epoch_ + 1) +
+  const auto wait =
+      std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) + std::chrono::seconds(30);
+  const std::string late = "rank " + std::to_string(launch_rank_) + " was left out of membership " +
+                           std::to_string(epoch_ + 1) +
                            ": the others went on without it (it did not check in within the settle "
-                           "time, " + std::to_string(opt_.settle.count()) + " ms); refused";
+                           "time, " +
+                           std::to_string(opt_.settle.count()) + " ms); refused";
   COHORT_CHECK(!store_->check({e + "members"}), late);
   store_->set_string(e + "in/" + std::to_string(launch_rank_), std::to_string(committed));
   store_->add("news", 1);  // the others' watchers: this rank left the communicator
@@ -418,9 +421,9 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
     std::string why;
     for (int m : gone) why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " exited");
     for (int m : silent)
-      why += (why.empty() ? "" : "; ") +
-             ("rank " + std::to_string(m) + " silent for " + std::to_string(opt_.settle.count()) +
-              " ms, declared dead");
+      why +=
+          (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " silent for " +
+                                       std::to_string(opt_.settle.count()) + " ms, declared dead");
     store_->set_string(e + "members", record + "|" + why);
   }
   const std::string decided = store_->get_string(e + "members", wait);
@@ -437,9 +440,9 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
     c.steps.push_back(std::stoll(item.substr(colon + 1)));
   }
   // The decider listed them in members_ order: ascending launch ranks.
-  COHORT_CHECK(std::find(c.new_members.begin(), c.new_members.end(), launch_rank_) !=
-                   c.new_members.end(),
-               late);
+  COHORT_CHECK(
+      std::find(c.new_members.begin(), c.new_members.end(), launch_rank_) != c.new_members.end(),
+      late);
   if (c.new_members == members_)
     COHORT_FAIL(reason, " [elastic: every rank of membership ", epoch_,
                 " is alive, so this failure is not a lost rank and is not survived]");

@@ -32,8 +32,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,8 +155,8 @@ Options parse(int argc, char** argv) {
       const std::string v = take();
       const auto colon = v.find(':');
       o.elastic_min = static_cast<int>(parse_long(a, v.substr(0, colon), 1, 4096));
-      o.elastic_max = static_cast<int>(
-          parse_long(a, colon == std::string::npos ? v.substr(0, colon) : v.substr(colon + 1), 1, 4096));
+      o.elastic_max = static_cast<int>(parse_long(
+          a, colon == std::string::npos ? v.substr(0, colon) : v.substr(colon + 1), 1, 4096));
       if (o.elastic_min > o.elastic_max) die_usage("--elastic " + v + ": MIN is above MAX");
     } else if (a == "--elastic-respawn") {
       o.elastic_respawn = static_cast<int>(parse_long(a, take(), 0, 1000));
@@ -187,11 +187,13 @@ Options parse(int argc, char** argv) {
   if (o.elastic_respawn > 0 && o.elastic_min == 0)
     die_usage("--elastic-respawn needs --elastic MIN:MAX");
   if (o.elastic_min > 0 && o.nnodes > 1)
-    die_usage("--elastic with --nnodes > 1 is not supported yet: the store must outlive every "
-              "rank, and cohortrun serves it on one node only");
+    die_usage(
+        "--elastic with --nnodes > 1 is not supported yet: the store must outlive every "
+        "rank, and cohortrun serves it on one node only");
   if (o.elastic_min > 0 && o.max_restarts > 0)
-    die_usage("--elastic and --max-restarts: pick one (elastic goes on with the survivors, "
-              "restarts start every rank again)");
+    die_usage(
+        "--elastic and --max-restarts: pick one (elastic goes on with the survivors, "
+        "restarts start every rank again)");
   if (o.elastic_min > o.nproc * o.nnodes)
     die_usage("--elastic MIN " + std::to_string(o.elastic_min) + " is above the " +
               std::to_string(o.nproc * o.nnodes) + " ranks started");
@@ -377,8 +379,8 @@ struct StatusPages {
 // What ended an attempt.
 struct Outcome {
   int failed_rank = -1;        // the first rank that failed (global number), -1: none
-  int failed_local = -1;        // its entry in the attempt's ranks
-  int failed_slot = -1;         // its local rank (its run-status page)
+  int failed_local = -1;       // its entry in the attempt's ranks
+  int failed_slot = -1;        // its local rank (its run-status page)
   int failed_status = 0;       // shell terms
   std::string failed_how;      // "was killed by signal 9 (Killed)"
   pid_t failed_pid = -1;
@@ -404,8 +406,8 @@ std::int64_t now_ns() {
 // (at least every 200 ms while `poll_pages` is set).
 template <class Tick>
 Outcome run_attempt(const Options& o, int world, const std::string& job_id,
-                    const std::string& job_token, int restart, const StatusPages& pages,
-                    int sfd, const sigset_t& old_mask, bool poll_pages, Tick&& on_tick,
+                    const std::string& job_token, int restart, const StatusPages& pages, int sfd,
+                    const sigset_t& old_mask, bool poll_pages, Tick&& on_tick,
                     cohort::comm::Store* elastic_store) {
   std::vector<Rank> ranks;
   ranks.reserve(static_cast<std::size_t>(o.nproc));
@@ -518,9 +520,11 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
         if (!r.running && r.status == 0) some_finished = true;
       }
       if (only_respawned && some_finished) {
-        if (group_done_at == Clock::time_point{}) group_done_at = Clock::now() + std::chrono::seconds(10);
+        if (group_done_at == Clock::time_point{})
+          group_done_at = Clock::now() + std::chrono::seconds(10);
         if (Clock::now() >= group_done_at) {
-          std::fprintf(stderr, "cohortrun: elastic: the group finished; stopping the ranks started "
+          std::fprintf(stderr,
+                       "cohortrun: elastic: the group finished; stopping the ranks started "
                        "again that it never admitted\n");
           killing = true;  // their exit is not the job's failure
           kill_at = Clock::now() + grace;
@@ -623,9 +627,9 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
             // The survivors need not wait for it: its death time, for their report too.
             try {
               // Keyed by incarnation: a respawned rank is alive again under the same number.
-              elastic_store->set_string("elastic/gone/" + std::to_string(r.rank) + "." +
-                                            std::to_string(r.incarnation),
-                                        std::to_string(wall_ns()));
+              elastic_store->set_string(
+                  "elastic/gone/" + std::to_string(r.rank) + "." + std::to_string(r.incarnation),
+                  std::to_string(wall_ns()));
               elastic_store->add("elastic/news", 1);  // what the ranks' watchers poll
             } catch (const std::exception& e) {
               std::fprintf(stderr, "cohortrun: could not mark rank %d gone in the store: %s\n",
@@ -634,22 +638,28 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
             int alive = 0;
             for (const auto& q : ranks) alive += q.running;
             if (r.status != 0 && alive >= o.elastic_min) {
-              std::fprintf(stderr, "cohortrun: rank %d %s (pid %d); elastic: %d rank%s go%s on "
-                           "(--elastic %d:%d)\n", r.rank, describe_status(wstatus).c_str(),
-                           static_cast<int>(pid), alive, alive == 1 ? "" : "s",
-                           alive == 1 ? "es" : "", o.elastic_min, o.elastic_max);
+              std::fprintf(stderr,
+                           "cohortrun: rank %d %s (pid %d); elastic: %d rank%s go%s on "
+                           "(--elastic %d:%d)\n",
+                           r.rank, describe_status(wstatus).c_str(), static_cast<int>(pid), alive,
+                           alive == 1 ? "" : "s", alive == 1 ? "es" : "", o.elastic_min,
+                           o.elastic_max);
               if (r.incarnation < o.elastic_respawn)
                 respawns.push_back(i);
               else if (o.elastic_respawn > 0)
-                std::fprintf(stderr, "cohortrun: rank %d died %d time%s: not started again "
-                             "(--elastic-respawn %d)\n", r.rank, r.incarnation + 1,
-                             r.incarnation == 0 ? "" : "s", o.elastic_respawn);
+                std::fprintf(stderr,
+                             "cohortrun: rank %d died %d time%s: not started again "
+                             "(--elastic-respawn %d)\n",
+                             r.rank, r.incarnation + 1, r.incarnation == 0 ? "" : "s",
+                             o.elastic_respawn);
               continue;
             }
             if (r.status != 0)
-              std::fprintf(stderr, "cohortrun: rank %d %s; elastic: %d rank%s left, fewer than "
-                           "MIN %d: stopping the job\n", r.rank, describe_status(wstatus).c_str(),
-                           alive, alive == 1 ? "" : "s", o.elastic_min);
+              std::fprintf(stderr,
+                           "cohortrun: rank %d %s; elastic: %d rank%s left, fewer than "
+                           "MIN %d: stopping the job\n",
+                           r.rank, describe_status(wstatus).c_str(), alive, alive == 1 ? "" : "s",
+                           o.elastic_min);
           }
           if (r.status != 0 && out.failed_rank < 0 && !out.got_signal && !killing) {
             out.failed_rank = r.rank;
@@ -668,9 +678,10 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
         const int slot = ranks[i].slot, global = ranks[i].rank, inc = ranks[i].incarnation + 1;
         spawn(slot, global, inc);
         prefixes.push_back("[rank " + std::to_string(global) + "] ");
-        std::fprintf(stderr, "cohortrun: elastic: starting rank %d again (pid %d, respawn %d of "
-                     "--elastic-respawn %d); it joins the group at a step boundary\n", global,
-                     static_cast<int>(ranks.back().pid), inc, o.elastic_respawn);
+        std::fprintf(stderr,
+                     "cohortrun: elastic: starting rank %d again (pid %d, respawn %d of "
+                     "--elastic-respawn %d); it joins the group at a step boundary\n",
+                     global, static_cast<int>(ranks.back().pid), inc, o.elastic_respawn);
       }
     }
   }
@@ -789,9 +800,9 @@ int main(int argc, char** argv) {
                                          (p.resumed_ns ? p.resumed_ns : spawned_ns)) / 1e9);
       }
     };
-    const Outcome out = run_attempt(o, world, job_id, job_token, restart, pages, sfd, old_mask,
-                                    /*poll_pages=*/restart > 0 && !pages.dir.empty(), watch,
-                                    elastic_store.get());
+    const Outcome out =
+        run_attempt(o, world, job_id, job_token, restart, pages, sfd, old_mask,
+                    /*poll_pages=*/restart > 0 && !pages.dir.empty(), watch, elastic_store.get());
     remove_stale_segments(job_id);
     if (out.got_signal) {
       exit_status = 128 + out.got_signal;

@@ -42,7 +42,8 @@ class NcclCommunicator final : public common::CommunicatorBase {
   void declare_dead(int peer, const std::string& why) override {
     std::lock_guard<std::mutex> lk(ctx_->mu);
     if (ctx_->failure.empty())
-      ctx_->failure = "rank " + std::to_string(peer) + " is gone (" + why + "); the communicator "
+      ctx_->failure = "rank " + std::to_string(peer) + " is gone (" + why +
+                      "); the communicator "
                       "was aborted (ncclCommAbort)";
     if (ctx_->comm != nullptr) {
       (void)ncclCommAbort(ctx_->comm);

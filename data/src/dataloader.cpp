@@ -446,14 +446,14 @@ void DataLoader::shard(int rank, int world_size, bool pad) {
 
 void DataLoader::regroup(int rank, int world) {
   Impl& m = *impl_;
-  COHORT_CHECK(world >= 1 && rank >= 0 && rank < world, "DataLoader::regroup: rank ", rank,
-               " of ", world, " ranks is not a rank of that group");
+  COHORT_CHECK(world >= 1 && rank >= 0 && rank < world, "DataLoader::regroup: rank ", rank, " of ",
+               world, " ranks is not a rank of that group");
   const std::int64_t global = m.opt.batch_size * m.sampler.replicas();
   const std::int64_t rows = (global + world - 1) / world;
   COHORT_CHECK(!m.stages || rows <= m.opt.batch_size, "DataLoader::regroup: ", world,
                " ranks would take up to ", rows, " samples each of the global batch of ", global,
-               ", more than the ", m.opt.batch_size, " this loader stages for ",
-               m.device->name(), " (regrouping a loader for a GPU to fewer ranks is not "
+               ", more than the ", m.opt.batch_size, " this loader stages for ", m.device->name(),
+               " (regrouping a loader for a GPU to fewer ranks is not "
                "supported yet)");
   std::int64_t epoch = 0, at = 0;
   {

@@ -12,10 +12,10 @@
 #include "cohort/core/trace.hpp"
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/parallel/elastic.hpp"
-#include "trainer_flags.hpp"
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/profile_trace.hpp"
 #include "cohort/train/trainer.hpp"
+#include "trainer_flags.hpp"
 
 namespace examples {
 

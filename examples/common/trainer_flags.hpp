@@ -28,9 +28,9 @@ struct TrainerFlags {
   std::string checkpoint_dir;            // --checkpoint-dir: resume from / save to DIR
   std::int64_t checkpoint_every = 0;     // --checkpoint-every: also every N steps
   bool deterministic = false;            // --deterministic: DDP's deterministic reduction
-  std::string elastic;                   // --elastic MIN:MAX: survive lost ranks (cohortrun --elastic)
-  std::string membership_log;            // --membership-log: the group's changes, JSON Lines
-  std::string replay_membership;         // --replay-membership: apply a log's changes at its steps
+  std::string elastic;            // --elastic MIN:MAX: survive lost ranks (cohortrun --elastic)
+  std::string membership_log;     // --membership-log: the group's changes, JSON Lines
+  std::string replay_membership;  // --replay-membership: apply a log's changes at its steps
   std::int64_t elastic_settle_ms = 10000;  // --elastic-settle-ms: wait for a silent rank this long
   std::string amp = "off";               // --amp bf16|f16|off: autocast (TrainerOptions::amp)
   std::string metrics;                   // --metrics: JSON Lines

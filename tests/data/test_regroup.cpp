@@ -9,8 +9,8 @@
 #include <set>
 
 #include "../common/testing.hpp"
-#include "cohort/devices.hpp"
 #include "cohort/data/dataloader.hpp"
+#include "cohort/devices.hpp"
 #include "ids_dataset.hpp"
 
 using cohort::testing::error_of;
@@ -26,8 +26,7 @@ std::vector<std::unique_ptr<DataLoader>> loaders(std::int64_t n, int world, bool
   std::vector<std::unique_ptr<DataLoader>> out;
   for (int r = 0; r < world; ++r) {
     out.push_back(std::make_unique<DataLoader>(std::make_shared<data_test::Ids>(n), o,
-                                               std::vector<TransformPtr>{},
-                                               cohort::host_device()));
+                                               std::vector<TransformPtr>{}, cohort::host_device()));
     out.back()->shard(r, world);
     out.back()->set_epoch(3);
   }
@@ -126,8 +125,9 @@ TEST_CASE("regroup to the sharding's own rank and world serves the shard unchang
 
 TEST_CASE("regroup: bad ranks are named") {
   auto l = loaders(10, 2, false);
-  CHECK(error_of([&] { l[0]->regroup(2, 2); })
-            .find("DataLoader::regroup: rank 2 of 2 ranks is not a rank of that group") !=
+  CHECK(error_of([&] {
+          l[0]->regroup(2, 2);
+        }).find("DataLoader::regroup: rank 2 of 2 ranks is not a rank of that group") !=
         std::string::npos);
   CHECK(error_of([&] { l[0]->regroup(0, 0); }).find("rank 0 of 0 ranks") != std::string::npos);
   CHECK(l[0]->group_world() == 2);

@@ -32,11 +32,13 @@ TEST_CASE("elastic: MIN:MAX and N parse; bad ranges are named") {
   par::parse_elastic_range("3", "--elastic", o);
   CHECK(o.min_ranks == 3);
   CHECK(o.max_ranks == 3);
-  CHECK(error_of([&] { par::parse_elastic_range("4:2", "--elastic", o); })
-            .find("--elastic '4:2': MIN 4 is above MAX 2") != std::string::npos);
+  CHECK(error_of([&] {
+          par::parse_elastic_range("4:2", "--elastic", o);
+        }).find("--elastic '4:2': MIN 4 is above MAX 2") != std::string::npos);
   for (const char* bad : {"", "0:2", "a:2", "2:", "2:x", "-1:3"})
-    CHECK(error_of([&] { par::parse_elastic_range(bad, "--elastic", o); })
-              .find("expected MIN:MAX") != std::string::npos);
+    CHECK(error_of([&] {
+            par::parse_elastic_range(bad, "--elastic", o);
+          }).find("expected MIN:MAX") != std::string::npos);
 }
 
 TEST_CASE("elastic: a membership log round-trips; corrupt ones are named by file and line") {
@@ -65,18 +67,21 @@ TEST_CASE("elastic: a membership log round-trips; corrupt ones are named by file
   CHECK(got[1].new_members == std::vector<int>{2});
   // Out of order, a missing field, a step going back, a missing file.
   const std::string skip = temp_log(b.json() + "\n");
-  CHECK(error_of([&] { par::read_membership_log(skip); })
-            .find(", line 1: membership epoch 2 where 1 was due") != std::string::npos);
+  CHECK(error_of([&] {
+          par::read_membership_log(skip);
+        }).find(", line 1: membership epoch 2 where 1 was due") != std::string::npos);
   const std::string nofield = temp_log("{\"epoch\":1,\"step\":3}\n");
-  CHECK(error_of([&] { par::read_membership_log(nofield); })
-            .find(", line 1: no \"old\" field") != std::string::npos);
+  CHECK(error_of([&] { par::read_membership_log(nofield); }).find(", line 1: no \"old\" field") !=
+        std::string::npos);
   par::MembershipChange back = b;
   back.step = 10;
   const std::string backwards = temp_log(a.json() + "\n" + back.json() + "\n");
-  CHECK(error_of([&] { par::read_membership_log(backwards); })
-            .find(", line 2: step 10 is before the previous change's 41") != std::string::npos);
-  CHECK(error_of([] { par::read_membership_log("/nonexistent/m.jsonl"); })
-            .find("membership log /nonexistent/m.jsonl: cannot be read") != std::string::npos);
+  CHECK(error_of([&] {
+          par::read_membership_log(backwards);
+        }).find(", line 2: step 10 is before the previous change's 41") != std::string::npos);
+  CHECK(error_of([] {
+          par::read_membership_log("/nonexistent/m.jsonl");
+        }).find("membership log /nonexistent/m.jsonl: cannot be read") != std::string::npos);
   std::filesystem::remove(path);
 }
 
@@ -84,6 +89,7 @@ TEST_CASE("elastic: refused without a store that outlives every rank") {
   const char* served = std::getenv("COHORT_STORE_SERVED");
   if (served && std::string(served) == "1") return;  // under cohortrun --elastic: not this case
   par::ElasticOptions o;
-  CHECK(error_of([&] { par::ElasticGroup g(o); })
-            .find("start the job with cohortrun --elastic MIN:MAX") != std::string::npos);
+  CHECK(error_of([&] {
+          par::ElasticGroup g(o);
+        }).find("start the job with cohortrun --elastic MIN:MAX") != std::string::npos);
 }

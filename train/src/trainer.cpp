@@ -271,8 +271,10 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
                       static_cast<long long>(c->epoch));
           return r;
         }
-        step = elastic_recover(train, epoch, r, "replay of membership " +
-                               std::to_string(c->epoch) + ": " + c->reason, true) - 1;
+        step = elastic_recover(
+                   train, epoch, r,
+                   "replay of membership " + std::to_string(c->epoch) + ": " + c->reason, true) -
+               1;
         take_over_progress(step + 1);
         continue;
       }
@@ -284,74 +286,80 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     std::int64_t k_done = 0;
     std::vector<std::int64_t> step_samples;  // for after_step
     try {
-    // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
-    const std::int64_t k_this = std::max<std::int64_t>(
-        1, std::min(options_.accumulation, micro - step * options_.accumulation));
-    for (std::int64_t k = 0; k < k_this; ++k) {
-      const bool got = timer_.time("data", [&] { return train.next(batch); }, "data");
-      if (!got) break;
-      optim::GradScaler* const scaler = options_.grad_scaler;
-      // batch.weight: an elastic group's uneven split of the global batch (1 otherwise).
-      const float scale = (scaler ? scaler->scale() : 1.0f) / static_cast<float>(options_.accumulation) *
-                          static_cast<float>(batch.weight);
-      // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
-      // plain model).
-      model_.set_grad_sync(k + 1 >= k_this);
-      const autocast amp(batch.images.device(), options_.amp);
-      timer_.time("forward", [&] {
-        Tensor out = model_.forward(batch.images);
-        if (!deferred && !out.device().host_accessible()) {
-          deferred = true;
-          device_name = out.device().name();
-          loss_.set_check_finite(false);
-        }
-        pending.add(loss_.forward(out, batch.labels), capacity);
-      });
-      timer_.time("backward", [&] { model_.backward(loss_.backward(scale), false); });
-      samples += batch.images.dim(0);
-      if (after_step) step_samples.insert(step_samples.end(), batch.samples.begin(), batch.samples.end());
-      ++k_done;
-    }
-    model_.set_grad_sync(true);
-    if (k_done == 0) break;
-    pending.end_step(k_done);
-    if (ddp_) {  // reporting only: both are already inside backward
-      timer_.add_within("comm", "backward", ddp_->last_step().comm_wait_s);
-      timer_.add_within("overlap", "backward", ddp_->last_step().overlap_s);
-    }
-    optim::GradScaler* const scaler = options_.grad_scaler;
-    if (scaler) timer_.time("optimizer", [&] { scaler->unscale(opt_); });  // before the hook and clipping
-    const bool skip = scaler && scaler->found_inf();
-    if (after_backward) after_backward();
-    if (options_.max_grad_norm > 0 && !skip) {
-      timer_.time("clip", [&] {
-        r.grad_norm = with_context(
-            "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
-                std::to_string(epoch) + ", global step " + std::to_string(global_step_ + 1) + ")",
-            [&] {
-              return nn::clip_grad_norm(params, options_.max_grad_norm, options_.grad_norm_type,
-                                        options_.error_if_nonfinite);
-            });
-      });
-      if (!std::isfinite(r.grad_norm) && ++r.nonfinite_grad_norms <= 3 && is_lead())
-        std::fprintf(stderr,
-                     "Trainer: step %lld of epoch %lld (global step %lld): the total gradient norm "
-                     "is %s; the gradients were scaled by max_grad_norm / norm as torch does "
-                     "(error_if_nonfinite stops instead)%s\n",
-                     static_cast<long long>(step + 1), static_cast<long long>(epoch),
-                     static_cast<long long>(global_step_ + 1), std::isnan(r.grad_norm) ? "nan" : "inf",
-                     r.nonfinite_grad_norms == 3 ? "; further such steps this epoch are counted, "
-                                                   "not printed" : "");
-    }
-    timer_.time("optimizer", [&] {
-      if (scaler) {
-        if (!scaler->step(opt_)) ++r.skipped_steps;
-        scaler->update();
-      } else {
-        opt_.step();
+      // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
+      const std::int64_t k_this = std::max<std::int64_t>(
+          1, std::min(options_.accumulation, micro - step * options_.accumulation));
+      for (std::int64_t k = 0; k < k_this; ++k) {
+        const bool got = timer_.time(
+            "data", [&] { return train.next(batch); }, "data");
+        if (!got) break;
+        optim::GradScaler* const scaler = options_.grad_scaler;
+        // batch.weight: an elastic group's uneven split of the global batch (1 otherwise).
+        const float scale = (scaler ? scaler->scale() : 1.0f) /
+                            static_cast<float>(options_.accumulation) *
+                            static_cast<float>(batch.weight);
+        // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
+        // plain model).
+        model_.set_grad_sync(k + 1 >= k_this);
+        const autocast amp(batch.images.device(), options_.amp);
+        timer_.time("forward", [&] {
+          Tensor out = model_.forward(batch.images);
+          if (!deferred && !out.device().host_accessible()) {
+            deferred = true;
+            device_name = out.device().name();
+            loss_.set_check_finite(false);
+          }
+          pending.add(loss_.forward(out, batch.labels), capacity);
+        });
+        timer_.time("backward", [&] { model_.backward(loss_.backward(scale), false); });
+        samples += batch.images.dim(0);
+        if (after_step)
+          step_samples.insert(step_samples.end(), batch.samples.begin(), batch.samples.end());
+        ++k_done;
       }
-      opt_.zero_grad();
-    });
+      model_.set_grad_sync(true);
+      if (k_done == 0) break;
+      pending.end_step(k_done);
+      if (ddp_) {  // reporting only: both are already inside backward
+        timer_.add_within("comm", "backward", ddp_->last_step().comm_wait_s);
+        timer_.add_within("overlap", "backward", ddp_->last_step().overlap_s);
+      }
+      optim::GradScaler* const scaler = options_.grad_scaler;
+      if (scaler)
+        timer_.time("optimizer", [&] { scaler->unscale(opt_); });  // before the hook and clipping
+      const bool skip = scaler && scaler->found_inf();
+      if (after_backward) after_backward();
+      if (options_.max_grad_norm > 0 && !skip) {
+        timer_.time("clip", [&] {
+          r.grad_norm = with_context(
+              "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
+                  std::to_string(epoch) + ", global step " + std::to_string(global_step_ + 1) + ")",
+              [&] {
+                return nn::clip_grad_norm(params, options_.max_grad_norm, options_.grad_norm_type,
+                                          options_.error_if_nonfinite);
+              });
+        });
+        if (!std::isfinite(r.grad_norm) && ++r.nonfinite_grad_norms <= 3 && is_lead())
+          std::fprintf(
+              stderr,
+              "Trainer: step %lld of epoch %lld (global step %lld): the total gradient norm "
+              "is %s; the gradients were scaled by max_grad_norm / norm as torch does "
+              "(error_if_nonfinite stops instead)%s\n",
+              static_cast<long long>(step + 1), static_cast<long long>(epoch),
+              static_cast<long long>(global_step_ + 1), std::isnan(r.grad_norm) ? "nan" : "inf",
+              r.nonfinite_grad_norms == 3 ? "; further such steps this epoch are counted, "
+                                            "not printed"
+                                          : "");
+      }
+      timer_.time("optimizer", [&] {
+        if (scaler) {
+          if (!scaler->step(opt_)) ++r.skipped_steps;
+          scaler->update();
+        } else {
+          opt_.step();
+        }
+        opt_.zero_grad();
+      });
     } catch (const Error& e) {
       if (!options_.elastic || !elastic_failure(e)) throw;
       model_.set_grad_sync(true);

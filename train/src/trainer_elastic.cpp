@@ -15,8 +15,8 @@
 
 #include "cohort/layers/dropout.hpp"
 #include "cohort/train/trainer.hpp"
-#include "trainer_elastic.hpp"
 #include "metadata_text.hpp"
+#include "trainer_elastic.hpp"
 
 namespace cohort::train {
 
@@ -42,7 +42,8 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 void Trainer::elastic_mark() {
   if (!elastic_) {
-    COHORT_CHECK(ddp_ != nullptr, "Trainer: elastic training needs a DistributedDataParallel "
+    COHORT_CHECK(ddp_ != nullptr,
+                 "Trainer: elastic training needs a DistributedDataParallel "
                  "model over the elastic group's communicator");
     COHORT_CHECK(&ddp_->communicator() == options_.elastic->communicator().get(),
                  "Trainer: the DistributedDataParallel model does not use the elastic group's "
@@ -87,13 +88,14 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   // Ranks behind the root (their step in flight completed elsewhere) take its whole state:
   // optimizer, scheduler, random streams and progress, through a file in memory (/dev/shm: the
   // group is on one host for this; the weights come with the DDP's broadcast below).
-  const bool behind = std::any_of(c.steps.begin(), c.steps.end(),
-                                  [&](std::int64_t v) { return v != c.step; });
+  const bool behind =
+      std::any_of(c.steps.begin(), c.steps.end(), [&](std::int64_t v) { return v != c.step; });
   if (behind) {
     const std::string path = "/dev/shm/cohort-elastic-" + std::to_string(::getppid()) + "-m" +
                              std::to_string(c.epoch) + ".safetensors";
     if (comm_->rank() == c.root)
-      save_checkpoint(path, plain, opt_, sched_, TrainingProgress(epochs_done_, global_step_, r.steps));
+      save_checkpoint(path, plain, opt_, sched_,
+                      TrainingProgress(epochs_done_, global_step_, r.steps));
     comm_->barrier()->wait();
     if (comm_->rank() != c.root) {
       const CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
@@ -123,14 +125,14 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   s.report = true;
   s.planned = planned;
   if (comm_->rank() == 0) {
-    std::printf("[elastic] %s; global batch kept, "
-                "%lld samples per rank; detection %s, agreement %.3f s, new communicator %.3f s, "
-                "state %.3f s%s\n",
-                change_head(c).c_str(),
-                static_cast<long long>(train.options().batch_size * train.world_size() /
-                                       comm_->size()),
-                c.detect_s < 0 ? "unknown" : (std::to_string(c.detect_s).substr(0, 5) + " s").c_str(),
-                c.agree_s, c.build_s, state_s, behind ? " (ranks behind took the root's state)" : "");
+    std::printf(
+        "[elastic] %s; global batch kept, "
+        "%lld samples per rank; detection %s, agreement %.3f s, new communicator %.3f s, "
+        "state %.3f s%s\n",
+        change_head(c).c_str(),
+        static_cast<long long>(train.options().batch_size * train.world_size() / comm_->size()),
+        c.detect_s < 0 ? "unknown" : (std::to_string(c.detect_s).substr(0, 5) + " s").c_str(),
+        c.agree_s, c.build_s, state_s, behind ? " (ranks behind took the root's state)" : "");
     std::fflush(stdout);
   }
   return r.steps;
@@ -143,13 +145,14 @@ void Trainer::elastic_step_done() {
   const double first = since(s.changed);
   if (comm_->rank() == 0) {
     const double total = std::max(0.0, s.detect_s) + s.agree_s + s.build_s + s.state_s + first;
-    std::printf("[elastic] training again: from the death to the new group's first completed "
-                "step %.3f s = detection %.3f + agreement %.3f + communicator %.3f + state %.3f + "
-                "first step %.3f%s\n",
-                total, std::max(0.0, s.detect_s), s.agree_s, s.build_s, s.state_s, first,
-                s.detect_s >= 0 ? ""
-                : s.planned   ? " (a replayed change: no death)"
-                              : " (no death time: the rank was declared dead, not seen to exit)");
+    std::printf(
+        "[elastic] training again: from the death to the new group's first completed "
+        "step %.3f s = detection %.3f + agreement %.3f + communicator %.3f + state %.3f + "
+        "first step %.3f%s\n",
+        total, std::max(0.0, s.detect_s), s.agree_s, s.build_s, s.state_s, first,
+        s.detect_s >= 0 ? ""
+        : s.planned     ? " (a replayed change: no death)"
+                        : " (no death time: the rank was declared dead, not seen to exit)");
     std::fflush(stdout);
   }
 }
@@ -180,7 +183,8 @@ std::vector<std::uint8_t> broadcast_blob(comm::Communicator& c, std::vector<std:
   blob.resize(n);
   const auto t0 = std::chrono::steady_clock::now();
   c.broadcast(blob.data(), n, DType::u8, root)->wait();
-  if (moved_s) *moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (moved_s)
+    *moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return blob;
 }
 void append(std::vector<std::uint8_t>& blob, const std::vector<std::uint8_t>& part) {
@@ -228,11 +232,11 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   train.set_epoch(epoch - 1, std::min(train.num_batches(), r.steps * options_.accumulation));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (comm_->rank() == 0) {
-    std::printf("[elastic] %s; agreement %.3f s, "
-                "new communicator %.3f s, then %.3f s until the joiners had built their model "
-                "and taken the state (%.2f MB)\n",
-                change_head(c).c_str(), c.agree_s, c.build_s, s,
-                static_cast<double>(blob.size()) / 1e6);
+    std::printf(
+        "[elastic] %s; agreement %.3f s, "
+        "new communicator %.3f s, then %.3f s until the joiners had built their model "
+        "and taken the state (%.2f MB)\n",
+        change_head(c).c_str(), c.agree_s, c.build_s, s, static_cast<double>(blob.size()) / 1e6);
     std::fflush(stdout);
   }
 }
@@ -245,7 +249,8 @@ void Trainer::elastic_receive_state() {
   const std::vector<std::uint8_t> blob =
       with_context("elastic: receiving the state from the group's rank 0",
                    [&] { return broadcast_blob(*comm_, {}, 0, &moved); });
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::uint64_t n = 0, m = 0;
   COHORT_CHECK(blob.size() >= sizeof n, "elastic: the state received is empty");
   std::memcpy(&n, blob.data(), sizeof n);
@@ -261,13 +266,14 @@ void Trainer::elastic_receive_state() {
   std::filesystem::remove(path);
   std::filesystem::remove(state_path_for(path));
   const double mb = static_cast<double>(blob.size()) / 1e6;
-  std::printf("[elastic] rank %d joined membership %lld at step %lld: %.2f MB of state (model, "
-              "optimizer, schedule, random streams, progress): waited %.3f s for it, moved in %.4f s "
-              "(%.0f MB/s over %s), loaded in %.3f s\n", options_.elastic->launch_rank(),
-              static_cast<long long>(options_.elastic->membership_epoch()),
-              static_cast<long long>(got.progress.global_step), mb, waited - moved, moved,
-              moved > 0 ? mb / moved : 0.0, comm_->backend().c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - waited);
+  std::printf(
+      "[elastic] rank %d joined membership %lld at step %lld: %.2f MB of state (model, "
+      "optimizer, schedule, random streams, progress): waited %.3f s for it, moved in %.4f s "
+      "(%.0f MB/s over %s), loaded in %.3f s\n",
+      options_.elastic->launch_rank(), static_cast<long long>(options_.elastic->membership_epoch()),
+      static_cast<long long>(got.progress.global_step), mb, waited - moved, moved,
+      moved > 0 ? mb / moved : 0.0, comm_->backend().c_str(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - waited);
   std::fflush(stdout);
 }
 

@@ -37,12 +37,12 @@ class Store;
 namespace cohort::parallel {
 
 struct ElasticOptions {
-  int min_ranks = 1;  // fewer survivors: stop (the job fails, the checkpoint is left as it is)
-  int max_ranks = 0;  // 0: the launch's world size
-  std::string backend;                  // the communicator of every membership (registry name)
-  const Device* device = nullptr;       // what the program trains on ("auto" goes by it)
-  std::string membership_log;           // JSON Lines, one per change (rank 0 of the new group)
-  std::string replay_log;               // a membership log to apply at its steps (replay)
+  int min_ranks = 1;    // fewer survivors: stop (the job fails, the checkpoint is left as it is)
+  int max_ranks = 0;    // 0: the launch's world size
+  std::string backend;  // the communicator of every membership (registry name)
+  const Device* device = nullptr;  // what the program trains on ("auto" goes by it)
+  std::string membership_log;      // JSON Lines, one per change (rank 0 of the new group)
+  std::string replay_log;          // a membership log to apply at its steps (replay)
   // How long the deciding rank waits for a member that neither checked in nor is known gone (a
   // stopped process, a host cut off): after this it is declared dead.
   std::chrono::milliseconds settle{10000};
@@ -58,11 +58,11 @@ void parse_elastic_range(const std::string& spec, const std::string& flag, Elast
 
 // One change of membership, as the log records it.
 struct MembershipChange {
-  std::int64_t epoch = 0;            // the new membership's number
-  std::int64_t step = 0;             // global steps done when the new group starts
+  std::int64_t epoch = 0;                     // the new membership's number
+  std::int64_t step = 0;                      // global steps done when the new group starts
   std::vector<int> old_members, new_members;  // launch ranks
-  std::vector<std::int64_t> steps;   // the steps each new member had committed
-  int root = 0;                      // the new group's rank whose state every rank takes
+  std::vector<std::int64_t> steps;            // the steps each new member had committed
+  int root = 0;                               // the new group's rank whose state every rank takes
   std::string reason;
   // Timings (this rank): death to the failure seen here (-1: unknown), the agreement, building
   // the new communicator.

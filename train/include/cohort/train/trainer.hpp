@@ -22,10 +22,10 @@
 #include "cohort/optim/grad_scaler.hpp"
 #include "cohort/optim/lr_scheduler.hpp"
 #include "cohort/optim/optimizer.hpp"
-#include "cohort/train/metrics.hpp"
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/parallel/elastic.hpp"
 #include "cohort/train/checkpoint.hpp"
+#include "cohort/train/metrics.hpp"
 #include "cohort/train/phase_timer.hpp"
 #include "cohort/train/progress.hpp"
 #include "cohort/train/tensorboard.hpp"
@@ -241,7 +241,7 @@ class Trainer {
   std::unique_ptr<ElasticState> elastic_;
   bool left_group_ = false;
   bool progress_wanted_ = true;  // options.show_progress as given (rank 0 of a changed group)
-  void elastic_mark();  // before a step: what a discarded step must put back
+  void elastic_mark();           // before a step: what a discarded step must put back
   bool elastic_failure(const Error& e) const;  // a collective failed: a rank may be gone
   // Discards the step in flight, agrees on the new group and moves onto it; returns the step of
   // the epoch to run next. `planned`: a replayed change (no failure).
