@@ -35,10 +35,25 @@ std::string change_head(const parallel::MembershipChange& c) {
   return "membership " + std::to_string(c.epoch) + " at step " + std::to_string(c.step) +
          ": ranks " + list(c.old_members) + " -> " + list(c.new_members) + " (" + c.reason + ")";
 }
+// The loader after a change of group: the rest of epoch `epoch` split among the new group's
+// ranks, from batch `first` (the steps done, in micro-batches).
+void continue_epoch(data::DataLoader& train, const comm::Communicator& c, std::int64_t epoch,
+                    std::int64_t first) {
+  train.regroup(c.rank(), c.size());
+  train.set_epoch(epoch - 1, std::min(train.num_batches(), first));
+}
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
+
+void Trainer::elastic_take_group() {
+  const auto& c = options_.elastic->communicator();
+  comm_ = c.get();
+  options_.communicator = c;
+  options_.world_size = c->size();
+  options_.distributed_eval = c->size() > 1;
+}
 
 void Trainer::elastic_mark() {
   if (!elastic_) {
@@ -80,10 +95,7 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   }
   const parallel::MembershipChange c = group.shrink(why, global_step_);
   const auto t_state = std::chrono::steady_clock::now();
-  comm_ = group.communicator().get();
-  options_.communicator = group.communicator();
-  options_.world_size = comm_->size();
-  options_.distributed_eval = comm_->size() > 1;
+  elastic_take_group();
   nn::Module& plain = ddp_->module();
   // Ranks behind the root (their step in flight completed elsewhere) take its whole state:
   // optimizer, scheduler, random streams and progress, through a file in memory (/dev/shm: the
@@ -114,8 +126,7 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   ddp_->rebind(group.communicator(), c.root);
   opt_.zero_grad();
   // Keep the global batch: the rest of the epoch's global batches split among the new group.
-  train.regroup(comm_->rank(), comm_->size());
-  train.set_epoch(epoch - 1, std::min(train.num_batches(), r.steps * options_.accumulation));
+  continue_epoch(train, *comm_, epoch, r.steps * options_.accumulation);
   const double state_s = since(t_state);
   s.detect_s = c.detect_s;
   s.agree_s = c.agree_s;
@@ -202,10 +213,7 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   const parallel::MembershipChange c = group.grow(global_step_);
   if (c.new_members.size() == c.old_members.size()) return;  // every joiner refused
   const auto t0 = std::chrono::steady_clock::now();
-  comm_ = group.communicator().get();
-  options_.communicator = group.communicator();
-  options_.world_size = comm_->size();
-  options_.distributed_eval = comm_->size() > 1;
+  elastic_take_group();
   // The joiners' DistributedDataParallel constructors pair with this (same collectives).
   ddp_->rebind(group.communicator(), 0);
   std::vector<std::uint8_t> blob;
@@ -228,8 +236,7 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   blob = with_context("elastic: sending the state to the joining ranks",
                       [&] { return broadcast_blob(*comm_, std::move(blob), 0); });
   opt_.zero_grad();
-  train.regroup(comm_->rank(), comm_->size());
-  train.set_epoch(epoch - 1, std::min(train.num_batches(), r.steps * options_.accumulation));
+  continue_epoch(train, *comm_, epoch, r.steps * options_.accumulation);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (comm_->rank() == 0) {
     std::printf(

@@ -248,6 +248,7 @@ class Trainer {
   std::int64_t elastic_recover(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
                                const std::string& why, bool planned);
   void elastic_step_done();  // reports the first step after a change
+  void elastic_take_group();  // comm_ and the options that follow it: the group's current ones
   // Growing back: the members at the boundary the group grows at (the new group, DDP moved onto
   // it, the state sent from rank 0), and the joiner's side of the state (in fit, first).
   void elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r, double loss_sum);
