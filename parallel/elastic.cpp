@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -177,7 +178,20 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
     store_->add("news", 1);
     const std::string key =
         "admit/" + std::to_string(launch_rank_) + "." + std::to_string(incarnation_);
-    const std::string v = store_->get_string(key, std::chrono::milliseconds(600000));
+    // Until the group admits it at a boundary, or ends without it (finished, or stopped below
+    // MIN: no boundary will come).
+    const auto deadline = Clock::now() + std::chrono::minutes(10);
+    while (!store_->check({key})) {
+      COHORT_CHECK(!store_->check({"finished"}), "elastic: rank ", launch_rank_,
+                   " (started again) was not admitted: the group finished first");
+      if (store_->check({"stopped"}))
+        COHORT_FAIL("elastic: rank ", launch_rank_, " (started again) was not admitted: the "
+                    "group stopped (", store_->get_string("stopped", std::chrono::seconds(5)), ")");
+      COHORT_CHECK(Clock::now() < deadline, "elastic: rank ", launch_rank_,
+                   " (started again) waited 10 minutes for the group to admit it; giving up");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string v = store_->get_string(key, std::chrono::milliseconds(5000));
     if (v.rfind("refused|", 0) == 0)
       COHORT_FAIL("elastic: rank ", launch_rank_, " was refused at the join: it runs '",
                   opt_.identity, "', the group runs '", v.substr(8),
@@ -308,6 +322,12 @@ void ElasticGroup::log_change(const MembershipChange& c) {
 ElasticGroup::~ElasticGroup() {
   stop_ = true;
   if (watcher_.joinable()) watcher_.join();
+  // The group's rank 0 leaving without an exception in flight: the job is done, and a rank
+  // started again but never admitted can stop waiting (and its launcher knows it failed nothing).
+  if (std::uncaught_exceptions() == 0 && comm_ && comm_->rank() == 0) try {
+      store_->set_string("finished", "1");
+    } catch (const std::exception&) {
+    }
 }
 
 void ElasticGroup::watch() {
@@ -457,10 +477,18 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
     if (c.detect_s < 0 || d > c.detect_s) c.detect_s = d;
   }
   const int n = static_cast<int>(c.new_members.size());
-  if (n < opt_.min_ranks)
-    COHORT_FAIL("elastic: ", n, " rank", n == 1 ? "" : "s", " left (launch rank",
-                n == 1 ? " " : "s ", join(c.new_members), ") after ", c.reason, "; fewer than MIN ",
-                opt_.min_ranks, ": stopping (the last checkpoint is left as it was)");
+  if (n < opt_.min_ranks) {
+    const std::string why = "elastic: " + std::to_string(n) + " rank" + (n == 1 ? "" : "s") +
+                            " left (launch rank" + (n == 1 ? " " : "s ") + join(c.new_members) +
+                            ") after " + c.reason + "; fewer than MIN " +
+                            std::to_string(opt_.min_ranks) +
+                            ": stopping (the last checkpoint is left as it was)";
+    try {
+      store_->set_string("stopped", why);  // joiners and the launchers: no group to go on with
+    } catch (const std::exception&) {
+    }
+    COHORT_FAIL(why);
+  }
   c.step = *std::max_element(c.steps.begin(), c.steps.end());
   c.root = static_cast<int>(std::max_element(c.steps.begin(), c.steps.end()) - c.steps.begin());
   const auto tb = Clock::now();

@@ -21,6 +21,9 @@
 // step reached and last line of stderr, numbers aside) stops the restarts: a restart cannot fix a
 // deterministic failure.
 //
+// With --elastic MIN:MAX a rank that dies does not stop the others: the store, the marking of the
+// dead and the decision to go on are cohortrun_elastic.cpp's.
+//
 // Shaped as one single-threaded poll loop: the child pipes and a signalfd (SIGCHLD and the
 // forwarded signals) are its only inputs, so there is no async-signal-safety to get wrong and no
 // lock. Each rank runs in its own process group, so forwarding and killing reach the helpers a
@@ -30,7 +33,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -45,12 +47,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "cohort/collectives/store.hpp"
 #include "cohort/core/run_status.hpp"
+#include "cohortrun_elastic.hpp"
 
 namespace {
 
@@ -73,10 +76,10 @@ const char* const kUsage =
     "                       again, at most N times for the job (default 0); the program\n"
     "                       sees the restart's number in COHORT_RESTART_COUNT (one node\n"
     "                       only: use torchrun's c10d rendezvous across nodes)\n"
-    "  --elastic MIN:MAX    elastic training (one node): a rank that dies does not stop the\n"
-    "                       others while at least MIN are left; they agree on a new group\n"
-    "                       and go on (the program's --elastic). cohortrun serves the\n"
-    "                       store itself, so that it outlives every rank\n"
+    "  --elastic MIN:MAX    elastic training: a rank that dies does not stop the others\n"
+    "                       while at least MIN are left; they agree on a new group and go\n"
+    "                       on (the program's --elastic). cohortrun serves the store\n"
+    "                       itself (node 0's, with --nnodes), so that it outlives every rank\n"
     "  --elastic-respawn N  with --elastic: start a rank that died again (at most N times\n"
     "                       per rank); it joins the group at a step boundary and takes the\n"
     "                       state from a live rank (the group grows back)\n"
@@ -186,10 +189,6 @@ Options parse(int argc, char** argv) {
               "that requeues itself (docs/LAUNCH.md, \"When a rank dies\")");
   if (o.elastic_respawn > 0 && o.elastic_min == 0)
     die_usage("--elastic-respawn needs --elastic MIN:MAX");
-  if (o.elastic_min > 0 && o.nnodes > 1)
-    die_usage(
-        "--elastic with --nnodes > 1 is not supported yet: the store must outlive every "
-        "rank, and cohortrun serves it on one node only");
   if (o.elastic_min > 0 && o.max_restarts > 0)
     die_usage(
         "--elastic and --max-restarts: pick one (elastic goes on with the survivors, "
@@ -390,12 +389,6 @@ struct Outcome {
   std::int64_t stopped_ns = 0; // ... when every rank had exited
 };
 
-std::int64_t wall_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
@@ -408,7 +401,7 @@ template <class Tick>
 Outcome run_attempt(const Options& o, int world, const std::string& job_id,
                     const std::string& job_token, int restart, const StatusPages& pages, int sfd,
                     const sigset_t& old_mask, bool poll_pages, Tick&& on_tick,
-                    cohort::comm::Store* elastic_store) {
+                    cohortrun::ElasticLauncher* elastic) {
   std::vector<Rank> ranks;
   ranks.reserve(static_cast<std::size_t>(o.nproc));
   pages.reset(o.nproc);
@@ -454,13 +447,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
       if (!pages.dir.empty()) set("COHORT_RUN_STATUS", pages.path(i));
       if (!job_token.empty()) set("COHORT_JOB_TOKEN", job_token);
-      if (elastic_store) {
-        set("COHORT_STORE_SERVED", "1");
-        set("COHORT_ELASTIC", std::to_string(o.elastic_min) + ":" + std::to_string(o.elastic_max));
-        set("COHORT_ELASTIC_INCARNATION", std::to_string(incarnation));
-        if (o.elastic_respawn > 0) set("COHORT_ELASTIC_GROW", "1");
-        if (incarnation > 0) set("COHORT_ELASTIC_JOIN", "1");
-      }
+      if (elastic) elastic->set_rank_env(incarnation);
       std::vector<std::string> argv_copy = o.argv;
       std::vector<char*> args;
       for (auto& a : argv_copy) args.push_back(a.data());
@@ -513,7 +500,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
     // Elastic: every first-started rank that lived has finished (exit 0) and only respawned
     // ranks still run. One admitted to the group finishes with it (its last collectives are
     // theirs); one still waiting to be admitted never will be: after a grace, stop it.
-    if (elastic_store && any_running && !killing && o.elastic_respawn > 0) {
+    if (elastic && any_running && !killing && o.elastic_respawn > 0) {
       bool only_respawned = true, some_finished = false;
       for (const auto& r : ranks) {
         if (r.running && r.incarnation == 0) only_respawned = false;
@@ -623,43 +610,13 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
           if (r.pid != pid) continue;
           r.running = false;
           r.status = shell_status(wstatus);
-          if (elastic_store && !killing && !out.got_signal) {
-            // The survivors need not wait for it: its death time, for their report too.
-            try {
-              // Keyed by incarnation: a respawned rank is alive again under the same number.
-              elastic_store->set_string(
-                  "elastic/gone/" + std::to_string(r.rank) + "." + std::to_string(r.incarnation),
-                  std::to_string(wall_ns()));
-              elastic_store->add("elastic/news", 1);  // what the ranks' watchers poll
-            } catch (const std::exception& e) {
-              std::fprintf(stderr, "cohortrun: could not mark rank %d gone in the store: %s\n",
-                           r.rank, e.what());
-            }
+          if (elastic && !killing && !out.got_signal) {
             int alive = 0;
             for (const auto& q : ranks) alive += q.running;
-            if (r.status != 0 && alive >= o.elastic_min) {
-              std::fprintf(stderr,
-                           "cohortrun: rank %d %s (pid %d); elastic: %d rank%s go%s on "
-                           "(--elastic %d:%d)\n",
-                           r.rank, describe_status(wstatus).c_str(), static_cast<int>(pid), alive,
-                           alive == 1 ? "" : "s", alive == 1 ? "es" : "", o.elastic_min,
-                           o.elastic_max);
-              if (r.incarnation < o.elastic_respawn)
-                respawns.push_back(i);
-              else if (o.elastic_respawn > 0)
-                std::fprintf(stderr,
-                             "cohortrun: rank %d died %d time%s: not started again "
-                             "(--elastic-respawn %d)\n",
-                             r.rank, r.incarnation + 1, r.incarnation == 0 ? "" : "s",
-                             o.elastic_respawn);
-              continue;
-            }
-            if (r.status != 0)
-              std::fprintf(stderr,
-                           "cohortrun: rank %d %s; elastic: %d rank%s left, fewer than "
-                           "MIN %d: stopping the job\n",
-                           r.rank, describe_status(wstatus).c_str(), alive, alive == 1 ? "" : "s",
-                           o.elastic_min);
+            const auto next = elastic->on_exit(r.rank, r.incarnation, r.status,
+                                               describe_status(wstatus), pid, alive);
+            if (next == cohortrun::ElasticLauncher::Next::respawn) respawns.push_back(i);
+            if (next != cohortrun::ElasticLauncher::Next::stop_job) continue;
           }
           if (r.status != 0 && out.failed_rank < 0 && !out.got_signal && !killing) {
             out.failed_rank = r.rank;
@@ -735,35 +692,13 @@ int main(int argc, char** argv) {
 
   // --elastic: the store lives in a process of its own (started before cohortrun has any thread,
   // so the ranks are forked from a single-threaded process), for as long as cohortrun does.
-  std::shared_ptr<cohort::comm::Store> elastic_store;
-  pid_t store_pid = -1;
+  std::unique_ptr<cohortrun::ElasticLauncher> elastic;
   if (o.elastic_min > 0) {
     if (!job_token.empty()) ::setenv("COHORT_JOB_TOKEN", job_token.c_str(), 1);
-    store_pid = ::fork();
-    if (store_pid < 0) {
-      std::perror("cohortrun: fork");
-      return 1;
-    }
-    if (store_pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-      try {
-        auto server = cohort::comm::make_tcp_store(o.master_addr, o.master_port, true,
-                                                   std::chrono::seconds(30));
-        for (;;) ::pause();
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "cohortrun: the elastic store could not start: %s\n", e.what());
-        ::_exit(1);
-      }
-    }
-    try {
-      elastic_store = cohort::comm::make_tcp_store(o.master_addr, o.master_port, false,
-                                                   std::chrono::seconds(30));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "cohortrun: %s\n", e.what());
-      ::kill(store_pid, SIGKILL);
-      return 1;
-    }
+    elastic = std::make_unique<cohortrun::ElasticLauncher>(
+        cohortrun::ElasticConfig{o.elastic_min, o.elastic_max, o.elastic_respawn, o.nnodes,
+                                 o.node_rank, o.master_addr, o.master_port},
+        old_mask);
   }
   StatusPages pages;
   pages.make();
@@ -802,7 +737,7 @@ int main(int argc, char** argv) {
     };
     const Outcome out =
         run_attempt(o, world, job_id, job_token, restart, pages, sfd, old_mask,
-                    /*poll_pages=*/restart > 0 && !pages.dir.empty(), watch, elastic_store.get());
+                    /*poll_pages=*/restart > 0 && !pages.dir.empty(), watch, elastic.get());
     remove_stale_segments(job_id);
     if (out.got_signal) {
       exit_status = 128 + out.got_signal;
@@ -862,9 +797,6 @@ int main(int argc, char** argv) {
                  o.nproc, o.nproc == 1 ? "" : "s", restart + 1, base_job_id.c_str(), restart + 1);
   }
   pages.remove(o.nproc);
-  if (store_pid > 0) {
-    ::kill(store_pid, SIGKILL);
-    ::waitpid(store_pid, nullptr, 0);
-  }
+  if (elastic) elastic->finish();
   return exit_status;
 }

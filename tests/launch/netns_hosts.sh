@@ -2,7 +2,7 @@
 # veth pair VETH-0 / VETH-1 with addresses NET.1 and NET.2 (/24). Root only. Source it, then:
 #
 #   netns_up NS0 NS1 VETH NET     returns non-zero when the namespaces cannot be made
-#   netns_down NS0 NS1            kills what runs in them and deletes them (the veth goes too)
+#   netns_down NS0 NS1 [NS...]    kills what runs in them and deletes them (the veth goes too)
 
 netns_up() {
   local ns0=$1 ns1=$2 veth=$3 net=$4
@@ -19,5 +19,22 @@ netns_down() {
   for ns in "$@"; do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
     ip netns del "$ns" 2>/dev/null
+  done
+}
+
+# netns_up_switched NS0 NS1 SW VETH NET: the same two hosts, each plugged into a bridge (a switch)
+# in a third namespace SW, so that taking one host's link down (ip -n NS1 link set VETH-1 down)
+# leaves the other's up, as a cable pulled at one host would. netns_down NS0 NS1 SW removes them.
+netns_up_switched() {
+  local ns0=$1 ns1=$2 sw=$3 veth=$4 net=$5 i ns
+  ip netns add "$ns0" && ip netns add "$ns1" && ip netns add "$sw" &&
+    ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up || return 1
+  for i in 0 1; do
+    if [ $i = 0 ]; then ns=$ns0; else ns=$ns1; fi
+    ip link add "$veth-$i" type veth peer name "$veth-s$i" &&
+      ip link set "$veth-$i" netns "$ns" && ip link set "$veth-s$i" netns "$sw" &&
+      ip -n "$sw" link set "$veth-s$i" master br0 && ip -n "$sw" link set "$veth-s$i" up &&
+      ip -n "$ns" addr add "$net.$((i + 1))/24" dev "$veth-$i" &&
+      ip -n "$ns" link set "$veth-$i" up && ip -n "$ns" link set lo up || return 1
   done
 }

@@ -47,6 +47,77 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
+namespace {
+// The state a joiner or a rank behind takes, as the pair of files a checkpoint is, moved as bytes
+// over the communicator from `root` (any host): [u64 n][model file][u64 m][state file]. The files
+// live in /dev/shm (memory) on both sides, only while they are read or written.
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  COHORT_CHECK(in.good(), "elastic: cannot read ", path);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+void write_bytes(const std::string& path, const std::uint8_t* p, std::size_t n) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
+  COHORT_CHECK(out.good(), "elastic: cannot write ", path);
+}
+std::string shm_path(const std::string& what) {
+  return "/dev/shm/cohort-elastic-" + what + "-" + std::to_string(::getpid()) + ".safetensors";
+}
+// Broadcasts `blob` from `root` (its size first); returns it on every rank. `moved_s`: the
+// payload's broadcast alone (the size's broadcast waits for the root to have the state ready).
+std::vector<std::uint8_t> broadcast_blob(comm::Communicator& c, std::vector<std::uint8_t> blob,
+                                         int root, double* moved_s = nullptr) {
+  std::uint64_t n = blob.size();
+  c.broadcast(&n, sizeof n, DType::u8, root)->wait();
+  blob.resize(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.broadcast(blob.data(), n, DType::u8, root)->wait();
+  if (moved_s)
+    *moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return blob;
+}
+void append(std::vector<std::uint8_t>& blob, const std::vector<std::uint8_t>& part) {
+  const std::uint64_t n = part.size();
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&n);
+  blob.insert(blob.end(), p, p + sizeof n);
+  blob.insert(blob.end(), part.begin(), part.end());
+}
+// The checkpoint pair `save` writes, as one blob.
+std::vector<std::uint8_t> pack_state(const std::function<void(const std::string&)>& save) {
+  const std::string path = shm_path("send");
+  save(path);
+  std::vector<std::uint8_t> blob;
+  append(blob, read_bytes(path));
+  append(blob, read_bytes(state_path_for(path)));
+  std::filesystem::remove(path);
+  std::filesystem::remove(state_path_for(path));
+  return blob;
+}
+// A blob back into the checkpoint pair, for `load`.
+template <class Load>
+auto unpack_state(const std::vector<std::uint8_t>& blob, Load&& load) {
+  std::uint64_t n = 0, m = 0;
+  COHORT_CHECK(blob.size() >= sizeof n, "elastic: the state received is empty");
+  std::memcpy(&n, blob.data(), sizeof n);
+  COHORT_CHECK(blob.size() >= sizeof n + n + sizeof m, "elastic: the state received is cut short");
+  std::memcpy(&m, blob.data() + sizeof n + n, sizeof m);
+  COHORT_CHECK(blob.size() == 2 * sizeof n + n + m, "elastic: the state received is ", blob.size(),
+               " bytes, its parts say ", 2 * sizeof n + n + m);
+  const std::string path = shm_path("recv");
+  write_bytes(path, blob.data() + sizeof n, n);
+  write_bytes(state_path_for(path), blob.data() + 2 * sizeof n + n, m);
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      std::filesystem::remove(path);
+      std::filesystem::remove(state_path_for(path));
+    }
+  } cleanup{path};
+  return load(path);
+}
+}  // namespace
+
 void Trainer::elastic_take_group() {
   const auto& c = options_.elastic->communicator();
   comm_ = c.get();
@@ -98,29 +169,28 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   elastic_take_group();
   nn::Module& plain = ddp_->module();
   // Ranks behind the root (their step in flight completed elsewhere) take its whole state:
-  // optimizer, scheduler, random streams and progress, through a file in memory (/dev/shm: the
-  // group is on one host for this; the weights come with the DDP's broadcast below).
+  // optimizer, scheduler, random streams and progress, as bytes over the new communicator (the
+  // weights come with the DDP's broadcast below).
   const bool behind =
       std::any_of(c.steps.begin(), c.steps.end(), [&](std::int64_t v) { return v != c.step; });
   if (behind) {
-    const std::string path = "/dev/shm/cohort-elastic-" + std::to_string(::getppid()) + "-m" +
-                             std::to_string(c.epoch) + ".safetensors";
+    std::vector<std::uint8_t> blob;
     if (comm_->rank() == c.root)
-      save_checkpoint(path, plain, opt_, sched_,
-                      TrainingProgress(epochs_done_, global_step_, r.steps));
-    comm_->barrier()->wait();
+      blob = pack_state([&](const std::string& path) {
+        save_checkpoint(path, plain, opt_, sched_,
+                        TrainingProgress(epochs_done_, global_step_, r.steps));
+      });
+    blob = with_context("elastic: taking the state of the rank furthest ahead",
+                        [&] { return broadcast_blob(*comm_, std::move(blob), c.root); });
     if (comm_->rank() != c.root) {
-      const CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
+      const CheckpointLoad got = unpack_state(blob, [&](const std::string& path) {
+        return load_checkpoint(path, plain, opt_, sched_);
+      });
       COHORT_CHECK(got.progress.epoch == epoch - 1, "elastic: the root's state is from epoch ",
                    got.progress.epoch + 1, ", this rank is in epoch ", epoch,
                    " (a change across an epoch's end is not survived)");
       global_step_ = got.progress.global_step;
       r.steps = got.progress.step_in_epoch;
-    }
-    comm_->barrier()->wait();
-    if (comm_->rank() == c.root) {
-      std::filesystem::remove(path);
-      std::filesystem::remove(state_path_for(path));
     }
   }
   ddp_->rebind(group.communicator(), c.root);
@@ -168,43 +238,6 @@ void Trainer::elastic_step_done() {
   }
 }
 
-namespace {
-// The state a joiner takes, as the pair of files a checkpoint is, moved as bytes over the
-// communicator from `root`: [u64 n][model file][u64 m][state file]. The files live in /dev/shm
-// (memory) on both sides, only while they are read or written.
-std::vector<std::uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  COHORT_CHECK(in.good(), "elastic: cannot read ", path);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-void write_bytes(const std::string& path, const std::uint8_t* p, std::size_t n) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
-  COHORT_CHECK(out.good(), "elastic: cannot write ", path);
-}
-std::string shm_path(const std::string& what) {
-  return "/dev/shm/cohort-elastic-" + what + "-" + std::to_string(::getpid()) + ".safetensors";
-}
-// Broadcasts `blob` from `root` (its size first); returns it on every rank. `moved_s`: the
-// payload's broadcast alone (the size's broadcast waits for the root to have the state ready).
-std::vector<std::uint8_t> broadcast_blob(comm::Communicator& c, std::vector<std::uint8_t> blob,
-                                         int root, double* moved_s = nullptr) {
-  std::uint64_t n = blob.size();
-  c.broadcast(&n, sizeof n, DType::u8, root)->wait();
-  blob.resize(n);
-  const auto t0 = std::chrono::steady_clock::now();
-  c.broadcast(blob.data(), n, DType::u8, root)->wait();
-  if (moved_s)
-    *moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return blob;
-}
-void append(std::vector<std::uint8_t>& blob, const std::vector<std::uint8_t>& part) {
-  const std::uint64_t n = part.size();
-  const auto* p = reinterpret_cast<const std::uint8_t*>(&n);
-  blob.insert(blob.end(), p, p + sizeof n);
-  blob.insert(blob.end(), part.begin(), part.end());
-}
-}  // namespace
 
 void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
                            double loss_sum) {
@@ -226,12 +259,9 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
     p.run["epoch.grad_norm"] = detail::exact_text(r.grad_norm);
     p.run["epoch.nonfinite_grad_norms"] = std::to_string(r.nonfinite_grad_norms);
     p.run["epoch.skipped_steps"] = std::to_string(r.skipped_steps);
-    const std::string path = shm_path("send");
-    save_checkpoint(path, ddp_->module(), opt_, sched_, p);
-    append(blob, read_bytes(path));
-    append(blob, read_bytes(state_path_for(path)));
-    std::filesystem::remove(path);
-    std::filesystem::remove(state_path_for(path));
+    blob = pack_state([&](const std::string& path) {
+      save_checkpoint(path, ddp_->module(), opt_, sched_, p);
+    });
   }
   blob = with_context("elastic: sending the state to the joining ranks",
                       [&] { return broadcast_blob(*comm_, std::move(blob), 0); });
@@ -258,20 +288,8 @@ void Trainer::elastic_receive_state() {
                    [&] { return broadcast_blob(*comm_, {}, 0, &moved); });
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::uint64_t n = 0, m = 0;
-  COHORT_CHECK(blob.size() >= sizeof n, "elastic: the state received is empty");
-  std::memcpy(&n, blob.data(), sizeof n);
-  COHORT_CHECK(blob.size() >= sizeof n + n + sizeof m, "elastic: the state received is cut short");
-  std::memcpy(&m, blob.data() + sizeof n + n, sizeof m);
-  COHORT_CHECK(blob.size() == 2 * sizeof n + n + m, "elastic: the state received is ", blob.size(),
-               " bytes, its parts say ", 2 * sizeof n + n + m);
-  const std::string path = shm_path("recv");
-  write_bytes(path, blob.data() + sizeof n, n);
-  write_bytes(state_path_for(path), blob.data() + 2 * sizeof n + n, m);
-  const CheckpointLoad got = resume(path);
+  const CheckpointLoad got = unpack_state(blob, [&](const std::string& path) { return resume(path); });
   resume_checked_ = true;  // the group's own state: its world size may differ from the launch's
-  std::filesystem::remove(path);
-  std::filesystem::remove(state_path_for(path));
   const double mb = static_cast<double>(blob.size()) / 1e6;
   std::printf(
       "[elastic] rank %d joined membership %lld at step %lld: %.2f MB of state (model, "
