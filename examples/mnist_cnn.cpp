@@ -15,6 +15,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "cohort/collectives/registry.hpp"
@@ -48,6 +50,31 @@ struct Flags : examples::TrainerFlags {
   std::string data_dir = data::kFashionMnistDir, device, trace, resume, comm;
   std::string grad_compression = "none";  // none | bf16 | f16 (DDP's all-reduce of gradients)
   std::string sample_log;                 // --sample-log: the samples of every step, FILE.rank<R>
+  std::int64_t poison_sample = -1;        // --poison-sample: this training sample kills its rank
+};
+
+// --poison-sample I (fault injection for the elastic tests): the training set's sample I kills
+// the process that decodes it, as a corrupt record that crashes a decoder would.
+class PoisonedDataset : public data::Dataset {
+ public:
+  PoisonedDataset(data::DatasetPtr inner, std::int64_t poison)
+      : inner_(std::move(inner)), poison_(poison) {}
+  std::int64_t size() const override { return inner_->size(); }
+  cohort::Shape sample_shape() const override { return inner_->sample_shape(); }
+  std::int64_t num_classes() const override { return inner_->num_classes(); }
+  std::int64_t get(std::int64_t index, float* out) const override {
+    if (index == poison_) {
+      std::fprintf(stderr, "mnist_cnn: training sample %lld is poison (--poison-sample): "
+                   "aborting\n", static_cast<long long>(index));
+      std::abort();
+    }
+    return inner_->get(index, out);
+  }
+  std::string describe() const override { return inner_->describe(); }
+
+ private:
+  data::DatasetPtr inner_;
+  std::int64_t poison_;
 };
 
 int run(const Flags& f) {
@@ -76,7 +103,9 @@ int run(const Flags& f) {
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
 
-  auto train_set = data::load_mnist_dir(f.data_dir, data::Split::train);
+  data::DatasetPtr train_set = data::load_mnist_dir(f.data_dir, data::Split::train);
+  if (f.poison_sample >= 0)
+    train_set = std::make_shared<PoisonedDataset>(train_set, f.poison_sample);
   auto test_set = data::load_mnist_dir(f.data_dir, data::Split::test);
   // The PyTorch example's normalisation (MNIST's mean and standard deviation).
   const std::vector<data::TransformPtr> tf = {data::normalize({0.1307f}, {0.3081f})};
@@ -201,6 +230,9 @@ int main(int argc, char** argv) {
   app.add_option("--sample-log", f.sample_log,
                  "write the dataset indices of every optimizer step to FILE.rank<R> (audits: "
                  "which samples the run saw, e.g. across an elastic group's changes)");
+  app.add_option("--poison-sample", f.poison_sample,
+                 "testing: the training sample with this index aborts the rank that loads it "
+                 "(a poison batch, for elastic training's --elastic-step-failures)");
   app.add_option("--grad-compression", f.grad_compression,
                  "data parallel: all-reduce gradients as bf16 or f16 "
                  "(half the bytes; default none)")

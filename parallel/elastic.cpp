@@ -444,14 +444,35 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
       why +=
           (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " silent for " +
                                        std::to_string(opt_.settle.count()) + " ms, declared dead");
-    store_->set_string(e + "members", record + "|" + why);
+    // Losses in a row with the same step in flight (no step completed in between): a streak
+    // "<top committed>|<count>|<history>", kept by the deciders (one per membership, in turn).
+    std::int64_t top = committed;
+    for (int m : in)
+      top = std::max<std::int64_t>(top, std::stoll(store_->get_string(e + "in/" + std::to_string(m), wait)));
+    int tries = 1;
+    std::string history;
+    if (store_->check({"streak"})) {
+      const std::string prev = store_->get_string("streak", wait);
+      const auto b1 = prev.find('|'), b2 = prev.find('|', b1 + 1);
+      if (std::stoll(prev.substr(0, b1)) == top) {
+        tries = std::stoi(prev.substr(b1 + 1, b2 - b1 - 1)) + 1;
+        history = prev.substr(b2 + 1) + "; ";
+      }
+    }
+    history += "try " + std::to_string(tries) + ": " + why;
+    store_->set_string("streak", std::to_string(top) + "|" + std::to_string(tries) + "|" + history);
+    store_->set_string(e + "members",
+                       record + "|" + why + "|" + std::to_string(tries) + "|" + history);
   }
   const std::string decided = store_->get_string(e + "members", wait);
-  const auto bar = decided.find('|');
+  const auto bar = decided.find('|'), bar2 = decided.find('|', bar + 1),
+             bar3 = decided.find('|', bar2 + 1);
   MembershipChange c;
   c.epoch = epoch_ + 1;
   c.old_members = members_;
-  c.reason = decided.substr(bar + 1);
+  c.reason = decided.substr(bar + 1, bar2 - bar - 1);
+  c.tries = std::stoi(decided.substr(bar2 + 1, bar3 - bar2 - 1));
+  c.tries_history = decided.substr(bar3 + 1);
   std::stringstream ss(decided.substr(0, bar));
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -483,10 +504,7 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
                             ") after " + c.reason + "; fewer than MIN " +
                             std::to_string(opt_.min_ranks) +
                             ": stopping (the last checkpoint is left as it was)";
-    try {
-      store_->set_string("stopped", why);  // joiners and the launchers: no group to go on with
-    } catch (const std::exception&) {
-    }
+    stop(why);  // joiners and the launchers: no group to go on with
     COHORT_FAIL(why);
   }
   c.step = *std::max_element(c.steps.begin(), c.steps.end());
@@ -510,6 +528,14 @@ const MembershipChange* ElasticGroup::replay_at(std::int64_t step) const {
     if (c.step == step && c.epoch == epoch_ + 1 && c.new_members.size() < c.old_members.size())
       return &c;
   return nullptr;
+}
+
+void ElasticGroup::stop(const std::string& why) {
+  try {
+    store_->set_string("stopped", why);
+  } catch (const std::exception&) {
+    // The store gone: the launcher sees the ranks exit anyway.
+  }
 }
 
 void ElasticGroup::leave() {

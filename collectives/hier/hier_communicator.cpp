@@ -123,6 +123,22 @@ class HierCommunicator final : public detail::CommunicatorBase {
     worker_ = std::thread([this] { run(); });
   }
 
+  // Elastic training (Communicator::declare_dead): a dead rank of this host is the shm stages'
+  // (shm sees a local exit by itself); a dead leader of another host fails the leaders' ucx
+  // stages at once; the flat ucx communicator (point-to-point, flat all-reduces) hears of every
+  // rank. A dead non-leader elsewhere fails its own host's shm stage, hence that host's leader,
+  // which the group's watcher then declares dead here in turn.
+  void declare_dead(int rank, const std::string& why) override {
+    COHORT_CHECK(rank >= 0 && rank < size_, "declare_dead: rank ", rank, " is not a rank of this ",
+                 size_, "-rank hier communicator");
+    const auto r = static_cast<std::size_t>(rank);
+    if (same_host(rank))
+      local_->declare_dead(map_.local_of[r], why);
+    else if (leaders_ && map_.local_of[r] == 0)
+      leaders_->declare_dead(map_.host_of[r], why);
+    if (flat_) flat_->declare_dead(rank, why);
+  }
+
   ~HierCommunicator() override {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -13,6 +13,7 @@
 #include "cohort/data/dataloader.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -54,6 +55,13 @@ struct DataLoader::Impl {
   // regroup(): this rank's place in the group that splits each step's global batch (-1: the
   // sampler's own shards).
   int group_rank = -1, group_world = 0;
+  // regroup(..., keep_rank_batch): the epoch's layout, as segments of the sampler's whole list.
+  // From batch k0 on, global batch k holds elements [e0 + (k - k0) g, + g); the last segment
+  // runs to the epoch's end. Empty: one implicit segment {0, 0, batch_size x replicas}.
+  struct Segment {
+    std::int64_t k0, e0, g;
+  };
+  std::vector<Segment> segments;
 
   // Epoch state, guarded by mu.
   std::mutex mu;
@@ -98,7 +106,22 @@ struct DataLoader::Impl {
 
   std::int64_t num_batches() const {
     const std::int64_t n = sampler.num_samples(), b = opt.batch_size;
-    return opt.drop_last ? n / b : (n + b - 1) / b;
+    if (segments.empty()) return opt.drop_last ? n / b : (n + b - 1) / b;
+    const Segment& s = segments.back();
+    const std::int64_t rest = std::max<std::int64_t>(0, total_elements() - s.e0);
+    return s.k0 + (opt.drop_last ? rest / s.g : (rest + s.g - 1) / s.g);
+  }
+  std::int64_t total_elements() const { return sampler.num_samples() * sampler.replicas(); }
+  // The segment of global batch k, and where batch k starts in the sampler's whole list.
+  Segment segment_of(std::int64_t k) const {
+    Segment s{0, 0, opt.batch_size * sampler.replicas()};
+    for (const Segment& t : segments)
+      if (t.k0 <= k) s = t;
+    return s;
+  }
+  std::int64_t element_of(std::int64_t k) const {
+    const Segment s = segment_of(k);
+    return std::min(total_elements(), s.e0 + (k - s.k0) * s.g);
   }
 
   Shape batch_shape(std::int64_t rows) const {
@@ -114,7 +137,7 @@ struct DataLoader::Impl {
 
   // The sampler's shard in batches of batch_size; or, regrouped, each step's global batch (the
   // samples of batch k of every original shard: elements [W b k, W b (k + 1)) of the sampler's
-  // whole list, W ranks of batch b) split among group_world ranks, this one taking its elements
+  // whole list, W ranks of batch b; or the layout's segments) split among group_world ranks, this one taking its elements
   // group_rank, group_rank + group_world, ...; a rank left with none takes the chunk's first
   // sample at weight 0 (every rank must run the step).
   std::shared_ptr<const Plan> make_plan() const {
@@ -130,9 +153,9 @@ struct DataLoader::Impl {
       return p;
     }
     const std::vector<std::int64_t> all = sampler.all_indices();
-    const std::int64_t w0 = sampler.replicas();
     for (std::int64_t k = 0; k < nb; ++k) {
-      const std::int64_t lo = w0 * k * b, hi = w0 * std::min(n, (k + 1) * b);
+      const Segment seg = segment_of(k);
+      const std::int64_t lo = element_of(k), hi = std::min(total_elements(), lo + seg.g);
       std::int64_t mine = 0;
       for (std::int64_t i = lo + group_rank; i < hi; i += group_world) {
         p->indices.push_back(all[static_cast<std::size_t>(i)]);
@@ -248,8 +271,12 @@ struct DataLoader::Impl {
     out = std::move(b);
   }
 
-  void start_epoch(std::int64_t epoch, std::int64_t first_batch = 0) {
+  // `fresh`: set_epoch's, whose epoch from its start has one segment, the last global batch size
+  // (keep_rank_batch); the other callers keep the layout they just set.
+  void start_epoch(std::int64_t epoch, std::int64_t first_batch = 0, bool fresh = false) {
     std::lock_guard<std::mutex> lock(mu);
+    if (fresh && first_batch == 0 && !segments.empty())
+      segments = {Segment{0, 0, segments.back().g}};
     sampler.set_epoch(epoch);
     plan = make_plan();
     ++generation;
@@ -343,7 +370,7 @@ void DataLoader::set_epoch(std::int64_t epoch, std::int64_t first_batch) {
   COHORT_CHECK(epoch >= 0, "DataLoader::set_epoch: epoch ", epoch, " is negative");
   COHORT_CHECK(first_batch >= 0 && first_batch <= num_batches(), "DataLoader::set_epoch: first "
                "batch ", first_batch, " is outside the epoch's 0..", num_batches(), " batches");
-  impl_->start_epoch(epoch, first_batch);
+  impl_->start_epoch(epoch, first_batch, /*fresh=*/true);
 }
 
 bool DataLoader::next(Batch& out) {
@@ -440,15 +467,17 @@ void DataLoader::shard(int rank, int world_size, bool pad) {
     m.opt.world_size = world_size;
     m.group_rank = -1;
     m.group_world = 0;
+    m.segments.clear();
   }
   m.start_epoch(epoch);
 }
 
-void DataLoader::regroup(int rank, int world) {
+void DataLoader::regroup(int rank, int world, bool keep_rank_batch, std::int64_t from) {
   Impl& m = *impl_;
   COHORT_CHECK(world >= 1 && rank >= 0 && rank < world, "DataLoader::regroup: rank ", rank, " of ",
                world, " ranks is not a rank of that group");
-  const std::int64_t global = m.opt.batch_size * m.sampler.replicas();
+  const std::int64_t global =
+      m.opt.batch_size * (keep_rank_batch ? world : m.sampler.replicas());
   const std::int64_t rows = (global + world - 1) / world;
   COHORT_CHECK(!m.stages || rows <= m.opt.batch_size, "DataLoader::regroup: ", world,
                " ranks would take up to ", rows, " samples each of the global batch of ", global,
@@ -459,11 +488,66 @@ void DataLoader::regroup(int rank, int world) {
   {
     std::lock_guard<std::mutex> lock(m.mu);
     epoch = m.sampler.epoch();
-    at = m.consumed;
+    at = std::min(from >= 0 ? from : m.consumed, m.num_batches());
     m.group_rank = rank;
     m.group_world = world;
+    if (keep_rank_batch) {
+      const Impl::Segment s{at, m.element_of(at), global};
+      while (!m.segments.empty() && m.segments.back().k0 >= at) m.segments.pop_back();
+      m.segments.push_back(s);
+    } else {
+      m.segments.clear();
+    }
   }
-  m.start_epoch(epoch, std::min(at, m.num_batches()));
+  m.start_epoch(epoch, at);
+}
+
+std::vector<std::int64_t> DataLoader::global_batch_samples(std::int64_t k) const {
+  const Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  COHORT_CHECK(k >= 0 && k < m.num_batches(), "DataLoader::global_batch_samples: batch ", k,
+               " is outside the epoch's 0..", m.num_batches() - 1);
+  const std::vector<std::int64_t> all = m.sampler.all_indices();
+  const std::int64_t lo = m.element_of(k), hi = std::min(m.total_elements(), lo + m.segment_of(k).g);
+  return std::vector<std::int64_t>(all.begin() + lo, all.begin() + hi);
+}
+
+std::string DataLoader::layout() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::string out;
+  for (const auto& s : impl_->segments)
+    out += (out.empty() ? "" : ";") + std::to_string(s.k0) + ":" + std::to_string(s.e0) + ":" +
+           std::to_string(s.g);
+  return out;
+}
+
+void DataLoader::set_layout(const std::string& text) {
+  Impl& m = *impl_;
+  std::vector<Impl::Segment> segs;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(';', at), text.size());
+    const std::string part = text.substr(at, end - at);
+    long long k0 = -1, e0 = -1, g = 0;
+    char extra = 0;
+    COHORT_CHECK(std::sscanf(part.c_str(), "%lld:%lld:%lld%c", &k0, &e0, &g, &extra) == 3 &&
+                     k0 >= 0 && e0 >= 0 && g >= 1 &&
+                     (segs.empty() || (k0 > segs.back().k0 && e0 >= segs.back().e0)),
+                 "DataLoader::set_layout: '", part, "' of '", text,
+                 "' is not a segment K0:E0:G after the previous one");
+    segs.push_back({k0, e0, g});
+    at = end + 1;
+  }
+  std::int64_t epoch = 0, first = 0;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    COHORT_CHECK(segs.empty() || segs.back().e0 <= m.total_elements(), "DataLoader::set_layout: '",
+                 text, "' starts a segment past the epoch's ", m.total_elements(), " samples");
+    m.segments = std::move(segs);
+    epoch = m.sampler.epoch();
+    first = std::min(m.consumed, m.num_batches());
+  }
+  m.start_epoch(epoch, first);
 }
 
 int DataLoader::group_world() const {

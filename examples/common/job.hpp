@@ -54,7 +54,10 @@ inline Job join_job(const std::string& comm_flag, const cohort::Device& dev,
     eo.membership_log = flags->membership_log;
     eo.replay_log = flags->replay_membership;
     eo.settle = std::chrono::milliseconds(flags->elastic_settle_ms);
+    eo.keep_rank_batch = flags->elastic_batch == "per-rank";
+    eo.max_step_failures = flags->elastic_step_failures;
     eo.identity = identity + " amp=" + flags->amp + " elastic=" + flags->elastic +
+                  " elastic-batch=" + flags->elastic_batch +
                   " deterministic=" + (flags->deterministic ? "1" : "0");
     j.elastic = std::make_shared<cohort::parallel::ElasticGroup>(eo);
     j.comm = j.elastic->communicator();

@@ -32,6 +32,8 @@ struct TrainerFlags {
   std::string membership_log;     // --membership-log: the group's changes, JSON Lines
   std::string replay_membership;  // --replay-membership: apply a log's changes at its steps
   std::int64_t elastic_settle_ms = 10000;  // --elastic-settle-ms: wait for a silent rank this long
+  std::string elastic_batch = "global";   // --elastic-batch global|per-rank: what a change keeps
+  int elastic_step_failures = 3;          // --elastic-step-failures: a poison batch's limit
   std::string amp = "off";               // --amp bf16|f16|off: autocast (TrainerOptions::amp)
   std::string metrics;                   // --metrics: JSON Lines
   std::string tensorboard;               // --tensorboard: event files in DIR
@@ -74,7 +76,8 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
                "is bit-identical whatever the timing");
   app.add_option("--elastic", f.elastic,
                  "MIN:MAX ranks: when a rank dies the survivors agree on a new group and go on "
-                 "(the global batch kept); needs cohortrun --elastic (docs/LAUNCH.md)");
+                 "(--elastic-batch says what is kept); needs cohortrun --elastic "
+                 "(docs/LAUNCH.md)");
   app.add_option("--membership-log", f.membership_log,
                  "elastic: append every change of the group (step, old and new ranks, reason) to "
                  "FILE as JSON Lines");
@@ -85,6 +88,16 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
                  "elastic: how long the survivors wait for a rank that neither checks in nor is "
                  "known dead (a stopped process, a host cut off) before declaring it dead")
       ->check(kPositive);
+  app.add_option("--elastic-batch", f.elastic_batch,
+                 "elastic: what a change of group keeps: global (default: the global batch, "
+                 "more samples per rank when fewer ranks, same learning rate) or per-rank (each "
+                 "rank's batch, the global batch shrinks, the learning rate scales with the "
+                 "ranks)")
+      ->check(CLI::IsMember({"global", "per-rank"}));
+  app.add_option("--elastic-step-failures", f.elastic_step_failures,
+                 "elastic: when the group loses ranks this many times in a row on the same step "
+                 "(a poison batch), name the batch and stop (0: never)")
+      ->check(kNonNegative);
   app.add_option("--amp", f.amp,
                  "mixed precision: convolutions and GEMMs compute in bf16 or f16 (autocast), "
                  "weights, gradients and the optimizer stay f32; f16 adds a GradScaler; off "

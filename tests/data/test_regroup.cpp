@@ -132,3 +132,111 @@ TEST_CASE("regroup: bad ranks are named") {
   CHECK(error_of([&] { l[0]->regroup(0, 0); }).find("rank 0 of 0 ranks") != std::string::npos);
   CHECK(l[0]->group_world() == 2);
 }
+
+namespace {
+// The samples the full group's loaders serve in an epoch, in the sampler's order (rank r of W
+// holds elements r, r + W, ... of each global batch).
+std::vector<std::int64_t> epoch_order(std::vector<std::unique_ptr<DataLoader>>& full) {
+  std::vector<std::int64_t> order;
+  for (;;) {
+    std::vector<Batch> parts(full.size());
+    bool any = false;
+    for (std::size_t r = 0; r < full.size(); ++r) any |= full[r]->next(parts[r]);
+    if (!any) return order;
+    for (std::size_t j = 0;; ++j) {
+      bool more = false;
+      for (const auto& p : parts)
+        if (j < p.samples.size()) {
+          order.push_back(p.samples[j]);
+          more = true;
+        }
+      if (!more) break;
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("regroup keeping each rank's batch: the rest of the epoch in global batches of the "
+          "new group, in order, each sample once; the layout moves to a joiner") {
+  // 48 samples over 3 ranks, batch 4: global batches of 12, 4 per epoch.
+  auto full = loaders(48, 3, false);
+  const std::vector<std::int64_t> order = epoch_order(full);
+  REQUIRE(order.size() == 48);
+  auto group = loaders(48, 3, true);
+  CHECK(group[0]->global_batch_samples(1) ==
+        std::vector<std::int64_t>(order.begin() + 12, order.begin() + 24));
+  std::vector<std::int64_t> seen;
+  const auto step = [&](const std::vector<int>& members) {
+    std::vector<Batch> parts;
+    for (int m : members) {
+      parts.emplace_back();
+      REQUIRE(group[static_cast<std::size_t>(m)]->next(parts.back()));
+      CHECK(parts.back().weight == 1.0);
+    }
+    std::vector<std::int64_t> batch;
+    for (const auto& p : parts) batch.insert(batch.end(), p.samples.begin(), p.samples.end());
+    return batch;
+  };
+  // Batch 0 with 3 ranks; from batch 1 on, launch ranks 0 and 2 (global batch 8).
+  auto b0 = step({0, 1, 2});
+  seen.insert(seen.end(), b0.begin(), b0.end());
+  group[0]->regroup(0, 2, true);
+  group[2]->regroup(1, 2, true);
+  CHECK(group[0]->num_batches() == 1 + 36 / 8 + 1);  // 36 left: 4 batches of 8, one of 4
+  CHECK(group[0]->layout() == "1:12:8");  // batch 0: the shards' own layout
+  for (int k = 0; k < 2; ++k) {
+    auto b = step({0, 2});
+    CHECK(b.size() == 8);
+    seen.insert(seen.end(), b.begin(), b.end());
+  }
+  // Launch rank 1 joins at batch 3 (28 samples done): the members regroup, the joiner takes the
+  // layout (as the Trainer moves it in the state) and starts there.
+  group[0]->regroup(0, 3, true);
+  group[2]->regroup(1, 3, true);
+  const std::string layout = group[0]->layout();
+  CHECK(layout == "1:12:8;3:28:12");
+  CHECK(group[0]->global_batch_samples(3) ==
+        std::vector<std::int64_t>(order.begin() + 28, order.begin() + 40));
+  auto joiner = loaders(48, 3, true);
+  joiner[1]->regroup(2, 3, true);
+  joiner[1]->set_layout(layout);
+  joiner[1]->set_epoch(3, 3);
+  group[1] = std::move(joiner[1]);
+  CHECK(group[1]->num_batches() == 5);  // 20 left: 12 and 8
+  while (true) {
+    std::vector<std::int64_t> b;
+    Batch x;
+    bool any = false;
+    for (int m : {0, 2, 1})
+      if (group[static_cast<std::size_t>(m)]->next(x)) {
+        any = true;
+        b.insert(b.end(), x.samples.begin(), x.samples.end());
+      }
+    if (!any) break;
+    seen.insert(seen.end(), b.begin(), b.end());
+  }
+  // Each global batch a consecutive piece of the order, so all of it, each once, in order.
+  std::vector<std::int64_t> a = seen, want = order;
+  CHECK(a.size() == want.size());
+  std::sort(a.begin(), a.end());
+  std::sort(want.begin(), want.end());
+  CHECK(a == want);
+  // The next epoch from its start keeps the last global batch size.
+  group[0]->set_epoch(4);
+  CHECK(group[0]->layout() == "0:0:12");
+}
+
+TEST_CASE("set_layout and global_batch_samples: bad input named") {
+  auto g = loaders(48, 3, false);
+  CHECK(error_of([&] { g[0]->set_layout("0:0"); }).find("'0:0' of '0:0' is not a segment") !=
+        std::string::npos);
+  CHECK(error_of([&] { g[0]->set_layout("0:0:12;0:5:8"); }).find("after the previous one") !=
+        std::string::npos);
+  CHECK(error_of([&] { g[0]->set_layout("0:0:0"); }).find("not a segment") != std::string::npos);
+  CHECK(error_of([&] { g[0]->set_layout("0:0:12;2:999:8"); }).find("past the epoch's 48") !=
+        std::string::npos);
+  CHECK(error_of([&] { g[0]->global_batch_samples(4); }).find("outside the epoch's 0..3") !=
+        std::string::npos);
+  g[0]->set_layout("");  // the shards' own
+  CHECK(g[0]->layout().empty());
+}

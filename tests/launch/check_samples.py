@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """Counts the samples of an elastic run against an uninterrupted one (test_elastic.sh).
 
-  check_samples.py RUN_PREFIX REF_PREFIX RANKS STEPS [MEMBERSHIP_LOG]
+  check_samples.py [--per-rank] RUN_PREFIX REF_PREFIX RANKS STEPS [MEMBERSHIP_LOG]
 
 Both runs wrote mnist_cnn --sample-log PREFIX: PREFIX.rank<R> holds "STEP INDEX INDEX ..." per
 optimizer step of launch rank R. For each step 1..STEPS, the samples of the run are those of the
 ranks that were members at that step (a change logged at step C applies from step C + 1; a rank's
 last line for a step wins, since a discarded step is run again), and they must be exactly the
 reference's samples of that step: every global batch the same, so no sample lost or seen twice.
+
+--per-rank (mnist_cnn --elastic-batch per-rank): after a change the global batches have another
+size, so instead the epoch's order is rebuilt from the reference (global batch k is the elements
+[W b k, W b (k + 1)) of the sampler's list, rank r holding r, r + W, ...) and the run's global
+batches, step after step, must be consecutive pieces of it: every sample once, in order, none
+skipped.
 Prints one line; exits 1 on a difference, naming the first step at fault.
 """
 import json
@@ -28,13 +34,28 @@ def read(prefix, ranks):
     return got
 
 
+def reference_order(want, ranks, steps):
+    """The sampler's list as far as the reference run went, from its ranks' logs."""
+    order = []
+    for s in range(1, steps + 1):
+        parts = [want.get((r, s), []) for r in range(ranks)]
+        for j in range(max(len(p) for p in parts)):
+            order += [p[j] for p in parts if j < len(p)]
+    return order
+
+
 def main():
-    run, ref, ranks, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    args = sys.argv[1:]
+    per_rank = args[:1] == ["--per-rank"]
+    if per_rank:
+        args = args[1:]
+    run, ref, ranks, steps = args[0], args[1], int(args[2]), int(args[3])
     changes = []
-    if len(sys.argv) > 5:
-        with open(sys.argv[5]) as f:
+    if len(args) > 4:
+        with open(args[4]) as f:
             changes = [json.loads(line) for line in f if line.strip()]
     got, want = read(run, ranks), read(ref, ranks)
+    order = reference_order(want, ranks, steps) if per_rank else []
     total = 0
     for s in range(1, steps + 1):
         members = list(range(ranks))
@@ -47,7 +68,13 @@ def main():
                 print(f"FAIL step {s}: member rank {r} logged no samples")
                 return 1
             mine += got[(r, s)]
-        theirs = [x for r in range(ranks) for x in want.get((r, s), [])]
+        if per_rank:
+            theirs = order[total:total + len(mine)]
+            if len(theirs) < len(mine):
+                print(f"FAIL step {s}: the run is past the reference's {len(order)} samples")
+                return 1
+        else:
+            theirs = [x for r in range(ranks) for x in want.get((r, s), [])]
         if len(mine) != len(set(mine)):
             print(f"FAIL step {s}: a sample twice in one global batch")
             return 1
@@ -57,7 +84,9 @@ def main():
                   f"{len(set(theirs) - set(mine))} of it missing")
             return 1
         total += len(mine)
-    print(f"{total} samples in {steps} steps, each global batch exactly the uninterrupted run's "
+    what = ("the epoch's samples in order, each once, none skipped" if per_rank else
+            "each global batch exactly the uninterrupted run's")
+    print(f"{total} samples in {steps} steps, {what} "
           f"({len(changes)} membership change{'s' if len(changes) != 1 else ''})")
     return 0
 

@@ -10,6 +10,9 @@
 #    (check_samples.py): none lost, none seen twice;
 #  - from the death to the new group's first completed step, as the run prints it, at most 3 s on
 #    shm (the target is 1 s; CI machines are loaded) -- the figure is printed.
+# With --elastic-batch per-rank (each rank's batch kept, the learning rate scaled) the rest of the
+# epoch's samples come in order, each once, with a loss and with a rejoin; and a poison batch
+# (mnist_cnn --poison-sample) stops the job at --elastic-step-failures, naming its samples.
 # Bad input: fewer than MIN survivors stops the job naming who is left; a joiner running another
 # batch size is refused at the join while the group goes on; --elastic without cohortrun
 # --elastic, a corrupt membership log and --elastic with --max-restarts are refused.
@@ -54,6 +57,9 @@ signal_at() {
   echo "no rank $rank to signal" >&2
   return 1
 }
+changes_of() {
+  sed -n 's/.*"step":\([0-9]*\),"old":\[\([0-9,]*\)\],"new":\[\([0-9,]*\)\].*"reason":"\([^"]*\)".*/[\2 -> \3 at step \1: \4]/p' "$1" | tr '\n' ' '
+}
 # verdict LABEL WHY: prints ok/FAIL with the log's elastic lines.
 verdict() {
   local label=$1 why=$2 log=$3
@@ -76,8 +82,8 @@ check_run() {
   [ -n "$got" ] || why="$why; no final digest"
   if [ -z "$why" ]; then
     timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 --elastic "$range" \
-      "$bin/mnist_cnn" --comm "$comm" "${job[@]}" --elastic "$range" --replay-membership "$ml" \
-      >"$work/$name.replay.log" 2>&1
+      "$bin/mnist_cnn" --comm "$comm" "${job[@]}" --elastic "$range" ${extra[@]+"${extra[@]}"} \
+      --replay-membership "$ml" >"$work/$name.replay.log" 2>&1
     want=$(digest_of "$work/$name.replay.log")
     [ "$got" = "$want" ] || why="$why; digest $got, its replay's '$want'"
   fi
@@ -136,6 +142,52 @@ start ucx3 3 ucx 2:3 --membership-log "$work/ucx3.jsonl"
 signal_at "$work/ucx3.log" 12 2 KILL >/dev/null
 wait "$job_pid"
 check_run "ucx 3 ranks, rank 2 SIGKILLed at step 12" ucx3 1 $?
+
+# 3b. Keeping each rank's batch (--elastic-batch per-rank): after the loss the global batch is 2 x
+# 64 and the learning rate x 2/3; the rest of the epoch's samples come in order, each once (the
+# epoch's order rebuilt from the reference run), and the digest is the replay's. Then the same
+# with the rank started again: the joiner takes the group's layout with the state.
+n=3 comm=shm range=2:3 extra=(--elastic-batch per-rank)
+start perrank 3 shm 2:3 "${extra[@]}" --membership-log "$work/perrank.jsonl" --sample-log "$work/perrank"
+signal_at "$work/perrank.log" 10 1 KILL >/dev/null
+wait "$job_pid"
+check_run "shm 3 ranks, --elastic-batch per-rank, rank 1 SIGKILLed at step 10" perrank 1 $?
+grep -q "batch per rank kept: global batch 128, learning rate x 0.666" "$work/perrank.log" ||
+  { echo "FAIL  per-rank: the change did not report the global batch 128 and the learning rate x 0.666"; fail=1; }
+if out=$(python3 "$here/check_samples.py" --per-rank "$work/perrank" "$work/ref" 3 $steps "$work/perrank.jsonl"); then
+  echo "ok    per-rank, samples counted: $out"
+else
+  echo "FAIL  per-rank, samples counted: $out"; fail=1
+fi
+respawn=1 start perrank_grow 3 shm 2:3 "${extra[@]}" --membership-log "$work/perrank_grow.jsonl" \
+  --sample-log "$work/perrank_grow"
+signal_at "$work/perrank_grow.log" 10 1 KILL >/dev/null
+wait "$job_pid"
+rc=$?
+why=""
+[ "$rc" -eq 0 ] || why="$why; exit $rc"
+grep -q '"reason":"rank 1 joined"' "$work/perrank_grow.jsonl" 2>/dev/null || why="$why; no join logged"
+grep -q "identical weights: yes" "$work/perrank_grow.log" || why="$why; the ranks' weights differ at the end"
+if out=$(python3 "$here/check_samples.py" --per-rank "$work/perrank_grow" "$work/ref" 3 $steps "$work/perrank_grow.jsonl"); then :; else why="$why; $out"; fi
+verdict "per-rank, rank 1 SIGKILLed at step 10 and started again: $(changes_of "$work/perrank_grow.jsonl")$out" "$why" "$work/perrank_grow.log"
+unset extra
+
+# 3c. A poison batch: the sample the reference's rank 1 took at step 12 aborts whoever loads it.
+# Every try of that step loses the rank holding it (3 -> 2 -> 1); at the second loss in a row
+# (--elastic-step-failures 2) the job stops naming the step and its samples.
+poison=$(awk '$1 == 12 {print $2}' "$work/ref.rank1")
+timeout 120 "$bin/cohortrun" --nproc-per-node 3 --master-port 0 --elastic 1:3 "$bin/mnist_cnn" \
+  --comm shm "${job[@]}" --elastic 1:3 --elastic-step-failures 2 --poison-sample "$poison" \
+  >"$work/poison.log" 2>&1
+rc=$?
+named=$(grep -o "elastic: step [0-9]* (step [0-9]* of epoch 1) lost ranks 2 times in a row[^:]*" "$work/poison.log" | head -n1)
+if [ "$rc" -ne 0 ] && [ -n "$named" ] && grep "lost ranks 2 times in a row" "$work/poison.log" | grep -qw "$poison" &&
+   grep -q "the group stopped: stopping the job" "$work/poison.log"; then
+  echo "ok    a poison batch (sample $poison): exit $rc, '$named', the sample among those named"
+else
+  echo "FAIL  a poison batch (sample $poison): exit $rc, '$named'"
+  grep -E "cohortrun|elastic|poison" "$work/poison.log" | tail -n 6 | cut -c1-300; fail=1
+fi
 
 # 4. A rank SIGSTOPped past the collective timeout: the others time out (3 s), wait the settle
 # time (1.5 s) for it, declare it dead and go on; woken, it is refused and exits.

@@ -9,10 +9,11 @@
 #     alone, host 1's ranks are refused (the side without the store cannot decide) and its
 #     cohortrun ends non-zero, naming why;
 #  4. the same with --elastic-respawn 1: host 1's ranks, started again once the link is back,
-#     rejoin at step boundaries and take the state over ucx from host 0; both hosts exit 0.
-# Each run's membership changes are logged; 1-3 end with the digest of their replay
+#     rejoin at step boundaries and take the state over ucx from host 0; both hosts exit 0;
+#  5. over hier (shm within a host, ucx between leaders): host 1's leader SIGKILLed.
+# Each run's membership changes are logged; 1-3 and 5 end with the digest of their replay
 # (--replay-membership, run on one host over shm: deterministic mode makes the reduction order
-# the backend's no more), and in 1, 3 and 4 every step's global batch holds exactly the samples of
+# the backend's no more), and in 1, 3, 4 and 5 every step's global batch holds exactly the samples of
 # the uninterrupted run (check_samples.py): none lost, none seen twice.
 #
 #   test_elastic_netns.sh BIN_DIR [SEED]      exits 77 with "skipped: why" when it cannot run here
@@ -51,6 +52,7 @@ changes_of() {
 }
 
 # hosts NAME RESPAWN ARGS...: cohortrun on both hosts (2 ranks each); their pids in hpid0, hpid1.
+# $comm: the backend (ucx unless set).
 hosts() {
   local name=$1 respawn=$2 i ns
   shift 2
@@ -60,7 +62,7 @@ hosts() {
     ip netns exec "$ns" env UCX_TLS=tcp,self UCX_NET_DEVICES="$veth-$i" COHORT_COMM_TIMEOUT_MS=3000 \
       timeout 300 "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node 2 \
       --master-addr "$net.1" --master-port $port --elastic 2:4 --elastic-respawn "$respawn" \
-      "$bin/mnist_cnn" --comm ucx "${job[@]}" --elastic 2:4 --elastic-settle-ms 1500 \
+      "$bin/mnist_cnn" --comm "${comm:-ucx}" "${job[@]}" --elastic 2:4 --elastic-settle-ms 1500 \
       --membership-log "$work/$name.jsonl" --sample-log "$work/$name" "$@" >"$work/$name.$i.log" 2>&1 &
     eval "hpid$i=$!"
   done
@@ -162,4 +164,10 @@ why=""
 [ "$(grep -c '"reason":"rank [23] joined"' "$work/grow.jsonl" 2>/dev/null)" -eq 2 ] || why="; not both of host 1's ranks rejoined"
 joined=$(grep -o "rank [23] joined membership [0-9]* at step [0-9]*: [0-9.]* MB of state.*MB/s over ucx)" "$work/grow.1.log" | head -n1)
 judge "host 1's link down for 5 s and up again, --elastic-respawn 1: $joined" grow $rc0 $rc1 0 2-3 no yes "$why"
+# 5. The hierarchical communicator (shm on each host, ucx between the hosts' leaders): host 1's
+# leader, rank 2, SIGKILLed; the group goes on with a host of 2 and a host of 1.
+comm=hier hosts hier 0
+at_step hier "$kill_step" && kill -KILL "$(pid_of 2)"
+wait "$hpid0"; rc0=$?; wait "$hpid1"; rc1=$?
+judge "hier, 2 hosts x 2 ranks, host 1's leader (rank 2) SIGKILLed at step $kill_step" hier $rc0 $rc1 0 1 yes yes
 exit $fail

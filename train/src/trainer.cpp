@@ -194,7 +194,11 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     const parallel::ElasticGroup& g = *options_.elastic;
     if (train.rank() != g.launch_rank() || train.world_size() != g.launch_world())
       train.shard(g.launch_rank(), g.launch_world());
-    train.regroup(rank(), world_size());
+    train.regroup(rank(), world_size(), keeps_rank_batch());
+    if (!joined_layout_.empty()) {  // a joiner: the group's layout of this epoch
+      train.set_layout(joined_layout_);
+      joined_layout_.clear();
+    }
   } else {
     shard_loader(train, rank(), world_size(), true, "training");
   }
@@ -204,14 +208,20 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   double loss_sum = 0;
   // 0, or the step after a mid-epoch checkpoint this run resumed from.
   const std::int64_t first = apply_resume(train, epoch, r, loss_sum);
-  const std::int64_t micro = train.num_batches();
-  std::int64_t steps = micro / options_.accumulation;
-  if (steps == 0 && micro > 0) steps = 1;  // fewer batches than one accumulation: one step
-  if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
-  COHORT_CHECK(first <= steps, "Trainer: the checkpoint resumed from was saved after step ", first,
-               " of epoch ", epoch, ", but this run's epoch has ", steps, " steps");
-  if (options_.max_steps > 0)
-    steps = std::min(steps, first + std::max<std::int64_t>(0, options_.max_steps - global_step_));
+  std::int64_t micro = 0, steps = 0;
+  // The epoch's micro-batches and steps (`done` steps done): again after an elastic change that
+  // kept each rank's batch, which changes them.
+  const auto count_steps = [&](std::int64_t done) {
+    micro = train.num_batches();
+    steps = micro / options_.accumulation;
+    if (steps == 0 && micro > 0) steps = 1;  // fewer batches than one accumulation: one step
+    if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
+    COHORT_CHECK(done <= steps, "Trainer: the checkpoint resumed from was saved after step ", done,
+                 " of epoch ", epoch, ", but this run's epoch has ", steps, " steps");
+    if (options_.max_steps > 0)
+      steps = std::min(steps, done + std::max<std::int64_t>(0, options_.max_steps - global_step_));
+  };
+  count_steps(first);
   // The batches of the steps already done are skipped, not assembled.
   train.set_epoch(epoch - 1, std::min(micro, first * options_.accumulation));
   const std::vector<ParameterPtr> params =
@@ -260,7 +270,10 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   };
   for (std::int64_t step = first; step < steps; ++step) {
     if (options_.elastic) {
-      if (options_.elastic->grow_due(global_step_)) elastic_grow(train, epoch, r, loss_sum);
+      if (options_.elastic->grow_due(global_step_)) {
+        elastic_grow(train, epoch, r, loss_sum);
+        count_steps(r.steps);
+      }
       if (const parallel::MembershipChange* c = options_.elastic->replay_at(global_step_)) {
         const auto& keep = c->new_members;
         if (std::find(keep.begin(), keep.end(), options_.elastic->launch_rank()) == keep.end()) {
@@ -275,6 +288,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
                    train, epoch, r,
                    "replay of membership " + std::to_string(c->epoch) + ": " + c->reason, true) -
                1;
+        count_steps(step + 1);
         take_over_progress(step + 1);
         continue;
       }
@@ -352,12 +366,22 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
                                           : "");
       }
       timer_.time("optimizer", [&] {
+        // Elastic, each rank's batch kept: the learning rate scaled for this step only, so that
+        // the scheduler and the checkpoints keep the unscaled one.
+        const double lr_factor = elastic_lr_factor();
+        std::vector<double> lrs;
+        if (lr_factor != 1.0)
+          for (std::size_t g = 0; g < opt_.num_param_groups(); ++g) {
+            lrs.push_back(opt_.lr(g));
+            opt_.set_lr(g, lrs.back() * lr_factor);
+          }
         if (scaler) {
           if (!scaler->step(opt_)) ++r.skipped_steps;
           scaler->update();
         } else {
           opt_.step();
         }
+        for (std::size_t g = 0; g < lrs.size(); ++g) opt_.set_lr(g, lrs[g]);
         opt_.zero_grad();
       });
     } catch (const Error& e) {
@@ -366,6 +390,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       pending.count = pending_before;  // the discarded step's losses
       samples = samples_before;
       step = elastic_recover(train, epoch, r, e.what(), false) - 1;
+      count_steps(step + 1);
       take_over_progress(step + 1);
       continue;
     }

@@ -64,6 +64,8 @@ std::map<std::string, std::string> Trainer::run_info(const data::DataLoader& tra
   m["loader.seed"] = std::to_string(lo.seed);
   m["loader.shuffle"] = lo.shuffle ? "1" : "0";
   m["loader.batches"] = std::to_string(train.num_batches());
+  // Elastic, each rank's batch kept: how this epoch's samples are dealt out since the changes.
+  if (const std::string layout = train.layout(); !layout.empty()) m["loader.layout"] = layout;
   return m;
 }
 

@@ -35,12 +35,11 @@ std::string change_head(const parallel::MembershipChange& c) {
   return "membership " + std::to_string(c.epoch) + " at step " + std::to_string(c.step) +
          ": ranks " + list(c.old_members) + " -> " + list(c.new_members) + " (" + c.reason + ")";
 }
-// The loader after a change of group: the rest of epoch `epoch` split among the new group's
-// ranks, from batch `first` (the steps done, in micro-batches).
-void continue_epoch(data::DataLoader& train, const comm::Communicator& c, std::int64_t epoch,
-                    std::int64_t first) {
-  train.regroup(c.rank(), c.size());
-  train.set_epoch(epoch - 1, std::min(train.num_batches(), first));
+// The loader after a change of group: the rest of the epoch (its epoch is set) split among the
+// new group's ranks, from batch `first` (the steps done, in micro-batches).
+void continue_epoch(data::DataLoader& train, const comm::Communicator& c, std::int64_t first,
+                    bool keep_rank_batch) {
+  train.regroup(c.rank(), c.size(), keep_rank_batch, first);
 }
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -117,6 +116,15 @@ auto unpack_state(const std::vector<std::uint8_t>& blob, Load&& load) {
   return load(path);
 }
 }  // namespace
+
+bool Trainer::keeps_rank_batch() const {
+  return options_.elastic && options_.elastic->options().keep_rank_batch;
+}
+
+double Trainer::elastic_lr_factor() const {
+  if (!keeps_rank_batch()) return 1.0;
+  return static_cast<double>(world_size()) / static_cast<double>(options_.elastic->launch_world());
+}
 
 void Trainer::elastic_take_group() {
   const auto& c = options_.elastic->communicator();
@@ -195,8 +203,32 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   }
   ddp_->rebind(group.communicator(), c.root);
   opt_.zero_grad();
-  // Keep the global batch: the rest of the epoch's global batches split among the new group.
-  continue_epoch(train, *comm_, epoch, r.steps * options_.accumulation);
+  // A poison batch: the group lost ranks again and again with the same step in flight (a sample
+  // that kills the rank that loads it would, the global batch moving on to the survivors).
+  const int limit = group.options().max_step_failures;
+  if (!planned && limit > 0 && c.tries >= limit) {
+    const std::int64_t at = r.steps * options_.accumulation;
+    const auto list = [&](std::int64_t k) {
+      std::string out;
+      if (k >= train.num_batches()) return std::string("none (the epoch's end)");
+      for (const std::int64_t i : train.global_batch_samples(k))
+        out += (out.empty() ? "" : " ") + std::to_string(i);
+      return out;
+    };
+    const std::string why =
+        "elastic: step " + std::to_string(global_step_ + 1) + " (step " +
+        std::to_string(r.steps + 1) + " of epoch " + std::to_string(epoch) + ") lost ranks " +
+        std::to_string(c.tries) + " times in a row (" + c.tries_history +
+        "): a poison batch? Its samples (dataset indices): " + list(at) +
+        "; and those loaded ahead for the next step: " + list(at + options_.accumulation) +
+        ". Stopping instead of going round again (max_step_failures " + std::to_string(limit) +
+        ", --elastic-step-failures)";
+    group.stop(why);
+    COHORT_FAIL(why);
+  }
+  // The rest of the epoch for the new group: its global batches split among the ranks there are
+  // (keep the global batch), or dealt out in global batches of theirs (keep each rank's batch).
+  continue_epoch(train, *comm_, r.steps * options_.accumulation, keeps_rank_batch());
   const double state_s = since(t_state);
   s.detect_s = c.detect_s;
   s.agree_s = c.agree_s;
@@ -206,12 +238,17 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   s.report = true;
   s.planned = planned;
   if (comm_->rank() == 0) {
+    const std::int64_t b = train.options().batch_size;
+    const std::string kept =
+        keeps_rank_batch()
+            ? "batch per rank kept: global batch " + std::to_string(b * comm_->size()) +
+                  ", learning rate x " + std::to_string(elastic_lr_factor()).substr(0, 5)
+            : "global batch kept, " + std::to_string(b * train.world_size() / comm_->size()) +
+                  " samples per rank";
     std::printf(
-        "[elastic] %s; global batch kept, "
-        "%lld samples per rank; detection %s, agreement %.3f s, new communicator %.3f s, "
+        "[elastic] %s; %s; detection %s, agreement %.3f s, new communicator %.3f s, "
         "state %.3f s%s\n",
-        change_head(c).c_str(),
-        static_cast<long long>(train.options().batch_size * train.world_size() / comm_->size()),
+        change_head(c).c_str(), kept.c_str(),
         c.detect_s < 0 ? "unknown" : (std::to_string(c.detect_s).substr(0, 5) + " s").c_str(),
         c.agree_s, c.build_s, state_s, behind ? " (ranks behind took the root's state)" : "");
     std::fflush(stdout);
@@ -249,6 +286,9 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   elastic_take_group();
   // The joiners' DistributedDataParallel constructors pair with this (same collectives).
   ddp_->rebind(group.communicator(), 0);
+  // The loader first: its layout for the new group goes with the state (keep_rank_batch).
+  opt_.zero_grad();
+  continue_epoch(train, *comm_, r.steps * options_.accumulation, keeps_rank_batch());
   std::vector<std::uint8_t> blob;
   if (comm_->rank() == 0) {
     TrainingProgress p(epoch - 1, global_step_, r.steps, run_info(train));
@@ -265,8 +305,6 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   }
   blob = with_context("elastic: sending the state to the joining ranks",
                       [&] { return broadcast_blob(*comm_, std::move(blob), 0); });
-  opt_.zero_grad();
-  continue_epoch(train, *comm_, epoch, r.steps * options_.accumulation);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (comm_->rank() == 0) {
     std::printf(
@@ -290,6 +328,8 @@ void Trainer::elastic_receive_state() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const CheckpointLoad got = unpack_state(blob, [&](const std::string& path) { return resume(path); });
   resume_checked_ = true;  // the group's own state: its world size may differ from the launch's
+  if (const auto it = got.progress.run.find("loader.layout"); it != got.progress.run.end())
+    joined_layout_ = it->second;
   const double mb = static_cast<double>(blob.size()) / 1e6;
   std::printf(
       "[elastic] rank %d joined membership %lld at step %lld: %.2f MB of state (model, "

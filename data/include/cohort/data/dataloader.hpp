@@ -134,8 +134,21 @@ class DataLoader {
   // global batches, that the full group would have: each once. Batches then vary in size by
   // one row across ranks (Batch::weight says by how much); the number of batches per epoch is
   // unchanged. Lasts until the next shard(). regroup(rank(), world_size()) serves the shard.
-  void regroup(int rank, int world);
+  //
+  // keep_rank_batch (elastic's --elastic-batch per-rank): each rank keeps batch_size samples
+  // and the global batch becomes batch_size x world: from the current batch on, the rest of the
+  // epoch's samples (in the same order) are dealt out in those global batches, so the number of
+  // batches changes, and every sample is still seen once. The next epoch from its start keeps
+  // the last global batch size. layout() describes the epoch's segments, for a rank that joins
+  // (set_layout; "" : the shards' own). `from`: the batch the change starts at (-1: the next
+  // one not yet taken); the loader continues there.
+  void regroup(int rank, int world, bool keep_rank_batch = false, std::int64_t from = -1);
   int group_world() const;  // the ranks each global batch is split among
+  std::string layout() const;
+  // Every rank's samples of batch k of this epoch (the global batch, dataset indices in the
+  // sampler's order): to name a batch that failed.
+  std::vector<std::int64_t> global_batch_samples(std::int64_t k) const;
+  void set_layout(const std::string& layout);  // restarts the current epoch at the same batch
 
   std::int64_t num_batches() const;   // per epoch, for this rank
   std::int64_t num_samples() const;   // per epoch, for this rank

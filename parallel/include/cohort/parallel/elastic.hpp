@@ -51,6 +51,16 @@ struct ElasticOptions {
   // collective, and the group goes on unharmed. A joiner from another job is refused earlier, by
   // the store (its job token).
   std::string identity;
+  // A poison batch: when the group loses ranks this many times in a row without completing a
+  // step in between (the same step in flight each time), the Trainer names the batches involved
+  // and stops the job instead of going round again (0: never).
+  int max_step_failures = 3;
+  // What a change of group keeps. false (the default): the global batch: every step has the
+  // samples the full group's step would have, split among the ranks there are (more per rank
+  // when fewer); the learning rate is unchanged. true: each rank's batch: the global batch is
+  // batch size x ranks, the rest of the epoch is dealt out in those (more steps when fewer
+  // ranks), and the learning rate is scaled by ranks / launched ranks (the linear scaling rule).
+  bool keep_rank_batch = false;
 };
 
 // "MIN:MAX" or "N" (= N:N) into options.min_ranks / max_ranks; throws naming `flag`.
@@ -67,6 +77,10 @@ struct MembershipChange {
   // Timings (this rank): death to the failure seen here (-1: unknown), the agreement, building
   // the new communicator.
   double detect_s = -1, agree_s = 0, build_s = 0;
+  // A loss only: how many losses in a row (this one included) had the same step in flight, and
+  // their reasons ("try 1: ...; try 2: ..."). Not in the log.
+  int tries = 0;
+  std::string tries_history;
   std::string json() const;  // one line of the membership log
 };
 
@@ -101,6 +115,9 @@ class ElasticGroup {
   const MembershipChange* replay_at(std::int64_t step) const;
   // This rank leaves the group for good (marks itself gone, so nobody waits for it).
   void leave();
+  // The job stops (`why`): cohortrun and waiting joiners read it from the store and neither
+  // start nor wait for ranks any more. The caller then throws.
+  void stop(const std::string& why);
 
   // Growing back (cohortrun --elastic-respawn): a rank cohortrun starts again joins at a step
   // boundary. grow_due(b): whether the group grows at boundary b (b global steps done); call it

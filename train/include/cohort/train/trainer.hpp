@@ -254,6 +254,10 @@ class Trainer {
   void elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r, double loss_sum);
   void elastic_receive_state();
   bool joined_state_ = false;
+  std::string joined_layout_;  // the group's DataLoader::layout() a joiner takes (keep_rank_batch)
+  bool keeps_rank_batch() const;
+  // The learning rate's factor now: ranks / launched ranks when each rank's batch is kept, else 1.
+  double elastic_lr_factor() const;
 };
 
 }  // namespace cohort::train
