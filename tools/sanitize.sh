@@ -18,9 +18,10 @@ parts=("$@")
 # (about 2 minutes, several times that under ASan) whose checkpoint and resume code train_unit
 # runs under ASan in seconds, and whose cohortrun restarts cohortrun_tests runs; launch_elastic
 # runs thirteen 2- to 4-rank jobs with timing bounds (a recovery within 3 s, a 1.5 s settle time)
-# that ASan's slowdown would turn into false failures; its loader regrouping and membership log
-# run under ASan in data_unit and cohort_parallel_tests.
-ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts|launch_hier_netns|launch_restart|launch_elastic)$'
+# that ASan's slowdown would turn into false failures (its loader regrouping and membership log
+# run under ASan in data_unit and cohort_parallel_tests), so its light set runs instead, below;
+# launch_elastic_netns is a namespace test like launch_netns_hosts.
+ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts|launch_hier_netns|launch_restart|launch_elastic|launch_elastic_netns)$'
 # Under TSan (5-15x slower): the collectives' unit suites (store, shm with ranks as threads,
 # self, ucx with ranks as threads), the data loader, conformance at 1-3 processes on every
 # backend (hier also on 2 + 1 simulated hosts, 65 s) and the failure cases at 2 (hier also on 2
@@ -47,6 +48,12 @@ for part in "${parts[@]}"; do
       ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --preset asan -j2 -E "$ASAN_SKIP"
+      # Elastic training's fault paths (a rank killed over shm and ucx, a rejoin, per-rank, a
+      # poison batch: the Trainer's recovery, the membership protocol, the state's transfer)
+      # under ASan + UBSan with leak checks, without launch_elastic's time bounds.
+      ELASTIC_LIGHT=1 ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        bash tests/launch/test_elastic.sh build-asan/bin
       ;;
     tsan)
       cmake --preset tsan >/dev/null

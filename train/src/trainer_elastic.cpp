@@ -216,7 +216,7 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
       return out;
     };
     const std::string why =
-        "elastic: step " + std::to_string(global_step_ + 1) + " (step " +
+        "elastic: global step " + std::to_string(global_step_ + 1) + " (step " +
         std::to_string(r.steps + 1) + " of epoch " + std::to_string(epoch) + ") lost ranks " +
         std::to_string(c.tries) + " times in a row (" + c.tries_history +
         "): a poison batch? Its samples (dataset indices): " + list(at) +
@@ -239,10 +239,12 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   s.planned = planned;
   if (comm_->rank() == 0) {
     const std::int64_t b = train.options().batch_size;
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%.3f", elastic_lr_factor());
     const std::string kept =
         keeps_rank_batch()
             ? "batch per rank kept: global batch " + std::to_string(b * comm_->size()) +
-                  ", learning rate x " + std::to_string(elastic_lr_factor()).substr(0, 5)
+                  ", learning rate x " + factor
             : "global batch kept, " + std::to_string(b * train.world_size() / comm_->size()) +
                   " samples per rank";
     std::printf(
