@@ -98,6 +98,19 @@ check_run() {
   verdict "$label: $(sed -n 's/.*"step":\([0-9]*\),"old":\[\([0-9,]*\)\],"new":\[\([0-9,]*\)\].*"reason":"\([^"]*\)".*/[\2 -> \3 at step \1: \4]/p' "$ml" | tr '\n' ' ')digest $got = replay; death to training again: ${total:-n/a}" "$why" "$log"
 }
 
+# check_grow LABEL NAME RC [--per-rank]: a run where rank 1 was killed and started again: exit 0,
+# the join logged and reported, identical weights at the end, the samples counted.
+check_grow() {
+  local label=$1 name=$2 rc=$3 mode=${4:-} why="" joined out
+  [ "$rc" -eq 0 ] || why="$why; exit $rc"
+  grep -q '"reason":"rank 1 joined"' "$work/$name.jsonl" 2>/dev/null || why="$why; no join logged"
+  joined=$(grep -o "rank 1 joined membership [0-9]* at step [0-9]*: [0-9.]* MB of state.*" "$work/$name.log" | head -n1)
+  [ -n "$joined" ] || why="$why; the respawned rank did not report joining"
+  grep -q "identical weights: yes" "$work/$name.log" || why="$why; the ranks' weights differ at the end"
+  if out=$(python3 "$here/check_samples.py" $mode "$work/$name" "$work/ref" 3 $steps "$work/$name.jsonl"); then :; else why="$why; $out"; fi
+  verdict "$label: $(changes_of "$work/$name.jsonl")$joined; $out" "$why" "$work/$name.log"
+}
+
 # 1. 3 ranks over shm, one SIGKILLed at a seeded step; and the samples counted.
 n=3 comm=shm range=2:3
 timeout 300 "$bin/cohortrun" --nproc-per-node 3 --master-port 0 "$bin/mnist_cnn" --comm shm \
@@ -118,18 +131,9 @@ fi
 # again, joins at a step boundary and takes the state from rank 0 over the communicator; the run
 # ends with 3 ranks holding identical weights, and every global batch still the reference's.
 respawn=1 start grow3 3 shm 2:3 --membership-log "$work/grow3.jsonl" --sample-log "$work/grow3"
-kill_job=$job_pid
 signal_at "$work/grow3.log" 10 1 KILL >/dev/null
-wait "$kill_job"
-rc=$?
-why=""
-[ "$rc" -eq 0 ] || why="$why; exit $rc"
-grep -q '"reason":"rank 1 joined"' "$work/grow3.jsonl" 2>/dev/null || why="$why; no join logged"
-joined=$(grep -o "rank 1 joined membership [0-9]* at step [0-9]*: [0-9.]* MB of state.*" "$work/grow3.log" | head -n1)
-[ -n "$joined" ] || why="$why; the respawned rank did not report joining"
-grep -q "identical weights: yes" "$work/grow3.log" || why="$why; the ranks' weights differ at the end"
-if out=$(python3 "$here/check_samples.py" "$work/grow3" "$work/ref" 3 $steps "$work/grow3.jsonl"); then :; else why="$why; $out"; fi
-verdict "shm 3 ranks, rank 1 SIGKILLed at step 10 and started again (--elastic-respawn 1): $(sed -n 's/.*"step":\([0-9]*\),"old":\[\([0-9,]*\)\],"new":\[\([0-9,]*\)\].*"reason":"\([^"]*\)".*/[\2 -> \3 at step \1: \4]/p' "$work/grow3.jsonl" | tr '\n' ' ')$joined; $out" "$why" "$work/grow3.log"
+wait "$job_pid"
+check_grow "shm 3 ranks, rank 1 SIGKILLed at step 10 and started again (--elastic-respawn 1)" grow3 $?
 
 if [ -z "${ELASTIC_LIGHT:-}" ]; then
 # 2. 4 ranks over shm, two killed at two steps.
@@ -171,13 +175,7 @@ respawn=1 start perrank_grow 3 shm 2:3 "${extra[@]}" --membership-log "$work/per
   --sample-log "$work/perrank_grow"
 signal_at "$work/perrank_grow.log" 10 1 KILL >/dev/null
 wait "$job_pid"
-rc=$?
-why=""
-[ "$rc" -eq 0 ] || why="$why; exit $rc"
-grep -q '"reason":"rank 1 joined"' "$work/perrank_grow.jsonl" 2>/dev/null || why="$why; no join logged"
-grep -q "identical weights: yes" "$work/perrank_grow.log" || why="$why; the ranks' weights differ at the end"
-if out=$(python3 "$here/check_samples.py" --per-rank "$work/perrank_grow" "$work/ref" 3 $steps "$work/perrank_grow.jsonl"); then :; else why="$why; $out"; fi
-verdict "per-rank, rank 1 SIGKILLed at step 10 and started again: $(changes_of "$work/perrank_grow.jsonl")$out" "$why" "$work/perrank_grow.log"
+check_grow "per-rank, rank 1 SIGKILLed at step 10 and started again" perrank_grow $? --per-rank
 fi
 unset extra
 

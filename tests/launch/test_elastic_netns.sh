@@ -143,23 +143,24 @@ why=""
 grep -q "rank 3 was left out of membership 1" "$work/stop.1.log" || why="; the stopped rank 3, woken, was not refused by name"
 judge "2 hosts x 2 ranks over ucx, rank 3 (host 1) SIGSTOPped at step 10 past the timeout, refused when woken" stop $rc0 $rc1 0 1 yes no "$why"
 
+# cut NAME RESPAWN: the job with host 1's link down for 5 s from step 10; exits in rc0, rc1.
+cut() {
+  hosts "$1" "$2"
+  at_step "$1" 10 && ip -n "$ns1" link set "$veth-1" down
+  sleep 5
+  ip -n "$ns1" link set "$veth-1" up
+  wait "$hpid0"; rc0=$?; wait "$hpid1"; rc1=$?
+}
+
 # 3. Host 1's link down for 5 s, then up: host 0 goes on alone; host 1's ranks are refused.
-hosts link 0
-at_step link 10 && ip -n "$ns1" link set "$veth-1" down
-sleep 5
-ip -n "$ns1" link set "$veth-1" up
-wait "$hpid0"; rc0=$?; wait "$hpid1"; rc1=$?
+cut link 0
 why=""
 grep -q "was left out of membership 1" "$work/link.1.log" || why="; host 1's ranks were not refused by name"
 grep -q "no rank of node 1 is left" "$work/link.1.log" || why="$why; host 1's cohortrun did not say why its part ended"
 judge "host 1's link down for 5 s at step 10, then up: host 0 went on; host 1 refused, its cohortrun exit 1" link $rc0 $rc1 1 1 yes yes "$why"
 
 # 4. The same, with --elastic-respawn 1: host 1's ranks come back when the link does.
-hosts grow 1
-at_step grow 10 && ip -n "$ns1" link set "$veth-1" down
-sleep 5
-ip -n "$ns1" link set "$veth-1" up
-wait "$hpid0"; rc0=$?; wait "$hpid1"; rc1=$?
+cut grow 1
 why=""
 [ "$(grep -c '"reason":"rank [23] joined"' "$work/grow.jsonl" 2>/dev/null)" -eq 2 ] || why="; not both of host 1's ranks rejoined"
 joined=$(grep -o "rank [23] joined membership [0-9]* at step [0-9]*: [0-9.]* MB of state.*MB/s over ucx)" "$work/grow.1.log" | head -n1)
