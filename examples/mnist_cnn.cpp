@@ -64,8 +64,10 @@ class PoisonedDataset : public data::Dataset {
   std::int64_t num_classes() const override { return inner_->num_classes(); }
   std::int64_t get(std::int64_t index, float* out) const override {
     if (index == poison_) {
-      std::fprintf(stderr, "mnist_cnn: training sample %lld is poison (--poison-sample): "
-                   "aborting\n", static_cast<long long>(index));
+      std::fprintf(stderr,
+                   "mnist_cnn: training sample %lld is poison (--poison-sample): "
+                   "aborting\n",
+                   static_cast<long long>(index));
       std::abort();
     }
     return inner_->get(index, out);

@@ -185,8 +185,10 @@ ElasticGroup::ElasticGroup(ElasticOptions options) : opt_(std::move(options)) {
       COHORT_CHECK(!store_->check({"finished"}), "elastic: rank ", launch_rank_,
                    " (started again) was not admitted: the group finished first");
       if (store_->check({"stopped"}))
-        COHORT_FAIL("elastic: rank ", launch_rank_, " (started again) was not admitted: the "
-                    "group stopped (", store_->get_string("stopped", std::chrono::seconds(5)), ")");
+        COHORT_FAIL("elastic: rank ", launch_rank_,
+                    " (started again) was not admitted: the "
+                    "group stopped (",
+                    store_->get_string("stopped", std::chrono::seconds(5)), ")");
       COHORT_CHECK(Clock::now() < deadline, "elastic: rank ", launch_rank_,
                    " (started again) waited 10 minutes for the group to admit it; giving up");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -448,7 +450,8 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
     // "<top committed>|<count>|<history>", kept by the deciders (one per membership, in turn).
     std::int64_t top = committed;
     for (int m : in)
-      top = std::max<std::int64_t>(top, std::stoll(store_->get_string(e + "in/" + std::to_string(m), wait)));
+      top = std::max<std::int64_t>(
+          top, std::stoll(store_->get_string(e + "in/" + std::to_string(m), wait)));
     int tries = 1;
     std::string history;
     if (store_->check({"streak"})) {
@@ -499,11 +502,10 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
   }
   const int n = static_cast<int>(c.new_members.size());
   if (n < opt_.min_ranks) {
-    const std::string why = "elastic: " + std::to_string(n) + " rank" + (n == 1 ? "" : "s") +
-                            " left (launch rank" + (n == 1 ? " " : "s ") + join(c.new_members) +
-                            ") after " + c.reason + "; fewer than MIN " +
-                            std::to_string(opt_.min_ranks) +
-                            ": stopping (the last checkpoint is left as it was)";
+    const std::string why =
+        "elastic: " + std::to_string(n) + " rank" + (n == 1 ? "" : "s") + " left (launch rank" +
+        (n == 1 ? " " : "s ") + join(c.new_members) + ") after " + c.reason + "; fewer than MIN " +
+        std::to_string(opt_.min_ranks) + ": stopping (the last checkpoint is left as it was)";
     stop(why);  // joiners and the launchers: no group to go on with
     COHORT_FAIL(why);
   }

@@ -133,19 +133,21 @@ ElasticLauncher::Next ElasticLauncher::on_exit(int rank, int incarnation, int st
       return Next::stop_job;
     }
   } else if (alive >= c_.min && !stopped) {
-    std::fprintf(stderr, "cohortrun: rank %d %s (pid %d); elastic: %d rank%s go%s on (--elastic %d:%d)\n",
+    std::fprintf(stderr,
+                 "cohortrun: rank %d %s (pid %d); elastic: %d rank%s go%s on (--elastic %d:%d)\n",
                  rank, how.c_str(), static_cast<int>(pid), alive, alive == 1 ? "" : "s",
                  alive == 1 ? "es" : "", c_.min, c_.max);
   } else {
-    std::fprintf(stderr,
-                 "cohortrun: rank %d %s; elastic: %d rank%s left, %s: stopping the job\n", rank,
-                 how.c_str(), alive, alive == 1 ? "" : "s",
-                 stopped ? "the group stopped" : ("fewer than MIN " + std::to_string(c_.min)).c_str());
+    std::fprintf(
+        stderr, "cohortrun: rank %d %s; elastic: %d rank%s left, %s: stopping the job\n", rank,
+        how.c_str(), alive, alive == 1 ? "" : "s",
+        stopped ? "the group stopped" : ("fewer than MIN " + std::to_string(c_.min)).c_str());
     return Next::stop_job;
   }
   if (again) return Next::respawn;
   if (c_.respawn > 0)
-    std::fprintf(stderr, "cohortrun: rank %d died %d time%s: not started again (--elastic-respawn %d)\n",
+    std::fprintf(stderr,
+                 "cohortrun: rank %d died %d time%s: not started again (--elastic-respawn %d)\n",
                  rank, incarnation + 1, incarnation == 0 ? "" : "s", c_.respawn);
   return Next::go_on;
 }

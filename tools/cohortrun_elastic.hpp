@@ -46,8 +46,7 @@ class ElasticLauncher {
   // A rank ended (not while cohortrun stops the job): marks it gone in the store, so that the
   // survivors need not wait for it, says so, and returns what to do. `alive`: this node's ranks
   // still running. ended: an exit 0 (or a joiner the group finished without), nothing to do.
-  Next on_exit(int rank, int incarnation, int status, const std::string& how, pid_t pid,
-               int alive);
+  Next on_exit(int rank, int incarnation, int status, const std::string& how, pid_t pid, int alive);
 
   // After the last rank of this node: node k > 0 marks itself done; node 0 keeps the store up
   // until every node has (at most 15 s: a node cut off never will), then stops it.

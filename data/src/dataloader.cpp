@@ -13,9 +13,9 @@
 #include "cohort/data/dataloader.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -137,9 +137,9 @@ struct DataLoader::Impl {
 
   // The sampler's shard in batches of batch_size; or, regrouped, each step's global batch (the
   // samples of batch k of every original shard: elements [W b k, W b (k + 1)) of the sampler's
-  // whole list, W ranks of batch b; or the layout's segments) split among group_world ranks, this one taking its elements
-  // group_rank, group_rank + group_world, ...; a rank left with none takes the chunk's first
-  // sample at weight 0 (every rank must run the step).
+  // whole list, W ranks of batch b; or the layout's segments) split among group_world ranks, this
+  // one taking its elements group_rank, group_rank + group_world, ...; a rank left with none takes
+  // the chunk's first sample at weight 0 (every rank must run the step).
   std::shared_ptr<const Plan> make_plan() const {
     auto p = std::make_shared<Plan>();
     const std::int64_t nb = num_batches(), b = opt.batch_size, n = sampler.num_samples();
@@ -476,8 +476,7 @@ void DataLoader::regroup(int rank, int world, bool keep_rank_batch, std::int64_t
   Impl& m = *impl_;
   COHORT_CHECK(world >= 1 && rank >= 0 && rank < world, "DataLoader::regroup: rank ", rank, " of ",
                world, " ranks is not a rank of that group");
-  const std::int64_t global =
-      m.opt.batch_size * (keep_rank_batch ? world : m.sampler.replicas());
+  const std::int64_t global = m.opt.batch_size * (keep_rank_batch ? world : m.sampler.replicas());
   const std::int64_t rows = (global + world - 1) / world;
   COHORT_CHECK(!m.stages || rows <= m.opt.batch_size, "DataLoader::regroup: ", world,
                " ranks would take up to ", rows, " samples each of the global batch of ", global,
@@ -508,7 +507,8 @@ std::vector<std::int64_t> DataLoader::global_batch_samples(std::int64_t k) const
   COHORT_CHECK(k >= 0 && k < m.num_batches(), "DataLoader::global_batch_samples: batch ", k,
                " is outside the epoch's 0..", m.num_batches() - 1);
   const std::vector<std::int64_t> all = m.sampler.all_indices();
-  const std::int64_t lo = m.element_of(k), hi = std::min(m.total_elements(), lo + m.segment_of(k).g);
+  const std::int64_t lo = m.element_of(k),
+                     hi = std::min(m.total_elements(), lo + m.segment_of(k).g);
   return std::vector<std::int64_t>(all.begin() + lo, all.begin() + hi);
 }
 

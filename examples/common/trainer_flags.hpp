@@ -32,8 +32,8 @@ struct TrainerFlags {
   std::string membership_log;     // --membership-log: the group's changes, JSON Lines
   std::string replay_membership;  // --replay-membership: apply a log's changes at its steps
   std::int64_t elastic_settle_ms = 10000;  // --elastic-settle-ms: wait for a silent rank this long
-  std::string elastic_batch = "global";   // --elastic-batch global|per-rank: what a change keeps
-  int elastic_step_failures = 3;          // --elastic-step-failures: a poison batch's limit
+  std::string elastic_batch = "global";    // --elastic-batch global|per-rank: what a change keeps
+  int elastic_step_failures = 3;           // --elastic-step-failures: a poison batch's limit
   std::string amp = "off";               // --amp bf16|f16|off: autocast (TrainerOptions::amp)
   std::string metrics;                   // --metrics: JSON Lines
   std::string tensorboard;               // --tensorboard: event files in DIR

@@ -156,8 +156,9 @@ std::vector<std::int64_t> epoch_order(std::vector<std::unique_ptr<DataLoader>>& 
 }
 }  // namespace
 
-TEST_CASE("regroup keeping each rank's batch: the rest of the epoch in global batches of the "
-          "new group, in order, each sample once; the layout moves to a joiner") {
+TEST_CASE(
+    "regroup keeping each rank's batch: the rest of the epoch in global batches of the "
+    "new group, in order, each sample once; the layout moves to a joiner") {
   // 48 samples over 3 ranks, batch 4: global batches of 12, 4 per epoch.
   auto full = loaders(48, 3, false);
   const std::vector<std::int64_t> order = epoch_order(full);
@@ -183,7 +184,7 @@ TEST_CASE("regroup keeping each rank's batch: the rest of the epoch in global ba
   group[0]->regroup(0, 2, true);
   group[2]->regroup(1, 2, true);
   CHECK(group[0]->num_batches() == 1 + 36 / 8 + 1);  // 36 left: 4 batches of 8, one of 4
-  CHECK(group[0]->layout() == "1:12:8");  // batch 0: the shards' own layout
+  CHECK(group[0]->layout() == "1:12:8");             // batch 0: the shards' own layout
   for (int k = 0; k < 2; ++k) {
     auto b = step({0, 2});
     CHECK(b.size() == 8);

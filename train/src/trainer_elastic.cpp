@@ -277,7 +277,6 @@ void Trainer::elastic_step_done() {
   }
 }
 
-
 void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
                            double loss_sum) {
   parallel::ElasticGroup& group = *options_.elastic;
@@ -301,9 +300,8 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
     p.run["epoch.grad_norm"] = detail::exact_text(r.grad_norm);
     p.run["epoch.nonfinite_grad_norms"] = std::to_string(r.nonfinite_grad_norms);
     p.run["epoch.skipped_steps"] = std::to_string(r.skipped_steps);
-    blob = pack_state([&](const std::string& path) {
-      save_checkpoint(path, ddp_->module(), opt_, sched_, p);
-    });
+    blob = pack_state(
+        [&](const std::string& path) { save_checkpoint(path, ddp_->module(), opt_, sched_, p); });
   }
   blob = with_context("elastic: sending the state to the joining ranks",
                       [&] { return broadcast_blob(*comm_, std::move(blob), 0); });
@@ -328,7 +326,8 @@ void Trainer::elastic_receive_state() {
                    [&] { return broadcast_blob(*comm_, {}, 0, &moved); });
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const CheckpointLoad got = unpack_state(blob, [&](const std::string& path) { return resume(path); });
+  const CheckpointLoad got =
+      unpack_state(blob, [&](const std::string& path) { return resume(path); });
   resume_checked_ = true;  // the group's own state: its world size may differ from the launch's
   if (const auto it = got.progress.run.find("loader.layout"); it != got.progress.run.end())
     joined_layout_ = it->second;
