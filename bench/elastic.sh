@@ -15,7 +15,8 @@
 #     communicator, as the state's is); target: within 2x of the link (ratio >= 0.5). Also prints
 #     the whole growth as rank 0 sees it (model built, state packed, sent and loaded).
 #
-#   bench/elastic.sh [ROUNDS] [STEPS]   (default 3 rounds, 200 steps for the steady state)
+#   bench/elastic.sh [ROUNDS] [STEPS]   (default 3 rounds, 200 steps for the steady state;
+#                                        HEAL_ONLY=1: part 3 alone)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin
@@ -31,6 +32,7 @@ echo "elastic: $(date -u +%F), $(nproc --all) cores ($(lscpu | sed -nE 's/^Model
 
 plain="" elastic=""
 for r in $(seq "$rounds"); do
+  [ "${HEAL_ONLY:-0}" = 1 ] && break
   "$bin/cohortrun" --nproc-per-node 2 --master-port 0 "$bin/mnist_cnn" --comm shm "${job[@]}" \
     --max-steps "$steps" --log-interval 50 >"$work/plain.log" 2>&1
   plain="$plain $(ips "$work/plain.log")"
@@ -39,10 +41,11 @@ for r in $(seq "$rounds"); do
   elastic="$elastic $(ips "$work/elastic.log")"
 done
 p=$(med "$plain") e=$(med "$elastic")
-printf 'steady state, 2 ranks x shm, %d steps: plain %s images/s, --elastic %s images/s: ratio %.3f (target >= 0.99)  [rounds: plain%s; elastic%s]\n' \
+[ "${HEAL_ONLY:-0}" = 1 ] || printf 'steady state, 2 ranks x shm, %d steps: plain %s images/s, --elastic %s images/s: ratio %.3f (target >= 0.99)  [rounds: plain%s; elastic%s]\n' \
   "$steps" "$p" "$e" "$(echo "$e / $p" | bc -l)" "$plain" "$elastic"
 
 for comm in shm ucx; do
+  [ "${HEAL_ONLY:-0}" = 1 ] && break
   totals=""
   for r in $(seq "$rounds"); do
     log=$work/kill_$comm.log
@@ -66,7 +69,7 @@ done
 export UCX_TLS=${UCX_TLS:-^cma}  # as elastic jobs run (parallel/elastic.cpp)
 bench_bcast() {  # COMM BYTES WARMUP ITERS: cohort-bench's broadcast time in us
   "$bin/cohortrun" --nproc-per-node 3 --master-port 0 "$bin/cohort-bench" --comm "$1" --op broadcast \
-    -b "$2" -e "$2" -d u8 -z 1 -w "$3" -n "$4" 2>&1 | awk '/^\[rank 0\] +[0-9]/ { print $6 }'
+    -b "$2" -e "$2" -d u8 -z 1 -w "$3" -n "$4" 2>&1 | awk '/^\[rank 0\] +[0-9]/ { print $7 }'
 }
 for comm in shm ucx; do
   moved="" warm="" cold="" whole="" mb=""
