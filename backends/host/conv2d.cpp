@@ -17,6 +17,21 @@
 //     y), because oneDNN's fused ReLU turns NaN into 0 where torch.relu (and the contract) pass it
 //     through, and a NaN must reach the loss's finite check.
 //
+// Algorithm: oneDNN's direct kernels, what PyTorch's CPU convolutions run. With
+// COHORT_HOST_CONV_ALGO=winograd, 3x3 stride-1 f32 convolutions with at least 16 input and 16
+// output channels run oneDNN's Winograd kernels instead (F(4x4, 3x3): 2.25x fewer
+// multiplications). On the MNIST CNN's conv2 (64 x 32 x 26 x 26 -> 64) forward, backward data and
+// backward filter took 5.7 + 8.1 + 6.2 ms against direct's 13.6 + 13.6 + 12.8 on one core (AMD
+// EPYC, avx512_core); with fewer channels Winograd was slower (conv1, 1 -> 32: forward 2.5
+// against 0.44 ms), hence the 16. Its rounding is coarser: one forward's largest error against a
+// double-precision reference was 1.3-2.0e-6 of the largest output, direct's 2.7-3.8e-7
+// (docs/BENCHMARKS.md, "Winograd convolutions"); within the parity table's tolerances, but
+// through ResNet-50's 53 layers with batch norm a gradient moved by up to 1% of its tensor's
+// largest value against PyTorch, so it is not the default. Its forward and backward data
+// compute each output on one thread as direct's do (bit for bit the same at 1 and 2 threads),
+// and its backward filter, like direct's, is made with the configured count. A case whose
+// Winograd primitive oneDNN refuses (an ISA without avx512_core) runs direct.
+//
 // Primitives are created once per shape, direction and activation (tens of milliseconds each) and
 // kept for the life of the process. Executing a primitive concurrently from several threads is
 // allowed; each thread has its own stream and its own scratch (user-managed scratchpads), so two
@@ -58,6 +73,35 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
 enum class Dir { forward, backward_data, backward_filter };
+
+enum class Algo { direct, winograd };
+
+// COHORT_HOST_CONV_ALGO: direct (the default) or winograd (above).
+bool read_winograd() {
+  const char* v = std::getenv("COHORT_HOST_CONV_ALGO");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "direct") == 0) return false;
+  if (std::strcmp(v, "winograd") == 0) return true;
+  ::cohort::detail::throw_error(
+      __FILE__, __LINE__, "", "host",
+      ::cohort::detail::concat("COHORT_HOST_CONV_ALGO='", v,
+                               "' is not a host convolution algorithm: use direct (the default) "
+                               "or winograd"));
+}
+
+// The algorithm a case asks oneDNN for first.
+Algo algo_for(const Conv2dArgs& a) {
+  static const bool winograd = read_winograd();
+  return winograd && a.r == 3 && a.s == 3 && a.stride_h == 1 && a.stride_w == 1 && a.dil_h == 1 &&
+                 a.dil_w == 1 && a.groups == 1 && a.compute == DType::f32 && a.c >= 16 &&
+                 a.k >= 16
+             ? Algo::winograd
+             : Algo::direct;
+}
+
+dnnl::algorithm dnnl_algo(Algo a) {
+  return a == Algo::winograd ? dnnl::algorithm::convolution_winograd
+                             : dnnl::algorithm::convolution_direct;
+}
 
 ConvPath read_path() {
   const char* v = std::getenv("COHORT_HOST_CONV");
@@ -159,6 +203,7 @@ struct Plan {
   Operand src, wei, dst;   // forward: src=x, wei=w, dst=y; backward data: src=dx, dst=dy;
   memory::desc bias;       // backward filter: src=x, wei=dw (accumulating), dst=dy
   std::size_t scratchpad_bytes = 0;
+  Algo algo = Algo::direct;  // what oneDNN agreed to
 };
 
 using i64 = std::int64_t;
@@ -167,7 +212,7 @@ using i64 = std::int64_t;
 // would wait forever in a forked child, where only 1 exists (thread_governor.hpp). See
 // plan_threads() for the count each direction is made with.
 using Key = std::tuple<int, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
-                       i64, i64, bool, int, int>;
+                       i64, i64, bool, int, int, int>;
 
 // Forward and backward data compute each output on one thread, so their values do not depend on
 // the count (checked bit for bit at 1 and 2 threads on every shape of bench/conv_shapes.txt) and
@@ -180,11 +225,11 @@ int plan_threads(Dir dir) {
   return dir == Dir::backward_filter ? configure_threads().threads : omp_get_max_threads();
 }
 
-Key key_of(Dir dir, const Conv2dArgs& a, bool bias, int threads) {
+Key key_of(Dir dir, const Conv2dArgs& a, bool bias, int threads, Algo algo) {
   return Key{static_cast<int>(dir), a.n,      a.c,        a.h,        a.w,     a.k,
              a.r,                   a.s,      a.stride_h, a.stride_w, a.pad_h, a.pad_w,
              a.dil_h,               a.dil_w,  a.groups,   a.oh,       a.ow,    bias,
-             threads,               static_cast<int>(a.compute)};
+             threads,               static_cast<int>(a.compute), static_cast<int>(algo)};
 }
 
 // The type the primitive reads its inputs in: bf16 under autocast (the reorders into the
@@ -192,13 +237,14 @@ Key key_of(Dir dir, const Conv2dArgs& a, bool bias, int threads) {
 dt input_type(const Conv2dArgs& a) { return a.compute == DType::bf16 ? dt::bf16 : dt::f32; }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const Dims& d,
-                                                     bool bias, const dnnl::primitive_attr& attr) {
+                                                     bool bias, const dnnl::primitive_attr& attr,
+                                                     Algo algo) {
   const dt t = input_type(a);
   const memory::desc any_src(d.src, t, tag::any), any_wei(d.wei, t, tag::any),
       any_dst(d.dst, dt::f32, tag::any);
   const memory::desc bias_md = bias ? memory::desc({a.k}, dt::f32, tag::x) : memory::desc();
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
-                                       dnnl::algorithm::convolution_direct, any_src, any_wei,
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl_algo(algo),
+                                       any_src, any_wei,
                                        bias_md, any_dst, d.strides, d.dilates, d.pad_l, d.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, attr, engine());
 }
@@ -209,13 +255,14 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
-std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
+std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias, Algo algo) {
   const Dims d = dims_of(a);
   const dt t = input_type(a);
   auto plan = std::make_unique<Plan>();
+  plan->algo = algo;
   // The forward descriptor is every direction's hint (oneDNN's backward kernels are chosen to
   // match the forward's layouts).
-  const auto fwd = forward_pd(a, d, dir == Dir::forward && bias, user_scratchpad());
+  const auto fwd = forward_pd(a, d, dir == Dir::forward && bias, user_scratchpad(), algo);
   switch (dir) {
     case Dir::forward: {
       plan->prim = dnnl::convolution_forward(fwd);
@@ -228,7 +275,7 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
     }
     case Dir::backward_data: {
       dnnl::convolution_backward_data::desc desc(
-          dnnl::algorithm::convolution_direct, memory::desc(d.src, dt::f32, tag::any),
+          dnnl_algo(algo), memory::desc(d.src, dt::f32, tag::any),
           memory::desc(d.wei, t, tag::any), memory::desc(d.dst, t, tag::any),
           d.strides, d.dilates, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
@@ -242,7 +289,7 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias) {
     }
     case Dir::backward_filter: {
       dnnl::convolution_backward_weights::desc desc(
-          dnnl::algorithm::convolution_direct, memory::desc(d.src, t, tag::any),
+          dnnl_algo(algo), memory::desc(d.src, t, tag::any),
           memory::desc(d.wei, dt::f32, tag::any), memory::desc(d.dst, t, tag::any),
           d.strides, d.dilates, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(),
@@ -265,7 +312,8 @@ const Plan* plan_for(Dir dir, const Conv2dArgs& a, bool bias) {
   static std::mutex mu;
   static auto* plans = new std::map<Key, std::unique_ptr<Plan>>;  // never destroyed, as the engine
   const int threads = plan_threads(dir);
-  const Key key = key_of(dir, a, bias, threads);
+  const Algo algo = algo_for(a);
+  const Key key = key_of(dir, a, bias, threads, algo);
   std::lock_guard<std::mutex> lock(mu);
   auto it = plans->find(key);
   if (it == plans->end()) {
@@ -274,10 +322,15 @@ const Plan* plan_for(Dir dir, const Conv2dArgs& a, bool bias) {
     const int current = omp_get_max_threads();
     if (threads != current) omp_set_num_threads(threads);
     try {
-      p = make_plan(dir, a, bias);
+      p = make_plan(dir, a, bias, algo);
     } catch (const dnnl::error&) {
-      p = nullptr;  // unsupported shape or layout: the shared path runs it
+      p = nullptr;  // unsupported shape or layout: direct, else the shared path runs it
     }
+    if (p == nullptr && algo == Algo::winograd) try {
+        p = make_plan(dir, a, bias, Algo::direct);
+      } catch (const dnnl::error&) {
+        p = nullptr;
+      }
     if (threads != current) omp_set_num_threads(current);
     it = plans->emplace(key, std::move(p)).first;
   }
@@ -450,6 +503,14 @@ bool onednn_conv_backward_filter(const calls::Conv2dBackwardFilter& c) {
              nullptr);
     return true;
   });
+}
+
+const char* onednn_conv_algorithm(const Conv2dArgs& args) {
+  Conv2dArgs a = resolved(args, "conv2d_forward", nullptr);
+  if (conv_path() != ConvPath::onednn || !worth_it(a)) return "";
+  const Plan* p = plan_for(Dir::forward, a, false);
+  if (p == nullptr) return "";
+  return p->algo == Algo::winograd ? "winograd" : "direct";
 }
 
 }  // namespace cohort::host

@@ -23,4 +23,8 @@ bool onednn_conv_backward_data(const calls::Conv2dBackwardData& c);
 // dw += dy (*) x; c.dbias is the caller's.
 bool onednn_conv_backward_filter(const calls::Conv2dBackwardFilter& c);
 
+// The oneDNN algorithm the forward of `a` runs with: "winograd" or "direct" (COHORT_HOST_CONV_ALGO
+// asks; oneDNN may refuse Winograd for a shape or an ISA), "" when oneDNN has no primitive.
+const char* onednn_conv_algorithm(const Conv2dArgs& a);
+
 }  // namespace cohort::host

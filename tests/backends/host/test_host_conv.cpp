@@ -310,3 +310,59 @@ TEST_CASE("host conv: a COHORT_HOST_CONV that names no path is an error naming i
                        "(the default) or im2col") != std::string::npos,
                 e);
 }
+
+// Winograd (COHORT_HOST_CONV_ALGO=winograd: the ctest entry unit_host_conv_winograd runs this
+// file's conv cases with it): taken where it pays, refused where it does not, and its forward and
+// backward data give one thread's bits at two (the thread governor changes the count under load).
+TEST_CASE("host conv: the algorithm each shape gets, and forward / backward data bits at 1 and 2 "
+          "threads") {
+  const char* v = std::getenv("COHORT_HOST_CONV_ALGO");
+  const bool winograd = v != nullptr && std::strcmp(v, "winograd") == 0;
+  const Conv2dArgs conv2 = shape(8, 32, 26, 26, 64, 3, 3, 1, 0);
+  // Winograd needs oneDNN's avx512_core kernels; elsewhere direct runs, which this allows.
+  const std::string got = cohort::host::onednn_conv_algorithm(conv2);
+  if (winograd)
+    CHECK((got == "winograd" || got == "direct"));
+  else
+    CHECK(got == "direct");
+  MESSAGE("MNIST conv2 runs oneDNN's " << got << " kernels");
+  // Never for few channels, strides or other kernel sizes.
+  CHECK(std::string(cohort::host::onednn_conv_algorithm(shape(4, 1, 28, 28, 32, 3, 3, 1, 0))) ==
+        "direct");
+  CHECK(std::string(cohort::host::onednn_conv_algorithm(shape(2, 32, 9, 9, 32, 3, 3, 2, 1))) ==
+        "direct");
+  CHECK(std::string(cohort::host::onednn_conv_algorithm(shape(2, 32, 9, 9, 32, 5, 5, 1, 2))) ==
+        "direct");
+
+  auto& dev = cohort::host_device();
+  cohort::set_host_threads(2);
+  const int configured = omp_get_max_threads();
+  cohort::Tensor x = cohort::Tensor::uniform({8, 32, 26, 26}, -1.f, 1.f, 41, dev);
+  cohort::Tensor w = cohort::Tensor::uniform({64, 32, 3, 3}, -0.1f, 0.1f, 42, dev);
+  cohort::Tensor dy = cohort::Tensor::uniform({8, 64, 24, 24}, -1.f, 1.f, 43, dev);
+  auto run = [&](int omp_threads) {
+    omp_set_num_threads(omp_threads);  // what the governor does
+    cohort::Tensor y = cohort::Tensor::empty({8, 64, 24, 24}, cohort::DType::f32, dev);
+    cohort::Tensor dx = cohort::Tensor::empty({8, 32, 26, 26}, cohort::DType::f32, dev);
+    ops::conv2d_forward(x, w, nullptr, y, {}, cohort::Activation::identity, 0.0f);
+    ops::conv2d_backward_data(dy, w, dx, {});
+    omp_set_num_threads(configured);
+    return std::make_pair(y.to_vector<float>(), dx.to_vector<float>());
+  };
+  const auto two = run(configured), one = run(1);
+  CHECK(std::memcmp(two.first.data(), one.first.data(), two.first.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(two.second.data(), one.second.data(), two.second.size() * sizeof(float)) == 0);
+  cohort::set_host_threads(static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// Run only by the ctest entry unit_bad_conv_algo, with COHORT_HOST_CONV_ALGO=bogus.
+TEST_CASE("host conv: a COHORT_HOST_CONV_ALGO that names no algorithm is an error naming it" *
+          doctest::skip(std::getenv("COHORT_HOST_CONV_ALGO") == nullptr ||
+                        std::strcmp(std::getenv("COHORT_HOST_CONV_ALGO"), "bogus") != 0)) {
+  const std::string e = error_of([&] {
+    cohort::host::onednn_conv_algorithm(shape(1, 16, 8, 8, 16, 3, 3, 1, 1));
+  });
+  CHECK_MESSAGE(e.find("COHORT_HOST_CONV_ALGO='bogus' is not a host convolution algorithm: use "
+                       "direct (the default) or winograd") != std::string::npos,
+                e);
+}
