@@ -19,8 +19,8 @@
 //
 // Algorithm: oneDNN's direct kernels, what PyTorch's CPU convolutions run. With
 // COHORT_HOST_CONV_ALGO=winograd, 3x3 stride-1 f32 convolutions with at least 16 input and 16
-// output channels run oneDNN's Winograd kernels instead (F(4x4, 3x3): 2.25x fewer
-// multiplications). On the MNIST CNN's conv2 (64 x 32 x 26 x 26 -> 64) forward, backward data and
+// output channels and outputs of at least 4x4 (backward data: 8x8; algo_for) run oneDNN's
+// Winograd kernels instead (F(4x4, 3x3): 2.25x fewer multiplications). On the MNIST CNN's conv2 (64 x 32 x 26 x 26 -> 64) forward, backward data and
 // backward filter took 5.7 + 8.1 + 6.2 ms against direct's 13.6 + 13.6 + 12.8 on one core (AMD
 // EPYC, avx512_core); with fewer channels Winograd was slower (conv1, 1 -> 32: forward 2.5
 // against 0.44 ms), hence the 16. Its rounding is coarser: one forward's largest error against a
@@ -45,6 +45,7 @@
 #include <dnnl.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -88,12 +89,18 @@ bool read_winograd() {
                                "or winograd"));
 }
 
-// The algorithm a case asks oneDNN for first.
-Algo algo_for(const Conv2dArgs& a) {
+// The algorithm a case asks oneDNN for first, per direction. Winograd computes 4x4 output
+// tiles, so small maps waste most of each (measured on one core, 64 images, 3x3, the same
+// channels in and out, direct against Winograd, forward + backward data + backward filter: 8x8
+// outputs at 64 channels 8.6 against 5.0 ms, 4x4 at 128 channels 9.0 against 6.9 but backward
+// data alone 2.7 against 4.7, 2x2 at 256 channels 11.1 against 13.6, 1x1 at 512 23.8 against
+// 53.1): forward and backward filter from 4x4 outputs, backward data from 8x8.
+Algo algo_for(Dir dir, const Conv2dArgs& a) {
   static const bool winograd = read_winograd();
+  const std::int64_t side = std::min(a.oh, a.ow);
   return winograd && a.r == 3 && a.s == 3 && a.stride_h == 1 && a.stride_w == 1 && a.dil_h == 1 &&
                  a.dil_w == 1 && a.groups == 1 && a.compute == DType::f32 && a.c >= 16 &&
-                 a.k >= 16
+                 a.k >= 16 && side >= (dir == Dir::backward_data ? 8 : 4)
              ? Algo::winograd
              : Algo::direct;
 }
@@ -312,7 +319,7 @@ const Plan* plan_for(Dir dir, const Conv2dArgs& a, bool bias) {
   static std::mutex mu;
   static auto* plans = new std::map<Key, std::unique_ptr<Plan>>;  // never destroyed, as the engine
   const int threads = plan_threads(dir);
-  const Algo algo = algo_for(a);
+  const Algo algo = algo_for(dir, a);
   const Key key = key_of(dir, a, bias, threads, algo);
   std::lock_guard<std::mutex> lock(mu);
   auto it = plans->find(key);
