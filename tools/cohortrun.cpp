@@ -85,7 +85,6 @@ const char* const kUsage =
     "                       state from a live rank (the group grows back)\n"
     "  -h, --help           this text\n";
 
-
 [[noreturn]] void die_usage(const std::string& msg) {
   std::fprintf(stderr, "cohortrun: %s (see cohortrun --help)\n", msg.c_str());
   std::exit(2);
@@ -239,7 +238,6 @@ std::string make_job_id() {
   return buf;
 }
 
-
 // Segments the shm backend names "/cohort-<job>-<nonce>" (collectives/shm/segment.cpp) are
 // unlinked by their creator as soon as every rank has mapped them; one is left only if its
 // creator died in between. Remove those of this job.
@@ -263,10 +261,6 @@ void remove_stale_segments(const std::string& job_id) {
   }
   ::closedir(d);
 }
-
-
-
-
 
 std::string hostname() {
   char h[256] = {};

@@ -71,16 +71,16 @@ struct StatusPages {
 
 // What ended an attempt.
 struct Outcome {
-  int failed_rank = -1;        // the first rank that failed (global number), -1: none
-  int failed_local = -1;       // its entry in the attempt's ranks
-  int failed_slot = -1;        // its local rank (its run-status page)
-  int failed_status = 0;       // shell terms
-  std::string failed_how;      // "was killed by signal 9 (Killed)"
+  int failed_rank = -1;    // the first rank that failed (global number), -1: none
+  int failed_local = -1;   // its entry in the attempt's ranks
+  int failed_slot = -1;    // its local rank (its run-status page)
+  int failed_status = 0;   // shell terms
+  std::string failed_how;  // "was killed by signal 9 (Killed)"
   pid_t failed_pid = -1;
   std::string failed_last_line;  // its last line on stderr
-  int got_signal = 0;          // a signal cohortrun received (forwarded; no restart)
-  std::int64_t failed_ns = 0;  // steady clock when its death was seen
-  std::int64_t stopped_ns = 0; // ... when every rank had exited
+  int got_signal = 0;            // a signal cohortrun received (forwarded; no restart)
+  std::int64_t failed_ns = 0;    // steady clock when its death was seen
+  std::int64_t stopped_ns = 0;   // ... when every rank had exited
 };
 
 // Steady-clock nanoseconds.

@@ -33,8 +33,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Stream {
-  int fd = -1;     // read end, -1 once closed
-  int out = 1;     // where its lines go (1 or 2)
+  int fd = -1;            // read end, -1 once closed
+  int out = 1;            // where its lines go (1 or 2)
   std::size_t owner = 0;  // index of its rank in `ranks`
   std::string partial;
   std::string last_line;  // the last non-empty line (for failure reports)
@@ -86,7 +86,6 @@ int shell_status(int wstatus) {
   if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
   return 1;
 }
-
 
 }  // namespace
 

@@ -1,7 +1,8 @@
-// The convolution family on the host: oneDNN's primitives behind the three convolution ops: what cuDNN is to
-// the CUDA device (backends/cuda/conv2d.cpp), and what PyTorch's CPU path runs for float NCHW convolutions.
-// op_table.cpp routes the calls here; a case oneDNN refuses falls back to the shared per-image
-// im2col + GEMM path (backends/common/ops/conv2d.hpp), as does everything when COHORT_HOST_CONV=im2col.
+// The convolution family on the host: oneDNN's primitives behind the three convolution ops: what
+// cuDNN is to the CUDA device (backends/cuda/conv2d.cpp), and what PyTorch's CPU path runs for
+// float NCHW convolutions. op_table.cpp routes the calls here; a case oneDNN refuses falls back to
+// the shared per-image im2col + GEMM path (backends/common/ops/conv2d.hpp), as does everything when
+// COHORT_HOST_CONV=im2col.
 //
 // Layouts. The op contract is NCHW / OIHW in the caller's buffers. oneDNN's fast kernels want
 // blocked layouts (nChw16c, OIhw16i16o); the primitives are created with format `any` and the
@@ -20,16 +21,16 @@
 // Algorithm: oneDNN's direct kernels, what PyTorch's CPU convolutions run. With
 // COHORT_HOST_CONV_ALGO=winograd, 3x3 stride-1 f32 convolutions with at least 16 input and 16
 // output channels and outputs of at least 4x4 (backward data: 8x8; algo_for) run oneDNN's
-// Winograd kernels instead (F(4x4, 3x3): 2.25x fewer multiplications). On the MNIST CNN's conv2 (64 x 32 x 26 x 26 -> 64) forward, backward data and
-// backward filter took 5.7 + 8.1 + 6.2 ms against direct's 13.6 + 13.6 + 12.8 on one core (AMD
-// EPYC, avx512_core); with fewer channels Winograd was slower (conv1, 1 -> 32: forward 2.5
-// against 0.44 ms), hence the 16. Its rounding is coarser: one forward's largest error against a
-// double-precision reference was 1.3-2.0e-6 of the largest output, direct's 2.7-3.8e-7
-// (docs/BENCHMARKS.md, "Winograd convolutions"); within the parity table's tolerances, but
-// through ResNet-50's 53 layers with batch norm a gradient moved by up to 1% of its tensor's
-// largest value against PyTorch, so it is not the default. Its forward and backward data
-// compute each output on one thread as direct's do (bit for bit the same at 1 and 2 threads),
-// and its backward filter, like direct's, is made with the configured count. A case whose
+// Winograd kernels instead (F(4x4, 3x3): 2.25x fewer multiplications). On the MNIST CNN's conv2 (64
+// x 32 x 26 x 26 -> 64) forward, backward data and backward filter took 5.7 + 8.1 + 6.2 ms against
+// direct's 13.6 + 13.6 + 12.8 on one core (AMD EPYC, avx512_core); with fewer channels Winograd was
+// slower (conv1, 1 -> 32: forward 2.5 against 0.44 ms), hence the 16. Its rounding is coarser: one
+// forward's largest error against a double-precision reference was 1.3-2.0e-6 of the largest
+// output, direct's 2.7-3.8e-7 (docs/BENCHMARKS.md, "Winograd convolutions"); within the parity
+// table's tolerances, but through ResNet-50's 53 layers with batch norm a gradient moved by up to
+// 1% of its tensor's largest value against PyTorch, so it is not the default. Its forward and
+// backward data compute each output on one thread as direct's do (bit for bit the same at 1 and 2
+// threads), and its backward filter, like direct's, is made with the configured count. A case whose
 // Winograd primitive oneDNN refuses (an ISA without avx512_core) runs direct.
 //
 // Primitives are created once per shape, direction and activation (tens of milliseconds each) and
@@ -233,26 +234,42 @@ int plan_threads(Dir dir) {
 }
 
 Key key_of(Dir dir, const Conv2dArgs& a, bool bias, int threads, Algo algo) {
-  return Key{static_cast<int>(dir), a.n,      a.c,        a.h,        a.w,     a.k,
-             a.r,                   a.s,      a.stride_h, a.stride_w, a.pad_h, a.pad_w,
-             a.dil_h,               a.dil_w,  a.groups,   a.oh,       a.ow,    bias,
-             threads,               static_cast<int>(a.compute), static_cast<int>(algo)};
+  return Key{static_cast<int>(dir),
+             a.n,
+             a.c,
+             a.h,
+             a.w,
+             a.k,
+             a.r,
+             a.s,
+             a.stride_h,
+             a.stride_w,
+             a.pad_h,
+             a.pad_w,
+             a.dil_h,
+             a.dil_w,
+             a.groups,
+             a.oh,
+             a.ow,
+             bias,
+             threads,
+             static_cast<int>(a.compute),
+             static_cast<int>(algo)};
 }
 
 // The type the primitive reads its inputs in: bf16 under autocast (the reorders into the
 // primitive's layout round the caller's f32 to nearest even), else f32. Results stay f32.
 dt input_type(const Conv2dArgs& a) { return a.compute == DType::bf16 ? dt::bf16 : dt::f32; }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const Dims& d,
-                                                     bool bias, const dnnl::primitive_attr& attr,
-                                                     Algo algo) {
+dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const Dims& d, bool bias,
+                                                     const dnnl::primitive_attr& attr, Algo algo) {
   const dt t = input_type(a);
   const memory::desc any_src(d.src, t, tag::any), any_wei(d.wei, t, tag::any),
       any_dst(d.dst, dt::f32, tag::any);
   const memory::desc bias_md = bias ? memory::desc({a.k}, dt::f32, tag::x) : memory::desc();
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl_algo(algo),
-                                       any_src, any_wei,
-                                       bias_md, any_dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl_algo(algo), any_src,
+                                       any_wei, bias_md, any_dst, d.strides, d.dilates, d.pad_l,
+                                       d.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, attr, engine());
 }
 
@@ -282,9 +299,8 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias, Algo al
     }
     case Dir::backward_data: {
       dnnl::convolution_backward_data::desc desc(
-          dnnl_algo(algo), memory::desc(d.src, dt::f32, tag::any),
-          memory::desc(d.wei, t, tag::any), memory::desc(d.dst, t, tag::any),
-          d.strides, d.dilates, d.pad_l, d.pad_r);
+          dnnl_algo(algo), memory::desc(d.src, dt::f32, tag::any), memory::desc(d.wei, t, tag::any),
+          memory::desc(d.dst, t, tag::any), d.strides, d.dilates, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
                                                                fwd);
       plan->prim = dnnl::convolution_backward_data(pd);
@@ -296,9 +312,8 @@ std::unique_ptr<Plan> make_plan(Dir dir, const Conv2dArgs& a, bool bias, Algo al
     }
     case Dir::backward_filter: {
       dnnl::convolution_backward_weights::desc desc(
-          dnnl_algo(algo), memory::desc(d.src, t, tag::any),
-          memory::desc(d.wei, dt::f32, tag::any), memory::desc(d.dst, t, tag::any),
-          d.strides, d.dilates, d.pad_l, d.pad_r);
+          dnnl_algo(algo), memory::desc(d.src, t, tag::any), memory::desc(d.wei, dt::f32, tag::any),
+          memory::desc(d.dst, t, tag::any), d.strides, d.dilates, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(),
                                                                   engine(), fwd);
       plan->prim = dnnl::convolution_backward_weights(pd);

@@ -25,7 +25,8 @@ double time_ms(const std::function<void()>& f) {
     auto t0 = std::chrono::steady_clock::now();
     f();
     st.wait();
-    v.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    v.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -35,31 +36,34 @@ void conv(const char* name, memory::dim n, memory::dim c, memory::dim h, memory:
   const memory::dim oh = h - 2;
   memory::dims src{n, c, h, h}, wei{k, c, 3, 3}, bia{k}, dst{n, k, oh, oh}, s{1, 1}, p{0, 0};
   auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, tag::any); };
-  memory::desc src_p(src, dt::f32, tag::nchw), wei_p(wei, dt::f32, tag::oihw), dst_p(dst, dt::f32, tag::nchw),
-      bia_md(bia, dt::f32, tag::x);
+  memory::desc src_p(src, dt::f32, tag::nchw), wei_p(wei, dt::f32, tag::oihw),
+      dst_p(dst, dt::f32, tag::nchw), bia_md(bia, dt::f32, tag::x);
 #if DNNL_VERSION_MAJOR >= 3
-  auto fpd = convolution_forward::primitive_desc(eng, prop_kind::forward_training, algorithm::convolution_direct,
-                                                 any(src), any(wei), bia_md, any(dst), s, p, p);
-  auto dpd = convolution_backward_data::primitive_desc(eng, algorithm::convolution_direct, any(src), any(wei),
-                                                       any(dst), s, p, p, fpd);
-  auto wpd = convolution_backward_weights::primitive_desc(eng, algorithm::convolution_direct, any(src), any(wei),
-                                                          bia_md, any(dst), s, p, p, fpd);
+  auto fpd = convolution_forward::primitive_desc(eng, prop_kind::forward_training,
+                                                 algorithm::convolution_direct, any(src), any(wei),
+                                                 bia_md, any(dst), s, p, p);
+  auto dpd = convolution_backward_data::primitive_desc(eng, algorithm::convolution_direct, any(src),
+                                                       any(wei), any(dst), s, p, p, fpd);
+  auto wpd = convolution_backward_weights::primitive_desc(
+      eng, algorithm::convolution_direct, any(src), any(wei), bia_md, any(dst), s, p, p, fpd);
 #else
   auto fpd = convolution_forward::primitive_desc(
-      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, any(src), any(wei),
-                                bia_md, any(dst), s, p, p),
+      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
+                                any(src), any(wei), bia_md, any(dst), s, p, p),
       eng);
   auto dpd = convolution_backward_data::primitive_desc(
-      convolution_backward_data::desc(algorithm::convolution_direct, any(src), any(wei), any(dst), s, p, p), eng,
-      fpd);
+      convolution_backward_data::desc(algorithm::convolution_direct, any(src), any(wei), any(dst),
+                                      s, p, p),
+      eng, fpd);
   auto wpd = convolution_backward_weights::primitive_desc(
-      convolution_backward_weights::desc(algorithm::convolution_direct, any(src), any(wei), bia_md, any(dst), s,
-                                         p, p),
+      convolution_backward_weights::desc(algorithm::convolution_direct, any(src), any(wei), bia_md,
+                                         any(dst), s, p, p),
       eng, fpd);
 #endif
-  memory msrc(fpd.src_desc(), eng), mwei(fpd.weights_desc(), eng), mdst(fpd.dst_desc(), eng), mbia(bia_md, eng);
-  memory mdsrc(dpd.diff_src_desc(), eng), mdwei(wpd.diff_weights_desc(), eng), mddst(wpd.diff_dst_desc(), eng),
-      mdbia(bia_md, eng);
+  memory msrc(fpd.src_desc(), eng), mwei(fpd.weights_desc(), eng), mdst(fpd.dst_desc(), eng),
+      mbia(bia_md, eng);
+  memory mdsrc(dpd.diff_src_desc(), eng), mdwei(wpd.diff_weights_desc(), eng),
+      mddst(wpd.diff_dst_desc(), eng), mdbia(bia_md, eng);
   // Plain user layouts in and out, as cohort keeps them: count the reorders too.
   memory usrc(src_p, eng), udst(dst_p, eng), uwei(wei_p, eng);
   auto r_src = reorder(usrc, msrc), r_dst = reorder(mdst, udst), r_ddst = reorder(udst, mddst),
@@ -69,24 +73,31 @@ void conv(const char* name, memory::dim n, memory::dim c, memory::dim h, memory:
   convolution_backward_weights w(wpd);
   const double tf = time_ms([&] {
     if (fpd.src_desc() != src_p) r_src.execute(st, usrc, msrc);
-    f.execute(st, {{DNNL_ARG_SRC, msrc}, {DNNL_ARG_WEIGHTS, mwei}, {DNNL_ARG_BIAS, mbia}, {DNNL_ARG_DST, mdst}});
+    f.execute(st, {{DNNL_ARG_SRC, msrc},
+                   {DNNL_ARG_WEIGHTS, mwei},
+                   {DNNL_ARG_BIAS, mbia},
+                   {DNNL_ARG_DST, mdst}});
     if (fpd.dst_desc() != dst_p) r_dst.execute(st, mdst, udst);
   });
   const double td = time_ms([&] {
     if (wpd.diff_dst_desc() != dst_p) r_ddst.execute(st, udst, mddst);
-    d.execute(st, {{DNNL_ARG_DIFF_DST, mddst}, {DNNL_ARG_WEIGHTS, mwei}, {DNNL_ARG_DIFF_SRC, mdsrc}});
+    d.execute(st,
+              {{DNNL_ARG_DIFF_DST, mddst}, {DNNL_ARG_WEIGHTS, mwei}, {DNNL_ARG_DIFF_SRC, mdsrc}});
     if (dpd.diff_src_desc() != src_p) r_dsrc.execute(st, mdsrc, usrc);
   });
   const double tw = time_ms([&] {
-    w.execute(st, {{DNNL_ARG_SRC, msrc}, {DNNL_ARG_DIFF_DST, mddst}, {DNNL_ARG_DIFF_WEIGHTS, mdwei},
+    w.execute(st, {{DNNL_ARG_SRC, msrc},
+                   {DNNL_ARG_DIFF_DST, mddst},
+                   {DNNL_ARG_DIFF_WEIGHTS, mdwei},
                    {DNNL_ARG_DIFF_BIAS, mdbia}});
   });
-  std::printf("%-34s fwd %7.3f  bwd-data %7.3f  bwd-weights %7.3f  sum %7.3f ms  (%s)\n", name, tf, td, tw,
-              tf + td + tw, fpd.impl_info_str());
+  std::printf("%-34s fwd %7.3f  bwd-data %7.3f  bwd-weights %7.3f  sum %7.3f ms  (%s)\n", name, tf,
+              td, tw, tf + td + tw, fpd.impl_info_str());
 }
 
 void mm(const char* name, memory::dim m, memory::dim k, memory::dim n) {
-  memory::desc a({m, k}, dt::f32, tag::ab), b({k, n}, dt::f32, tag::ab), c({m, n}, dt::f32, tag::ab);
+  memory::desc a({m, k}, dt::f32, tag::ab), b({k, n}, dt::f32, tag::ab),
+      c({m, n}, dt::f32, tag::ab);
 #if DNNL_VERSION_MAJOR >= 3
   auto pd = matmul::primitive_desc(eng, a, b, c);
 #else
@@ -94,7 +105,9 @@ void mm(const char* name, memory::dim m, memory::dim k, memory::dim n) {
 #endif
   memory ma(a, eng), mb(b, eng), mc(c, eng);
   matmul p(pd);
-  const double t = time_ms([&] { p.execute(st, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}}); });
+  const double t = time_ms([&] {
+    p.execute(st, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  });
   std::printf("%-34s %7.3f ms  (%s)\n", name, t, pd.impl_info_str());
 }
 
