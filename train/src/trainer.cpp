@@ -3,7 +3,7 @@
 // buffer sync, evaluate, scalars, per-epoch scheduler step, checkpoint, hooks) until the epochs or
 // the step budget run out; checkpoints and resuming are in trainer_checkpoint.cpp. The rules
 // they follow for distributed runs and GPU loss readback are in docs/TRAINING.md. Helpers:
-// PendingLosses (step losses gathered on the device until read back) and shard_loader.
+// shard_loader here, PendingLosses (pending_losses.hpp), the elastic parts in trainer_elastic.cpp.
 #include "cohort/train/trainer.hpp"
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
 #include "metadata_text.hpp"
+#include "pending_losses.hpp"
 #include "trainer_elastic.hpp"
 
 namespace cohort::train {
@@ -126,44 +127,6 @@ double Trainer::images_per_s() const {
 }
 
 namespace {
-// The step losses of an epoch on their way to the host. Each micro-batch's loss (a [] tensor on
-// the model's device) is copied into `values`, a small tensor on the same device, by a 4-byte
-// device copy; read_back() fetches every value since the last call in one copy and turns them
-// into step losses exactly as reading each one at once would (the same floats, summed in double
-// in the same order). On the host it is read every step, as before; on a device the host cannot
-// address (a GPU) only at log points and at the epoch's end, so the steps between do not wait
-// for the device.
-struct PendingLosses {
-  Tensor values;                    // [capacity] f32
-  std::int64_t count = 0;           // values written since the last read_back
-  std::vector<std::int64_t> steps;  // micro-batches of each step not yet read back
-
-  void add(const Tensor& loss, std::int64_t capacity) {
-    if (!values.defined()) values = Tensor::empty({capacity}, DType::f32, loss.device());
-    COHORT_CHECK(count < values.numel(), "Trainer: more than ", values.numel(),
-                 " losses between two read-backs (internal error)");
-    values.slice(count, count + 1).copy_from(loss);
-    ++count;
-  }
-  void end_step(std::int64_t micro) { steps.push_back(micro); }
-
-  // The pending step losses in order (one device-to-host copy).
-  std::vector<double> read_back() {
-    std::vector<double> out;
-    if (steps.empty()) return out;
-    const std::vector<float> v = values.slice(0, count).to_vector<float>();
-    std::size_t i = 0;
-    for (const std::int64_t micro : steps) {
-      double step_loss = 0;
-      for (std::int64_t k = 0; k < micro; ++k) step_loss += v[i++];
-      out.push_back(step_loss / static_cast<double>(micro));
-    }
-    count = 0;
-    steps.clear();
-    return out;
-  }
-};
-
 // Restores the loss's finite check, which train_epoch turns off on a GPU (where it is a readback).
 struct CheckFiniteGuard {
   nn::Loss& loss;
@@ -191,14 +154,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   // An elastic group keeps the launch's shards, regrouped for the group it is now
   // (DataLoader::regroup; the identity while nothing changed).
   if (options_.elastic) {
-    const parallel::ElasticGroup& g = *options_.elastic;
-    if (train.rank() != g.launch_rank() || train.world_size() != g.launch_world())
-      train.shard(g.launch_rank(), g.launch_world());
-    train.regroup(rank(), world_size(), keeps_rank_batch());
-    if (!joined_layout_.empty()) {  // a joiner: the group's layout of this epoch
-      train.set_layout(joined_layout_);
-      joined_layout_.clear();
-    }
+    elastic_epoch_loader(train);
   } else {
     shard_loader(train, rank(), world_size(), true, "training");
   }
@@ -366,22 +322,13 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
                                           : "");
       }
       timer_.time("optimizer", [&] {
-        // Elastic, each rank's batch kept: the learning rate scaled for this step only, so that
-        // the scheduler and the checkpoints keep the unscaled one.
-        const double lr_factor = elastic_lr_factor();
-        std::vector<double> lrs;
-        if (lr_factor != 1.0)
-          for (std::size_t g = 0; g < opt_.num_param_groups(); ++g) {
-            lrs.push_back(opt_.lr(g));
-            opt_.set_lr(g, lrs.back() * lr_factor);
-          }
+        const ScaledLr lr(opt_, elastic_lr_factor());  // elastic, each rank's batch kept
         if (scaler) {
           if (!scaler->step(opt_)) ++r.skipped_steps;
           scaler->update();
         } else {
           opt_.step();
         }
-        for (std::size_t g = 0; g < lrs.size(); ++g) opt_.set_lr(g, lrs[g]);
         opt_.zero_grad();
       });
     } catch (const Error& e) {

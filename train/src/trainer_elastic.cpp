@@ -35,18 +35,9 @@ std::string change_head(const parallel::MembershipChange& c) {
   return "membership " + std::to_string(c.epoch) + " at step " + std::to_string(c.step) +
          ": ranks " + list(c.old_members) + " -> " + list(c.new_members) + " (" + c.reason + ")";
 }
-// The loader after a change of group: the rest of the epoch (its epoch is set) split among the
-// new group's ranks, from batch `first` (the steps done, in micro-batches).
-void continue_epoch(data::DataLoader& train, const comm::Communicator& c, std::int64_t first,
-                    bool keep_rank_batch) {
-  train.regroup(c.rank(), c.size(), keep_rank_batch, first);
-}
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-}  // namespace
-
-namespace {
 // The state a joiner or a rank behind takes, as the pair of files a checkpoint is, moved as bytes
 // over the communicator from `root` (any host): [u64 n][model file][u64 m][state file]. The files
 // live in /dev/shm (memory) on both sides, only while they are read or written.
@@ -124,6 +115,17 @@ bool Trainer::keeps_rank_batch() const {
 double Trainer::elastic_lr_factor() const {
   if (!keeps_rank_batch()) return 1.0;
   return static_cast<double>(world_size()) / static_cast<double>(options_.elastic->launch_world());
+}
+
+void Trainer::elastic_epoch_loader(data::DataLoader& train) {
+  const parallel::ElasticGroup& g = *options_.elastic;
+  if (train.rank() != g.launch_rank() || train.world_size() != g.launch_world())
+    train.shard(g.launch_rank(), g.launch_world());
+  train.regroup(rank(), world_size(), keeps_rank_batch());
+  if (!joined_layout_.empty()) {  // a joiner: the group's layout of this epoch
+    train.set_layout(joined_layout_);
+    joined_layout_.clear();
+  }
 }
 
 void Trainer::elastic_take_group() {
@@ -228,7 +230,7 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
   }
   // The rest of the epoch for the new group: its global batches split among the ranks there are
   // (keep the global batch), or dealt out in global batches of theirs (keep each rank's batch).
-  continue_epoch(train, *comm_, r.steps * options_.accumulation, keeps_rank_batch());
+  train.regroup(comm_->rank(), comm_->size(), keeps_rank_batch(), r.steps * options_.accumulation);
   const double state_s = since(t_state);
   s.detect_s = c.detect_s;
   s.agree_s = c.agree_s;
@@ -289,7 +291,7 @@ void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochRes
   ddp_->rebind(group.communicator(), 0);
   // The loader first: its layout for the new group goes with the state (keep_rank_batch).
   opt_.zero_grad();
-  continue_epoch(train, *comm_, r.steps * options_.accumulation, keeps_rank_batch());
+  train.regroup(comm_->rank(), comm_->size(), keeps_rank_batch(), r.steps * options_.accumulation);
   std::vector<std::uint8_t> blob;
   if (comm_->rank() == 0) {
     TrainingProgress p(epoch - 1, global_step_, r.steps, run_info(train));

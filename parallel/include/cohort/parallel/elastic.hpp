@@ -4,9 +4,12 @@
 // training", has the rules and a real run.
 //
 // Contracts:
-//  - The store must outlive every rank: cohortrun --elastic serves it (COHORT_STORE_SERVED=1) and
-//    marks each rank that exits ("elastic/gone/<rank>", its death time), so the survivors need
-//    not wait for it. Without cohortrun --elastic the constructor refuses, saying so.
+//  - The store must outlive every rank: cohortrun --elastic serves it (COHORT_STORE_SERVED=1; with
+//    several nodes, node 0's cohortrun) and marks each rank that exits
+//    ("elastic/gone/<rank>.<incarnation>", its death time), so the survivors need not wait for it.
+//    Without cohortrun --elastic the constructor refuses, saying so. The group writes
+//    "elastic/finished" (its rank 0, at a normal end) and "elastic/stopped" (below MIN, a poison
+//    batch), which the launchers and waiting joiners read.
 //  - Memberships are numbered (the membership epoch, from 0). shrink() is the one way from one to
 //    the next: every survivor checks in under the current epoch with the steps it has committed;
 //    the first to check in decides once every member has checked in or is known gone, or

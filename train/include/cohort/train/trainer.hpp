@@ -255,6 +255,9 @@ class Trainer {
   void elastic_receive_state();
   bool joined_state_ = false;
   std::string joined_layout_;  // the group's DataLoader::layout() a joiner takes (keep_rank_batch)
+  // At an epoch's start: the launch's shard regrouped for the group as it is now (a joiner: the
+  // group's layout).
+  void elastic_epoch_loader(data::DataLoader& train);
   bool keeps_rank_batch() const;
   // The learning rate's factor now: ranks / launched ranks when each rank's batch is kept, else 1.
   double elastic_lr_factor() const;
