@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Training throughput of the MNIST CNN, batch 64 per rank, side by side in one run:
 #   1. PyTorch, one process, one thread                    (bench/mnist_torch.py)
-#   2. cohort mnist_cnn, one process, one thread           (OMP_NUM_THREADS=1)
+#   2. cohort mnist_cnn, one process, one thread           (OMP_NUM_THREADS=1; conv2 on oneDNN's
+#      Winograd kernels, the default: backends/host/conv2d.cpp)
 #   3. cohort mnist_cnn, 2 ranks x one thread, shm, DDP    (global batch 128)
-#   4. cohort mnist_cnn, one process, one thread, COHORT_HOST_CONV_ALGO=winograd (conv2 on oneDNN's
-#      Winograd kernels; opt-in, backends/host/conv2d.cpp says why)
-# The three alternate over ROUNDS rounds; printed: each one's median and the ratios the issues ask
+#   4. cohort mnist_cnn, one process, one thread, COHORT_HOST_CONV_ALGO=direct (oneDNN's direct
+#      kernels, as PyTorch's CPU convolutions)
+# The four alternate over ROUNDS rounds; printed: each one's median and the ratios the issues ask
 # for (cohort/torch >= 1.0, goal 1.5; 2 ranks / 1 rank >= 1.8). PyTorch is the current one from
 # .venv-peers (tools/setup.sh --peers) when it exists, else Debian's; PYTHON=... picks another.
 #
@@ -28,18 +29,18 @@ for r in $(seq 1 "$rounds"); do
         --test-batch-size 1000 | ips)"
   w+=" $("$build/bin/cohortrun" --nproc-per-node 2 "$build/bin/mnist_cnn" --comm shm --epochs 1 \
         --max-steps "$steps" --log-interval 1000000 --test-batch-size 1000 | ips)"
-  g+=" $(COHORT_HOST_CONV_ALGO=winograd "$build/bin/mnist_cnn" --epochs 1 --max-steps "$steps" \
+  g+=" $(COHORT_HOST_CONV_ALGO=direct "$build/bin/mnist_cnn" --epochs 1 --max-steps "$steps" \
         --log-interval 1000000 --test-batch-size 1000 | ips)"
-  echo "round $r: torch$t | cohort 1 rank$o | cohort 2 ranks$w | cohort 1 rank winograd$g" >&2
+  echo "round $r: torch$t | cohort 1 rank$o | cohort 2 ranks$w | cohort 1 rank direct$g" >&2
 done
-torch_ips=$(med "$t") one=$(med "$o") two=$(med "$w") wino=$(med "$g")
+torch_ips=$(med "$t") one=$(med "$o") two=$(med "$w") direct=$(med "$g")
 echo "mnist_throughput: $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores, torch $tv, $rounds rounds, medians"
 printf '%-44s %10s\n' "run (batch 64 per rank, $steps steps)" "images/s"
 printf '%-44s %10.1f\n' "PyTorch $tv, 1 process x 1 thread" "$torch_ips"
 printf '%-44s %10.1f\n' "cohort, 1 process x 1 thread" "$one"
 printf '%-44s %10.1f\n' "cohort, 2 ranks x 1 thread (shm, DDP)" "$two"
-printf '%-44s %10.1f\n' "cohort, 1 process x 1 thread, Winograd" "$wino"
-awk -v t="$torch_ips" -v o="$one" -v w="$two" -v g="$wino" 'BEGIN {
+printf '%-44s %10.1f\n' "cohort, 1 process x 1 thread, direct conv" "$direct"
+awk -v t="$torch_ips" -v o="$one" -v w="$two" -v g="$direct" 'BEGIN {
   printf "cohort 1 rank / PyTorch:     %.2fx (target >= 1.0, goal 1.5)\n", o / t;
   printf "cohort 2 ranks / 1 rank:     %.2fx (target >= 1.8)\n", w / o;
-  printf "cohort Winograd / PyTorch:   %.2fx (COHORT_HOST_CONV_ALGO=winograd)\n", g / t }'
+  printf "cohort direct / PyTorch:     %.2fx (COHORT_HOST_CONV_ALGO=direct)\n", g / t }'

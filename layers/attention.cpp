@@ -1,5 +1,7 @@
-// MultiheadAttention (see cohort/layers/attention.hpp). Forward keeps the heads' q, k, v in one
-// [3, N*H, T, dh] tensor and the probabilities P; backward is, per head,
+// MultiheadAttention (see cohort/layers/attention.hpp). The fused path hands the projection
+// [N, T, 3, H, dh] to ops::attention_forward / attention_backward (backends/common/ops/attention.hpp
+// has the math) and gets dproj back in the same layout. The unfused path keeps the heads' q, k, v
+// in one [3, N*H, T, dh] tensor and the probabilities P; its backward is, per head,
 //   dV = P^T dO,  dP = dO V^T,  dS = softmax_backward(P, dP),
 //   dQ = dS K / sqrt(dh),  dK = dS^T Q / sqrt(dh),
 // written into one [3, N*H, T, dh] tensor that the inverse permutation turns back into the
@@ -8,8 +10,14 @@
 // Layout moves are two permutations each way: [N, T, 3, H, dh] <-> [3, N, H, T, dh] (the
 // projection's rows into heads) and [N, H, T, dh] <-> [N, T, H, dh] (heads back side by side).
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 
+#include "cohort/core/autocast.hpp"
 #include "cohort/core/device.hpp"
+#include "cohort/core/error.hpp"
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/ops.hpp"
 #include "cohort/layers/attention.hpp"
@@ -19,11 +27,24 @@ namespace cohort::nn {
 namespace {
 const std::vector<int> kSplitHeads = {2, 0, 3, 1, 4};  // [N, T, 3, H, dh] -> [3, N, H, T, dh]
 const std::vector<int> kMergeHeads = {0, 2, 1, 3};     // [N, H, T, dh] <-> [N, T, H, dh]
+
+// COHORT_ATTENTION: fused (the default) or unfused.
+bool fused_by_default() {
+  const char* v = std::getenv("COHORT_ATTENTION");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "fused") == 0) return true;
+  COHORT_CHECK(std::strcmp(v, "unfused") == 0, "COHORT_ATTENTION='", v,
+               "' is not an attention path: use fused (the default) or unfused");
+  return false;
+}
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads,
                                        Device& device)
-    : Module("MultiheadAttention"), embed_dim_(embed_dim), num_heads_(num_heads), head_dim_(0) {
+    : Module("MultiheadAttention"),
+      embed_dim_(embed_dim),
+      num_heads_(num_heads),
+      head_dim_(0),
+      fused_(fused_by_default()) {
   const std::int64_t e = embed_dim_, h = num_heads_;
   COHORT_MODULE_CHECK(e >= 1 && h >= 1, "embed_dim (", e, ") and num_heads (", h,
                       ") must be positive");
@@ -57,10 +78,72 @@ Tensor MultiheadAttention::forward_impl(const Tensor& x) {
   Device& dev = x.device();
   batch_ = x.dim(0);
   seq_len_ = x.dim(1);
+  x_ = x.reshape({batch_ * seq_len_, embed_dim_});
+  ran_fused_ = fused_;
+  if (fused_ && autocast_dtype(dev) != DType::f32) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::fprintf(stderr,
+                   "cohort: MultiheadAttention under autocast %s runs the unfused attention ops "
+                   "(their batched GEMMs in %s; the fused op is f32 only)\n",
+                   dtype_name(autocast_dtype(dev)), dtype_name(autocast_dtype(dev)));
+    });
+    ran_fused_ = false;
+  }
+  const Tensor merged = ran_fused_ ? forward_fused(dev) : forward_unfused(dev);
+  return out_proj_->forward(merged.reshape({batch_, seq_len_, embed_dim_}));
+}
+
+Tensor MultiheadAttention::backward_impl(const Tensor& grad_output, bool need_input_grad) {
+  Device& dev = grad_output.device();
+  const std::int64_t rows = batch_ * seq_len_, e = embed_dim_;
+  const Tensor dmerged = out_proj_->backward(grad_output, true);
+  const Tensor dproj = ran_fused_ ? backward_fused(dmerged, dev) : backward_unfused(dmerged, dev);
+  if (in_proj_bias_->requires_grad) {
+    ops::bias_grad(dproj, in_proj_bias_->grad, -1);
+    grad_ready(in_proj_bias_);
+  }
+  if (in_proj_weight_->requires_grad) {
+    ops::gemm(dproj, true, x_, false, in_proj_weight_->grad, 1.0f, 1.0f);
+    grad_ready(in_proj_weight_);
+  }
+  Tensor dx;
+  if (need_input_grad) {
+    dx = Tensor::empty(Shape{rows, e}, DType::f32, dev);
+    ops::gemm(dproj, false, in_proj_weight_->value, false, dx);
+    dx = dx.reshape({batch_, seq_len_, e});
+  }
+  release_saved();
+  return dx;
+}
+
+// The projection [N * T, 3E] is [N, T, 3, H, dh] as it stands; the op writes the heads side by
+// side, [N, T, H, dh], which is the output projection's input as it stands.
+Tensor MultiheadAttention::forward_fused(Device& dev) {
+  const std::int64_t n = batch_, t = seq_len_, e = embed_dim_, h = num_heads_, dh = head_dim_;
+  Tensor proj = Tensor::empty(Shape{n * t, 3 * e}, DType::f32, dev);
+  ops::gemm(x_, false, in_proj_weight_->value, true, proj);
+  ops::bias_add(in_proj_bias_->value, proj, -1);
+  qkv_ = proj.reshape({n, t, 3, h, dh});
+  out_ = Tensor::empty(Shape{n, t, h, dh}, DType::f32, dev);
+  lse_ = Tensor::empty(Shape{n, h, t}, DType::f32, dev);
+  ops::attention_forward(qkv_, out_, lse_, 1.0f / std::sqrt(static_cast<float>(dh)));
+  return out_;
+}
+
+// dproj [N * T, 3E] straight from the op.
+Tensor MultiheadAttention::backward_fused(const Tensor& dmerged, Device& dev) {
+  const std::int64_t n = batch_, t = seq_len_, h = num_heads_, dh = head_dim_;
+  Tensor dqkv = Tensor::empty(qkv_.shape(), DType::f32, dev);
+  ops::attention_backward(qkv_, out_, lse_, dmerged.reshape({n, t, h, dh}), dqkv,
+                          1.0f / std::sqrt(static_cast<float>(dh)));
+  return dqkv.reshape({n * t, 3 * embed_dim_});
+}
+
+Tensor MultiheadAttention::forward_unfused(Device& dev) {
   const std::int64_t n = batch_, t = seq_len_, e = embed_dim_, h = num_heads_, dh = head_dim_;
   const std::int64_t rows = n * t, b = n * h;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  x_ = x.reshape({rows, e});
   Tensor proj = Tensor::empty(Shape{rows, 3 * e}, DType::f32, dev);
   ops::gemm(x_, false, in_proj_weight_->value, true, proj);
   ops::bias_add(in_proj_bias_->value, proj, -1);
@@ -74,16 +157,13 @@ Tensor MultiheadAttention::forward_impl(const Tensor& x) {
   ops::softmax_forward(false, s, probs_, -1);
   Tensor o = Tensor::empty(Shape{b, t, dh}, DType::f32, dev);
   ops::gemm_batched(probs_, false, v, false, o);
-  const Tensor merged = ops::permute(o.reshape({n, h, t, dh}), kMergeHeads);
-  return out_proj_->forward(merged.reshape({n, t, e}));
+  return ops::permute(o.reshape({n, h, t, dh}), kMergeHeads);
 }
 
-Tensor MultiheadAttention::backward_impl(const Tensor& grad_output, bool need_input_grad) {
-  Device& dev = grad_output.device();
+Tensor MultiheadAttention::backward_unfused(const Tensor& dmerged, Device& dev) {
   const std::int64_t n = batch_, t = seq_len_, e = embed_dim_, h = num_heads_, dh = head_dim_;
   const std::int64_t rows = n * t, b = n * h;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  const Tensor dmerged = out_proj_->backward(grad_output, true);
   const Tensor dout = ops::permute(dmerged.reshape({n, t, h, dh}), kMergeHeads).reshape({b, t, dh});
   const Tensor q = qkv_.slice(0, 1).reshape({b, t, dh});
   const Tensor k = qkv_.slice(1, 2).reshape({b, t, dh});
@@ -99,25 +179,8 @@ Tensor MultiheadAttention::backward_impl(const Tensor& grad_output, bool need_in
   ops::softmax_backward(false, probs_, dp, ds, -1);
   ops::gemm_batched(ds, false, k, false, dq, scale);
   ops::gemm_batched(ds, true, q, false, dk, scale);
-  const Tensor dproj =
-      ops::permute(dqkv.reshape({3, n, h, t, dh}), ops::inverse_permutation(kSplitHeads))
-          .reshape({rows, 3 * e});
-  if (in_proj_bias_->requires_grad) {
-    ops::bias_grad(dproj, in_proj_bias_->grad, -1);
-    grad_ready(in_proj_bias_);
-  }
-  if (in_proj_weight_->requires_grad) {
-    ops::gemm(dproj, true, x_, false, in_proj_weight_->grad, 1.0f, 1.0f);
-    grad_ready(in_proj_weight_);
-  }
-  Tensor dx;
-  if (need_input_grad) {
-    dx = Tensor::empty(Shape{rows, e}, DType::f32, dev);
-    ops::gemm(dproj, false, in_proj_weight_->value, false, dx);
-    dx = dx.reshape({n, t, e});
-  }
-  x_ = qkv_ = probs_ = Tensor();
-  return dx;
+  return ops::permute(dqkv.reshape({3, n, h, t, dh}), ops::inverse_permutation(kSplitHeads))
+      .reshape({rows, 3 * e});
 }
 
 void MultiheadAttention::summarize(const Shape& input, int depth,

@@ -1,8 +1,8 @@
 // The host device's op table: the shared families of backends/common/ops/ run by the executor
 // below. This file says how the host launches work (Kokkos parallel_fors split between the host's
 // OpenMP threads), where scratch memory comes from, and which ops a vendor library takes first:
-// the three convolutions (oneDNN's primitives, conv2d.cpp) and the batched GEMM's thread split
-// (gemm.cpp). Every other op, and every case oneDNN declines, runs the shared family template.
+// the three convolutions (oneDNN's primitives, conv2d.cpp), the batched GEMM's thread split
+// (gemm.cpp) and attention (per-head sgemm, attention.cpp). Every other op, and every case oneDNN declines, runs the shared family template.
 #include <Kokkos_Core.hpp>
 #include <omp.h>
 
@@ -10,6 +10,7 @@
 
 #include "cohort/core/error.hpp"
 #include "common/ops/run_call.hpp"
+#include "attention.hpp"
 #include "conv2d.hpp"
 #include "gemm.hpp"
 #include "host_device.hpp"
@@ -88,6 +89,21 @@ void run(HostExec& e, const calls::GemmBatched& c) {
   if (threads <= 1) return kernels::run(e, c);
   sgemm_batched(c, threads);
 }
+// Attention: heads split like the batched GEMM's batch, each head's products through sgemm.
+int attention_threads(const AttentionArgs& a) {
+  return launch_threads(a.n * a.h, a.n * a.h * (a.t * a.t * a.dh / 4));
+}
+// dh == 0 (zero-width heads: leading dimensions sgemm rejects) runs the shared items.
+void run(HostExec& e, const calls::AttentionForward& c) {
+  if (c.a.n * c.a.h * c.a.t == 0) return;
+  if (c.a.dh == 0) return kernels::run(e, c);
+  attention_forward_heads(c, attention_threads(c.a));
+}
+void run(HostExec& e, const calls::AttentionBackward& c) {
+  if (c.a.n * c.a.h * c.a.t == 0) return;
+  if (c.a.dh == 0) return kernels::run(e, c);
+  attention_backward_heads(c, attention_threads(c.a));
+}
 void run(HostExec& e, const calls::Conv2dBackwardData& c) {
   if (!onednn_conv_backward_data(c)) kernels::run(e, c);
 }
@@ -111,7 +127,11 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
     "reduces over the batch across threads), a declined shape or COHORT_HOST_CONV=im2col")        \
   X(gemm_batched, GemmBatched, "oneDNN sgemm, batch split (host/gemm.cpp)",                     \
     "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when "  \
-    "the work is too small to split")
+    "the work is too small to split")                                                             \
+  X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",          \
+    "heads split across OpenMP threads, each head's scores in the thread's scratch")              \
+  X(attention_backward, AttentionBackward, "oneDNN sgemm per head (host/attention.cpp)",        \
+    "heads split across OpenMP threads, the probabilities recomputed from forward's lse")
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 //   errors   bad arguments name the layer or the op;
 //   module   state_dict names, hook order, initialisation.
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ const GoldenFile& golden() {
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+// Every MultiheadAttention in m's tree on the fused op or on the separate ops.
+void set_fused(nn::Module& m, bool on) {
+  if (auto* a = dynamic_cast<nn::MultiheadAttention*>(&m)) a->set_fused(on);
+  for (const auto& [name, child] : m.children()) set_fused(*child, on);
 }
 
 }  // namespace
@@ -75,10 +82,12 @@ TEST_CASE("permute, slice_copy, narrow and cat match PyTorch") {
   CHECK(cases >= 12);
 }
 
+// Both ways: the fused attention op (the default) and the separate ops.
 TEST_CASE("MultiheadAttention and EncoderBlock match PyTorch forward and backward") {
   const GoldenFile& g = golden();
   int cases = 0;
   double worst = 0.0;
+  for (bool fused : {true, false})
   for (const std::string& cs : g.cases()) {
     const auto& cfg = g.config(cs);
     if (!cfg.contains("module")) continue;
@@ -96,9 +105,11 @@ TEST_CASE("MultiheadAttention and EncoderBlock match PyTorch forward and backwar
     } else {
       FAIL("unknown module in vit.json: " << type);
     }
+    CAPTURE(fused);
+    set_fused(*m, fused);
     worst = std::max(worst, golden_cmp::run_module_case(g, cs, *m, lt::host()));
   }
-  CHECK(cases == 4);
+  CHECK(cases == 8);
   MESSAGE(cases << " attention cases; worst error / tolerance " << worst);
 }
 
@@ -111,10 +122,13 @@ TEST_CASE("MultiheadAttention") {
   struct Case {
     std::int64_t n, t, e, h;
   };
+  for (bool fused : {true, false})
   for (const Case& c : {Case{2, 5, 8, 2}, Case{1, 3, 6, 1}, Case{2, 4, 12, 4}}) {
+    CAPTURE(fused);
     CAPTURE(c.e);
     CAPTURE(c.h);
     nn::MultiheadAttention m(c.e, c.h, lt::host());
+    m.set_fused(fused);
     // PyTorch zeroes the biases: random ones put their gradients to the test too.
     m.in_proj_bias()->value.copy_from(lt::uniform({3 * c.e}, -0.5f, 0.5f, 41));
     m.out_proj()->bias()->value.copy_from(lt::uniform({c.e}, -0.5f, 0.5f, 42));
@@ -125,9 +139,48 @@ TEST_CASE("MultiheadAttention") {
 }
 
 TEST_CASE("EncoderBlock") {
-  nn::manual_seed(44);
-  nn::EncoderBlock m(8, 2, 16, lt::host());
-  check_module(m, lt::uniform({2, 5, 8}, -1, 1, 45));
+  for (bool fused : {true, false}) {
+    CAPTURE(fused);
+    nn::manual_seed(44);
+    nn::EncoderBlock m(8, 2, 16, lt::host());
+    set_fused(m, fused);
+    check_module(m, lt::uniform({2, 5, 8}, -1, 1, 45));
+  }
+}
+
+// The fused op against the separate ops on the ViT's shapes (T = 65, 8 heads of 32), forward and
+// every gradient: the same function, computed in a different order (sgemm per head, the
+// probabilities recomputed from the log-sum-exp), so within a few f32 roundings.
+TEST_CASE("MultiheadAttention: fused and unfused agree on the ViT's shapes") {
+  nn::manual_seed(46);
+  nn::MultiheadAttention fused(256, 8, lt::host()), plain(256, 8, lt::host());
+  plain.set_fused(false);
+  plain.load_state_dict(fused.state_dict());
+  plain.in_proj_bias()->value.copy_from(lt::uniform({768}, -0.5f, 0.5f, 47));
+  fused.in_proj_bias()->value.copy_from(plain.in_proj_bias()->value);
+  const Tensor x = lt::uniform({2, 65, 256}, -2, 2, 48);
+  const Tensor dy = lt::uniform({2, 65, 256}, -1, 1, 49);
+  const std::vector<float> y1 = fused.forward(x).to_vector<float>();
+  const std::vector<float> y2 = plain.forward(x).to_vector<float>();
+  const std::vector<float> dx1 = fused.backward(dy).to_vector<float>();
+  const std::vector<float> dx2 = plain.backward(dy).to_vector<float>();
+  auto worst = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double scale = 0, err = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+      err = std::max(err, static_cast<double>(std::fabs(a[i] - b[i])));
+    }
+    return err / scale;
+  };
+  CHECK(worst(y1, y2) < 1e-5);
+  CHECK(worst(dx1, dx2) < 1e-5);
+  CHECK(worst(fused.in_proj_weight()->grad.to_vector<float>(),
+              plain.in_proj_weight()->grad.to_vector<float>()) < 1e-5);
+  CHECK(worst(fused.in_proj_bias()->grad.to_vector<float>(),
+              plain.in_proj_bias()->grad.to_vector<float>()) < 1e-5);
+  MESSAGE("fused vs unfused, largest difference / largest value: output " << worst(y1, y2)
+                                                                          << ", dx "
+                                                                          << worst(dx1, dx2));
 }
 
 }  // TEST_SUITE fd
@@ -146,6 +199,16 @@ TEST_CASE("MultiheadAttention and EncoderBlock: constructor arguments and input 
   CHECK(contains(error_of([&] { block->forward(lt::uniform({2, 5, 6}, -1, 1, 1)); }),
                  "EncoderBlock(block): expected input [N, T, 8] (batch, tokens, hidden_dim), "
                  "got [2, 5, 6]"));
+  // COHORT_ATTENTION is read when a layer is built.
+  ::setenv("COHORT_ATTENTION", "flash", 1);
+  const std::string bad = error_of([] { nn::MultiheadAttention(8, 2, lt::host()); });
+  ::setenv("COHORT_ATTENTION", "unfused", 1);
+  CHECK_FALSE(nn::MultiheadAttention(8, 2, lt::host()).fused());
+  ::unsetenv("COHORT_ATTENTION");
+  CHECK(nn::MultiheadAttention(8, 2, lt::host()).fused());
+  CHECK_MESSAGE(contains(bad, "COHORT_ATTENTION='flash' is not an attention path: use fused (the "
+                              "default) or unfused"),
+                bad);
   nn::MultiheadAttention mha(8, 2, lt::host());
   CHECK(contains(error_of([&] { mha.forward(lt::uniform({10, 8}, -1, 1, 2)); }),
                  "MultiheadAttention: expected input [N, T, 8] (batch first), got [10, 8]"));

@@ -20,10 +20,13 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
+#include "cohort/layers/attention.hpp"
+#include "cohort/layers/init.hpp"
 #include "exact_conv.hpp"
 #include "golden.hpp"
 
 using namespace cohort;
+namespace nn = cohort::nn;
 using testing::err_u;
 using testing::Exact;
 
@@ -296,6 +299,21 @@ TEST_CASE("the listed ops against PyTorch's CPU autocast (bf16)") {
     }
     compare(y, gf.tensor(c, "y"), "bmm");
   }
+}
+
+// The fused attention op is f32 only: under autocast a MultiheadAttention runs the separate ops
+// (their batched GEMMs in bf16, where the host has it), the same bits as one built unfused.
+TEST_CASE("MultiheadAttention under autocast bf16 runs the unfused ops") {
+  nn::manual_seed(7);
+  nn::MultiheadAttention fused(16, 2, host()), plain(16, 2, host());
+  plain.set_fused(false);
+  plain.load_state_dict(fused.state_dict());
+  const Tensor x = uni({2, 5, 16}, 8), dy = uni({2, 5, 16}, 9);
+  autocast a(host(), DType::bf16);
+  const std::vector<float> y1 = fused.forward(x).to_vector<float>();
+  const std::vector<float> y2 = plain.forward(x).to_vector<float>();
+  CHECK(y1 == y2);
+  CHECK(fused.backward(dy).to_vector<float>() == plain.backward(dy).to_vector<float>());
 }
 
 }  // TEST_SUITE

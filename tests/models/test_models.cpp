@@ -4,6 +4,8 @@
 // steps, and bad configurations.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -157,12 +159,29 @@ Tensor formula(const Shape& s, double step, bool cosine) {
 // Whole-model forward and backward against PyTorch (torchvision's ResNet-50 itself) for the
 // same weights: the check that holds where finite differences through 50 f32 layers cannot
 // (their round-off and batch-norm curvature reach a few percent there). Tolerance: 1e-3 relative
-// to the tensor's largest value, f32 summation orders differing over up to 53 layers.
+// to the tensor's largest value with the rounding PyTorch's CPU convolutions have (oneDNN's direct
+// kernels: models_golden_direct, or the shared im2col path: models_golden_im2col), f32 summation
+// orders differing over up to 53 layers. The host's default Winograd kernels round each
+// convolution about 5x coarser (docs/BENCHMARKS.md, "Winograd convolutions"); measured on AMD
+// EPYC (avx512_core) the worst tensor is CNN-B's features.11.bias gradient, 0.78% of its largest
+// value off (direct: 2e-6). A batch-norm bias gradient is a sum of dy over 2 x 8 x 8 positions of
+// both signs, so it is small (0.008 against the classifier bias's 1.76) and keeps the absolute
+// error of its terms. models_golden holds Winograd to 2e-2, still tight enough to catch a wrong
+// layer (a dropped term or a swapped operand is off by the whole scale).
+double golden_tolerance() {
+  const char* algo = std::getenv("COHORT_HOST_CONV_ALGO");
+  const char* path = std::getenv("COHORT_HOST_CONV");
+  const bool pytorch_rounding = (algo != nullptr && std::strcmp(algo, "direct") == 0) ||
+                                (path != nullptr && std::strcmp(path, "im2col") == 0);
+  return pytorch_rounding ? 1e-3 : 2e-2;
+}
+
 TEST_CASE("outputs and gradients equal PyTorch's for formula weights") {
   std::ifstream f(std::string(COHORT_GOLDEN_DIR) + "/model_golden.json");
   REQUIRE(f.good());
   const auto golden = nlohmann::json::parse(f);
   REQUIRE(golden.size() == 4);
+  const double tol = golden_tolerance();
   for (const auto& g : golden) {
     const std::string name = g["model"];
     CAPTURE(name);
@@ -177,15 +196,24 @@ TEST_CASE("outputs and gradients equal PyTorch's for formula weights") {
     const auto want_y = g["output"].get<std::vector<float>>();
     const auto got_y = y.to_vector<float>();
     REQUIRE(got_y.size() == want_y.size());
-    auto close = [](const std::vector<float>& got, const std::vector<float>& want,
-                    const std::string& what) {
+    double worst = 0;  // the largest error / scale over the model's tensors
+    std::string worst_what;
+    auto close = [&](const std::vector<float>& got, const std::vector<float>& want,
+                     const std::string& what) {
       double scale = 0;
       for (float w : want) scale = std::max(scale, static_cast<double>(std::fabs(w)));
-      for (std::size_t i = 0; i < got.size(); ++i)
-        if (!(std::fabs(got[i] - want[i]) <= 1e-3 * scale + 1e-6)) {
-          FAIL_CHECK(what << "[" << i << "]: cohort " << got[i] << ", PyTorch " << want[i]);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double err = std::fabs(got[i] - want[i]);
+        if (scale > 0 && err / scale > worst) {
+          worst = err / scale;
+          worst_what = what;
+        }
+        if (!(err <= tol * scale + 1e-6)) {
+          FAIL_CHECK(what << "[" << i << "]: cohort " << got[i] << ", PyTorch " << want[i]
+                          << " (tolerance " << tol << " of " << scale << ")");
           return;
         }
+      }
     };
     close(got_y, want_y, "output");
     model->zero_grad();
@@ -202,6 +230,8 @@ TEST_CASE("outputs and gradients equal PyTorch's for formula weights") {
       for (std::size_t i : idx) got.push_back(grads[tensor].at(i));
       close(got, want, "d/d " + tensor);
     }
+    MESSAGE(name << ": worst error " << worst << " of its tensor's largest value (" << worst_what
+                 << "), tolerance " << tol);
   }
 }
 

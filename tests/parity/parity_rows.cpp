@@ -484,6 +484,54 @@ std::vector<Row> rows() {
     });
   }
 
+  // ---- attention: qkv [n, t, 3, h, dh] ----
+  // Each output is a sum of t products of probabilities and values, after dh-long dot products in
+  // f32 (sgemm's blocked order on the host, the items' in-order loop on Thrust): a few f32
+  // roundings of each term, 1e-6 at t = 5 (measured 8e-8); at the ViT's t = 65 and dh = 32, from
+  // inputs in [-2, 2], 5e-6 (measured 7e-7).
+  struct AttentionCase {
+    const char* name;
+    std::int64_t n, t, h, dh;
+    float lo, hi;
+    double tol;
+  };
+  for (const AttentionCase& k :
+       {AttentionCase{"[2, 5, 3, 2, 4]", 2, 5, 2, 4, -1.0f, 1.0f, 1e-6},
+        AttentionCase{"ViT's [1, 65, 3, 2, 32]", 1, 65, 2, 32, -2.0f, 2.0f, 5e-6}}) {
+    const Shape qs{k.n, k.t, 3, k.h, k.dh}, os{k.n, k.t, k.h, k.dh}, ls{k.n, k.h, k.t};
+    const float scale = 1.0f / std::sqrt(static_cast<float>(k.dh));
+    add(Op::attention_forward, std::string("attention ") + k.name, k.tol, [=](Case& c) {
+      const HostTensor qkv = uni(qs, 90, k.lo, k.hi);
+      Tensor out = c.out(os), lse = c.out(ls);
+      ops::attention_forward(c.in(qkv), out, lse, scale);
+      c.check({out, lse}, [=] {
+        const ref::AttentionOut r = ref::attention_forward(qkv.v, k.n, k.t, k.h, k.dh, scale);
+        return std::vector<Vec>{r.out, r.lse};
+      });
+    });
+    add(Op::attention_backward, std::string("attention backward ") + k.name, k.tol, [=](Case& c) {
+      const HostTensor qkv = uni(qs, 91, k.lo, k.hi), dout = uni(os, 92);
+      Tensor out = c.out(os), lse = c.out(ls), dqkv = c.out(qs);
+      const Tensor q = c.in(qkv);
+      ops::attention_forward(q, out, lse, scale);
+      ops::attention_backward(q, out, lse, c.in(dout), dqkv, scale);
+      c.check({dqkv}, [=] {
+        return one(ref::attention_backward(qkv.v, dout.v, k.n, k.t, k.h, k.dh, scale));
+      });
+    });
+  }
+  // A NaN in one query makes that query's row NaN (out and lse), and only it (torch.softmax).
+  add(Op::attention_forward, "attention NaN in query 3", 1e-6, [](Case& c) {
+    HostTensor qkv = uni({1, 5, 3, 1, 4}, 93);
+    qkv.v[(3 * 3 + 0) * 4 + 1] = NAN;
+    Tensor out = c.out({1, 5, 1, 4}), lse = c.out({1, 1, 5});
+    ops::attention_forward(c.in(qkv), out, lse, 0.5f);
+    c.check({out, lse}, [=] {
+      const ref::AttentionOut r = ref::attention_forward(qkv.v, 1, 5, 1, 4, 0.5);
+      return std::vector<Vec>{r.out, r.lse};
+    });
+  });
+
   // ---- normalisation: statistics over 100 elements per channel; 1e-5 ----
   const Shape bs{4, 3, 5, 5};
   for (bool training : {true, false})

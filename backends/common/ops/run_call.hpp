@@ -16,6 +16,7 @@
 //                                 cross_entropy_backward
 //   norm.hpp                      batch_norm_forward batch_norm_backward layer_norm_forward
 //                                 layer_norm_backward
+//   attention.hpp                 attention_forward attention_backward
 //   reshape.hpp                   permute slice_copy
 //   optim.hpp                     sgd_step adam_step adadelta_step rmsprop_step
 #pragma once
@@ -27,6 +28,7 @@
 #include "cohort/backend/op_list.hpp"
 #include "cohort/backend/routes.hpp"
 #include "common/ops/activation.hpp"
+#include "common/ops/attention.hpp"
 #include "common/ops/conv2d.hpp"
 #include "common/ops/elementwise.hpp"
 #include "common/ops/gemm.hpp"
@@ -74,6 +76,8 @@ inline const char* op_family(Op op) {
     case Op::batch_norm_forward: case Op::batch_norm_backward: case Op::layer_norm_forward:
     case Op::layer_norm_backward:
       return "norm.hpp";
+    case Op::attention_forward: case Op::attention_backward:
+      return "attention.hpp";
     case Op::permute: case Op::slice_copy:
       return "reshape.hpp";
     case Op::sgd_step: case Op::adam_step: case Op::adadelta_step: case Op::rmsprop_step:

@@ -313,14 +313,15 @@ TEST_CASE("host conv: a COHORT_HOST_CONV that names no path is an error naming i
                 e);
 }
 
-// Winograd (COHORT_HOST_CONV_ALGO=winograd: the ctest entry unit_host_conv_winograd runs this
-// file's conv cases with it): taken where it pays, refused where it does not, and its forward and
-// backward data give one thread's bits at two (the thread governor changes the count under load).
+// Winograd (the default; the ctest entry unit_host_conv_direct runs this file's conv cases again
+// with COHORT_HOST_CONV_ALGO=direct): taken where it pays, refused where it does not, and its
+// forward and backward data give one thread's bits at two (the thread governor changes the count
+// under load).
 TEST_CASE(
     "host conv: the algorithm each shape gets, and forward / backward data bits at 1 and 2 "
     "threads") {
   const char* v = std::getenv("COHORT_HOST_CONV_ALGO");
-  const bool winograd = v != nullptr && std::strcmp(v, "winograd") == 0;
+  const bool winograd = v == nullptr || std::strcmp(v, "direct") != 0;
   const Conv2dArgs conv2 = shape(8, 32, 26, 26, 64, 3, 3, 1, 0);
   // oneDNN's Winograd kernels need avx512_core (AVX-512 F, BW, DQ, VL); without it direct runs.
   const std::string got = cohort::host::onednn_conv_algorithm(conv2);
@@ -370,6 +371,6 @@ TEST_CASE("host conv: a COHORT_HOST_CONV_ALGO that names no algorithm is an erro
   const std::string e =
       error_of([&] { cohort::host::onednn_conv_algorithm(shape(1, 16, 8, 8, 16, 3, 3, 1, 1)); });
   CHECK_MESSAGE(e.find("COHORT_HOST_CONV_ALGO='bogus' is not a host convolution algorithm: use "
-                       "direct (the default) or winograd") != std::string::npos,
+                       "winograd (the default) or direct") != std::string::npos,
                 e);
 }

@@ -135,6 +135,18 @@ LayerNormOut layer_norm_forward(const Vec& x, std::int64_t rows, std::int64_t co
 NormGrads layer_norm_backward(const Vec& x, const Vec& dy, std::int64_t rows, std::int64_t cols,
                               const Vec& gamma, double eps, const Vec& dgamma0, const Vec& dbeta0);
 
+// ---- attention (attention.cpp): scaled dot-product attention of qkv [n, t, 3, h, dh] (q, k, v
+// packed as multi-head attention's projection writes them), no mask ----
+struct AttentionOut {
+  Vec out;  // [n, t, h, dh]
+  Vec lse;  // [n, h, t]: log sum_j exp(scale q_i . k_j)
+};
+AttentionOut attention_forward(const Vec& qkv, std::int64_t n, std::int64_t t, std::int64_t h,
+                               std::int64_t dh, double scale);
+// The gradient w.r.t. qkv ([n, t, 3, h, dh]) of sum(out * dout).
+Vec attention_backward(const Vec& qkv, const Vec& dout, std::int64_t n, std::int64_t t,
+                       std::int64_t h, std::int64_t dh, double scale);
+
 // ---- softmax and losses (softmax_losses.cpp); x seen as [outer, channels, inner] ----
 Vec softmax_forward(bool log, const Vec& x, std::int64_t outer, std::int64_t channels,
                     std::int64_t inner);

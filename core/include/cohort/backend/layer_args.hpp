@@ -75,6 +75,20 @@ struct LayerNormArgs {
   float eps = 1e-5f;
 };
 
+// Scaled dot-product attention of multi-head attention over the in-projection's packed output
+// (torch.nn.functional.scaled_dot_product_attention of the q, k, v nn.MultiheadAttention splits
+// from it, no mask, no dropout):
+//   qkv [n, t, 3, h, dh]: q = qkv[:, :, 0], k = qkv[:, :, 1], v = qkv[:, :, 2], each [n, t, h, dh];
+//   out [n, t, h, dh]:    out[b, i, hh] = sum_j P[b, hh, i, j] v[b, j, hh],
+//                         P = softmax_j(scale q[b, i, hh] . k[b, j, hh]);
+//   lse [n, h, t]:        log sum_j exp(scale q . k_j), what backward recomputes P from.
+// Reading q, k, v where the projection wrote them and writing out where the output projection reads
+// it saves the four head permutations the unfused layer makes, and P is never stored.
+struct AttentionArgs {
+  std::int64_t n = 0, t = 0, h = 0, dh = 0;
+  float scale = 1.0f;  // 1 / sqrt(dh) in nn.MultiheadAttention
+};
+
 // Axis permutation of a contiguous row-major tensor (torch.permute followed by .contiguous()):
 // output axis a is input axis perm[a], so out[i_0, ..., i_{rank-1}] = x[j] with j[perm[a]] = i_a.
 // The front end (cohort::ops::permute) first drops extent-1 axes and merges axes that stay

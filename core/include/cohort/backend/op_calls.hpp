@@ -244,6 +244,21 @@ struct LayerNormBackward {
   float* dgamma;  // nullable
   float* dbeta;   // nullable
 };
+struct AttentionForward {  // layout and semantics: AttentionArgs
+  AttentionArgs a;
+  const float* qkv;
+  float* out;
+  float* lse;
+};
+struct AttentionBackward {  // dqkv overwritten, [n, t, 3, h, dh] as qkv
+  AttentionArgs a;
+  const float* qkv;
+  const float* out;
+  const float* dout;
+  const float* lse;
+  float* delta;  // [n, h, t], written: sum over dh of dout * out, per query row
+  float* dqkv;
+};
 struct DropoutForward {
   DropoutArgs a;
   const float* x;

@@ -67,6 +67,9 @@
   X(batch_norm_backward, BatchNormBackward)        \
   X(layer_norm_forward, LayerNormForward)          \
   X(layer_norm_backward, LayerNormBackward)        \
+  /* attention.hpp (layer_ops.hpp) */              \
+  X(attention_forward, AttentionForward)           \
+  X(attention_backward, AttentionBackward)         \
   /* reshape.hpp (layer_ops.hpp) */                \
   X(permute, Permute)                              \
   X(slice_copy, SliceCopy)                         \

@@ -65,6 +65,16 @@ void bias_grad(const Tensor& dy, Tensor& dbias, int axis);
 void softmax_forward(bool log, const Tensor& x, Tensor& y, int dim);
 void softmax_backward(bool log, const Tensor& y, const Tensor& dy, Tensor& dx, int dim);
 
+// Scaled dot-product attention over multi-head attention's packed in-projection output (no mask,
+// no dropout; layout in cohort/backend/layer_args.hpp, AttentionArgs): qkv [N, T, 3, H, dh], out
+// [N, T, H, dh] (the heads side by side, as the output projection reads them), lse [N, H, T] the
+// log-sum-exp of each query row's scores, kept for backward. scale is 1 / sqrt(dh) in
+// nn.MultiheadAttention. One fused op: the T x T probabilities are not stored.
+void attention_forward(const Tensor& qkv, Tensor& out, Tensor& lse, float scale);
+// dqkv [N, T, 3, H, dh] (overwritten) from dout [N, T, H, dh], with forward's qkv, out and lse.
+void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, Tensor& dqkv, float scale);
+
 // x [N, C, ...] normalised per channel (axis 1). Training uses and updates batch statistics
 // (running_mean / running_var updated when given); otherwise the running statistics are used and
 // required. save_mean / save_invstd [C] are written for backward.

@@ -1,0 +1,96 @@
+// Forward+backward time of attention at the ViT's shapes (batch 64, T = 65 tokens, E = 256, 8
+// heads of 32), cohort's side of bench/attention_compare.sh (which runs bench/attention_bench_torch.py
+// beside it and prints the ratios). Rows:
+//   sdpa          ops::attention_forward + attention_backward on the packed qkv [N, T, 3, H, dh]
+//                 (PyTorch: F.scaled_dot_product_attention on q, k, v [N, H, T, dh])
+//   mha_fused     nn::MultiheadAttention, the fused op (the default)
+//   mha_unfused   the same layer on the separate ops (set_fused(false): head permutations,
+//                 batched GEMMs, softmax)
+//                 (both against torch.nn.MultiheadAttention(batch_first=True), need_weights=False,
+//                 which calls scaled_dot_product_attention)
+// Method as bench/layers_bench: a fixed random input and output gradient; one iteration is forward
+// + backward; the figure is the median over iterations run for at least --min-time seconds after
+// 3 warm-up iterations. Prints "<row> <median ms>" per row.
+//
+//   build/bin/attention_bench [--batch 64] [--tokens 65] [--embed 256] [--heads 8]
+//                             [--min-time 1] [--threads 1]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cohort/core/layer_ops.hpp"
+#include "cohort/devices.hpp"
+#include "cohort/layers.hpp"
+
+namespace nn = cohort::nn;
+using cohort::Shape;
+using cohort::Tensor;
+
+namespace {
+
+double median_ms(const std::function<void()>& work, double min_time) {
+  for (int i = 0; i < 3; ++i) work();
+  std::vector<double> times;
+  const auto start = std::chrono::steady_clock::now();
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  while (since(start) < min_time || times.size() < 5) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    times.push_back(since(t0) * 1e3);
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+long arg(int argc, char** argv, const char* name, long def) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return std::strtol(argv[i + 1], nullptr, 10);
+  return def;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long n = arg(argc, argv, "--batch", 64), t = arg(argc, argv, "--tokens", 65);
+  const long e = arg(argc, argv, "--embed", 256), h = arg(argc, argv, "--heads", 8);
+  double min_time = 1.0;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--min-time") == 0) min_time = std::atof(argv[i + 1]);
+  cohort::set_host_threads(static_cast<int>(arg(argc, argv, "--threads", 1)));
+  cohort::Device& dev = cohort::host_device();
+  const long dh = e / h;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+
+  const Tensor qkv = Tensor::uniform({n, t, 3, h, dh}, -1.f, 1.f, 1, dev);
+  const Tensor dout = Tensor::uniform({n, t, h, dh}, -1.f, 1.f, 2, dev);
+  Tensor out = Tensor::empty({n, t, h, dh}, cohort::DType::f32, dev);
+  Tensor lse = Tensor::empty({n, h, t}, cohort::DType::f32, dev);
+  Tensor dqkv = Tensor::empty({n, t, 3, h, dh}, cohort::DType::f32, dev);
+  std::printf("sdpa %.4f\n", median_ms([&] {
+                cohort::ops::attention_forward(qkv, out, lse, scale);
+                cohort::ops::attention_backward(qkv, out, lse, dout, dqkv, scale);
+              }, min_time));
+
+  const Tensor x = Tensor::uniform({n, t, e}, -1.f, 1.f, 3, dev);
+  const Tensor dy = Tensor::uniform({n, t, e}, -1.f, 1.f, 4, dev);
+  for (bool fused : {true, false}) {
+    nn::manual_seed(5);
+    nn::MultiheadAttention m(e, h, dev);
+    m.set_fused(fused);
+    std::printf("%s %.4f\n", fused ? "mha_fused" : "mha_unfused", median_ms([&] {
+                  m.forward(x);
+                  m.backward(dy);
+                }, min_time));
+  }
+  return 0;
+}
