@@ -1,6 +1,6 @@
 // Forward+backward time of attention at the ViT's shapes (batch 64, T = 65 tokens, E = 256, 8
-// heads of 32), cohort's side of bench/attention_compare.sh (which runs bench/attention_bench_torch.py
-// beside it and prints the ratios). Rows:
+// heads of 32), cohort's side of bench/attention_compare.sh (which runs
+// bench/attention_bench_torch.py beside it and prints the ratios). Rows:
 //   sdpa          ops::attention_forward + attention_backward on the packed qkv [N, T, 3, H, dh]
 //                 (PyTorch: F.scaled_dot_product_attention on q, k, v [N, H, T, dh])
 //   mha_fused     nn::MultiheadAttention, the fused op (the default)
@@ -76,10 +76,13 @@ int main(int argc, char** argv) {
   Tensor out = Tensor::empty({n, t, h, dh}, cohort::DType::f32, dev);
   Tensor lse = Tensor::empty({n, h, t}, cohort::DType::f32, dev);
   Tensor dqkv = Tensor::empty({n, t, 3, h, dh}, cohort::DType::f32, dev);
-  std::printf("sdpa %.4f\n", median_ms([&] {
-                cohort::ops::attention_forward(qkv, out, lse, scale);
-                cohort::ops::attention_backward(qkv, out, lse, dout, dqkv, scale);
-              }, min_time));
+  std::printf("sdpa %.4f\n", median_ms(
+                                 [&] {
+                                   cohort::ops::attention_forward(qkv, out, lse, scale);
+                                   cohort::ops::attention_backward(qkv, out, lse, dout, dqkv,
+                                                                   scale);
+                                 },
+                                 min_time));
 
   const Tensor x = Tensor::uniform({n, t, e}, -1.f, 1.f, 3, dev);
   const Tensor dy = Tensor::uniform({n, t, e}, -1.f, 1.f, 4, dev);
@@ -87,10 +90,13 @@ int main(int argc, char** argv) {
     nn::manual_seed(5);
     nn::MultiheadAttention m(e, h, dev);
     m.set_fused(fused);
-    std::printf("%s %.4f\n", fused ? "mha_fused" : "mha_unfused", median_ms([&] {
-                  m.forward(x);
-                  m.backward(dy);
-                }, min_time));
+    std::printf("%s %.4f\n", fused ? "mha_fused" : "mha_unfused",
+                median_ms(
+                    [&] {
+                      m.forward(x);
+                      m.backward(dy);
+                    },
+                    min_time));
   }
   return 0;
 }

@@ -1,7 +1,8 @@
 // MultiheadAttention (see cohort/layers/attention.hpp). The fused path hands the projection
-// [N, T, 3, H, dh] to ops::attention_forward / attention_backward (backends/common/ops/attention.hpp
-// has the math) and gets dproj back in the same layout. The unfused path keeps the heads' q, k, v
-// in one [3, N*H, T, dh] tensor and the probabilities P; its backward is, per head,
+// [N, T, 3, H, dh] to ops::attention_forward / attention_backward
+// (backends/common/ops/attention.hpp has the math) and gets dproj back in the same layout. The
+// unfused path keeps the heads' q, k, v in one [3, N*H, T, dh] tensor and the probabilities P; its
+// backward is, per head,
 //   dV = P^T dO,  dP = dO V^T,  dS = softmax_backward(P, dP),
 //   dQ = dS K / sqrt(dh),  dK = dS^T Q / sqrt(dh),
 // written into one [3, N*H, T, dh] tensor that the inverse permutation turns back into the

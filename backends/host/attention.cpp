@@ -34,8 +34,8 @@ void gemm(char ta, char tb, i64 m, i64 n, i64 k, float alpha, const float* a, i6
 // Two T x T buffers of this thread.
 float* head_scratch(i64 t) {
   thread_local ScratchBuffer buf;
-  return static_cast<float*>(buf.get(static_cast<std::size_t>(2 * t * t) * sizeof(float),
-                                     "attention scores"));
+  return static_cast<float*>(
+      buf.get(static_cast<std::size_t>(2 * t * t) * sizeof(float), "attention scores"));
 }
 
 // Heads [0, heads) split between `threads` OpenMP threads, fn(head) for each.
@@ -96,7 +96,7 @@ void attention_backward_heads(const calls::AttentionBackward& c, int threads) {
       kernels::exp_shifted(row, 1, row, 1, t, c.lse[b * t + i]);  // P = exp(S - lse)
     }
     gemm('T', 'N', t, dh, t, 1.0f, p, t, go, e, c.dqkv + ix.qkv(nn, 0, 2, hh), 3 * e);  // dV
-    gemm('N', 'T', t, t, dh, 1.0f, go, e, v, 3 * e, dp, t);                           // dP
+    gemm('N', 'T', t, t, dh, 1.0f, go, e, v, 3 * e, dp, t);                             // dP
     for (i64 i = 0; i < t; ++i) {
       const float di = kernels::dot_of(go + i * e, c.out + ix.out(nn, i, hh), dh);
       c.delta[b * t + i] = di;

@@ -2,15 +2,16 @@
 // below. This file says how the host launches work (Kokkos parallel_fors split between the host's
 // OpenMP threads), where scratch memory comes from, and which ops a vendor library takes first:
 // the three convolutions (oneDNN's primitives, conv2d.cpp), the batched GEMM's thread split
-// (gemm.cpp) and attention (per-head sgemm, attention.cpp). Every other op, and every case oneDNN declines, runs the shared family template.
+// (gemm.cpp) and attention (per-head sgemm, attention.cpp). Every other op, and every case oneDNN
+// declines, runs the shared family template.
 #include <Kokkos_Core.hpp>
 #include <omp.h>
 
 #include <cstdlib>
 
+#include "attention.hpp"
 #include "cohort/core/error.hpp"
 #include "common/ops/run_call.hpp"
-#include "attention.hpp"
 #include "conv2d.hpp"
 #include "gemm.hpp"
 #include "host_device.hpp"
@@ -114,23 +115,22 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
 
 // Where each op runs (cohort-doctor --ops). Each entry names an overload above; the address checks
 // below fail to compile when one is missing.
-#define COHORT_HOST_VENDOR_ROUTES(X)                                                              \
-  X(conv2d_forward, Conv2dForward, "oneDNN primitive (host/conv2d.cpp)",              \
-    "the bias fused in oneDNN, the activation on the shared pass; shared im2col + GEMM when "     \
-    "oneDNN declines the shape or COHORT_HOST_CONV=im2col")                                       \
-  X(conv2d_backward_data, Conv2dBackwardData, "oneDNN primitive (host/conv2d.cpp)",   \
-    "shared im2col + GEMM for 4 or fewer input channels per group, a declined shape or "          \
-    "COHORT_HOST_CONV=im2col")                                                                    \
-  X(conv2d_backward_filter, Conv2dBackwardFilter,                                                 \
-    "oneDNN primitive (host/conv2d.cpp)",                                             \
-    "dbias on the shared kernel; shared im2col + GEMM under deterministic_algorithms() (oneDNN "  \
-    "reduces over the batch across threads), a declined shape or COHORT_HOST_CONV=im2col")        \
-  X(gemm_batched, GemmBatched, "oneDNN sgemm, batch split (host/gemm.cpp)",                     \
-    "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when "  \
-    "the work is too small to split")                                                             \
-  X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",          \
-    "heads split across OpenMP threads, each head's scores in the thread's scratch")              \
-  X(attention_backward, AttentionBackward, "oneDNN sgemm per head (host/attention.cpp)",        \
+#define COHORT_HOST_VENDOR_ROUTES(X)                                                             \
+  X(conv2d_forward, Conv2dForward, "oneDNN primitive (host/conv2d.cpp)",                         \
+    "the bias fused in oneDNN, the activation on the shared pass; shared im2col + GEMM when "    \
+    "oneDNN declines the shape or COHORT_HOST_CONV=im2col")                                      \
+  X(conv2d_backward_data, Conv2dBackwardData, "oneDNN primitive (host/conv2d.cpp)",              \
+    "shared im2col + GEMM for 4 or fewer input channels per group, a declined shape or "         \
+    "COHORT_HOST_CONV=im2col")                                                                   \
+  X(conv2d_backward_filter, Conv2dBackwardFilter, "oneDNN primitive (host/conv2d.cpp)",          \
+    "dbias on the shared kernel; shared im2col + GEMM under deterministic_algorithms() (oneDNN " \
+    "reduces over the batch across threads), a declined shape or COHORT_HOST_CONV=im2col")       \
+  X(gemm_batched, GemmBatched, "oneDNN sgemm, batch split (host/gemm.cpp)",                      \
+    "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when " \
+    "the work is too small to split")                                                            \
+  X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \
+    "heads split across OpenMP threads, each head's scores in the thread's scratch")             \
+  X(attention_backward, AttentionBackward, "oneDNN sgemm per head (host/attention.cpp)",         \
     "heads split across OpenMP threads, the probabilities recomputed from forward's lse")
 
 }  // namespace

@@ -88,27 +88,27 @@ TEST_CASE("MultiheadAttention and EncoderBlock match PyTorch forward and backwar
   int cases = 0;
   double worst = 0.0;
   for (bool fused : {true, false})
-  for (const std::string& cs : g.cases()) {
-    const auto& cfg = g.config(cs);
-    if (!cfg.contains("module")) continue;
-    CAPTURE(cs);
-    ++cases;
-    const auto& mc = cfg.at("module");
-    const std::string type = mc.at("type");
-    nn::ModulePtr m;
-    if (type == "MultiheadAttention") {
-      m = nn::make<nn::MultiheadAttention>(mc.at("embed_dim"), mc.at("num_heads"), lt::host());
-    } else if (type == "EncoderBlock") {
-      m = nn::make<nn::EncoderBlock>(mc.at("hidden_dim"), mc.at("num_heads"), mc.at("mlp_dim"),
-                                     lt::host(),
-                                     nn::EncoderBlockOptions().eps(mc.at("eps").get<float>()));
-    } else {
-      FAIL("unknown module in vit.json: " << type);
+    for (const std::string& cs : g.cases()) {
+      const auto& cfg = g.config(cs);
+      if (!cfg.contains("module")) continue;
+      CAPTURE(cs);
+      ++cases;
+      const auto& mc = cfg.at("module");
+      const std::string type = mc.at("type");
+      nn::ModulePtr m;
+      if (type == "MultiheadAttention") {
+        m = nn::make<nn::MultiheadAttention>(mc.at("embed_dim"), mc.at("num_heads"), lt::host());
+      } else if (type == "EncoderBlock") {
+        m = nn::make<nn::EncoderBlock>(mc.at("hidden_dim"), mc.at("num_heads"), mc.at("mlp_dim"),
+                                       lt::host(),
+                                       nn::EncoderBlockOptions().eps(mc.at("eps").get<float>()));
+      } else {
+        FAIL("unknown module in vit.json: " << type);
+      }
+      CAPTURE(fused);
+      set_fused(*m, fused);
+      worst = std::max(worst, golden_cmp::run_module_case(g, cs, *m, lt::host()));
     }
-    CAPTURE(fused);
-    set_fused(*m, fused);
-    worst = std::max(worst, golden_cmp::run_module_case(g, cs, *m, lt::host()));
-  }
   CHECK(cases == 8);
   MESSAGE(cases << " attention cases; worst error / tolerance " << worst);
 }
@@ -123,19 +123,19 @@ TEST_CASE("MultiheadAttention") {
     std::int64_t n, t, e, h;
   };
   for (bool fused : {true, false})
-  for (const Case& c : {Case{2, 5, 8, 2}, Case{1, 3, 6, 1}, Case{2, 4, 12, 4}}) {
-    CAPTURE(fused);
-    CAPTURE(c.e);
-    CAPTURE(c.h);
-    nn::MultiheadAttention m(c.e, c.h, lt::host());
-    m.set_fused(fused);
-    // PyTorch zeroes the biases: random ones put their gradients to the test too.
-    m.in_proj_bias()->value.copy_from(lt::uniform({3 * c.e}, -0.5f, 0.5f, 41));
-    m.out_proj()->bias()->value.copy_from(lt::uniform({c.e}, -0.5f, 0.5f, 42));
-    // Inputs in [-3, 3] make the attention peaked, so the keys' gradients are not negligible:
-    // with [-1, 1] a 1% error in dK passed unnoticed (tried); with these it fails.
-    check_module(m, lt::uniform({c.n, c.t, c.e}, -3, 3, 43));
-  }
+    for (const Case& c : {Case{2, 5, 8, 2}, Case{1, 3, 6, 1}, Case{2, 4, 12, 4}}) {
+      CAPTURE(fused);
+      CAPTURE(c.e);
+      CAPTURE(c.h);
+      nn::MultiheadAttention m(c.e, c.h, lt::host());
+      m.set_fused(fused);
+      // PyTorch zeroes the biases: random ones put their gradients to the test too.
+      m.in_proj_bias()->value.copy_from(lt::uniform({3 * c.e}, -0.5f, 0.5f, 41));
+      m.out_proj()->bias()->value.copy_from(lt::uniform({c.e}, -0.5f, 0.5f, 42));
+      // Inputs in [-3, 3] make the attention peaked, so the keys' gradients are not negligible:
+      // with [-1, 1] a 1% error in dK passed unnoticed (tried); with these it fails.
+      check_module(m, lt::uniform({c.n, c.t, c.e}, -3, 3, 43));
+    }
 }
 
 TEST_CASE("EncoderBlock") {
@@ -178,9 +178,8 @@ TEST_CASE("MultiheadAttention: fused and unfused agree on the ViT's shapes") {
               plain.in_proj_weight()->grad.to_vector<float>()) < 1e-5);
   CHECK(worst(fused.in_proj_bias()->grad.to_vector<float>(),
               plain.in_proj_bias()->grad.to_vector<float>()) < 1e-5);
-  MESSAGE("fused vs unfused, largest difference / largest value: output " << worst(y1, y2)
-                                                                          << ", dx "
-                                                                          << worst(dx1, dx2));
+  MESSAGE("fused vs unfused, largest difference / largest value: output "
+          << worst(y1, y2) << ", dx " << worst(dx1, dx2));
 }
 
 }  // TEST_SUITE fd
@@ -206,8 +205,9 @@ TEST_CASE("MultiheadAttention and EncoderBlock: constructor arguments and input 
   CHECK_FALSE(nn::MultiheadAttention(8, 2, lt::host()).fused());
   ::unsetenv("COHORT_ATTENTION");
   CHECK(nn::MultiheadAttention(8, 2, lt::host()).fused());
-  CHECK_MESSAGE(contains(bad, "COHORT_ATTENTION='flash' is not an attention path: use fused (the "
-                              "default) or unfused"),
+  CHECK_MESSAGE(contains(bad,
+                         "COHORT_ATTENTION='flash' is not an attention path: use fused (the "
+                         "default) or unfused"),
                 bad);
   nn::MultiheadAttention mha(8, 2, lt::host());
   CHECK(contains(error_of([&] { mha.forward(lt::uniform({10, 8}, -1, 1, 2)); }),

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cohort/models.hpp"
 #include "cohort/optim.hpp"

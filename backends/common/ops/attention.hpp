@@ -1,8 +1,8 @@
 // Attention family: attention_forward, attention_backward, scaled dot-product attention over
-// multi-head attention's packed projection (layout: AttentionArgs in cohort/backend/layer_args.hpp).
-// One fused op: the T x T scores and probabilities are never written to memory; forward keeps
-// each query row's log-sum-exp and backward recomputes the probabilities from it, as
-// FlashAttention and PyTorch's CPU flash kernel do.
+// multi-head attention's packed projection (layout: AttentionArgs in
+// cohort/backend/layer_args.hpp). One fused op: the T x T scores and probabilities are never
+// written to memory; forward keeps each query row's log-sum-exp and backward recomputes the
+// probabilities from it, as FlashAttention and PyTorch's CPU flash kernel do.
 //
 // The shared code here is one work item per query row (forward, backward's dq) and per key row
 // (backward's dk and dv), each looping over the other side's rows with dh-long dot products: no
@@ -36,7 +36,9 @@ struct AttentionIndex {
   COHORT_HD i64 qkv(i64 nn, i64 row, i64 part, i64 hh) const {
     return ((nn * a.t + row) * 3 + part) * width() + hh * a.dh;
   }
-  COHORT_HD i64 out(i64 nn, i64 row, i64 hh) const { return (nn * a.t + row) * width() + hh * a.dh; }
+  COHORT_HD i64 out(i64 nn, i64 row, i64 hh) const {
+    return (nn * a.t + row) * width() + hh * a.dh;
+  }
 };
 
 COHORT_HD float dot_of(const float* x, const float* y, i64 n) {

@@ -45,8 +45,8 @@ void attention_forward(const Tensor& qkv, Tensor& out, Tensor& lse, float scale)
   });
 }
 
-void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, Tensor& dqkv, float scale) {
+void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse, const Tensor& dout,
+                        Tensor& dqkv, float scale) {
   const char* op = "attention_backward";
   const AttentionArgs a = attention_args(op, qkv, scale);
   req_like(op, "out", out, out_shape(a), qkv, "qkv");

@@ -87,9 +87,9 @@ Vec attention_backward(const Vec& qkv, const Vec& dout, std::int64_t n, std::int
         for (std::int64_t d = 0; d < dh; ++d) {
           double dq = 0, dk = 0, dv = 0;
           for (std::int64_t j = 0; j < t; ++j) {
-            dq += ds[i * t + j] * qkv[x.qkv(b, j, 1, hh, d)];    // row i of dS K
-            dk += ds[j * t + i] * qkv[x.qkv(b, j, 0, hh, d)];    // row i of dS^T Q
-            dv += p[j * t + i] * dout[x.out(b, j, hh, d)];       // row i of P^T dO
+            dq += ds[i * t + j] * qkv[x.qkv(b, j, 1, hh, d)];  // row i of dS K
+            dk += ds[j * t + i] * qkv[x.qkv(b, j, 0, hh, d)];  // row i of dS^T Q
+            dv += p[j * t + i] * dout[x.out(b, j, hh, d)];     // row i of P^T dO
           }
           dqkv[x.qkv(b, i, 0, hh, d)] = scale * dq;
           dqkv[x.qkv(b, i, 1, hh, d)] = scale * dk;

@@ -21,62 +21,62 @@
 
 #include "cohort/backend/op_calls.hpp"
 
-#define COHORT_OP_LIST(X)                          \
-  /* elementwise.hpp (front ends: ops.hpp) */      \
-  X(fill, Fill)                                    \
-  X(cast, Cast)                                    \
-  X(add, Add)                                      \
-  X(sub, Sub)                                      \
-  X(mul, Mul)                                      \
-  X(axpy, Axpy)                                    \
-  X(scale, Scale)                                  \
-  X(clamp, Clamp)                                  \
-  /* reduce.hpp (ops.hpp) */                       \
-  X(reduce_sum, ReduceSum)                         \
-  X(reduce_sum_sq, ReduceSumSq)                    \
-  X(reduce_max, ReduceMax)                         \
-  X(argmax, Argmax)                                \
-  /* gemm.hpp (ops.hpp) */                         \
-  X(gemm, Gemm)                                    \
-  X(gemm_batched, GemmBatched)                     \
-  /* random.hpp (ops.hpp, layer_ops.hpp) */        \
-  X(fill_uniform, FillUniform)                     \
-  X(fill_normal, FillNormal)                       \
-  X(dropout_forward, DropoutForward)               \
-  X(dropout_backward, DropoutBackward)             \
-  /* conv2d.hpp (layer_ops.hpp) */                 \
-  X(conv2d_forward, Conv2dForward)                 \
-  X(conv2d_backward_data, Conv2dBackwardData)      \
-  X(conv2d_backward_filter, Conv2dBackwardFilter)  \
-  /* pool2d.hpp (layer_ops.hpp) */                 \
-  X(pool2d_forward, Pool2dForward)                 \
-  X(pool2d_backward, Pool2dBackward)               \
-  /* activation.hpp (layer_ops.hpp) */             \
-  X(activation_forward, ActivationForward)         \
-  X(activation_backward, ActivationBackward)       \
-  X(bias_add, BiasAdd)                             \
-  X(bias_grad, BiasGrad)                           \
-  /* softmax_loss.hpp (layer_ops.hpp) */           \
-  X(softmax_forward, SoftmaxForward)               \
-  X(softmax_backward, SoftmaxBackward)             \
-  X(nll_forward, NllForward)                       \
-  X(nll_backward, NllBackward)                     \
-  X(cross_entropy_backward, CrossEntropyBackward)  \
-  /* norm.hpp (layer_ops.hpp) */                   \
-  X(batch_norm_forward, BatchNormForward)          \
-  X(batch_norm_backward, BatchNormBackward)        \
-  X(layer_norm_forward, LayerNormForward)          \
-  X(layer_norm_backward, LayerNormBackward)        \
-  /* attention.hpp (layer_ops.hpp) */              \
-  X(attention_forward, AttentionForward)           \
-  X(attention_backward, AttentionBackward)         \
-  /* reshape.hpp (layer_ops.hpp) */                \
-  X(permute, Permute)                              \
-  X(slice_copy, SliceCopy)                         \
-  /* optim.hpp (optim_ops.hpp) */                  \
-  X(sgd_step, SgdStep)                             \
-  X(adam_step, AdamStep)                           \
-  X(adadelta_step, AdadeltaStep)                   \
+#define COHORT_OP_LIST(X)                         \
+  /* elementwise.hpp (front ends: ops.hpp) */     \
+  X(fill, Fill)                                   \
+  X(cast, Cast)                                   \
+  X(add, Add)                                     \
+  X(sub, Sub)                                     \
+  X(mul, Mul)                                     \
+  X(axpy, Axpy)                                   \
+  X(scale, Scale)                                 \
+  X(clamp, Clamp)                                 \
+  /* reduce.hpp (ops.hpp) */                      \
+  X(reduce_sum, ReduceSum)                        \
+  X(reduce_sum_sq, ReduceSumSq)                   \
+  X(reduce_max, ReduceMax)                        \
+  X(argmax, Argmax)                               \
+  /* gemm.hpp (ops.hpp) */                        \
+  X(gemm, Gemm)                                   \
+  X(gemm_batched, GemmBatched)                    \
+  /* random.hpp (ops.hpp, layer_ops.hpp) */       \
+  X(fill_uniform, FillUniform)                    \
+  X(fill_normal, FillNormal)                      \
+  X(dropout_forward, DropoutForward)              \
+  X(dropout_backward, DropoutBackward)            \
+  /* conv2d.hpp (layer_ops.hpp) */                \
+  X(conv2d_forward, Conv2dForward)                \
+  X(conv2d_backward_data, Conv2dBackwardData)     \
+  X(conv2d_backward_filter, Conv2dBackwardFilter) \
+  /* pool2d.hpp (layer_ops.hpp) */                \
+  X(pool2d_forward, Pool2dForward)                \
+  X(pool2d_backward, Pool2dBackward)              \
+  /* activation.hpp (layer_ops.hpp) */            \
+  X(activation_forward, ActivationForward)        \
+  X(activation_backward, ActivationBackward)      \
+  X(bias_add, BiasAdd)                            \
+  X(bias_grad, BiasGrad)                          \
+  /* softmax_loss.hpp (layer_ops.hpp) */          \
+  X(softmax_forward, SoftmaxForward)              \
+  X(softmax_backward, SoftmaxBackward)            \
+  X(nll_forward, NllForward)                      \
+  X(nll_backward, NllBackward)                    \
+  X(cross_entropy_backward, CrossEntropyBackward) \
+  /* norm.hpp (layer_ops.hpp) */                  \
+  X(batch_norm_forward, BatchNormForward)         \
+  X(batch_norm_backward, BatchNormBackward)       \
+  X(layer_norm_forward, LayerNormForward)         \
+  X(layer_norm_backward, LayerNormBackward)       \
+  /* attention.hpp (layer_ops.hpp) */             \
+  X(attention_forward, AttentionForward)          \
+  X(attention_backward, AttentionBackward)        \
+  /* reshape.hpp (layer_ops.hpp) */               \
+  X(permute, Permute)                             \
+  X(slice_copy, SliceCopy)                        \
+  /* optim.hpp (optim_ops.hpp) */                 \
+  X(sgd_step, SgdStep)                            \
+  X(adam_step, AdamStep)                          \
+  X(adadelta_step, AdadeltaStep)                  \
   X(rmsprop_step, RmspropStep)
 
 namespace cohort {

@@ -72,8 +72,8 @@ void softmax_backward(bool log, const Tensor& y, const Tensor& dy, Tensor& dx, i
 // nn.MultiheadAttention. One fused op: the T x T probabilities are not stored.
 void attention_forward(const Tensor& qkv, Tensor& out, Tensor& lse, float scale);
 // dqkv [N, T, 3, H, dh] (overwritten) from dout [N, T, H, dh], with forward's qkv, out and lse.
-void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, Tensor& dqkv, float scale);
+void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse, const Tensor& dout,
+                        Tensor& dqkv, float scale);
 
 // x [N, C, ...] normalised per channel (axis 1). Training uses and updates batch statistics
 // (running_mean / running_var updated when given); otherwise the running statistics are used and
