@@ -15,8 +15,15 @@
 
 #include "cohort/core/error.hpp"
 #include "common/ops/attention.hpp"
-#include "common/ops/softmax_loss.hpp"
 #include "scratch.hpp"
+
+// The T x T passes, built three times for the CPUs that run them (attention_rows.hpp says why);
+// once elsewhere than GCC on x86-64.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define COHORT_ATTENTION_ROWS \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#include "attention_rows.hpp"
 
 namespace cohort::host {
 namespace {
@@ -62,17 +69,7 @@ void attention_forward_heads(const calls::AttentionForward& c, int threads) {
     float* s = head_scratch(t);
     gemm('N', 'T', t, t, dh, c.a.scale, c.qkv + ix.qkv(nn, 0, 0, hh), 3 * e,
          c.qkv + ix.qkv(nn, 0, 1, hh), 3 * e, s, t);
-    for (i64 i = 0; i < t; ++i) {  // softmax_forward's row (softmax_loss.hpp), and its lse
-      float* row = s + i * t;
-      float m = -INFINITY;
-      for (i64 j = 0; j < t; ++j)
-        if (row[j] > m || row[j] != row[j]) m = row[j];
-      kernels::exp_shifted(row, 1, row, 1, t, m);
-      const double sum = kernels::sum_of(row, t);
-      const float inv = static_cast<float>(1.0 / sum);
-      for (i64 j = 0; j < t; ++j) row[j] *= inv;
-      c.lse[b * t + i] = m + static_cast<float>(std::log(sum));
-    }
+    softmax_rows(s, t, c.lse + b * t);
     gemm('N', 'N', t, dh, t, 1.0f, s, t, c.qkv + ix.qkv(nn, 0, 2, hh), 3 * e,
          c.out + ix.out(nn, 0, hh), e);
   });
@@ -91,19 +88,12 @@ void attention_backward_heads(const calls::AttentionBackward& c, int threads) {
     float* p = head_scratch(t);
     float* dp = p + t * t;
     gemm('N', 'T', t, t, dh, scale, q, 3 * e, k, 3 * e, p, t);  // the scores again
-    for (i64 i = 0; i < t; ++i) {
-      float* row = p + i * t;
-      kernels::exp_shifted(row, 1, row, 1, t, c.lse[b * t + i]);  // P = exp(S - lse)
-    }
+    probabilities_rows(p, t, c.lse + b * t);
     gemm('T', 'N', t, dh, t, 1.0f, p, t, go, e, c.dqkv + ix.qkv(nn, 0, 2, hh), 3 * e);  // dV
     gemm('N', 'T', t, t, dh, 1.0f, go, e, v, 3 * e, dp, t);                             // dP
-    for (i64 i = 0; i < t; ++i) {
-      const float di = kernels::dot_of(go + i * e, c.out + ix.out(nn, i, hh), dh);
-      c.delta[b * t + i] = di;
-      const float* prow = p + i * t;
-      float* row = dp + i * t;
-      for (i64 j = 0; j < t; ++j) row[j] = prow[j] * (row[j] - di);  // dS
-    }
+    for (i64 i = 0; i < t; ++i)
+      c.delta[b * t + i] = kernels::dot_of(go + i * e, c.out + ix.out(nn, i, hh), dh);
+    score_grad_rows(dp, p, t, c.delta + b * t);
     gemm('N', 'N', t, dh, t, scale, dp, t, k, 3 * e, c.dqkv + ix.qkv(nn, 0, 0, hh), 3 * e);  // dQ
     gemm('T', 'N', t, dh, t, scale, dp, t, q, 3 * e, c.dqkv + ix.qkv(nn, 0, 1, hh), 3 * e);  // dK
   });
