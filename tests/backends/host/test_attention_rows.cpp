@@ -15,7 +15,8 @@ void attention_rows_base(float*, float*, float*, std::int64_t, float*, const flo
 void attention_rows_v3(float*, float*, float*, std::int64_t, float*, const float*);
 void attention_rows_v4(float*, float*, float*, std::int64_t, float*, const float*);
 
-TEST_CASE("host attention: the AVX-512, AVX2 and baseline builds of the row passes agree bit for bit") {
+TEST_CASE(
+    "host attention: the AVX-512, AVX2 and baseline builds of the row passes agree bit for bit") {
   using Entry = void (*)(float*, float*, float*, std::int64_t, float*, const float*);
   struct Isa {
     const char* name;
@@ -28,10 +29,10 @@ TEST_CASE("host attention: the AVX-512, AVX2 and baseline builds of the row pass
   for (std::int64_t t : {1, 7, 16, 65, 200}) {  // tails, whole lanes, the ViT's 65
     CAPTURE(t);
     const std::size_t n = static_cast<std::size_t>(t * t);
-    const auto scores = cohort::Tensor::uniform({t, t}, -8.f, 8.f, 11, cohort::host_device())
-                            .to_vector<float>();
-    const auto dscores = cohort::Tensor::uniform({t, t}, -1.f, 1.f, 12, cohort::host_device())
-                             .to_vector<float>();
+    const auto scores =
+        cohort::Tensor::uniform({t, t}, -8.f, 8.f, 11, cohort::host_device()).to_vector<float>();
+    const auto dscores =
+        cohort::Tensor::uniform({t, t}, -1.f, 1.f, 12, cohort::host_device()).to_vector<float>();
     std::vector<float> delta(static_cast<std::size_t>(t));
     for (std::size_t i = 0; i < delta.size(); ++i) delta[i] = 0.01f * static_cast<float>(i);
     auto run = [&](Entry e) {
