@@ -3,11 +3,14 @@
 // AVX2, baseline), so a run's results do not depend on which CPU it ran on. Each set's build is
 // run where this CPU has it; the baseline always.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
+#include "cohort/core/layer_ops.hpp"
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
 
@@ -54,4 +57,34 @@ TEST_CASE(
     }
   }
   MESSAGE("compared " << compared << " (instruction set, size) pairs with the baseline build");
+}
+
+// The op's heads split between two threads give one thread's bits (the thread governor changes
+// the count under load, and a run's results must not depend on it).
+TEST_CASE("host attention: forward and backward bits at 1 and 2 threads") {
+  auto& dev = cohort::host_device();
+  const std::int64_t n = 4, t = 65, h = 4, dh = 32;
+  const float scale = 0.17677669f;
+  const cohort::Tensor qkv = cohort::Tensor::uniform({n, t, 3, h, dh}, -2.f, 2.f, 21, dev);
+  const cohort::Tensor dout = cohort::Tensor::uniform({n, t, h, dh}, -1.f, 1.f, 22, dev);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);  // what the governor does
+    cohort::Tensor out = cohort::Tensor::empty({n, t, h, dh}, cohort::DType::f32, dev);
+    cohort::Tensor lse = cohort::Tensor::empty({n, h, t}, cohort::DType::f32, dev);
+    cohort::Tensor dqkv = cohort::Tensor::empty({n, t, 3, h, dh}, cohort::DType::f32, dev);
+    cohort::ops::attention_forward(qkv, out, lse, scale);
+    cohort::ops::attention_backward(qkv, out, lse, dout, dqkv, scale);
+    std::vector<float> all = out.to_vector<float>();
+    for (const cohort::Tensor* x : {&lse, &dqkv}) {
+      const std::vector<float> v = x->to_vector<float>();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  cohort::set_host_threads(2);
+  const int configured = omp_get_max_threads();
+  const std::vector<float> two = run(2), one = run(1);
+  omp_set_num_threads(configured);
+  cohort::set_host_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  CHECK(std::memcmp(two.data(), one.data(), two.size() * sizeof(float)) == 0);
 }
