@@ -1,7 +1,7 @@
 // The T x T passes of the host's attention (attention.cpp): the softmax of each row of the scores,
 // the probabilities again from the log-sum-exp, and dS. Internal header, included by attention.cpp
 // with COHORT_ATTENTION_ROWS defined as GCC's target_clones attribute, and by
-// tests/backends/host/attention_rows_isa.cpp without it, compiled once per instruction set, to
+// tests/backends/host/isa_builds.cpp without it, compiled once per instruction set, to
 // check that every clone gives the same bits. Everything is in an anonymous namespace: each
 // includer has its own copies, so no two instruction sets' copies can be merged by the linker.
 //

@@ -7,8 +7,10 @@
 #include <Kokkos_Core.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "activation.hpp"
 #include "attention.hpp"
 #include "cohort/core/error.hpp"
 #include "common/ops/run_call.hpp"
@@ -90,6 +92,33 @@ void run(HostExec& e, const calls::GemmBatched& c) {
   if (threads <= 1) return kernels::run(e, c);
   sgemm_batched(c, threads);
 }
+// Activations: chunks of kActChunk elements split between the threads as the shared element
+// functors' items are, each chunk through the span loop built for this CPU (activation.cpp).
+constexpr i64 kActChunk = 4096;
+i64 act_chunks(std::size_t n) { return (static_cast<i64>(n) + kActChunk - 1) / kActChunk; }
+struct ActForwardChunk {
+  calls::ActivationForward c;
+  i64 cost() const { return kActChunk; }
+  void operator()(i64 k) const {
+    activation_forward_range(c, k * kActChunk,
+                             std::min<i64>(static_cast<i64>(c.n), (k + 1) * kActChunk));
+  }
+};
+struct ActBackwardChunk {
+  calls::ActivationBackward c;
+  i64 cost() const { return kActChunk; }
+  void operator()(i64 k) const {
+    activation_backward_range(c, k * kActChunk,
+                              std::min<i64>(static_cast<i64>(c.n), (k + 1) * kActChunk));
+  }
+};
+void run(HostExec& e, const calls::ActivationForward& c) {
+  e.for_each("cohort::activation_forward", act_chunks(c.n), ActForwardChunk{c});
+}
+void run(HostExec& e, const calls::ActivationBackward& c) {
+  e.for_each("cohort::activation_backward", act_chunks(c.n), ActBackwardChunk{c});
+}
+
 // Attention: heads split like the batched GEMM's batch, each head's products through sgemm.
 int attention_threads(const AttentionArgs& a) {
   return launch_threads(a.n * a.h, a.n * a.h * (a.t * a.t * a.dh / 4));
@@ -128,6 +157,10 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
   X(gemm_batched, GemmBatched, "oneDNN sgemm, batch split (host/gemm.cpp)",                      \
     "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when " \
     "the work is too small to split")                                                            \
+  X(activation_forward, ActivationForward, "span loops per CPU (host/activation.cpp)",         \
+    "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
+  X(activation_backward, ActivationBackward, "span loops per CPU (host/activation.cpp)",       \
+    "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
   X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \
     "heads split across OpenMP threads, each head's scores in the thread's scratch")             \
   X(attention_backward, AttentionBackward, "oneDNN sgemm per head (host/attention.cpp)",         \

@@ -1,0 +1,25 @@
+// The activation family on the host: the shared element functions (common/ops/activation.hpp) in
+// span loops built for AVX-512, AVX2 and the baseline (activation_spans.hpp says why, and why the
+// results are the same bits on every CPU and the same as the shared kernels').
+#include "activation.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define COHORT_ACTIVATION_SPANS \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#include "activation_spans.hpp"
+
+namespace cohort::host {
+
+void activation_forward_range(const calls::ActivationForward& c, std::int64_t begin,
+                              std::int64_t end) {
+  activation_forward_span(c.f, c.alpha, c.x + begin, c.y + begin, end - begin);
+}
+
+void activation_backward_range(const calls::ActivationBackward& c, std::int64_t begin,
+                               std::int64_t end) {
+  activation_backward_span(c.f, c.alpha, c.x ? c.x + begin : nullptr, c.y ? c.y + begin : nullptr,
+                           c.dy + begin, c.dx + begin, end - begin);
+}
+
+}  // namespace cohort::host

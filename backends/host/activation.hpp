@@ -1,0 +1,18 @@
+// The host's activation family (activation.cpp): activation_forward / activation_backward on a
+// range of elements, through the span loops built per instruction set (activation_spans.hpp).
+// Internal header.
+#pragma once
+
+#include <cstdint>
+
+#include "cohort/backend/op_calls.hpp"
+
+namespace cohort::host {
+
+// Elements [begin, end) of the call.
+void activation_forward_range(const calls::ActivationForward& c, std::int64_t begin,
+                              std::int64_t end);
+void activation_backward_range(const calls::ActivationBackward& c, std::int64_t begin,
+                               std::int64_t end);
+
+}  // namespace cohort::host

@@ -1,0 +1,67 @@
+// The host's activation_forward / activation_backward over a contiguous span of elements: the
+// shared families' per-element functions (common/ops/activation.hpp, Act<F>::f and ::df), one
+// loop per activation. Internal header, included by activation.cpp with COHORT_ACTIVATION_SPANS
+// defined as GCC's target_clones attribute (AVX-512, AVX2 and the baseline, as attention_rows.hpp,
+// which says why the bits are the same on every CPU), and by tests/backends/host/isa_builds.cpp
+// without it, once per instruction set, to check that.
+//
+// Why: the shared element loops are built for baseline x86-64 (SSE, 4 floats per instruction);
+// GELU's forward and backward (erf and exp in straight-line float code) were 9% of a ViT step
+// that way.
+#pragma once
+
+#include <cstdint>
+
+#include "common/ops/activation.hpp"
+
+#ifndef COHORT_ACTIVATION_SPANS
+#define COHORT_ACTIVATION_SPANS
+#endif
+
+namespace cohort::host {
+namespace {
+
+template <Activation F>
+COHORT_FAST_MATH_INLINE void forward_span(float alpha, const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = kernels::Act<F>::f(x[i], alpha);
+}
+
+template <Activation F>
+COHORT_FAST_MATH_INLINE void backward_span(float alpha, const float* x, const float* y,
+                                           const float* dy, float* dx, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    dx[i] = kernels::Act<F>::df(kernels::Act<F>::uses_x ? x[i] : 0.0f,
+                                kernels::Act<F>::uses_x ? 0.0f : y[i], dy[i], alpha);
+}
+
+// y[i] = f(x[i]) for i < n (x may be y).
+COHORT_ACTIVATION_SPANS void activation_forward_span(Activation f, float alpha, const float* x,
+                                                     float* y, std::int64_t n) {
+  switch (f) {
+    case Activation::identity: return forward_span<Activation::identity>(alpha, x, y, n);
+    case Activation::relu: return forward_span<Activation::relu>(alpha, x, y, n);
+    case Activation::leaky_relu: return forward_span<Activation::leaky_relu>(alpha, x, y, n);
+    case Activation::gelu: return forward_span<Activation::gelu>(alpha, x, y, n);
+    case Activation::sigmoid: return forward_span<Activation::sigmoid>(alpha, x, y, n);
+    case Activation::tanh: return forward_span<Activation::tanh>(alpha, x, y, n);
+  }
+}
+
+// dx[i] = f'(...) dy[i] from x or y, as the activation's backward reads (dx may be dy).
+COHORT_ACTIVATION_SPANS void activation_backward_span(Activation f, float alpha, const float* x,
+                                                      const float* y, const float* dy, float* dx,
+                                                      std::int64_t n) {
+  switch (f) {
+    case Activation::identity:
+      return backward_span<Activation::identity>(alpha, x, y, dy, dx, n);
+    case Activation::relu: return backward_span<Activation::relu>(alpha, x, y, dy, dx, n);
+    case Activation::leaky_relu:
+      return backward_span<Activation::leaky_relu>(alpha, x, y, dy, dx, n);
+    case Activation::gelu: return backward_span<Activation::gelu>(alpha, x, y, dy, dx, n);
+    case Activation::sigmoid: return backward_span<Activation::sigmoid>(alpha, x, y, dy, dx, n);
+    case Activation::tanh: return backward_span<Activation::tanh>(alpha, x, y, dy, dx, n);
+  }
+}
+
+}  // namespace
+}  // namespace cohort::host

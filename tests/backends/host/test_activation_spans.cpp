@@ -1,0 +1,84 @@
+// The host's activation span loops (backends/host/activation_spans.hpp) give the same bits for
+// every instruction set the library builds them for (activation.cpp's target_clones: AVX-512, AVX2,
+// baseline), forward and backward, every activation, over values that reach every branch of GELU's
+// erf and exp and their special cases. Each set's build is run where this CPU has it; the baseline
+// always; the baseline is also checked against the shared element functors. The values against
+// the reference are the parity table's job.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "cohort/core/op_options.hpp"
+#include "common/ops/activation.hpp"
+#include "cohort/core/tensor.hpp"
+#include "cohort/devices.hpp"
+
+using Span = void (*)(cohort::Activation, float, const float*, float*, const float*, float*,
+                      std::int64_t);
+void activation_span_base(cohort::Activation, float, const float*, float*, const float*, float*,
+                          std::int64_t);
+void activation_span_v3(cohort::Activation, float, const float*, float*, const float*, float*,
+                        std::int64_t);
+void activation_span_v4(cohort::Activation, float, const float*, float*, const float*, float*,
+                        std::int64_t);
+
+TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for bit") {
+  struct Isa {
+    const char* name;
+    Span run;
+    bool here;
+  };
+  const Isa isas[] = {{"x86-64-v3", activation_span_v3, __builtin_cpu_supports("x86-64-v3") > 0},
+                      {"x86-64-v4", activation_span_v4, __builtin_cpu_supports("x86-64-v4") > 0}};
+  // 100003 values: wide and narrow uniform ranges, then the special values; an odd count, so every
+  // build runs its loop's tail too.
+  std::vector<float> x = cohort::Tensor::uniform({60000}, -40.f, 40.f, 31, cohort::host_device())
+                             .to_vector<float>();
+  const std::vector<float> narrow =
+      cohort::Tensor::uniform({39990}, -4.f, 4.f, 32, cohort::host_device()).to_vector<float>();
+  x.insert(x.end(), narrow.begin(), narrow.end());
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-30f,
+                  -1e-30f, 88.7f, -88.7f, 104.0f, -104.0f, 3.0e38f, -3.0e38f, 1e-40f})
+    x.push_back(v);
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  const std::vector<float> dy =
+      cohort::Tensor::uniform({n}, -1.f, 1.f, 33, cohort::host_device()).to_vector<float>();
+  int compared = 0;
+  for (cohort::Activation f :
+       {cohort::Activation::identity, cohort::Activation::relu, cohort::Activation::leaky_relu,
+        cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
+    CAPTURE(cohort::activation_name(f));
+    auto run = [&](Span s) {
+      std::vector<float> y(x.size()), dx(x.size());
+      s(f, 0.1f, x.data(), y.data(), dy.data(), dx.data(), n);
+      y.insert(y.end(), dx.begin(), dx.end());
+      return y;
+    };
+    const std::vector<float> base = run(activation_span_base);
+    // The shared families' element functors, as the other devices run them, give the same bits.
+    std::vector<float> shared(x.size()), shared_dx(x.size());
+    cohort::kernels::with_activation(f, [&](auto tag) {
+      constexpr cohort::Activation F = decltype(tag)::value;
+      const cohort::kernels::ActForward<F> fw{0.1f, x.data(), shared.data()};
+      const cohort::kernels::ActBackward<F> bw{0.1f, x.data(), shared.data(), dy.data(),
+                                               shared_dx.data()};
+      for (std::int64_t i = 0; i < n; ++i) fw(i);
+      for (std::int64_t i = 0; i < n; ++i) bw(i);
+    });
+    shared.insert(shared.end(), shared_dx.begin(), shared_dx.end());
+    CHECK(std::memcmp(shared.data(), base.data(), base.size() * sizeof(float)) == 0);
+    for (const Isa& isa : isas) {
+      CAPTURE(isa.name);
+      if (!isa.here) continue;
+      const std::vector<float> got = run(isa.run);
+      CHECK(std::memcmp(got.data(), base.data(), base.size() * sizeof(float)) == 0);
+      ++compared;
+    }
+  }
+  MESSAGE("compared " << compared << " (instruction set, activation) pairs with the baseline build");
+}
