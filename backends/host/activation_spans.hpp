@@ -38,12 +38,18 @@ COHORT_FAST_MATH_INLINE void backward_span(float alpha, const float* x, const fl
 COHORT_ACTIVATION_SPANS void activation_forward_span(Activation f, float alpha, const float* x,
                                                      float* y, std::int64_t n) {
   switch (f) {
-    case Activation::identity: return forward_span<Activation::identity>(alpha, x, y, n);
-    case Activation::relu: return forward_span<Activation::relu>(alpha, x, y, n);
-    case Activation::leaky_relu: return forward_span<Activation::leaky_relu>(alpha, x, y, n);
-    case Activation::gelu: return forward_span<Activation::gelu>(alpha, x, y, n);
-    case Activation::sigmoid: return forward_span<Activation::sigmoid>(alpha, x, y, n);
-    case Activation::tanh: return forward_span<Activation::tanh>(alpha, x, y, n);
+    case Activation::identity:
+      return forward_span<Activation::identity>(alpha, x, y, n);
+    case Activation::relu:
+      return forward_span<Activation::relu>(alpha, x, y, n);
+    case Activation::leaky_relu:
+      return forward_span<Activation::leaky_relu>(alpha, x, y, n);
+    case Activation::gelu:
+      return forward_span<Activation::gelu>(alpha, x, y, n);
+    case Activation::sigmoid:
+      return forward_span<Activation::sigmoid>(alpha, x, y, n);
+    case Activation::tanh:
+      return forward_span<Activation::tanh>(alpha, x, y, n);
   }
 }
 
@@ -54,12 +60,16 @@ COHORT_ACTIVATION_SPANS void activation_backward_span(Activation f, float alpha,
   switch (f) {
     case Activation::identity:
       return backward_span<Activation::identity>(alpha, x, y, dy, dx, n);
-    case Activation::relu: return backward_span<Activation::relu>(alpha, x, y, dy, dx, n);
+    case Activation::relu:
+      return backward_span<Activation::relu>(alpha, x, y, dy, dx, n);
     case Activation::leaky_relu:
       return backward_span<Activation::leaky_relu>(alpha, x, y, dy, dx, n);
-    case Activation::gelu: return backward_span<Activation::gelu>(alpha, x, y, dy, dx, n);
-    case Activation::sigmoid: return backward_span<Activation::sigmoid>(alpha, x, y, dy, dx, n);
-    case Activation::tanh: return backward_span<Activation::tanh>(alpha, x, y, dy, dx, n);
+    case Activation::gelu:
+      return backward_span<Activation::gelu>(alpha, x, y, dy, dx, n);
+    case Activation::sigmoid:
+      return backward_span<Activation::sigmoid>(alpha, x, y, dy, dx, n);
+    case Activation::tanh:
+      return backward_span<Activation::tanh>(alpha, x, y, dy, dx, n);
   }
 }
 

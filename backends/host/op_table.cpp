@@ -157,9 +157,9 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
   X(gemm_batched, GemmBatched, "oneDNN sgemm, batch split (host/gemm.cpp)",                      \
     "the batch split across OpenMP threads, one sgemm each; the shared loop on one thread when " \
     "the work is too small to split")                                                            \
-  X(activation_forward, ActivationForward, "span loops per CPU (host/activation.cpp)",         \
+  X(activation_forward, ActivationForward, "span loops per CPU (host/activation.cpp)",           \
     "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
-  X(activation_backward, ActivationBackward, "span loops per CPU (host/activation.cpp)",       \
+  X(activation_backward, ActivationBackward, "span loops per CPU (host/activation.cpp)",         \
     "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
   X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \
     "heads split across OpenMP threads, each head's scores in the thread's scratch")             \

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "cohort/core/op_options.hpp"
-#include "common/ops/activation.hpp"
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
+#include "common/ops/activation.hpp"
 
 using Span = void (*)(cohort::Activation, float, const float*, float*, const float*, float*,
                       std::int64_t);
@@ -36,14 +36,14 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
                       {"x86-64-v4", activation_span_v4, __builtin_cpu_supports("x86-64-v4") > 0}};
   // 100003 values: wide and narrow uniform ranges, then the special values; an odd count, so every
   // build runs its loop's tail too.
-  std::vector<float> x = cohort::Tensor::uniform({60000}, -40.f, 40.f, 31, cohort::host_device())
-                             .to_vector<float>();
+  std::vector<float> x =
+      cohort::Tensor::uniform({60000}, -40.f, 40.f, 31, cohort::host_device()).to_vector<float>();
   const std::vector<float> narrow =
       cohort::Tensor::uniform({39990}, -4.f, 4.f, 32, cohort::host_device()).to_vector<float>();
   x.insert(x.end(), narrow.begin(), narrow.end());
   const float inf = std::numeric_limits<float>::infinity();
-  for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-30f,
-                  -1e-30f, 88.7f, -88.7f, 104.0f, -104.0f, 3.0e38f, -3.0e38f, 1e-40f})
+  for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-30f, -1e-30f,
+                  88.7f, -88.7f, 104.0f, -104.0f, 3.0e38f, -3.0e38f, 1e-40f})
     x.push_back(v);
   const std::int64_t n = static_cast<std::int64_t>(x.size());
   const std::vector<float> dy =
@@ -80,5 +80,6 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
       ++compared;
     }
   }
-  MESSAGE("compared " << compared << " (instruction set, activation) pairs with the baseline build");
+  MESSAGE("compared " << compared
+                      << " (instruction set, activation) pairs with the baseline build");
 }
