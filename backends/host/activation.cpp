@@ -3,7 +3,7 @@
 // results are the same bits on every CPU and the same as the shared kernels').
 #include "activation.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define COHORT_ACTIVATION_SPANS \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif

@@ -19,7 +19,7 @@
 
 // The T x T passes, built three times for the CPUs that run them (attention_rows.hpp says why);
 // once elsewhere than GCC on x86-64.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define COHORT_ATTENTION_ROWS \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
