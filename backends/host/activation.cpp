@@ -22,4 +22,15 @@ void activation_backward_range(const calls::ActivationBackward& c, std::int64_t 
                            c.dy + begin, c.dx + begin, end - begin);
 }
 
+void bias_add_planes(const calls::BiasAdd& c, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t plane = begin; plane < end; ++plane)
+    bias_act_plane_span(c.f, c.alpha, c.bias ? c.bias[plane % c.d.channels] : 0.0f,
+                        c.y + plane * c.d.inner, c.d.inner);
+}
+
+void bias_add_rows(const calls::BiasAdd& c, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t row = begin; row < end; ++row)
+    bias_act_row_span(c.f, c.alpha, c.bias, c.y + row * c.d.channels, c.d.channels);
+}
+
 }  // namespace cohort::host

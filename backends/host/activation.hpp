@@ -15,4 +15,9 @@ void activation_forward_range(const calls::ActivationForward& c, std::int64_t be
 void activation_backward_range(const calls::ActivationBackward& c, std::int64_t begin,
                                std::int64_t end);
 
+// bias_add's items [begin, end): (outer, channel) planes of `inner` elements, or (inner == 1)
+// rows of `channels`.
+void bias_add_planes(const calls::BiasAdd& c, std::int64_t begin, std::int64_t end);
+void bias_add_rows(const calls::BiasAdd& c, std::int64_t begin, std::int64_t end);
+
 }  // namespace cohort::host

@@ -1,6 +1,7 @@
-// The host's activation_forward / activation_backward over a contiguous span of elements: the
-// shared families' per-element functions (common/ops/activation.hpp, Act<F>::f and ::df), one
-// loop per activation. Internal header, included by activation.cpp with COHORT_ACTIVATION_SPANS
+// The host's activation_forward / activation_backward over a contiguous span of elements, and
+// bias_add's plane and row items (also the convolutions' bias + activation pass): the shared
+// families' per-element functions (common/ops/activation.hpp, Act<F>::f and ::df), one loop per
+// activation. Internal header, included by activation.cpp with COHORT_ACTIVATION_SPANS
 // defined as GCC's target_clones attribute (AVX-512, AVX2 and the baseline, as attention_rows.hpp,
 // which says why the bits are the same on every CPU), and by tests/backends/host/isa_builds.cpp
 // without it, once per instruction set, to check that.
@@ -70,6 +71,48 @@ COHORT_ACTIVATION_SPANS void activation_backward_span(Activation f, float alpha,
       return backward_span<Activation::sigmoid>(alpha, x, y, dy, dx, n);
     case Activation::tanh:
       return backward_span<Activation::tanh>(alpha, x, y, dy, dx, n);
+  }
+}
+
+template <Activation F>
+COHORT_FAST_MATH_INLINE void bias_plane(float alpha, float b, float* p, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) p[i] = kernels::Act<F>::f(p[i] + b, alpha);
+}
+
+template <Activation F>
+COHORT_FAST_MATH_INLINE void bias_row(float alpha, const float* bias, float* p, std::int64_t n) {
+  if (bias) {  // as kernels::BiasActRow: two loops, + 0.0f without a bias (-0 becomes +0)
+    for (std::int64_t c = 0; c < n; ++c) p[c] = kernels::Act<F>::f(p[c] + bias[c], alpha);
+  } else {
+    for (std::int64_t c = 0; c < n; ++c) p[c] = kernels::Act<F>::f(p[c] + 0.0f, alpha);
+  }
+}
+
+// p[i] = f(p[i] + b) for i < n: one (outer, channel) plane of a per-channel bias add
+// (kernels::BiasActPlane's item; b = 0 without a bias).
+COHORT_ACTIVATION_SPANS void bias_act_plane_span(Activation f, float alpha, float b, float* p,
+                                                 std::int64_t n) {
+  switch (f) {
+    case Activation::identity: return bias_plane<Activation::identity>(alpha, b, p, n);
+    case Activation::relu: return bias_plane<Activation::relu>(alpha, b, p, n);
+    case Activation::leaky_relu: return bias_plane<Activation::leaky_relu>(alpha, b, p, n);
+    case Activation::gelu: return bias_plane<Activation::gelu>(alpha, b, p, n);
+    case Activation::sigmoid: return bias_plane<Activation::sigmoid>(alpha, b, p, n);
+    case Activation::tanh: return bias_plane<Activation::tanh>(alpha, b, p, n);
+  }
+}
+
+// p[c] = f(p[c] + bias[c]) for c < n: one row of a linear layer's output (kernels::BiasActRow's
+// item; bias may be null).
+COHORT_ACTIVATION_SPANS void bias_act_row_span(Activation f, float alpha, const float* bias,
+                                               float* p, std::int64_t n) {
+  switch (f) {
+    case Activation::identity: return bias_row<Activation::identity>(alpha, bias, p, n);
+    case Activation::relu: return bias_row<Activation::relu>(alpha, bias, p, n);
+    case Activation::leaky_relu: return bias_row<Activation::leaky_relu>(alpha, bias, p, n);
+    case Activation::gelu: return bias_row<Activation::gelu>(alpha, bias, p, n);
+    case Activation::sigmoid: return bias_row<Activation::sigmoid>(alpha, bias, p, n);
+    case Activation::tanh: return bias_row<Activation::tanh>(alpha, bias, p, n);
   }
 }
 

@@ -80,9 +80,10 @@ struct HostExec {
 // ---- the ops a vendor library takes first (exact-match overloads win over the family templates
 // in kernels::run_call) ----
 
+void conv_act_pass(HostExec& e, const Conv2dArgs& a, float* y);  // below
 void run(HostExec& e, const calls::Conv2dForward& c) {
   if (!onednn_conv_forward(c)) return kernels::run(e, c);
-  kernels::conv2d_bias_act_pass(e, c.a, nullptr, c.y);  // oneDNN added the bias
+  conv_act_pass(e, c.a, c.y);  // oneDNN added the bias
 }
 void run(HostExec& e, const calls::GemmBatched& c) {
   if (bf16_batched(c)) return;
@@ -119,6 +120,31 @@ void run(HostExec& e, const calls::ActivationBackward& c) {
   e.for_each("cohort::activation_backward", act_chunks(c.n), ActBackwardChunk{c});
 }
 
+// bias_add (and the convolutions' bias + activation pass): the shared families' items, planes or
+// rows, each through the span loop built for this CPU (activation.cpp).
+struct BiasPlanes {
+  calls::BiasAdd c;
+  i64 cost() const { return c.d.inner; }
+  void operator()(i64 plane) const { bias_add_planes(c, plane, plane + 1); }
+};
+struct BiasRows {
+  calls::BiasAdd c;
+  i64 cost() const { return c.d.channels; }
+  void operator()(i64 row) const { bias_add_rows(c, row, row + 1); }
+};
+void run(HostExec& e, const calls::BiasAdd& c) {
+  if (c.d.inner == 1)
+    e.for_each("cohort::bias_add", c.d.outer, BiasRows{c});
+  else
+    e.for_each("cohort::bias_add", c.d.outer * c.d.channels, BiasPlanes{c});
+}
+// The activation after oneDNN's convolution (which added the bias): kernels::conv2d_bias_act_pass
+// on this CPU's span loops.
+void conv_act_pass(HostExec& e, const Conv2dArgs& a, float* y) {
+  if (a.act == Activation::identity) return;
+  run(e, calls::BiasAdd{ChannelDims{a.n, a.k, a.oh * a.ow}, nullptr, y, a.act, a.act_alpha});
+}
+
 // Attention: heads split like the batched GEMM's batch, each head's products through sgemm.
 int attention_threads(const AttentionArgs& a) {
   return launch_threads(a.n * a.h, a.n * a.h * (a.t * a.t * a.dh / 4));
@@ -146,7 +172,7 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
 // below fail to compile when one is missing.
 #define COHORT_HOST_VENDOR_ROUTES(X)                                                             \
   X(conv2d_forward, Conv2dForward, "oneDNN primitive (host/conv2d.cpp)",                         \
-    "the bias fused in oneDNN, the activation on the shared pass; shared im2col + GEMM when "    \
+    "the bias fused in oneDNN, the activation on the span loops; shared im2col + GEMM when "    \
     "oneDNN declines the shape or COHORT_HOST_CONV=im2col")                                      \
   X(conv2d_backward_data, Conv2dBackwardData, "oneDNN primitive (host/conv2d.cpp)",              \
     "shared im2col + GEMM for 4 or fewer input channels per group, a declined shape or "         \

@@ -83,3 +83,58 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
   MESSAGE("compared " << compared
                       << " (instruction set, activation) pairs with the baseline build");
 }
+
+using BiasSpans = void (*)(cohort::Activation, float, const float*, float*, std::int64_t,
+                           std::int64_t);
+void bias_act_spans_base(cohort::Activation, float, const float*, float*, std::int64_t,
+                         std::int64_t);
+void bias_act_spans_v3(cohort::Activation, float, const float*, float*, std::int64_t,
+                       std::int64_t);
+void bias_act_spans_v4(cohort::Activation, float, const float*, float*, std::int64_t,
+                       std::int64_t);
+
+TEST_CASE("host bias_add: the AVX-512, AVX2 and baseline builds agree bit for bit, and with the "
+          "shared items") {
+  const std::int64_t rows = 37, n = 1001;  // odd lengths: every build's loop tail runs; rows < n
+  const std::vector<float> y0 =
+      cohort::Tensor::uniform({rows * n}, -6.f, 6.f, 34, cohort::host_device()).to_vector<float>();
+  const std::vector<float> bias =
+      cohort::Tensor::uniform({n}, -1.f, 1.f, 35, cohort::host_device()).to_vector<float>();
+  struct Isa {
+    const char* name;
+    BiasSpans run;
+    bool here;
+  };
+  const Isa isas[] = {{"x86-64-v3", bias_act_spans_v3, __builtin_cpu_supports("x86-64-v3") > 0},
+                      {"x86-64-v4", bias_act_spans_v4, __builtin_cpu_supports("x86-64-v4") > 0}};
+  for (cohort::Activation f :
+       {cohort::Activation::identity, cohort::Activation::relu, cohort::Activation::leaky_relu,
+        cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
+    CAPTURE(cohort::activation_name(f));
+    std::vector<float> base = y0;
+    bias_act_spans_base(f, 0.1f, bias.data(), base.data(), rows, n);
+    // The shared items on the same data: each row as a plane with bias[r % n], then as a row.
+    std::vector<float> shared = y0;
+    cohort::kernels::with_activation(f, [&](auto tag) {
+      constexpr cohort::Activation F = decltype(tag)::value;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        // Plane r of a [1, n, n] view (rows < n): bias[r], elements [r * n, r * n + n).
+        const cohort::kernels::BiasActPlane<F> plane{cohort::ChannelDims{1, n, n}, bias.data(),
+                                                     shared.data(), 0.1f};
+        plane(r);
+        const cohort::kernels::BiasActRow<F> row{cohort::ChannelDims{rows, n, 1},
+                                                 r % 2 ? bias.data() : nullptr, shared.data(),
+                                                 0.1f};
+        row(r);
+      }
+    });
+    CHECK(std::memcmp(shared.data(), base.data(), base.size() * sizeof(float)) == 0);
+    for (const Isa& isa : isas) {
+      CAPTURE(isa.name);
+      if (!isa.here) continue;
+      std::vector<float> got = y0;
+      isa.run(f, 0.1f, bias.data(), got.data(), rows, n);
+      CHECK(std::memcmp(got.data(), base.data(), base.size() * sizeof(float)) == 0);
+    }
+  }
+}
