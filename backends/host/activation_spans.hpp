@@ -93,12 +93,18 @@ COHORT_FAST_MATH_INLINE void bias_row(float alpha, const float* bias, float* p, 
 COHORT_ACTIVATION_SPANS void bias_act_plane_span(Activation f, float alpha, float b, float* p,
                                                  std::int64_t n) {
   switch (f) {
-    case Activation::identity: return bias_plane<Activation::identity>(alpha, b, p, n);
-    case Activation::relu: return bias_plane<Activation::relu>(alpha, b, p, n);
-    case Activation::leaky_relu: return bias_plane<Activation::leaky_relu>(alpha, b, p, n);
-    case Activation::gelu: return bias_plane<Activation::gelu>(alpha, b, p, n);
-    case Activation::sigmoid: return bias_plane<Activation::sigmoid>(alpha, b, p, n);
-    case Activation::tanh: return bias_plane<Activation::tanh>(alpha, b, p, n);
+    case Activation::identity:
+      return bias_plane<Activation::identity>(alpha, b, p, n);
+    case Activation::relu:
+      return bias_plane<Activation::relu>(alpha, b, p, n);
+    case Activation::leaky_relu:
+      return bias_plane<Activation::leaky_relu>(alpha, b, p, n);
+    case Activation::gelu:
+      return bias_plane<Activation::gelu>(alpha, b, p, n);
+    case Activation::sigmoid:
+      return bias_plane<Activation::sigmoid>(alpha, b, p, n);
+    case Activation::tanh:
+      return bias_plane<Activation::tanh>(alpha, b, p, n);
   }
 }
 
@@ -107,12 +113,18 @@ COHORT_ACTIVATION_SPANS void bias_act_plane_span(Activation f, float alpha, floa
 COHORT_ACTIVATION_SPANS void bias_act_row_span(Activation f, float alpha, const float* bias,
                                                float* p, std::int64_t n) {
   switch (f) {
-    case Activation::identity: return bias_row<Activation::identity>(alpha, bias, p, n);
-    case Activation::relu: return bias_row<Activation::relu>(alpha, bias, p, n);
-    case Activation::leaky_relu: return bias_row<Activation::leaky_relu>(alpha, bias, p, n);
-    case Activation::gelu: return bias_row<Activation::gelu>(alpha, bias, p, n);
-    case Activation::sigmoid: return bias_row<Activation::sigmoid>(alpha, bias, p, n);
-    case Activation::tanh: return bias_row<Activation::tanh>(alpha, bias, p, n);
+    case Activation::identity:
+      return bias_row<Activation::identity>(alpha, bias, p, n);
+    case Activation::relu:
+      return bias_row<Activation::relu>(alpha, bias, p, n);
+    case Activation::leaky_relu:
+      return bias_row<Activation::leaky_relu>(alpha, bias, p, n);
+    case Activation::gelu:
+      return bias_row<Activation::gelu>(alpha, bias, p, n);
+    case Activation::sigmoid:
+      return bias_row<Activation::sigmoid>(alpha, bias, p, n);
+    case Activation::tanh:
+      return bias_row<Activation::tanh>(alpha, bias, p, n);
   }
 }
 

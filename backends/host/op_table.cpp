@@ -172,7 +172,7 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
 // below fail to compile when one is missing.
 #define COHORT_HOST_VENDOR_ROUTES(X)                                                             \
   X(conv2d_forward, Conv2dForward, "oneDNN primitive (host/conv2d.cpp)",                         \
-    "the bias fused in oneDNN, the activation on the span loops; shared im2col + GEMM when "    \
+    "the bias fused in oneDNN, the activation on the span loops; shared im2col + GEMM when "     \
     "oneDNN declines the shape or COHORT_HOST_CONV=im2col")                                      \
   X(conv2d_backward_data, Conv2dBackwardData, "oneDNN primitive (host/conv2d.cpp)",              \
     "shared im2col + GEMM for 4 or fewer input channels per group, a declined shape or "         \

@@ -26,8 +26,8 @@ void COHORT_CAT(activation_span, ISA)(cohort::Activation f, float alpha, const f
 }
 
 // bias_add's plane item then its row item on the same data: p [rows, n], bias [n].
-void COHORT_CAT(bias_act_spans, ISA)(cohort::Activation f, float alpha, const float* bias,
-                                     float* p, std::int64_t rows, std::int64_t n) {
+void COHORT_CAT(bias_act_spans, ISA)(cohort::Activation f, float alpha, const float* bias, float* p,
+                                     std::int64_t rows, std::int64_t n) {
   for (std::int64_t r = 0; r < rows; ++r) {
     cohort::host::bias_act_plane_span(f, alpha, bias[r % n], p + r * n, n);
     cohort::host::bias_act_row_span(f, alpha, r % 2 ? bias : nullptr, p + r * n, n);

@@ -88,13 +88,12 @@ using BiasSpans = void (*)(cohort::Activation, float, const float*, float*, std:
                            std::int64_t);
 void bias_act_spans_base(cohort::Activation, float, const float*, float*, std::int64_t,
                          std::int64_t);
-void bias_act_spans_v3(cohort::Activation, float, const float*, float*, std::int64_t,
-                       std::int64_t);
-void bias_act_spans_v4(cohort::Activation, float, const float*, float*, std::int64_t,
-                       std::int64_t);
+void bias_act_spans_v3(cohort::Activation, float, const float*, float*, std::int64_t, std::int64_t);
+void bias_act_spans_v4(cohort::Activation, float, const float*, float*, std::int64_t, std::int64_t);
 
-TEST_CASE("host bias_add: the AVX-512, AVX2 and baseline builds agree bit for bit, and with the "
-          "shared items") {
+TEST_CASE(
+    "host bias_add: the AVX-512, AVX2 and baseline builds agree bit for bit, and with the "
+    "shared items") {
   const std::int64_t rows = 37, n = 1001;  // odd lengths: every build's loop tail runs; rows < n
   const std::vector<float> y0 =
       cohort::Tensor::uniform({rows * n}, -6.f, 6.f, 34, cohort::host_device()).to_vector<float>();
@@ -122,9 +121,8 @@ TEST_CASE("host bias_add: the AVX-512, AVX2 and baseline builds agree bit for bi
         const cohort::kernels::BiasActPlane<F> plane{cohort::ChannelDims{1, n, n}, bias.data(),
                                                      shared.data(), 0.1f};
         plane(r);
-        const cohort::kernels::BiasActRow<F> row{cohort::ChannelDims{rows, n, 1},
-                                                 r % 2 ? bias.data() : nullptr, shared.data(),
-                                                 0.1f};
+        const cohort::kernels::BiasActRow<F> row{
+            cohort::ChannelDims{rows, n, 1}, r % 2 ? bias.data() : nullptr, shared.data(), 0.1f};
         row(r);
       }
     });
