@@ -16,24 +16,15 @@
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
 #include "common/ops/activation.hpp"
+#include "isa_builds.hpp"
 
 using Span = void (*)(cohort::Activation, float, const float*, float*, const float*, float*,
                       std::int64_t);
-void activation_span_base(cohort::Activation, float, const float*, float*, const float*, float*,
-                          std::int64_t);
-void activation_span_v3(cohort::Activation, float, const float*, float*, const float*, float*,
-                        std::int64_t);
-void activation_span_v4(cohort::Activation, float, const float*, float*, const float*, float*,
-                        std::int64_t);
+using BiasSpans = void (*)(cohort::Activation, float, const float*, float*, std::int64_t,
+                           std::int64_t);
 
 TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for bit") {
-  struct Isa {
-    const char* name;
-    Span run;
-    bool here;
-  };
-  const Isa isas[] = {{"x86-64-v3", activation_span_v3, __builtin_cpu_supports("x86-64-v3") > 0},
-                      {"x86-64-v4", activation_span_v4, __builtin_cpu_supports("x86-64-v4") > 0}};
+  const auto isas = isa_builds::wide<Span>(activation_span_v3, activation_span_v4);
   // 100003 values: wide and narrow uniform ranges, then the special values; an odd count, so every
   // build runs its loop's tail too.
   std::vector<float> x =
@@ -72,7 +63,7 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
     });
     shared.insert(shared.end(), shared_dx.begin(), shared_dx.end());
     CHECK(std::memcmp(shared.data(), base.data(), base.size() * sizeof(float)) == 0);
-    for (const Isa& isa : isas) {
+    for (const auto& isa : isas) {
       CAPTURE(isa.name);
       if (!isa.here) continue;
       const std::vector<float> got = run(isa.run);
@@ -99,13 +90,7 @@ TEST_CASE(
       cohort::Tensor::uniform({rows * n}, -6.f, 6.f, 34, cohort::host_device()).to_vector<float>();
   const std::vector<float> bias =
       cohort::Tensor::uniform({n}, -1.f, 1.f, 35, cohort::host_device()).to_vector<float>();
-  struct Isa {
-    const char* name;
-    BiasSpans run;
-    bool here;
-  };
-  const Isa isas[] = {{"x86-64-v3", bias_act_spans_v3, __builtin_cpu_supports("x86-64-v3") > 0},
-                      {"x86-64-v4", bias_act_spans_v4, __builtin_cpu_supports("x86-64-v4") > 0}};
+  const auto isas = isa_builds::wide<BiasSpans>(bias_act_spans_v3, bias_act_spans_v4);
   for (cohort::Activation f :
        {cohort::Activation::identity, cohort::Activation::relu, cohort::Activation::leaky_relu,
         cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
@@ -127,7 +112,7 @@ TEST_CASE(
       }
     });
     CHECK(std::memcmp(shared.data(), base.data(), base.size() * sizeof(float)) == 0);
-    for (const Isa& isa : isas) {
+    for (const auto& isa : isas) {
       CAPTURE(isa.name);
       if (!isa.here) continue;
       std::vector<float> got = y0;

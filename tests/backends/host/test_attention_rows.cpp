@@ -13,21 +13,12 @@
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
-
-void attention_rows_base(float*, float*, float*, std::int64_t, float*, const float*);
-void attention_rows_v3(float*, float*, float*, std::int64_t, float*, const float*);
-void attention_rows_v4(float*, float*, float*, std::int64_t, float*, const float*);
+#include "isa_builds.hpp"
 
 TEST_CASE(
     "host attention: the AVX-512, AVX2 and baseline builds of the row passes agree bit for bit") {
   using Entry = void (*)(float*, float*, float*, std::int64_t, float*, const float*);
-  struct Isa {
-    const char* name;
-    Entry run;
-    bool here;
-  };
-  const Isa isas[] = {{"x86-64-v3", attention_rows_v3, __builtin_cpu_supports("x86-64-v3") > 0},
-                      {"x86-64-v4", attention_rows_v4, __builtin_cpu_supports("x86-64-v4") > 0}};
+  const auto isas = isa_builds::wide<Entry>(attention_rows_v3, attention_rows_v4);
   int compared = 0;
   for (std::int64_t t : {1, 7, 16, 65, 200}) {  // tails, whole lanes, the ViT's 65
     CAPTURE(t);
@@ -48,7 +39,7 @@ TEST_CASE(
     };
     const std::vector<float> base = run(attention_rows_base);
     CHECK(base.size() == 3 * n + static_cast<std::size_t>(t));
-    for (const Isa& isa : isas) {
+    for (const auto& isa : isas) {
       CAPTURE(isa.name);
       if (!isa.here) continue;
       const std::vector<float> got = run(isa.run);
