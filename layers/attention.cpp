@@ -91,7 +91,11 @@ Tensor MultiheadAttention::forward_impl(const Tensor& x) {
     });
     ran_fused_ = false;
   }
-  const Tensor merged = ran_fused_ ? forward_fused(dev) : forward_unfused(dev);
+  // [q | k | v] = x W_in^T + b_in: [N * T, 3E], which is [N, T, 3, H, dh] as it stands.
+  Tensor proj = Tensor::empty(Shape{batch_ * seq_len_, 3 * embed_dim_}, DType::f32, dev);
+  ops::gemm(x_, false, in_proj_weight_->value, true, proj);
+  ops::bias_add(in_proj_bias_->value, proj, -1);
+  const Tensor merged = ran_fused_ ? forward_fused(proj, dev) : forward_unfused(proj, dev);
   return out_proj_->forward(merged.reshape({batch_, seq_len_, embed_dim_}));
 }
 
@@ -118,13 +122,10 @@ Tensor MultiheadAttention::backward_impl(const Tensor& grad_output, bool need_in
   return dx;
 }
 
-// The projection [N * T, 3E] is [N, T, 3, H, dh] as it stands; the op writes the heads side by
-// side, [N, T, H, dh], which is the output projection's input as it stands.
-Tensor MultiheadAttention::forward_fused(Device& dev) {
-  const std::int64_t n = batch_, t = seq_len_, e = embed_dim_, h = num_heads_, dh = head_dim_;
-  Tensor proj = Tensor::empty(Shape{n * t, 3 * e}, DType::f32, dev);
-  ops::gemm(x_, false, in_proj_weight_->value, true, proj);
-  ops::bias_add(in_proj_bias_->value, proj, -1);
+// The op reads the projection as it stands and writes the heads side by side, [N, T, H, dh],
+// which is the output projection's input as it stands.
+Tensor MultiheadAttention::forward_fused(const Tensor& proj, Device& dev) {
+  const std::int64_t n = batch_, t = seq_len_, h = num_heads_, dh = head_dim_;
   qkv_ = proj.reshape({n, t, 3, h, dh});
   out_ = Tensor::empty(Shape{n, t, h, dh}, DType::f32, dev);
   lse_ = Tensor::empty(Shape{n, h, t}, DType::f32, dev);
@@ -141,13 +142,10 @@ Tensor MultiheadAttention::backward_fused(const Tensor& dmerged, Device& dev) {
   return dqkv.reshape({n * t, 3 * embed_dim_});
 }
 
-Tensor MultiheadAttention::forward_unfused(Device& dev) {
-  const std::int64_t n = batch_, t = seq_len_, e = embed_dim_, h = num_heads_, dh = head_dim_;
-  const std::int64_t rows = n * t, b = n * h;
+Tensor MultiheadAttention::forward_unfused(const Tensor& proj, Device& dev) {
+  const std::int64_t n = batch_, t = seq_len_, h = num_heads_, dh = head_dim_;
+  const std::int64_t b = n * h;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  Tensor proj = Tensor::empty(Shape{rows, 3 * e}, DType::f32, dev);
-  ops::gemm(x_, false, in_proj_weight_->value, true, proj);
-  ops::bias_add(in_proj_bias_->value, proj, -1);
   qkv_ = ops::permute(proj.reshape({n, t, 3, h, dh}), kSplitHeads).reshape({3, b, t, dh});
   const Tensor q = qkv_.slice(0, 1).reshape({b, t, dh});
   const Tensor k = qkv_.slice(1, 2).reshape({b, t, dh});

@@ -55,9 +55,10 @@ class MultiheadAttention : public Module {
   void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const override;
 
  private:
-  Tensor forward_fused(Device& dev);
+  // From the in-projection's output [N * T, 3E]; both return the heads side by side.
+  Tensor forward_fused(const Tensor& proj, Device& dev);
   Tensor backward_fused(const Tensor& dmerged, Device& dev);
-  Tensor forward_unfused(Device& dev);
+  Tensor forward_unfused(const Tensor& proj, Device& dev);
   Tensor backward_unfused(const Tensor& dmerged, Device& dev);
 
   std::int64_t embed_dim_, num_heads_, head_dim_;
