@@ -8,49 +8,28 @@
 //                 batched GEMMs, softmax)
 //                 (both against torch.nn.MultiheadAttention(batch_first=True), need_weights=False,
 //                 which calls scaled_dot_product_attention)
-// Method as bench/layers_bench: a fixed random input and output gradient; one iteration is forward
-// + backward; the figure is the median over iterations run for at least --min-time seconds after
-// 3 warm-up iterations. Prints "<row> <median ms>" per row.
+// Method as bench/layers_bench (median_time.hpp): a fixed random input and output gradient; one
+// iteration is forward + backward; the figure is the median over iterations run for at least
+// --min-time seconds after 3 warm-up iterations. Prints "<row> <median ms>" per row.
 //
 //   build/bin/attention_bench [--batch 64] [--tokens 65] [--embed 256] [--heads 8]
 //                             [--min-time 1] [--threads 1]
-#include <omp.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <string>
-#include <vector>
 
 #include "cohort/core/layer_ops.hpp"
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
+#include "median_time.hpp"
 
 namespace nn = cohort::nn;
 using cohort::Shape;
 using cohort::Tensor;
 
 namespace {
-
-double median_ms(const std::function<void()>& work, double min_time) {
-  for (int i = 0; i < 3; ++i) work();
-  std::vector<double> times;
-  const auto start = std::chrono::steady_clock::now();
-  auto since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  while (since(start) < min_time || times.size() < 5) {
-    const auto t0 = std::chrono::steady_clock::now();
-    work();
-    times.push_back(since(t0) * 1e3);
-  }
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
-}
 
 long arg(int argc, char** argv, const char* name, long def) {
   for (int i = 1; i + 1 < argc; ++i)

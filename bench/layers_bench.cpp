@@ -33,6 +33,7 @@
 
 #include "cohort/devices.hpp"
 #include "cohort/layers.hpp"
+#include "median_time.hpp"
 
 namespace nn = cohort::nn;
 using cohort::Shape;
@@ -40,24 +41,14 @@ using cohort::Tensor;
 
 namespace {
 
+// The time of `work` and the device's synchronisation (a no-op on the host): median_time.hpp.
 double median_ms(const std::function<void()>& work, double min_time, cohort::Device& dev) {
-  auto step = [&] {
-    work();
-    dev.synchronize();  // a no-op on the host
-  };
-  for (int i = 0; i < 3; ++i) step();
-  std::vector<double> times;
-  const auto start = std::chrono::steady_clock::now();
-  auto since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  while (since(start) < min_time || times.size() < 5) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step();
-    times.push_back(since(t0) * 1e3);
-  }
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
+  return ::median_ms(
+      [&] {
+        work();
+        dev.synchronize();
+      },
+      min_time);
 }
 
 // Forward + backward of one module on a fixed input and output gradient.

@@ -80,48 +80,32 @@ struct HostExec {
 // ---- the ops a vendor library takes first (exact-match overloads win over the family templates
 // in kernels::run_call) ----
 
-void conv_act_pass(HostExec& e, const Conv2dArgs& a, float* y);  // below
-void run(HostExec& e, const calls::Conv2dForward& c) {
-  if (!onednn_conv_forward(c)) return kernels::run(e, c);
-  conv_act_pass(e, c.a, c.y);  // oneDNN added the bias
-}
-void run(HostExec& e, const calls::GemmBatched& c) {
-  if (bf16_batched(c)) return;
-  const int threads = c.m == 0 || c.n == 0 || c.k == 0
-                          ? 1
-                          : launch_threads(c.batch, c.batch * (c.m * c.n * c.k / 8));
-  if (threads <= 1) return kernels::run(e, c);
-  sgemm_batched(c, threads);
-}
 // Activations: chunks of kActChunk elements split between the threads as the shared element
 // functors' items are, each chunk through the span loop built for this CPU (activation.cpp).
 constexpr i64 kActChunk = 4096;
-i64 act_chunks(std::size_t n) { return (static_cast<i64>(n) + kActChunk - 1) / kActChunk; }
-struct ActForwardChunk {
-  calls::ActivationForward c;
+template <class Call, void (*Range)(const Call&, i64, i64)>
+struct ActChunks {
+  Call c;
+  i64 count() const { return (static_cast<i64>(c.n) + kActChunk - 1) / kActChunk; }
   i64 cost() const { return kActChunk; }
   void operator()(i64 k) const {
-    activation_forward_range(c, k * kActChunk,
-                             std::min<i64>(static_cast<i64>(c.n), (k + 1) * kActChunk));
+    Range(c, k * kActChunk, std::min<i64>(static_cast<i64>(c.n), (k + 1) * kActChunk));
   }
 };
-struct ActBackwardChunk {
-  calls::ActivationBackward c;
-  i64 cost() const { return kActChunk; }
-  void operator()(i64 k) const {
-    activation_backward_range(c, k * kActChunk,
-                              std::min<i64>(static_cast<i64>(c.n), (k + 1) * kActChunk));
-  }
-};
+using ActForwardChunks = ActChunks<calls::ActivationForward, activation_forward_range>;
+using ActBackwardChunks = ActChunks<calls::ActivationBackward, activation_backward_range>;
 void run(HostExec& e, const calls::ActivationForward& c) {
-  e.for_each("cohort::activation_forward", act_chunks(c.n), ActForwardChunk{c});
+  const ActForwardChunks chunks{c};
+  e.for_each("cohort::activation_forward", chunks.count(), chunks);
 }
 void run(HostExec& e, const calls::ActivationBackward& c) {
-  e.for_each("cohort::activation_backward", act_chunks(c.n), ActBackwardChunk{c});
+  const ActBackwardChunks chunks{c};
+  e.for_each("cohort::activation_backward", chunks.count(), chunks);
 }
 
-// bias_add (and the convolutions' bias + activation pass): the shared families' items, planes or
-// rows, each through the span loop built for this CPU (activation.cpp).
+// bias_add (and so the convolutions' bias + activation pass, kernels::conv2d_bias_act_pass): the
+// shared family's items, planes or rows, each through the span loop built for this CPU
+// (activation.cpp).
 struct BiasPlanes {
   calls::BiasAdd c;
   i64 cost() const { return c.d.inner; }
@@ -138,13 +122,18 @@ void run(HostExec& e, const calls::BiasAdd& c) {
   else
     e.for_each("cohort::bias_add", c.d.outer * c.d.channels, BiasPlanes{c});
 }
-// The activation after oneDNN's convolution (which added the bias): kernels::conv2d_bias_act_pass
-// on this CPU's span loops.
-void conv_act_pass(HostExec& e, const Conv2dArgs& a, float* y) {
-  if (a.act == Activation::identity) return;
-  run(e, calls::BiasAdd{ChannelDims{a.n, a.k, a.oh * a.ow}, nullptr, y, a.act, a.act_alpha});
+void run(HostExec& e, const calls::Conv2dForward& c) {
+  if (!onednn_conv_forward(c)) return kernels::run(e, c);
+  kernels::conv2d_bias_act_pass(e, c.a, nullptr, c.y);  // oneDNN added the bias
 }
-
+void run(HostExec& e, const calls::GemmBatched& c) {
+  if (bf16_batched(c)) return;
+  const int threads = c.m == 0 || c.n == 0 || c.k == 0
+                          ? 1
+                          : launch_threads(c.batch, c.batch * (c.m * c.n * c.k / 8));
+  if (threads <= 1) return kernels::run(e, c);
+  sgemm_batched(c, threads);
+}
 // Attention: heads split like the batched GEMM's batch, each head's products through sgemm.
 int attention_threads(const AttentionArgs& a) {
   return launch_threads(a.n * a.h, a.n * a.h * (a.t * a.t * a.dh / 4));
@@ -187,6 +176,9 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
     "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
   X(activation_backward, ActivationBackward, "span loops per CPU (host/activation.cpp)",         \
     "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
+  X(bias_add, BiasAdd, "span loops per CPU (host/activation.cpp)",                              \
+    "the shared items (planes, rows), built for AVX-512, AVX2 and baseline x86-64; same bits; "  \
+    "also the convolutions' activation pass")                                                    \
   X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \
     "heads split across OpenMP threads, each head's scores in the thread's scratch")             \
   X(attention_backward, AttentionBackward, "oneDNN sgemm per head (host/attention.cpp)",         \

@@ -94,15 +94,12 @@ struct Col2imRow {  // item: one input row (ci, ih) of dx, summed over every tap
 };
 
 // The passes a vendor convolution (cuDNN, oneDNN) leaves to the shared kernels, over the whole
-// batch: y = act(y + bias) (bias nullable; nothing to do for neither), and dbias += sum dy.
+// batch: y = act(y + bias) (bias nullable; nothing to do for neither), which is bias_add's call, so
+// a backend's own bias_add (the host's per-CPU loops) serves it too; and dbias += sum dy.
 template <class Exec>
 void conv2d_bias_act_pass(Exec& e, const Conv2dArgs& a, const float* bias, float* y) {
   if (!bias && a.act == Activation::identity) return;
-  with_activation(a.act, [&](auto tag) {
-    e.for_each("cohort::conv2d_bias_act", a.n * a.k,
-               BiasActPlane<decltype(tag)::value>{ChannelDims{a.n, a.k, a.oh * a.ow}, bias, y,
-                                                  a.act_alpha});
-  });
+  run(e, calls::BiasAdd{ChannelDims{a.n, a.k, a.oh * a.ow}, bias, y, a.act, a.act_alpha});
 }
 template <class Exec>
 void conv2d_bias_grad_pass(Exec& e, const calls::Conv2dBackwardFilter& c) {
