@@ -176,7 +176,7 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
     "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
   X(activation_backward, ActivationBackward, "span loops per CPU (host/activation.cpp)",         \
     "the shared element functions, built for AVX-512, AVX2 and baseline x86-64; same bits")      \
-  X(bias_add, BiasAdd, "span loops per CPU (host/activation.cpp)",                              \
+  X(bias_add, BiasAdd, "span loops per CPU (host/activation.cpp)",                               \
     "the shared items (planes, rows), built for AVX-512, AVX2 and baseline x86-64; same bits; "  \
     "also the convolutions' activation pass")                                                    \
   X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \
