@@ -1,5 +1,6 @@
-// Linear: one GEMM forward (x W^T, bias added in a second pass over the small output), three
-// products backward: dbias = column sums of dy, dW += dy^T x, dx = dy W.
+// Linear: one GEMM forward (x W^T, bias added in a second pass over the small output, with the
+// next activation in it under a Sequential's fusion), three products backward: dbias = column
+// sums of dy (or already added by the fused activation's backward), dW += dy^T x, dx = dy W.
 #include "cohort/core/device.hpp"
 #include "cohort/layers/linear.hpp"
 
@@ -35,17 +36,23 @@ Tensor Linear::forward_impl(const Tensor& x) {
   const Shape ys = output_shape_impl(x.shape());
   COHORT_MODULE_CHECK(&x.device() == &weight_->value.device(), "input is on ", x.device().name(),
                       ", parameters are on ", weight_->value.device().name());
+  const Activation act = fused_;
+  fused_ = Activation::identity;
+  COHORT_MODULE_CHECK(act == Activation::identity || bias_,
+                      "a fused activation needs the bias pass, and this layer has no bias");
   x_ = x.reshape({-1, in_features_});
   Tensor y = Tensor::empty(Shape{x_.dim(0), out_features_}, DType::f32, x.device());
   ops::gemm(x_, false, weight_->value, true, y);
-  if (bias_) ops::bias_add(bias_->value, y, -1);
+  if (bias_) ops::bias_add(bias_->value, y, -1, act);
   return y.reshape(ys);
 }
 
 Tensor Linear::backward_impl(const Tensor& grad_output, bool need_input_grad) {
   const Tensor g = grad_output.reshape({-1, out_features_});
+  const bool bias_done = bias_grad_done_;
+  bias_grad_done_ = false;
   if (bias_ && bias_->requires_grad) {
-    ops::bias_grad(g, bias_->grad, -1);
+    if (!bias_done) ops::bias_grad(g, bias_->grad, -1);
     grad_ready(bias_);
   }
   if (weight_->requires_grad) {

@@ -20,4 +20,9 @@ void activation_backward_range(const calls::ActivationBackward& c, std::int64_t 
 void bias_add_planes(const calls::BiasAdd& c, std::int64_t begin, std::int64_t end);
 void bias_add_rows(const calls::BiasAdd& c, std::int64_t begin, std::int64_t end);
 
+// bias_act_backward with inner == 1 ([rows, channels]): items [begin, end) of
+// bias_act_grad_block_count(c), each a block of neighbouring channels over every row.
+void bias_act_grad_blocks(const calls::BiasActBackward& c, std::int64_t begin, std::int64_t end);
+std::int64_t bias_act_grad_block_count(const calls::BiasActBackward& c);
+
 }  // namespace cohort::host

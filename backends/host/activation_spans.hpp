@@ -1,5 +1,6 @@
-// The host's activation_forward / activation_backward over a contiguous span of elements, and
-// bias_add's plane and row items (also the convolutions' bias + activation pass): the shared
+// The host's activation_forward / activation_backward over a contiguous span of elements,
+// bias_add's plane and row items (also the convolutions' bias + activation pass), and
+// bias_act_backward's column blocks: the shared
 // families' per-element functions (common/ops/activation.hpp, Act<F>::f and ::df), one loop per
 // activation. Internal header, included by activation.cpp with COHORT_ACTIVATION_SPANS
 // defined as GCC's target_clones attribute (AVX-512, AVX2 and the baseline, as attention_rows.hpp,
@@ -125,6 +126,42 @@ COHORT_ACTIVATION_SPANS void bias_act_row_span(Activation f, float alpha, const 
       return bias_row<Activation::sigmoid>(alpha, bias, p, n);
     case Activation::tanh:
       return bias_row<Activation::tanh>(alpha, bias, p, n);
+  }
+}
+
+template <Activation F>
+COHORT_FAST_MATH_INLINE void grad_columns(float alpha, const float* x, const float* y,
+                                          const float* dy, float* dx, std::int64_t rows,
+                                          std::int64_t stride, std::int64_t n, double* acc) {
+  for (std::int64_t o = 0; o < rows; ++o) {
+    const std::int64_t at = o * stride;
+    backward_span<F>(alpha, x ? x + at : nullptr, y ? y + at : nullptr, dy + at, dx + at, n);
+    for (std::int64_t k = 0; k < n; ++k) acc[k] += dx[at + k];
+  }
+}
+
+// bias_act_backward over n neighbouring columns (n <= kGradColumns) of a [rows, stride] layout,
+// every pointer at the block's first column: dx = f'(...) dy, and acc[k] += dx of column k, row
+// by row in double (kernels::BiasActGradColumns's arithmetic, so the same bits for any n).
+constexpr std::int64_t kGradColumns = 64;
+COHORT_ACTIVATION_SPANS void bias_act_grad_columns_span(Activation f, float alpha, const float* x,
+                                                        const float* y, const float* dy,
+                                                        float* dx, std::int64_t rows,
+                                                        std::int64_t stride, std::int64_t n,
+                                                        double* acc) {
+  switch (f) {
+    case Activation::identity:
+      return grad_columns<Activation::identity>(alpha, x, y, dy, dx, rows, stride, n, acc);
+    case Activation::relu:
+      return grad_columns<Activation::relu>(alpha, x, y, dy, dx, rows, stride, n, acc);
+    case Activation::leaky_relu:
+      return grad_columns<Activation::leaky_relu>(alpha, x, y, dy, dx, rows, stride, n, acc);
+    case Activation::gelu:
+      return grad_columns<Activation::gelu>(alpha, x, y, dy, dx, rows, stride, n, acc);
+    case Activation::sigmoid:
+      return grad_columns<Activation::sigmoid>(alpha, x, y, dy, dx, rows, stride, n, acc);
+    case Activation::tanh:
+      return grad_columns<Activation::tanh>(alpha, x, y, dy, dx, rows, stride, n, acc);
   }
 }
 

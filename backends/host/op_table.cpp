@@ -122,6 +122,17 @@ void run(HostExec& e, const calls::BiasAdd& c) {
   else
     e.for_each("cohort::bias_add", c.d.outer * c.d.channels, BiasPlanes{c});
 }
+// bias_act_backward on [rows, features]: blocks of neighbouring features over every row, through
+// the span loop built for this CPU (activation.cpp); the NCHW layout takes the shared items.
+struct BiasActGradBlocks {
+  calls::BiasActBackward c;
+  i64 cost() const { return c.d.outer * 64; }  // a block's elements (kGradColumns)
+  void operator()(i64 block) const { bias_act_grad_blocks(c, block, block + 1); }
+};
+void run(HostExec& e, const calls::BiasActBackward& c) {
+  if (c.d.inner != 1) return kernels::run(e, c);
+  e.for_each("cohort::bias_act_backward", bias_act_grad_block_count(c), BiasActGradBlocks{c});
+}
 void run(HostExec& e, const calls::Conv2dForward& c) {
   if (!onednn_conv_forward(c)) return kernels::run(e, c);
   kernels::conv2d_bias_act_pass(e, c.a, nullptr, c.y);  // oneDNN added the bias
@@ -179,6 +190,9 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
   X(bias_add, BiasAdd, "span loops per CPU (host/activation.cpp)",                               \
     "the shared items (planes, rows), built for AVX-512, AVX2 and baseline x86-64; same bits; "  \
     "also the convolutions' activation pass")                                                    \
+  X(bias_act_backward, BiasActBackward, "span loops per CPU (host/activation.cpp)",              \
+    "blocks of 64 features over every row, built for AVX-512, AVX2 and baseline x86-64; same "   \
+    "bits; the NCHW layout on the shared items")                                                 \
   X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \
     "heads split across OpenMP threads, each head's scores in the thread's scratch")             \
   X(attention_backward, AttentionBackward, "oneDNN sgemm per head (host/attention.cpp)",         \

@@ -84,5 +84,7 @@ struct Row {
 };
 
 std::vector<Row> rows();
+// The fused element passes' rows (parity_rows_fused.cpp), which rows() appends.
+void add_fused_rows(std::vector<Row>& r);
 
 }  // namespace parity

@@ -786,6 +786,7 @@ std::vector<Row> rows() {
             return std::vector<Vec>{pv, sv, gv, bv};
           });
         });
+  add_fused_rows(r);
   return r;
 }
 

@@ -1,5 +1,6 @@
 // Activation family: activation_forward, activation_backward, and the per-channel bias ops that
-// fuse an activation into the same pass (bias_add; bias_grad, its gradient). exp and erf are
+// fuse an activation into the same pass (bias_add; bias_grad, its gradient; bias_act_backward,
+// the activation's backward and the bias gradient together). exp and erf are
 // fast_exp / fast_erf (fast_math.hpp): inline and branch-free on the host so the element loops
 // vectorise; CUDA's expf / erff on a GPU. The CUDA device sends the linear bias gradient to
 // cuBLAS's sgemv (backends/cuda/activation.cu).
@@ -185,6 +186,51 @@ struct BiasGradColumns {
   }
 };
 
+// BiasActBackward: ActBackward's element, then BiasGrad's sums over the values just written, in
+// BiasGrad's order (so dx and dbias have the bits of activation_backward then bias_grad).
+template <Activation F>
+COHORT_HD_ALWAYS_INLINE float act_grad_at(const calls::BiasActBackward& c, i64 i) {
+  const float xv = Act<F>::uses_x ? c.x[i] : 0.0f;
+  const float yv = Act<F>::uses_x ? 0.0f : c.y[i];
+  return Act<F>::df(xv, yv, c.dy[i], c.alpha);
+}
+
+template <Activation F>
+struct BiasActGradColumns {  // inner == 1; item: BiasGradColumns's block of channels
+  static constexpr i64 block = BiasGradColumns::block;
+  calls::BiasActBackward c;
+  i64 cost() const { return c.d.outer * block; }
+  COHORT_HD void operator()(i64 item) const {
+    const i64 c0 = item * block;
+    const i64 n = c.d.channels - c0 < block ? c.d.channels - c0 : block;
+    double acc[block] = {};
+    for (i64 o = 0; o < c.d.outer; ++o) {
+      const i64 row = o * c.d.channels + c0;
+      for (i64 k = 0; k < n; ++k) {
+        const float g = act_grad_at<F>(c, row + k);
+        c.dx[row + k] = g;
+        acc[k] += g;
+      }
+    }
+    for (i64 k = 0; k < n; ++k) c.dbias[c0 + k] += static_cast<float>(acc[k]);
+  }
+};
+
+template <Activation F>
+struct BiasActGradChannel {  // item: channel, as BiasGradChannel
+  calls::BiasActBackward c;
+  i64 cost() const { return c.d.outer * c.d.inner; }
+  COHORT_HD void operator()(i64 ch) const {
+    double acc = 0.0;
+    for (i64 o = 0; o < c.d.outer; ++o) {
+      const i64 plane = (o * c.d.channels + ch) * c.d.inner;
+      for (i64 i = 0; i < c.d.inner; ++i) c.dx[plane + i] = act_grad_at<F>(c, plane + i);
+      acc += sum_of(c.dx + plane, c.d.inner);
+    }
+    c.dbias[ch] += static_cast<float>(acc);
+  }
+};
+
 template <class Exec>
 void run(Exec& e, const calls::ActivationForward& c) {
   with_activation(c.f, [&](auto tag) {
@@ -218,6 +264,19 @@ void run(Exec& e, const calls::BiasGrad& c) {
                BiasGradColumns{c.d, c.dy, c.dbias});
   else
     e.for_each("cohort::bias_grad", c.d.channels, BiasGradChannel{c.d, c.dy, c.dbias});
+}
+
+template <class Exec>
+void run(Exec& e, const calls::BiasActBackward& c) {
+  with_activation(c.f, [&](auto tag) {
+    constexpr Activation F = decltype(tag)::value;
+    if (c.d.inner == 1)
+      e.for_each("cohort::bias_act_backward",
+                 (c.d.channels + BiasGradColumns::block - 1) / BiasGradColumns::block,
+                 BiasActGradColumns<F>{c});
+    else
+      e.for_each("cohort::bias_act_backward", c.d.channels, BiasActGradChannel<F>{c});
+  });
 }
 
 }  // namespace cohort::kernels

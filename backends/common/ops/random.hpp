@@ -1,13 +1,15 @@
 // Random family: fill_uniform, fill_normal, dropout_forward, dropout_backward. Every value is a
 // pure function of (seed, stream position) through Philox4x32-10 (cohort/core/rng.hpp), so every
 // device and every thread split draws the same numbers, and dropout's backward regenerates the
-// forward mask instead of storing it.
+// forward mask instead of storing it. Dropout can take the activation before it into its pass
+// (Act<F> of activation.hpp, the same element functions: the same bits as the two ops).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "cohort/backend/op_calls.hpp"
+#include "common/ops/activation.hpp"
 #include "common/ops/common.hpp"
 
 namespace cohort::kernels {
@@ -53,6 +55,7 @@ struct NormalAt {
 // interleaving independent blocks is what lets the CPU overlap them (and the compiler vectorise
 // the 32x32->64-bit multiplies); one block per item runs at the chain's latency.
 
+template <Activation F, bool Backward>
 struct DropoutBlocks {
   static constexpr int kBlocks = 8;  // 32 elements per item
   static constexpr i64 items(i64 n) { return (n + kBlocks * 4 - 1) / (kBlocks * 4); }
@@ -60,7 +63,22 @@ struct DropoutBlocks {
   i64 n;
   const float* in;  // x (forward) or dy (backward)
   float* out;
+  float alpha;       // the fused activation's
+  const float* x;    // backward with an activation: its input
   i64 cost() const { return 8 * kBlocks * 4; }
+  // Forward: f(x) * mask. Backward: dropout's dy * mask, then f's backward from x (and f(x),
+  // recomputed with forward's function, for the activations whose backward reads the output).
+  COHORT_HD_ALWAYS_INLINE float value(i64 i, float mask) const {
+    if constexpr (!Backward) {
+      return Act<F>::f(in[i], alpha) * mask;
+    } else if constexpr (F == Activation::identity) {
+      return in[i] * mask;
+    } else {
+      const float xv = x[i];
+      const float yv = Act<F>::uses_x ? 0.0f : Act<F>::f(xv, alpha);
+      return Act<F>::df(xv, yv, in[i] * mask, alpha);
+    }
+  }
   COHORT_HD void operator()(i64 item) const {
     std::uint32_t c0[kBlocks], c1[kBlocks], c2[kBlocks], c3[kBlocks];
     for (int j = 0; j < kBlocks; ++j) {
@@ -92,7 +110,7 @@ struct DropoutBlocks {
       const std::uint32_t r[4] = {c0[j], c1[j], c2[j], c3[j]};
       for (int lane = 0; lane < 4; ++lane) {
         const i64 i = first + j * 4 + lane;
-        if (i < n) out[i] = in[i] * (u32_to_unit(r[lane]) >= a.p ? keep_scale : 0.0f);
+        if (i < n) out[i] = value(i, u32_to_unit(r[lane]) >= a.p ? keep_scale : 0.0f);
       }
     }
   }
@@ -114,18 +132,22 @@ void run(Exec& e, const calls::FillNormal& c) {
   generate(e, "cohort::fill_normal", c.x, c.n, c.offset, NormalAt{c.seed, c.mean, c.stddev});
 }
 
-template <class Exec>
-void dropout(Exec& e, const DropoutArgs& a, const float* in, float* out, std::size_t n) {
+template <bool Backward, class Exec>
+void dropout(Exec& e, const DropoutArgs& a, Activation f, float alpha, const float* in, float* out,
+             const float* x, std::size_t n) {
   const i64 count = static_cast<i64>(n);
-  e.for_each("cohort::dropout", DropoutBlocks::items(count), DropoutBlocks{a, count, in, out});
+  with_activation(f, [&](auto tag) {
+    using Blocks = DropoutBlocks<decltype(tag)::value, Backward>;
+    e.for_each("cohort::dropout", Blocks::items(count), Blocks{a, count, in, out, alpha, x});
+  });
 }
 template <class Exec>
 void run(Exec& e, const calls::DropoutForward& c) {
-  dropout(e, c.a, c.x, c.y, c.n);
+  dropout<false>(e, c.a, c.f, c.alpha, c.x, c.y, nullptr, c.n);
 }
 template <class Exec>
 void run(Exec& e, const calls::DropoutBackward& c) {
-  dropout(e, c.a, c.dy, c.dx, c.n);
+  dropout<true>(e, c.a, c.f, c.alpha, c.dy, c.dx, c.x, c.n);
 }
 
 }  // namespace cohort::kernels

@@ -12,6 +12,7 @@
 //   conv2d.hpp                    conv2d_forward conv2d_backward_data conv2d_backward_filter
 //   pool2d.hpp                    pool2d_forward pool2d_backward
 //   activation.hpp                activation_forward activation_backward bias_add bias_grad
+//                                 bias_act_backward
 //   softmax_loss.hpp              softmax_forward softmax_backward nll_forward nll_backward
 //                                 cross_entropy_backward
 //   norm.hpp                      batch_norm_forward batch_norm_backward layer_norm_forward
@@ -68,7 +69,7 @@ inline const char* op_family(Op op) {
     case Op::pool2d_forward: case Op::pool2d_backward:
       return "pool2d.hpp";
     case Op::activation_forward: case Op::activation_backward: case Op::bias_add:
-    case Op::bias_grad:
+    case Op::bias_grad: case Op::bias_act_backward:
       return "activation.hpp";
     case Op::softmax_forward: case Op::softmax_backward: case Op::nll_forward:
     case Op::nll_backward: case Op::cross_entropy_backward:

@@ -1,4 +1,5 @@
-// Activation and bias front ends (activation_forward/backward, bias_add, bias_grad): checks, then
+// Activation and bias front ends (activation_forward/backward, bias_add, bias_grad,
+// bias_act_backward): checks, then
 // one call of the op table (backends/common/ops/activation.hpp).
 #include "cohort/core/layer_ops.hpp"
 
@@ -76,6 +77,28 @@ void bias_grad(const Tensor& dy, Tensor& dbias, int axis) {
   if (d.channels == 0) return;
   dispatch::run(dy.device(), {&dy}, {&dbias}, [&](const dispatch::Operands& o) {
     return calls::BiasGrad{d, o.in<float>(dy), o.out<float>(dbias)};
+  });
+}
+
+void bias_act_backward(Activation f, float alpha, const Tensor& x, const Tensor& y,
+                       const Tensor& dy, Tensor& dx, Tensor& dbias, int axis) {
+  const char* op = "bias_act_backward";
+  req_f32(op, "dy", dy);
+  req_like(op, "x", x, dy.shape(), dy, "dy");
+  req_like(op, "y", y, dy.shape(), dy, "dy");
+  req_like(op, "dx", dx, dy.shape(), dy, "dy");
+  const ChannelDims d = dims_around(dy.shape(), norm_axis(op, axis, dy));
+  req_like(op, "dbias", dbias, Shape{d.channels}, dy, "dy");
+  if (count(dy) == 0) return;
+  dispatch::run(dy.device(), {&x, &y, &dy}, {&dx, &dbias}, [&](const dispatch::Operands& o) {
+    return calls::BiasActBackward{d,
+                                  f,
+                                  alpha,
+                                  o.in<float>(x),
+                                  o.in<float>(y),
+                                  o.in<float>(dy),
+                                  o.out<float>(dx),
+                                  o.out<float>(dbias)};
   });
 }
 

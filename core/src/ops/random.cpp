@@ -15,25 +15,33 @@ using namespace detail;
 
 // ---- dropout ----
 
-void dropout_forward(const DropoutArgs& a, const Tensor& x, Tensor& y) {
+void dropout_forward(const DropoutArgs& a, const Tensor& x, Tensor& y, Activation act,
+                     float act_alpha) {
   const char* op = "dropout_forward";
   COHORT_CHECK(a.p >= 0.0f && a.p <= 1.0f, op, ": p = ", a.p, " is not a probability");
   req_f32(op, "x", x);
   req_like(op, "y", y, x.shape(), x, "x");
   if (count(x) == 0) return;
   dispatch::run(x.device(), {&x}, {&y}, [&](const dispatch::Operands& o) {
-    return calls::DropoutForward{a, o.in<float>(x), o.out<float>(y), count(x)};
+    return calls::DropoutForward{a, o.in<float>(x), o.out<float>(y), count(x), act, act_alpha};
   });
 }
 
-void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx) {
+void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx, Activation act,
+                      float act_alpha, const Tensor* x) {
   const char* op = "dropout_backward";
   COHORT_CHECK(a.p >= 0.0f && a.p <= 1.0f, op, ": p = ", a.p, " is not a probability");
   req_f32(op, "dy", dy);
   req_like(op, "dx", dx, dy.shape(), dy, "dy");
+  const bool with_act = act != Activation::identity;
+  COHORT_CHECK(!with_act || x, op, ": the fused activation ", activation_name(act),
+               " needs its input x (the forward's x), got none");
+  if (with_act) req_like(op, "x", *x, dy.shape(), dy, "dy");
   if (count(dy) == 0) return;
-  dispatch::run(dy.device(), {&dy}, {&dx}, [&](const dispatch::Operands& o) {
-    return calls::DropoutBackward{a, o.in<float>(dy), o.out<float>(dx), count(dy)};
+  const Tensor* xin = with_act ? x : nullptr;
+  dispatch::run(dy.device(), {&dy, xin}, {&dx}, [&](const dispatch::Operands& o) {
+    return calls::DropoutBackward{a,   o.in<float>(dy), o.out<float>(dx), count(dy),
+                                  act, act_alpha,       o.in<float>(xin)};
   });
 }
 

@@ -33,3 +33,18 @@ void COHORT_CAT(bias_act_spans, ISA)(cohort::Activation f, float alpha, const fl
     cohort::host::bias_act_row_span(f, alpha, r % 2 ? bias : nullptr, p + r * n, n);
   }
 }
+
+// bias_act_backward on [rows, n] as the host runs it: blocks of kGradColumns columns, dx written
+// and each block's sums added to dbias.
+void COHORT_CAT(bias_act_grad, ISA)(cohort::Activation f, float alpha, const float* x,
+                                    const float* y, const float* dy, float* dx, std::int64_t rows,
+                                    std::int64_t n, float* dbias) {
+  const std::int64_t width = cohort::host::kGradColumns;
+  for (std::int64_t c0 = 0; c0 < n; c0 += width) {
+    const std::int64_t m = n - c0 < width ? n - c0 : width;
+    double acc[cohort::host::kGradColumns] = {};
+    cohort::host::bias_act_grad_columns_span(f, alpha, x + c0, y + c0, dy + c0, dx + c0, rows, n,
+                                             m, acc);
+    for (std::int64_t k = 0; k < m; ++k) dbias[c0 + k] += static_cast<float>(acc[k]);
+  }
+}

@@ -13,7 +13,10 @@
   void activation_span_##isa(cohort::Activation f, float alpha, const float* x, float* y,   \
                              const float* dy, float* dx, std::int64_t n);                   \
   void bias_act_spans_##isa(cohort::Activation f, float alpha, const float* bias, float* p, \
-                            std::int64_t rows, std::int64_t n);
+                            std::int64_t rows, std::int64_t n);                             \
+  void bias_act_grad_##isa(cohort::Activation f, float alpha, const float* x, const float* y, \
+                           const float* dy, float* dx, std::int64_t rows, std::int64_t n,   \
+                           float* dbias);
 COHORT_ISA_ENTRIES(base)
 COHORT_ISA_ENTRIES(v3)
 COHORT_ISA_ENTRIES(v4)

@@ -123,3 +123,54 @@ TEST_CASE(
     }
   }
 }
+
+using BiasGrad = void (*)(cohort::Activation, float, const float*, const float*, const float*,
+                          float*, std::int64_t, std::int64_t, float*);
+
+TEST_CASE(
+    "host bias_act_backward: the AVX-512, AVX2 and baseline builds agree bit for bit, and with "
+    "the shared items") {
+  // 150 columns: two whole blocks of 64 and a partial one (and 9 blocks of the shared 16, the last
+  // partial); values wide enough for every branch of GELU's backward.
+  const std::int64_t rows = 45, n = 150;
+  const std::vector<float> x =
+      cohort::Tensor::uniform({rows * n}, -9.f, 9.f, 36, cohort::host_device()).to_vector<float>();
+  const std::vector<float> dy =
+      cohort::Tensor::uniform({rows * n}, -1.f, 1.f, 37, cohort::host_device()).to_vector<float>();
+  const std::vector<float> db0 =
+      cohort::Tensor::uniform({n}, -1.f, 1.f, 38, cohort::host_device()).to_vector<float>();
+  const auto isas = isa_builds::wide<BiasGrad>(bias_act_grad_v3, bias_act_grad_v4);
+  for (cohort::Activation f :
+       {cohort::Activation::identity, cohort::Activation::relu, cohort::Activation::leaky_relu,
+        cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
+    CAPTURE(cohort::activation_name(f));
+    std::vector<float> y(x.size());
+    activation_span_base(f, 0.1f, x.data(), y.data(), dy.data(), std::vector<float>(x.size()).data(),
+                         rows * n);
+    auto run = [&](BiasGrad g) {
+      std::vector<float> dx(x.size()), db = db0;
+      g(f, 0.1f, x.data(), y.data(), dy.data(), dx.data(), rows, n, db.data());
+      dx.insert(dx.end(), db.begin(), db.end());
+      return dx;
+    };
+    const std::vector<float> base = run(bias_act_grad_base);
+    // The shared items (16 columns each), what the other devices run: the same bits.
+    std::vector<float> shared(x.size()), shared_db = db0;
+    cohort::kernels::with_activation(f, [&](auto tag) {
+      constexpr cohort::Activation F = decltype(tag)::value;
+      const cohort::kernels::BiasActGradColumns<F> item{cohort::calls::BiasActBackward{
+          cohort::ChannelDims{rows, n, 1}, f, 0.1f, x.data(), y.data(), dy.data(), shared.data(),
+          shared_db.data()}};
+      for (std::int64_t i = 0; i < (n + 15) / 16; ++i) item(i);
+    });
+    shared.insert(shared.end(), shared_db.begin(), shared_db.end());
+    CHECK(std::memcmp(shared.data(), base.data(), base.size() * sizeof(float)) == 0);
+    for (const auto& isa : isas) {
+      CAPTURE(isa.name);
+      if (!isa.here) continue;
+      const std::vector<float> got = run(isa.run);
+      CHECK(std::memcmp(got.data(), base.data(), base.size() * sizeof(float)) == 0);
+    }
+  }
+}
+

@@ -187,6 +187,19 @@ struct BiasGrad {  // dbias[c] += sum_{o, i} dy[o, c, i]
   const float* dy;
   float* dbias;
 };
+// An activation's backward and the bias gradient of the layer before it in one pass (cuBLASLt's
+// DRELU_BGRAD / DGELU_BGRAD epilogues): dx = act'(x or y, dy) as ActivationBackward, then
+// dbias[c] += sum_{o, i} dx[o, c, i] as BiasGrad sums it.
+struct BiasActBackward {
+  ChannelDims d;
+  Activation f;
+  float alpha;
+  const float* x;
+  const float* y;
+  const float* dy;
+  float* dx;
+  float* dbias;
+};
 struct SoftmaxForward {  // along `channels` of [outer, channels, inner]; log: log-softmax
   bool log;
   ChannelDims d;
@@ -259,17 +272,25 @@ struct AttentionBackward {  // dqkv overwritten, [n, t, 3, h, dh] as qkv
   float* delta;  // [n, h, t], written: sum over dh of dout * out, per query row
   float* dqkv;
 };
+// y = dropout(f(x)): an activation f fused into the dropout's pass (identity: plain dropout).
 struct DropoutForward {
   DropoutArgs a;
   const float* x;
   float* y;
   std::size_t n;
+  Activation f = Activation::identity;
+  float alpha = 0.0f;
 };
-struct DropoutBackward {  // regenerates the forward's mask from (seed, step)
+// dx = f'(x, dropout'(dy)): regenerates the forward's mask from (seed, step); with f not identity
+// it reads the activation's input x (f(x) is recomputed where f' needs the output).
+struct DropoutBackward {
   DropoutArgs a;
   const float* dy;
   float* dx;
   std::size_t n;
+  Activation f = Activation::identity;
+  float alpha = 0.0f;
+  const float* x = nullptr;
 };
 // Data movement (semantics in cohort/backend/layer_args.hpp): the head split and merge of
 // attention, and the token concatenation and selection of a vision transformer. Backward of

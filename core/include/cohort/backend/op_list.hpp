@@ -56,6 +56,7 @@
   X(activation_backward, ActivationBackward)      \
   X(bias_add, BiasAdd)                            \
   X(bias_grad, BiasGrad)                          \
+  X(bias_act_backward, BiasActBackward)           \
   /* softmax_loss.hpp (layer_ops.hpp) */          \
   X(softmax_forward, SoftmaxForward)              \
   X(softmax_backward, SoftmaxBackward)            \

@@ -60,6 +60,11 @@ void bias_add(const Tensor& bias, Tensor& y, int axis, Activation act = Activati
               float act_alpha = 0.0f);
 // dbias += sum of dy over every axis except `axis`.
 void bias_grad(const Tensor& dy, Tensor& dbias, int axis);
+// activation_backward and then bias_grad of its dx, in one pass (the backward of
+// bias_add(bias, y, axis, f)): dx = f'(x or y, dy), dbias += sum of dx over every axis except
+// `axis`. The same bits as the two ops.
+void bias_act_backward(Activation f, float alpha, const Tensor& x, const Tensor& y,
+                       const Tensor& dy, Tensor& dx, Tensor& dbias, int axis);
 
 // Softmax (log = false) or log-softmax along axis `dim` (negative counts from the end).
 void softmax_forward(bool log, const Tensor& x, Tensor& y, int dim);
@@ -94,9 +99,15 @@ void layer_norm_backward(const Tensor& x, const Tensor& dy, std::int64_t normali
                          const Tensor* gamma, const Tensor& save_mean, const Tensor& save_rstd,
                          Tensor* dx, Tensor* dgamma, Tensor* dbeta);
 
-// p in [0, 1]; the mask is a function of (seed, step, element index) only.
-void dropout_forward(const DropoutArgs& a, const Tensor& x, Tensor& y);
-void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx);
+// p in [0, 1]; the mask is a function of (seed, step, element index) only. With `act`, the
+// activation before the dropout runs in the same pass: y = dropout(act(x)), and backward
+// dx = act'(x, dropout'(dy)) from the activation's input `x` (required then). The same bits as
+// activation_forward / activation_backward and the plain dropout.
+void dropout_forward(const DropoutArgs& a, const Tensor& x, Tensor& y,
+                     Activation act = Activation::identity, float act_alpha = 0.0f);
+void dropout_backward(const DropoutArgs& a, const Tensor& dy, Tensor& dx,
+                      Activation act = Activation::identity, float act_alpha = 0.0f,
+                      const Tensor* x = nullptr);
 
 // logp / logits [N, C] with target [N] (i64, every value in [0, C); checked on the host, which
 // synchronises with the device for device targets). loss [N] gets -logp[r, target[r]].

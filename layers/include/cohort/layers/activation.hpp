@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cohort/core/op_options.hpp"
+#include "cohort/core/parameter.hpp"
 #include "cohort/layers/module.hpp"
 
 namespace cohort::nn {
@@ -20,7 +21,10 @@ class ActivationLayer : public Module {
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
   Shape output_shape_impl(const Shape& input) const override { return input; }
-  void release_saved() override { x_ = y_ = Tensor(); }
+  void release_saved() override {
+    x_ = y_ = Tensor();
+    bias_target_ = nullptr;
+  }
 
  private:
   // The Sequential fusion (sequential.hpp) is the only caller: internal coordination, not API.
@@ -30,11 +34,20 @@ class ActivationLayer : public Module {
   // whose backward reads just the output (relu, sigmoid, tanh): fusable().
   Tensor adopt_fused_output(const Tensor& y);
   bool fusable() const;
+  // Fusion with a following Dropout (see Dropout::fuse_activation_once): the next forward returns
+  // its input unchanged and its backward the gradient unchanged; the dropout does the work.
+  void pass_through_once(bool on = true) { passing_ = on; }
+  // Fusion with a preceding Linear's bias: the next backward also adds the bias gradient
+  // (ops::bias_act_backward) to `bias`, whose layer is then told not to (Linear).
+  void fuse_bias_grad_once(Parameter* bias) { bias_target_ = bias; }
 
   Activation function_;
   float alpha_;
   Tensor x_, y_;  // the last forward's input (when the backward reads it) and output
   bool adopting_ = false;  // inside adopt_fused_output: forward records its input as the output
+  bool passing_ = false;   // the next forward passes through (pass_through_once)
+  bool passed_ = false;    // the last forward passed through: so does its backward
+  Parameter* bias_target_ = nullptr;  // fuse_bias_grad_once, for the next backward
 };
 
 class ReLU : public ActivationLayer {

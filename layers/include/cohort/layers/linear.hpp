@@ -1,6 +1,7 @@
 // Linear: y = x W^T + b over the last dimension, as torch.nn.Linear.
 #pragma once
 
+#include "cohort/core/op_options.hpp"
 #include "cohort/layers/module.hpp"
 
 namespace cohort::nn {
@@ -23,9 +24,19 @@ class Linear : public Module {
   void release_saved() override { x_ = Tensor(); }
 
  private:
+  // The Sequential fusion (sequential.hpp) is the only caller: internal coordination, not API.
+  friend class Sequential;
+  // The next forward applies `f` in the bias pass (ops::bias_add's activation); needs a bias.
+  void fuse_activation_once(Activation f) { fused_ = f; }
+  // The next backward's bias gradient was already added by the activation after this layer
+  // (ActivationLayer::fuse_bias_grad_once): it only reports the bias ready.
+  void bias_grad_done_once(bool on = true) { bias_grad_done_ = on; }
+
   std::int64_t in_features_, out_features_;
   ParameterPtr weight_, bias_;
   Tensor x_;  // input of the last forward, as [rows, in]
+  Activation fused_ = Activation::identity;
+  bool bias_grad_done_ = false;
 };
 
 }  // namespace cohort::nn

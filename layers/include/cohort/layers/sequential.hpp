@@ -2,9 +2,17 @@
 // added without a name, or by the given name (torch's Sequential(OrderedDict(...))), which is how
 // a model gets state_dict keys like "conv1.weight".
 //
-// Fusion: a Conv2d followed directly by a ReLU, Sigmoid or Tanh applies the activation inside the
-// convolution's pass over its output (see Conv2d::fuse_activation_once); results and gradients are
-// the same as unfused, one pass over the activation tensor is saved.
+// Fusion, for neighbouring children (results and gradients have the unfused bits; each saves a
+// pass over the activation tensor):
+//   Conv2d -> ReLU/Sigmoid/Tanh: the activation in the convolution's bias pass
+//     (Conv2d::fuse_activation_once).
+//   activation -> Dropout (training, p > 0): one pass each way, dropout(f(x)) and its backward
+//     (Dropout::fuse_activation_once).
+//   Linear (with bias) -> activation, unless a Dropout takes the activation: backward adds the
+//     bias gradient in the activation's backward pass (ops::bias_act_backward), and for
+//     ReLU/Sigmoid/Tanh forward applies the activation in the bias pass.
+// set_fusion(false), or COHORT_FUSION=off in the environment when the Sequential is built, runs
+// every child on its own (for A/B runs); another value than on or off is an error.
 #pragma once
 
 #include <initializer_list>
@@ -22,7 +30,7 @@ using NamedModule = std::pair<std::string, ModulePtr>;
 
 class Sequential : public Module {
  public:
-  Sequential() : Module("Sequential") {}
+  Sequential();
   Sequential(std::initializer_list<ModulePtr> children);
   Sequential(std::initializer_list<NamedModule> named_children);
   explicit Sequential(std::vector<NamedModule> named_children);
@@ -34,7 +42,12 @@ class Sequential : public Module {
   std::size_t size() const { return children().size(); }
   const ModulePtr& operator[](std::size_t i) const { return children().at(i).second; }
 
-  void set_fusion(bool on) { fusion_ = on; }  // on by default
+  void set_fusion(bool on) { fusion_ = on; }  // on by default (or as COHORT_FUSION says)
+  bool fusion() const { return fusion_; }
+  // The pairs the last forward fused, as "<first>+<second> <kind>" with the children's names, e.g.
+  // "fc1+relu linear_act" (kinds: conv_act, linear_act, linear_bias_grad: backward only,
+  // act_dropout); empty before a forward or with fusion off.
+  std::vector<std::string> last_fusions() const;
 
  protected:
   Tensor forward_impl(const Tensor& x) override;
@@ -43,7 +56,12 @@ class Sequential : public Module {
   void summarize(const Shape& input, int depth, std::vector<SummaryRow>& rows) const override;
 
  private:
-  bool fusion_ = true;
+  // What the last forward fused, by the index of the pair's first child.
+  enum class Fused : unsigned char { none, conv_act, linear_act, linear_bias_grad, act_dropout };
+  Fused fuse_at(std::size_t i) const;
+
+  bool fusion_;
+  std::vector<Fused> fused_;
 };
 
 // The shared_ptr a model is passed around as, without spelling out the list's type:

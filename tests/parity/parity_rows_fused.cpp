@@ -1,0 +1,86 @@
+// The parity rows of the fused element passes: bias_act_backward (an activation's backward and the
+// bias gradient of the layer before it) and dropout with an activation in its pass. The expected
+// values compose the reference's separate ops, so a fused pass is held to what the two ops it
+// replaces compute.
+#include <string>
+
+#include "cohort/core/layer_ops.hpp"
+#include "parity_case.hpp"
+
+namespace ref = parity_ref;
+using namespace cohort;
+
+namespace parity {
+namespace {
+
+ref::Act act_of(Activation f) { return static_cast<ref::Act>(static_cast<int>(f)); }
+
+std::vector<Vec> one(Vec v) { return {std::move(v)}; }
+
+}  // namespace
+
+void add_fused_rows(std::vector<Row>& r) {
+  auto add = [&](Op op, std::string name, double tol, std::function<void(Case&)> f) {
+    r.push_back(Row{op, std::move(name), tol, std::move(f), {}});
+  };
+
+  // ---- bias_act_backward: dx = f'(x or y, dy), dbias0 + the sums of dx ----
+  struct BiasCase {
+    Activation f;
+    std::int64_t outer, channels, inner;
+    double tol;  // the sums' (see bias_grad's rows): 1e-6 for short rows, 5e-6 for 168 terms
+  };
+  // 37 channels: two whole blocks of 16 and a partial one (BiasGradColumns).
+  for (const BiasCase& b : {BiasCase{Activation::relu, 11, 6, 1, 1e-6},
+                            BiasCase{Activation::gelu, 9, 37, 1, 1e-6},
+                            BiasCase{Activation::sigmoid, 13, 16, 1, 1e-6},
+                            BiasCase{Activation::leaky_relu, 5, 21, 1, 1e-6},
+                            BiasCase{Activation::tanh, 4, 5, 42, 5e-6}}) {
+    const std::string what = std::string(activation_name(b.f)) +
+                             (b.inner == 1 ? " features" : " NCHW");
+    add(Op::bias_act_backward, "bias_act_backward " + what, b.tol, [b](Case& c) {
+      const Shape s = b.inner == 1 ? Shape{b.outer, b.channels}
+                                   : Shape{b.outer, b.channels, 6, b.inner / 6};
+      const int axis = b.inner == 1 ? -1 : 1;
+      const HostTensor x = uni(s, 120, -3, 3), dy = uni(s, 121), db0 = uni({b.channels}, 122);
+      Tensor xd = c.in(x), y = c.out(s), dx = c.out(s), db = c.out(db0);
+      ops::activation_forward(b.f, 0.1f, xd, y);
+      ops::bias_act_backward(b.f, 0.1f, xd, y, c.in(dy), dx, db, axis);
+      c.check({dx, db}, [=] {
+        const Vec want_dx = ref::activation_backward(act_of(b.f), 0.1f, x.v, dy.v);
+        return std::vector<Vec>{want_dx,
+                                ref::bias_grad(want_dx, b.outer, b.channels, b.inner, db0.v)};
+      });
+    });
+  }
+
+  // ---- dropout with the activation before it in its pass ----
+  DropoutArgs da;
+  da.p = 0.3f;
+  da.seed = 77;
+  da.step = 5;
+  for (Activation f : {Activation::relu, Activation::gelu, Activation::sigmoid, Activation::tanh,
+                       Activation::leaky_relu}) {
+    const std::string name = activation_name(f);
+    add(Op::dropout_forward, "dropout p .3 after " + name, 1e-6, [da, f](Case& c) {
+      const HostTensor x = uni({1000}, 123, -3, 3);
+      Tensor y = c.out({1000});
+      ops::dropout_forward(da, c.in(x), y, f, 0.1f);
+      c.check({y}, [=] {
+        return one(ref::dropout(ref::activation_forward(act_of(f), 0.1f, x.v), da.p, da.seed,
+                                da.step));
+      });
+    });
+    add(Op::dropout_backward, "dropout backward p .3 after " + name, 1e-6, [da, f](Case& c) {
+      const HostTensor x = uni({1000}, 124, -3, 3), dy = uni({1000}, 125);
+      Tensor xd = c.in(x), dx = c.out({1000});
+      ops::dropout_backward(da, c.in(dy), dx, f, 0.1f, &xd);
+      c.check({dx}, [=] {
+        return one(ref::activation_backward(act_of(f), 0.1f, x.v,
+                                            ref::dropout(dy.v, da.p, da.seed, da.step)));
+      });
+    });
+  }
+}
+
+}  // namespace parity
