@@ -145,10 +145,9 @@ COHORT_FAST_MATH_INLINE void grad_columns(float alpha, const float* x, const flo
 // by row in double (kernels::BiasActGradColumns's arithmetic, so the same bits for any n).
 constexpr std::int64_t kGradColumns = 64;
 COHORT_ACTIVATION_SPANS void bias_act_grad_columns_span(Activation f, float alpha, const float* x,
-                                                        const float* y, const float* dy,
-                                                        float* dx, std::int64_t rows,
-                                                        std::int64_t stride, std::int64_t n,
-                                                        double* acc) {
+                                                        const float* y, const float* dy, float* dx,
+                                                        std::int64_t rows, std::int64_t stride,
+                                                        std::int64_t n, double* acc) {
   switch (f) {
     case Activation::identity:
       return grad_columns<Activation::identity>(alpha, x, y, dy, dx, rows, stride, n, acc);

@@ -44,8 +44,10 @@ void same_step(nn::Sequential& fused, nn::Sequential& plain, std::uint64_t seed)
   std::vector<std::string> hooks_f, hooks_p;
   fused.clear_grad_ready_hooks();
   plain.clear_grad_ready_hooks();
-  fused.register_grad_ready_hook([&](const cohort::NamedParameter& p) { hooks_f.push_back(p.name); });
-  plain.register_grad_ready_hook([&](const cohort::NamedParameter& p) { hooks_p.push_back(p.name); });
+  fused.register_grad_ready_hook(
+      [&](const cohort::NamedParameter& p) { hooks_f.push_back(p.name); });
+  plain.register_grad_ready_hook(
+      [&](const cohort::NamedParameter& p) { hooks_p.push_back(p.name); });
   const Tensor x = lt::uniform({5, 3, 12}, -2, 2, seed);
   const Tensor yf = fused.forward(x), yp = plain.forward(x);
   REQUIRE(yf.shape() == Shape{5, 3, 6});
@@ -67,91 +69,94 @@ void same_step(nn::Sequential& fused, nn::Sequential& plain, std::uint64_t seed)
 }  // namespace
 
 TEST_SUITE("module") {
-
-TEST_CASE("Linear, activation and Dropout fusion gives the unfused bits") {
-  auto fused = mlp(), plain = mlp();
-  plain->set_fusion(false);
-  // Training: each activation before an applied Dropout goes into its pass; the other Linear +
-  // activation pairs fuse the bias (ReLU/Sigmoid/Tanh both ways, GELU in backward only); fc5 has
-  // no bias, so its LeakyReLU fuses with drop3 instead.
-  for (std::uint64_t step = 0; step < 3; ++step) {  // three masks; gradients accumulate
-    CAPTURE(step);
-    same_step(*fused, *plain, 10 + step);
+  TEST_CASE("Linear, activation and Dropout fusion gives the unfused bits") {
+    auto fused = mlp(), plain = mlp();
+    plain->set_fusion(false);
+    // Training: each activation before an applied Dropout goes into its pass; the other Linear +
+    // activation pairs fuse the bias (ReLU/Sigmoid/Tanh both ways, GELU in backward only); fc5 has
+    // no bias, so its LeakyReLU fuses with drop3 instead.
+    for (std::uint64_t step = 0; step < 3; ++step) {  // three masks; gradients accumulate
+      CAPTURE(step);
+      same_step(*fused, *plain, 10 + step);
+    }
+    CHECK(fused->last_fusions() ==
+          std::vector<std::string>{"relu1+drop1 act_dropout", "fc2+gelu linear_bias_grad",
+                                   "sigmoid+drop2 act_dropout", "fc4+tanh linear_act",
+                                   "leaky+drop3 act_dropout", "fc6+relu2 linear_act"});
+    CHECK(plain->last_fusions().empty());
+    // Evaluation: the Dropouts drop nothing, so the Linears take their activations.
+    fused->eval();
+    plain->eval();
+    same_step(*fused, *plain, 20);
+    CHECK(fused->last_fusions() ==
+          std::vector<std::string>{"fc1+relu1 linear_act", "fc2+gelu linear_bias_grad",
+                                   "fc3+sigmoid linear_act", "fc4+tanh linear_act",
+                                   "fc6+relu2 linear_act"});
+    // A frozen bias: the forward fusion stays, the backward one steps aside.
+    fused->train();
+    plain->train();
+    for (auto* m : {fused.get(), plain.get()})
+      for (auto& p : m->named_parameters())
+        if (p.name == "fc4.bias" || p.name == "fc2.bias") p.param->requires_grad = false;
+    same_step(*fused, *plain, 30);
   }
-  CHECK(fused->last_fusions() ==
-        std::vector<std::string>{"relu1+drop1 act_dropout", "fc2+gelu linear_bias_grad",
-                                 "sigmoid+drop2 act_dropout", "fc4+tanh linear_act",
-                                 "leaky+drop3 act_dropout", "fc6+relu2 linear_act"});
-  CHECK(plain->last_fusions().empty());
-  // Evaluation: the Dropouts drop nothing, so the Linears take their activations.
-  fused->eval();
-  plain->eval();
-  same_step(*fused, *plain, 20);
-  CHECK(fused->last_fusions() ==
-        std::vector<std::string>{"fc1+relu1 linear_act", "fc2+gelu linear_bias_grad",
-                                 "fc3+sigmoid linear_act", "fc4+tanh linear_act",
-                                 "fc6+relu2 linear_act"});
-  // A frozen bias: the forward fusion stays, the backward one steps aside.
-  fused->train();
-  plain->train();
-  for (auto* m : {fused.get(), plain.get()})
-    for (auto& p : m->named_parameters())
-      if (p.name == "fc4.bias" || p.name == "fc2.bias") p.param->requires_grad = false;
-  same_step(*fused, *plain, 30);
-}
 
-TEST_CASE("a failed fused forward leaves no fusion pending") {
-  auto fused = mlp(), plain = mlp();
-  plain->set_fusion(false);
-  // The wrong feature count fails in fc1, before any fused pair ran.
-  CHECK(contains(lt::error_of([&] { fused->forward(lt::uniform({2, 11}, -1, 1, 3)); }),
-                 "expected input [*, 12]"));
-  // A bf16 input into the fused ReLU + Dropout pair fails in the activation; then a standalone
-  // use of that activation and dropout must run unfused.
-  nn::Sequential pair;
-  pair.add("relu", nn::make<nn::ReLU>()).add("drop", nn::make<nn::Dropout>(0.5f));
-  Tensor bad = Tensor::empty(Shape{4, 4}, cohort::DType::bf16, lt::host());
-  cohort::ops::cast(lt::uniform({4, 4}, -1, 1, 4), bad);
-  CHECK(contains(lt::error_of([&] { pair.forward(bad); }), "input must be f32"));
-  const Tensor x = lt::uniform({4, 4}, -1, 1, 5);
-  const Tensor r = pair[0]->forward(x);
-  for (float v : r.to_vector<float>()) CHECK(v >= 0.0f);  // ReLU applied, not passed through
-  same_step(*fused, *plain, 40);
-}
+  TEST_CASE("a failed fused forward leaves no fusion pending") {
+    auto fused = mlp(), plain = mlp();
+    plain->set_fusion(false);
+    // The wrong feature count fails in fc1, before any fused pair ran.
+    CHECK(contains(lt::error_of([&] {
+                     fused->forward(lt::uniform({2, 11}, -1, 1, 3));
+                   }),
+                   "expected input [*, 12]"));
+    // A bf16 input into the fused ReLU + Dropout pair fails in the activation; then a standalone
+    // use of that activation and dropout must run unfused.
+    nn::Sequential pair;
+    pair.add("relu", nn::make<nn::ReLU>()).add("drop", nn::make<nn::Dropout>(0.5f));
+    Tensor bad = Tensor::empty(Shape{4, 4}, cohort::DType::bf16, lt::host());
+    cohort::ops::cast(lt::uniform({4, 4}, -1, 1, 4), bad);
+    CHECK(contains(lt::error_of([&] { pair.forward(bad); }), "input must be f32"));
+    const Tensor x = lt::uniform({4, 4}, -1, 1, 5);
+    const Tensor r = pair[0]->forward(x);
+    for (float v : r.to_vector<float>()) CHECK(v >= 0.0f);  // ReLU applied, not passed through
+    same_step(*fused, *plain, 40);
+  }
 
-TEST_CASE("COHORT_FUSION turns fusion off, and a bad value is refused") {
-  ::setenv("COHORT_FUSION", "off", 1);
-  CHECK_FALSE(nn::Sequential().fusion());
-  ::setenv("COHORT_FUSION", "yes", 1);
-  const std::string bad = lt::error_of([] { nn::Sequential(); });
-  ::setenv("COHORT_FUSION", "on", 1);
-  CHECK(nn::Sequential().fusion());
-  ::unsetenv("COHORT_FUSION");
-  CHECK(nn::Sequential().fusion());
-  CHECK_MESSAGE(contains(bad, "COHORT_FUSION='yes' is not a fusion setting: use on (the default) "
-                              "or off"),
-                bad);
-}
+  TEST_CASE("COHORT_FUSION turns fusion off, and a bad value is refused") {
+    ::setenv("COHORT_FUSION", "off", 1);
+    CHECK_FALSE(nn::Sequential().fusion());
+    ::setenv("COHORT_FUSION", "yes", 1);
+    const std::string bad = lt::error_of([] { nn::Sequential(); });
+    ::setenv("COHORT_FUSION", "on", 1);
+    CHECK(nn::Sequential().fusion());
+    ::unsetenv("COHORT_FUSION");
+    CHECK(nn::Sequential().fusion());
+    CHECK_MESSAGE(contains(bad,
+                           "COHORT_FUSION='yes' is not a fusion setting: use on (the default) "
+                           "or off"),
+                  bad);
+  }
 
-TEST_CASE("the fused dropout's backward needs the activation's input") {
-  cohort::DropoutArgs a;
-  a.p = 0.5f;
-  Tensor dy = lt::uniform({8}, -1, 1, 6), dx = Tensor::empty(Shape{8}, cohort::DType::f32, lt::host());
-  CHECK(contains(lt::error_of([&] {
-                   cohort::ops::dropout_backward(a, dy, dx, cohort::Activation::gelu, 0.0f);
-                 }),
-                 "dropout_backward: the fused activation gelu needs its input x"));
-  Tensor x = lt::uniform({7}, -1, 1, 7);
-  const std::string wrong_x = lt::error_of(
-      [&] { cohort::ops::dropout_backward(a, dy, dx, cohort::Activation::relu, 0.0f, &x); });
-  CHECK_MESSAGE(contains(wrong_x, "dropout_backward: 'x' is [7], expected [8]"), wrong_x);
-  Tensor db = Tensor::zeros({3}, cohort::DType::f32, lt::host());
-  Tensor y = lt::uniform({2, 4}, -1, 1, 8), g = lt::uniform({2, 4}, -1, 1, 9);
-  Tensor d = Tensor::empty(Shape{2, 4}, cohort::DType::f32, lt::host());
-  const std::string wrong_db = lt::error_of([&] {
-    cohort::ops::bias_act_backward(cohort::Activation::relu, 0.0f, y, y, g, d, db, -1);
-  });
-  CHECK_MESSAGE(contains(wrong_db, "bias_act_backward: 'dbias' is [3], expected [4]"), wrong_db);
-}
+  TEST_CASE("the fused dropout's backward needs the activation's input") {
+    cohort::DropoutArgs a;
+    a.p = 0.5f;
+    Tensor dy = lt::uniform({8}, -1, 1, 6),
+           dx = Tensor::empty(Shape{8}, cohort::DType::f32, lt::host());
+    CHECK(contains(lt::error_of([&] {
+                     cohort::ops::dropout_backward(a, dy, dx, cohort::Activation::gelu, 0.0f);
+                   }),
+                   "dropout_backward: the fused activation gelu needs its input x"));
+    Tensor x = lt::uniform({7}, -1, 1, 7);
+    const std::string wrong_x = lt::error_of(
+        [&] { cohort::ops::dropout_backward(a, dy, dx, cohort::Activation::relu, 0.0f, &x); });
+    CHECK_MESSAGE(contains(wrong_x, "dropout_backward: 'x' is [7], expected [8]"), wrong_x);
+    Tensor db = Tensor::zeros({3}, cohort::DType::f32, lt::host());
+    Tensor y = lt::uniform({2, 4}, -1, 1, 8), g = lt::uniform({2, 4}, -1, 1, 9);
+    Tensor d = Tensor::empty(Shape{2, 4}, cohort::DType::f32, lt::host());
+    const std::string wrong_db = lt::error_of([&] {
+      cohort::ops::bias_act_backward(cohort::Activation::relu, 0.0f, y, y, g, d, db, -1);
+    });
+    CHECK_MESSAGE(contains(wrong_db, "bias_act_backward: 'dbias' is [3], expected [4]"), wrong_db);
+  }
 
 }  // TEST_SUITE

@@ -31,16 +31,16 @@ void add_fused_rows(std::vector<Row>& r) {
     double tol;  // the sums' (see bias_grad's rows): 1e-6 for short rows, 5e-6 for 168 terms
   };
   // 37 channels: two whole blocks of 16 and a partial one (BiasGradColumns).
-  for (const BiasCase& b : {BiasCase{Activation::relu, 11, 6, 1, 1e-6},
-                            BiasCase{Activation::gelu, 9, 37, 1, 1e-6},
-                            BiasCase{Activation::sigmoid, 13, 16, 1, 1e-6},
-                            BiasCase{Activation::leaky_relu, 5, 21, 1, 1e-6},
-                            BiasCase{Activation::tanh, 4, 5, 42, 5e-6}}) {
-    const std::string what = std::string(activation_name(b.f)) +
-                             (b.inner == 1 ? " features" : " NCHW");
+  for (const BiasCase& b :
+       {BiasCase{Activation::relu, 11, 6, 1, 1e-6}, BiasCase{Activation::gelu, 9, 37, 1, 1e-6},
+        BiasCase{Activation::sigmoid, 13, 16, 1, 1e-6},
+        BiasCase{Activation::leaky_relu, 5, 21, 1, 1e-6},
+        BiasCase{Activation::tanh, 4, 5, 42, 5e-6}}) {
+    const std::string what =
+        std::string(activation_name(b.f)) + (b.inner == 1 ? " features" : " NCHW");
     add(Op::bias_act_backward, "bias_act_backward " + what, b.tol, [b](Case& c) {
-      const Shape s = b.inner == 1 ? Shape{b.outer, b.channels}
-                                   : Shape{b.outer, b.channels, 6, b.inner / 6};
+      const Shape s =
+          b.inner == 1 ? Shape{b.outer, b.channels} : Shape{b.outer, b.channels, 6, b.inner / 6};
       const int axis = b.inner == 1 ? -1 : 1;
       const HostTensor x = uni(s, 120, -3, 3), dy = uni(s, 121), db0 = uni({b.channels}, 122);
       Tensor xd = c.in(x), y = c.out(s), dx = c.out(s), db = c.out(db0);
@@ -67,8 +67,8 @@ void add_fused_rows(std::vector<Row>& r) {
       Tensor y = c.out({1000});
       ops::dropout_forward(da, c.in(x), y, f, 0.1f);
       c.check({y}, [=] {
-        return one(ref::dropout(ref::activation_forward(act_of(f), 0.1f, x.v), da.p, da.seed,
-                                da.step));
+        return one(
+            ref::dropout(ref::activation_forward(act_of(f), 0.1f, x.v), da.p, da.seed, da.step));
       });
     });
     add(Op::dropout_backward, "dropout backward p .3 after " + name, 1e-6, [da, f](Case& c) {

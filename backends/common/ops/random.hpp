@@ -63,8 +63,8 @@ struct DropoutBlocks {
   i64 n;
   const float* in;  // x (forward) or dy (backward)
   float* out;
-  float alpha;       // the fused activation's
-  const float* x;    // backward with an activation: its input
+  float alpha;     // the fused activation's
+  const float* x;  // backward with an activation: its input
   i64 cost() const { return 8 * kBlocks * 4; }
   // Forward: f(x) * mask. Backward: dropout's dy * mask, then f's backward from x (and f(x),
   // recomputed with forward's function, for the activations whose backward reads the output).

@@ -69,7 +69,8 @@ inline const char* op_family(Op op) {
     case Op::pool2d_forward: case Op::pool2d_backward:
       return "pool2d.hpp";
     case Op::activation_forward: case Op::activation_backward: case Op::bias_add:
-    case Op::bias_grad: case Op::bias_act_backward:
+    case Op::bias_grad:
+    case Op::bias_act_backward:
       return "activation.hpp";
     case Op::softmax_forward: case Op::softmax_backward: case Op::nll_forward:
     case Op::nll_backward: case Op::cross_entropy_backward:

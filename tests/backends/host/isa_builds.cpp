@@ -43,8 +43,8 @@ void COHORT_CAT(bias_act_grad, ISA)(cohort::Activation f, float alpha, const flo
   for (std::int64_t c0 = 0; c0 < n; c0 += width) {
     const std::int64_t m = n - c0 < width ? n - c0 : width;
     double acc[cohort::host::kGradColumns] = {};
-    cohort::host::bias_act_grad_columns_span(f, alpha, x + c0, y + c0, dy + c0, dx + c0, rows, n,
-                                             m, acc);
+    cohort::host::bias_act_grad_columns_span(f, alpha, x + c0, y + c0, dy + c0, dx + c0, rows, n, m,
+                                             acc);
     for (std::int64_t k = 0; k < m; ++k) dbias[c0 + k] += static_cast<float>(acc[k]);
   }
 }

@@ -7,15 +7,15 @@
 
 #include "cohort/core/op_options.hpp"
 
-#define COHORT_ISA_ENTRIES(isa)                                                             \
-  void attention_rows_##isa(float* s, float* p, float* dp, std::int64_t t, float* lse,      \
-                            const float* delta);                                            \
-  void activation_span_##isa(cohort::Activation f, float alpha, const float* x, float* y,   \
-                             const float* dy, float* dx, std::int64_t n);                   \
-  void bias_act_spans_##isa(cohort::Activation f, float alpha, const float* bias, float* p, \
-                            std::int64_t rows, std::int64_t n);                             \
+#define COHORT_ISA_ENTRIES(isa)                                                               \
+  void attention_rows_##isa(float* s, float* p, float* dp, std::int64_t t, float* lse,        \
+                            const float* delta);                                              \
+  void activation_span_##isa(cohort::Activation f, float alpha, const float* x, float* y,     \
+                             const float* dy, float* dx, std::int64_t n);                     \
+  void bias_act_spans_##isa(cohort::Activation f, float alpha, const float* bias, float* p,   \
+                            std::int64_t rows, std::int64_t n);                               \
   void bias_act_grad_##isa(cohort::Activation f, float alpha, const float* x, const float* y, \
-                           const float* dy, float* dx, std::int64_t rows, std::int64_t n,   \
+                           const float* dy, float* dx, std::int64_t rows, std::int64_t n,     \
                            float* dbias);
 COHORT_ISA_ENTRIES(base)
 COHORT_ISA_ENTRIES(v3)

@@ -145,8 +145,8 @@ TEST_CASE(
         cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
     CAPTURE(cohort::activation_name(f));
     std::vector<float> y(x.size());
-    activation_span_base(f, 0.1f, x.data(), y.data(), dy.data(), std::vector<float>(x.size()).data(),
-                         rows * n);
+    activation_span_base(f, 0.1f, x.data(), y.data(), dy.data(),
+                         std::vector<float>(x.size()).data(), rows * n);
     auto run = [&](BiasGrad g) {
       std::vector<float> dx(x.size()), db = db0;
       g(f, 0.1f, x.data(), y.data(), dy.data(), dx.data(), rows, n, db.data());
@@ -158,9 +158,9 @@ TEST_CASE(
     std::vector<float> shared(x.size()), shared_db = db0;
     cohort::kernels::with_activation(f, [&](auto tag) {
       constexpr cohort::Activation F = decltype(tag)::value;
-      const cohort::kernels::BiasActGradColumns<F> item{cohort::calls::BiasActBackward{
-          cohort::ChannelDims{rows, n, 1}, f, 0.1f, x.data(), y.data(), dy.data(), shared.data(),
-          shared_db.data()}};
+      const cohort::kernels::BiasActGradColumns<F> item{
+          cohort::calls::BiasActBackward{cohort::ChannelDims{rows, n, 1}, f, 0.1f, x.data(),
+                                         y.data(), dy.data(), shared.data(), shared_db.data()}};
       for (std::int64_t i = 0; i < (n + 15) / 16; ++i) item(i);
     });
     shared.insert(shared.end(), shared_db.begin(), shared_db.end());
@@ -173,4 +173,3 @@ TEST_CASE(
     }
   }
 }
-
