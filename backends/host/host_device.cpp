@@ -1,26 +1,77 @@
-// The host device: memory from the C heap, copies as memmove, and the registry's entry. Its op
-// table is op_table.cpp.
+// The host device: memory from the C heap (through the shared caching allocator unless
+// COHORT_HOST_CACHE=off), copies as memmove, and the registry's entry. Its op table is
+// op_table.cpp.
 #include "host_device.hpp"
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "cohort/core/error.hpp"
+#include "common/caching_allocator.hpp"
 #include "onednn.hpp"
 
 namespace cohort::host {
+namespace {
+
+std::size_t rounded(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The C heap as the caching allocator's driver. The allocator's classes are multiples of 512
+// bytes, so aligned_alloc's size rule (a multiple of the alignment) holds.
+class HeapMemory final : public memory::RawMemory {
+ public:
+  void* raw_alloc(std::size_t bytes) override { return std::aligned_alloc(256, bytes); }
+  void raw_free(void* p, std::size_t) noexcept override { std::free(p); }
+  void synchronize() override {}  // host ops have finished when they return
+  bool device_memory(std::size_t* free_bytes, std::size_t* total_bytes) noexcept override {
+    const long page = ::sysconf(_SC_PAGESIZE), avail = ::sysconf(_SC_AVPHYS_PAGES),
+               phys = ::sysconf(_SC_PHYS_PAGES);
+    if (page <= 0 || avail < 0 || phys <= 0) return false;
+    *free_bytes = static_cast<std::size_t>(avail) * static_cast<std::size_t>(page);
+    *total_bytes = static_cast<std::size_t>(phys) * static_cast<std::size_t>(page);
+    return true;
+  }
+  std::string device_name() const override { return "host"; }
+  const char* backend() const override { return "host"; }
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheByDefault = false;  // AddressSanitizer's use-after-free checks need raw frees
+#else
+constexpr bool kCacheByDefault = true;
+#endif
+
+// COHORT_HOST_CACHE: on or off; unset: on (off under AddressSanitizer).
+bool cache_wanted() {
+  const char* v = std::getenv("COHORT_HOST_CACHE");
+  if (v == nullptr || *v == '\0') return kCacheByDefault;
+  if (std::strcmp(v, "on") == 0) return true;
+  COHORT_CHECK_IN("host", std::strcmp(v, "off") == 0, "COHORT_HOST_CACHE='", v,
+                  "' is not a host allocator setting: use on (the default) or off");
+  return false;
+}
+
+}  // namespace
 
 HostDevice::HostDevice() {
   ensure_kokkos();
   configure_threads();
+  if (cache_wanted()) {
+    heap_ = std::make_unique<HeapMemory>();
+    cache_ = std::make_unique<memory::CachingAllocator>(*heap_);
+  }
 }
 
-namespace {
-std::size_t rounded(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-}  // namespace
+HostDevice::~HostDevice() = default;
+
+void HostDevice::empty_cache() {
+  if (cache_) cache_->empty_cache();
+}
 
 void* HostDevice::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
+  if (cache_) return cache_->allocate(bytes);
   void* p = std::aligned_alloc(64, rounded(bytes));
   COHORT_CHECK_IN("host", p != nullptr, "out of host memory allocating ", bytes, " bytes");
   allocs_.fetch_add(1, std::memory_order_relaxed);
@@ -33,12 +84,14 @@ void* HostDevice::allocate(std::size_t bytes) {
 
 void HostDevice::deallocate(void* p, std::size_t bytes) noexcept {
   if (p == nullptr) return;
+  if (cache_) return cache_->deallocate(p);
   std::free(p);
   frees_.fetch_add(1, std::memory_order_relaxed);
   in_use_.fetch_sub(rounded(bytes), std::memory_order_relaxed);
 }
 
 MemoryStats HostDevice::memory_stats() const {
+  if (cache_) return cache_->stats();
   MemoryStats s;
   s.allocs = s.raw_allocs = allocs_.load(std::memory_order_relaxed);
   s.frees = s.raw_frees = frees_.load(std::memory_order_relaxed);
