@@ -3,28 +3,15 @@
 // and backward hands each fused pair its part.
 #include "cohort/layers/sequential.hpp"
 
-#include <cstdlib>
-#include <cstring>
-
-#include "cohort/core/error.hpp"
 #include "cohort/layers/activation.hpp"
 #include "cohort/layers/conv2d.hpp"
 #include "cohort/layers/dropout.hpp"
 #include "cohort/layers/linear.hpp"
+#include "fusion_env.hpp"
 
 namespace cohort::nn {
-namespace {
-// COHORT_FUSION: on (the default) or off.
-bool fusion_by_default() {
-  const char* v = std::getenv("COHORT_FUSION");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "on") == 0) return true;
-  COHORT_CHECK(std::strcmp(v, "off") == 0, "COHORT_FUSION='", v,
-               "' is not a fusion setting: use on (the default) or off");
-  return false;
-}
-}  // namespace
 
-Sequential::Sequential() : Module("Sequential"), fusion_(fusion_by_default()) {}
+Sequential::Sequential() : Module("Sequential"), fusion_(detail::fusion_by_default()) {}
 
 Sequential::Sequential(std::initializer_list<ModulePtr> children) : Sequential() {
   for (const auto& c : children) add(c);

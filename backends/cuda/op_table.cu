@@ -195,6 +195,15 @@ void run(CudaExec& e, const calls::BiasGrad& c) {
   if (c.d.outer == 0 || c.d.channels == 0) return;  // dbias += nothing
   e.gemv(seams::cublas_bias_grad(c, e.ones(c.d.outer)));
 }
+// The fused activation backward + bias gradient on [N, F]: the shared item is one thread per 16
+// columns summing serially (the cost BiasGrad's route above avoids), so on the GPU it is two
+// launches again: the element-wise backward, then the same sgemv over the dx it wrote.
+void run(CudaExec& e, const calls::BiasActBackward& c) {
+  if (c.d.inner != 1) return kernels::run(e, c);
+  const std::size_t n = static_cast<std::size_t>(c.d.outer * c.d.channels);
+  kernels::run(e, calls::ActivationBackward{c.f, c.alpha, c.x, c.y, c.dy, c.dx, n});
+  run(e, calls::BiasGrad{c.d, c.dx, c.dbias});
+}
 
 // ---- convolution, normalisation, softmax families: cuDNN (conv2d.cpp, norm.cpp, softmax_loss.cpp) ----
 
@@ -259,6 +268,9 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
     "cublasSgemmStridedBatched_64; k == 0 runs the shared beta scaling")                                                        \
   X(bias_grad, BiasGrad, "cuBLAS sgemv (cuda/activation.cpp)",        \
     "cublasSgemv_64 times a ones vector, for [N, F] only; NCHW runs the shared per-channel sum")                         \
+  X(bias_act_backward, BiasActBackward, "shared + cuBLAS sgemv (cuda/op_table.cu)",               \
+    "for [N, F]: the shared element-wise backward, then bias_grad's sgemv over its dx; NCHW runs " \
+    "the shared fused items")                                                                     \
   X(batch_norm_forward, BatchNormForward,                                                         \
     "cuDNN (cuda/norm.cpp)",                               \
     "training mode only; eval mode and declined cases run the shared kernels")                    \

@@ -1,5 +1,6 @@
-// The parity rows of the fused element passes: bias_act_backward (an activation's backward and the
-// bias gradient of the layer before it) and dropout with an activation in its pass. The expected
+// The parity rows of the fused passes: bias_act_backward (an activation's backward and the bias
+// gradient of the layer before it), layer norm with a residual add on either side, and dropout
+// with an activation in its pass. The expected
 // values compose the reference's separate ops, so a fused pass is held to what the two ops it
 // replaces compute.
 #include <string>
@@ -53,6 +54,38 @@ void add_fused_rows(std::vector<Row>& r) {
       });
     });
   }
+
+  // ---- layer norm with the residual add before it, and the gradient add after its backward ----
+  // The sum is one f32 add of the inputs; the reference normalises the f32 sum (f32(x + r)) as
+  // the op does.
+  add(Op::layer_norm_forward, "layer_norm [6, 40] of x + residual", 1e-5, [](Case& c) {
+    const HostTensor x = uni({6, 40}, 126), r0 = uni({6, 40}, 127), g = uni({40}, 128),
+                     b = uni({40}, 129);
+    Tensor y = c.out({6, 40}), sum = c.out({6, 40}), m = c.out({6}), rs = c.out({6});
+    Tensor gd = c.in(g), bd = c.in(b), rd = c.in(r0);
+    ops::layer_norm_forward(c.in(x), 40, &gd, &bd, y, m, rs, 1e-5f, &rd, &sum);
+    c.check({y, sum, m, rs}, [=] {
+      Vec s(x.v.size());
+      for (std::size_t i = 0; i < s.size(); ++i)
+        s[i] = static_cast<double>(static_cast<float>(x.v[i]) + static_cast<float>(r0.v[i]));
+      const ref::LayerNormOut o = ref::layer_norm_forward(s, 6, 40, g.v, b.v, 1e-5f);
+      return std::vector<Vec>{o.y, s, o.mean, o.rstd};
+    });
+  });
+  add(Op::layer_norm_backward, "layer_norm backward + dx_add", 1e-5, [](Case& c) {
+    const HostTensor x = uni({6, 40}, 60), g = uni({40}, 61), dy = uni({6, 40}, 63),
+                     more = uni({6, 40}, 130);
+    Tensor xd = c.in(x), gd = c.in(g), y = c.out({6, 40}), m = c.out({6}), rs = c.out({6});
+    ops::layer_norm_forward(xd, 40, &gd, nullptr, y, m, rs, 1e-5f);
+    Tensor dx = c.out({6, 40}), md = c.in(more);
+    ops::layer_norm_backward(xd, c.in(dy), 40, &gd, m, rs, &dx, nullptr, nullptr, &md);
+    c.check({dx}, [=] {
+      Vec want =
+          ref::layer_norm_backward(x.v, dy.v, 6, 40, g.v, 1e-5f, Vec(40, 0.0), Vec(40, 0.0)).dx;
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] += more.v[i];
+      return one(want);
+    });
+  });
 
   // ---- dropout with the activation before it in its pass ----
   DropoutArgs da;

@@ -250,6 +250,10 @@ TEST_CASE("a short run on real Fashion-MNIST learns (6400 training images, one p
   CHECK(r[0].eval.accuracy > 0.72);
   CHECK(t.loss_history().front() > 1.8);
   CHECK(r[0].train_loss < 1.2);
+  // evaluate() gave the host's cached blocks back: the batch-500 evaluation cached tens of MiB
+  // (conv2's output alone is 74 MB); what is cached now is what was freed after it.
+  const cohort::MemoryStats m = dev.memory_stats();
+  CHECK(m.bytes_reserved - m.bytes_in_use < (std::size_t{8} << 20));
 }
 
 // ---- deferred loss readback: a device the host cannot address (common/remote_device.hpp) ----

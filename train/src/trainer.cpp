@@ -453,6 +453,10 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   if (options_.show_progress) bar.end_epoch();
   timer_.add_outside("evaluate", seconds_since(t0));
   model_.train();
+  // The host's caching allocator now holds blocks of the evaluation's batch size, which training's
+  // sizes do not reuse: give them back, so that the process does not keep the evaluation's peak
+  // while it trains (the blocks training uses come back within one step).
+  if (Device* dev = model_.device(); dev && dev->type() == DeviceType::host) dev->empty_cache();
   if (comm_ && comm_->size() > 1) {  // every rank evaluated its shard: sum them
     double sums[3] = {loss_sum, static_cast<double>(r.correct), static_cast<double>(r.samples)};
     with_context("Trainer::evaluate (summing loss and accuracy over the ranks)", [&] {

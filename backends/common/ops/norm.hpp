@@ -105,10 +105,18 @@ struct LayerNormForwardRow {  // item: row
   float* y;
   float* save_mean;
   float* save_rstd;
+  const float* residual;  // nullable: sum = x + residual is written and normalised
+  float* sum;
   i64 cost() const { return 3 * a.cols; }
   COHORT_HD void operator()(i64 r) const {
     const float* in = x + r * a.cols;
     float* out = y + r * a.cols;
+    if (residual) {  // the add's pass, one row at a time: the norm reads it back from L1
+      float* s = sum + r * a.cols;
+      const float* res = residual + r * a.cols;
+      for (i64 j = 0; j < a.cols; ++j) s[j] = in[j] + res[j];
+      in = s;
+    }
     const double mean = sum_of(in, a.cols) / static_cast<double>(a.cols);
     const double sq = sum_sq_dev(in, a.cols, mean);
     const float mu = static_cast<float>(mean);
@@ -128,6 +136,7 @@ struct LayerNormBackwardRow {  // item: row; dx only
   const float* mean;
   const float* rstd;
   float* dx;
+  const float* dx_add;  // nullable: added to each dx element
   i64 cost() const { return 3 * a.cols; }
   COHORT_HD void operator()(i64 r) const {
     const float* in = x + r * a.cols;
@@ -145,6 +154,10 @@ struct LayerNormBackwardRow {  // item: row; dx only
     for (i64 j = 0; j < a.cols; ++j) {
       const float gj = g[j] * (gamma ? gamma[j] : 1.0f);
       out[j] = rs * (gj - k1 - (in[j] - mu) * rs * k2);
+    }
+    if (dx_add) {
+      const float* add = dx_add + r * a.cols;
+      for (i64 j = 0; j < a.cols; ++j) out[j] = add[j] + out[j];
     }
   }
 };
@@ -204,13 +217,15 @@ void run(Exec& e, const calls::BatchNormBackward& c) {
 template <class Exec>
 void run(Exec& e, const calls::LayerNormForward& c) {
   e.for_each("cohort::layer_norm_forward", c.a.rows,
-             LayerNormForwardRow{c.a, c.x, c.gamma, c.beta, c.y, c.save_mean, c.save_rstd});
+             LayerNormForwardRow{c.a, c.x, c.gamma, c.beta, c.y, c.save_mean, c.save_rstd,
+                                 c.residual, c.sum});
 }
 template <class Exec>
 void run(Exec& e, const calls::LayerNormBackward& c) {
   if (c.dx)
     e.for_each("cohort::layer_norm_backward", c.a.rows,
-               LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx});
+               LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx,
+                                    c.dx_add});
   if (c.dgamma || c.dbeta)
     e.for_each("cohort::layer_norm_param_grad",
                (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,

@@ -100,7 +100,8 @@ LayerNormArgs ln_args(const char* op, const Tensor& x, i64 normalized, float eps
 }  // namespace
 
 void layer_norm_forward(const Tensor& x, i64 normalized, const Tensor* gamma, const Tensor* beta,
-                        Tensor& y, Tensor& save_mean, Tensor& save_rstd, float eps) {
+                        Tensor& y, Tensor& save_mean, Tensor& save_rstd, float eps,
+                        const Tensor* residual, Tensor* sum) {
   const char* op = "layer_norm_forward";
   const LayerNormArgs a = ln_args(op, x, normalized, eps);
   if (gamma) req_like(op, "gamma", *gamma, Shape{a.cols}, x, "x");
@@ -108,8 +109,15 @@ void layer_norm_forward(const Tensor& x, i64 normalized, const Tensor* gamma, co
   req_like(op, "y", y, x.shape(), x, "x");
   req_like(op, "save_mean", save_mean, Shape{a.rows}, x, "x");
   req_like(op, "save_rstd", save_rstd, Shape{a.rows}, x, "x");
+  COHORT_CHECK((residual == nullptr) == (sum == nullptr), op,
+               ": residual and sum come together (sum = x + residual is normalised), got ",
+               residual ? "a residual without a sum" : "a sum without a residual");
+  if (residual) {
+    req_like(op, "residual", *residual, x.shape(), x, "x");
+    req_like(op, "sum", *sum, x.shape(), x, "x");
+  }
   if (a.rows == 0) return;
-  dispatch::run(x.device(), {&x, gamma, beta}, {&y, &save_mean, &save_rstd},
+  dispatch::run(x.device(), {&x, gamma, beta, residual}, {&y, &save_mean, &save_rstd, sum},
                 [&](const dispatch::Operands& o) {
                   return calls::LayerNormForward{a,
                                                  o.in<float>(x),
@@ -117,13 +125,15 @@ void layer_norm_forward(const Tensor& x, i64 normalized, const Tensor* gamma, co
                                                  o.in<float>(beta),
                                                  o.out<float>(y),
                                                  o.out<float>(save_mean),
-                                                 o.out<float>(save_rstd)};
+                                                 o.out<float>(save_rstd),
+                                                 o.in<float>(residual),
+                                                 o.out<float>(sum)};
                 });
 }
 
 void layer_norm_backward(const Tensor& x, const Tensor& dy, i64 normalized, const Tensor* gamma,
                          const Tensor& save_mean, const Tensor& save_rstd, Tensor* dx,
-                         Tensor* dgamma, Tensor* dbeta) {
+                         Tensor* dgamma, Tensor* dbeta, const Tensor* dx_add) {
   const char* op = "layer_norm_backward";
   const LayerNormArgs a = ln_args(op, x, normalized, 0.0f);
   req_like(op, "dy", dy, x.shape(), x, "x");
@@ -133,13 +143,16 @@ void layer_norm_backward(const Tensor& x, const Tensor& dy, i64 normalized, cons
   if (dx) req_like(op, "dx", *dx, x.shape(), x, "x");
   if (dgamma) req_like(op, "dgamma", *dgamma, Shape{a.cols}, x, "x");
   if (dbeta) req_like(op, "dbeta", *dbeta, Shape{a.cols}, x, "x");
+  COHORT_CHECK(dx_add == nullptr || dx != nullptr, op,
+               ": dx_add is added to dx, and no dx was asked for");
+  if (dx_add) req_like(op, "dx_add", *dx_add, x.shape(), x, "x");
   if (a.rows == 0) return;
-  dispatch::run(x.device(), {&x, &dy, gamma, &save_mean, &save_rstd}, {dx, dgamma, dbeta},
+  dispatch::run(x.device(), {&x, &dy, gamma, &save_mean, &save_rstd, dx_add}, {dx, dgamma, dbeta},
                 [&](const dispatch::Operands& o) {
                   return calls::LayerNormBackward{
                       a, o.in<float>(x), o.in<float>(dy), o.in<float>(gamma),
                       o.in<float>(save_mean), o.in<float>(save_rstd), o.out<float>(dx),
-                      o.out<float>(dgamma), o.out<float>(dbeta)};
+                      o.out<float>(dgamma), o.out<float>(dbeta), o.in<float>(dx_add)};
                 });
 }
 

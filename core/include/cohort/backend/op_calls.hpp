@@ -237,6 +237,8 @@ struct BatchNormBackward {
   float* dgamma;  // nullable
   float* dbeta;   // nullable
 };
+// With `residual`, the residual add before the norm in the same pass: sum = x + residual is
+// written, then normalised (a transformer block's `x = x + branch; h = ln(x)`).
 struct LayerNormForward {
   LayerNormArgs a;
   const float* x;
@@ -245,7 +247,11 @@ struct LayerNormForward {
   float* y;
   float* save_mean;
   float* save_rstd;
+  const float* residual = nullptr;
+  float* sum = nullptr;  // with residual
 };
+// With `dx_add`, dx = dx_add + the norm's input gradient (the residual's gradient passed
+// straight through, summed in the same pass).
 struct LayerNormBackward {
   LayerNormArgs a;
   const float* x;
@@ -256,6 +262,7 @@ struct LayerNormBackward {
   float* dx;      // nullable
   float* dgamma;  // nullable
   float* dbeta;   // nullable
+  const float* dx_add = nullptr;
 };
 struct AttentionForward {  // layout and semantics: AttentionArgs
   AttentionArgs a;

@@ -92,12 +92,18 @@ void batch_norm_backward(const Tensor& x, const Tensor& dy, const Tensor* gamma,
 
 // Normalises over the last `normalized_numel` elements of x (the trailing dimensions whose product
 // it is); gamma / beta have that many elements. save_mean / save_rstd: one per normalised row.
+// With `residual` and `sum` (both or neither), the residual add before the norm in the same
+// pass: sum = x + residual is written and normalised (the same bits as ops::add, then the norm of
+// the sum); backward then takes `sum` as its x.
 void layer_norm_forward(const Tensor& x, std::int64_t normalized_numel, const Tensor* gamma,
                         const Tensor* beta, Tensor& y, Tensor& save_mean, Tensor& save_rstd,
-                        float eps);
+                        float eps, const Tensor* residual = nullptr, Tensor* sum = nullptr);
+// With `dx_add` (needs dx): dx = dx_add + the input gradient, in the same pass (the gradient a
+// residual connection passes straight through; the same bits as ops::add after the backward).
 void layer_norm_backward(const Tensor& x, const Tensor& dy, std::int64_t normalized_numel,
                          const Tensor* gamma, const Tensor& save_mean, const Tensor& save_rstd,
-                         Tensor* dx, Tensor* dgamma, Tensor* dbeta);
+                         Tensor* dx, Tensor* dgamma, Tensor* dbeta,
+                         const Tensor* dx_add = nullptr);
 
 // p in [0, 1]; the mask is a function of (seed, step, element index) only. With `act`, the
 // activation before the dropout runs in the same pass: y = dropout(act(x)), and backward

@@ -40,6 +40,13 @@ class EncoderBlock : public Module {
   const std::shared_ptr<LayerNorm>& ln_2() const { return ln_2_; }
   const std::shared_ptr<Sequential>& mlp() const { return mlp_; }
 
+  // Fusion (default on, or as COHORT_FUSION says when the block is built): `x = input + a` goes
+  // into ln_2's pass (ops::layer_norm_forward's residual), and backward's `dx = dy + dm` into
+  // ln_2's backward pass (dx_add); the same bits as unfused. Off: every step on its own, for A/B
+  // runs. The MLP's own fusion is its Sequential's (mlp()->set_fusion).
+  void set_fusion(bool on) { fusion_ = on; }
+  bool fusion() const { return fusion_; }
+
  protected:
   // Input [N, T, hidden_dim], output the same shape.
   Tensor forward_impl(const Tensor& x) override;
@@ -53,6 +60,8 @@ class EncoderBlock : public Module {
   std::shared_ptr<MultiheadAttention> attn_;
   ModulePtr dropout_;
   std::shared_ptr<Sequential> mlp_;
+  bool fusion_;
+  bool fused_ = false;  // the last forward fused (its backward does too)
 };
 
 }  // namespace cohort::nn
