@@ -1,7 +1,8 @@
 // EncoderBlock (see cohort/layers/encoder_block.hpp): two residual branches written out, forward
-// and backward side by side; the first branch's residual add runs in ln_2's passes when fused. Backward runs the branches in reverse (mlp, ln_2, then dropout,
-// self_attention, ln_1), so grad-ready hooks fire in reverse registration order; each residual
-// sum's gradient is the branch's input gradient plus the gradient passed straight through.
+// and backward side by side; the first branch's residual add runs in ln_2's passes when fused.
+// Backward runs the branches in reverse (mlp, ln_2, then dropout, self_attention, ln_1), so
+// grad-ready hooks fire in reverse registration order; each residual sum's gradient is the branch's
+// input gradient plus the gradient passed straight through.
 #include "cohort/layers/encoder_block.hpp"
 
 #include "cohort/core/ops.hpp"

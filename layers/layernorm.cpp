@@ -65,8 +65,8 @@ Tensor LayerNorm::backward_impl(const Tensor& grad_output, bool need_input_grad)
   Tensor dw = gw ? weight_->grad.reshape({numel_}) : Tensor();
   Tensor db = gb ? bias_->grad.reshape({numel_}) : Tensor();
   ops::layer_norm_backward(x_, grad_output, numel_, weight_ ? &w : nullptr, mean_, rstd_,
-                           need_input_grad ? &dx : nullptr, gw ? &dw : nullptr,
-                           gb ? &db : nullptr, add.defined() ? &add : nullptr);
+                           need_input_grad ? &dx : nullptr, gw ? &dw : nullptr, gb ? &db : nullptr,
+                           add.defined() ? &add : nullptr);
   if (gb) grad_ready(bias_);
   if (gw) grad_ready(weight_);
   x_ = Tensor();

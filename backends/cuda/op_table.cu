@@ -255,30 +255,28 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
 
 // Where each op runs (cohort-doctor --ops). Each entry names an overload above; the address checks
 // below fail to compile when one is missing.
-#define COHORT_CUDA_VENDOR_ROUTES(X)                                                              \
-  X(conv2d_forward, Conv2dForward, "cuDNN (cuda/conv2d.cpp)",             \
-    "bias + activation in one shared pass over the batch; shared im2col + cuBLAS when no "        \
-    "algorithm fits the math modes and workspace, or a 32-bit descriptor limit")                  \
-  X(conv2d_backward_data, Conv2dBackwardData,                                                     \
-    "cuDNN (cuda/conv2d.cpp)", "shared im2col + cuBLAS when declined") \
-  X(conv2d_backward_filter, Conv2dBackwardFilter,                                                 \
-    "cuDNN (cuda/conv2d.cpp)",                    \
-    "only deterministic algorithms under deterministic_algorithms(); shared when declined")       \
-  X(gemm_batched, GemmBatched, "cuBLAS batched (cuda/gemm.cpp)",            \
-    "cublasSgemmStridedBatched_64; k == 0 runs the shared beta scaling")                                                        \
-  X(bias_grad, BiasGrad, "cuBLAS sgemv (cuda/activation.cpp)",        \
-    "cublasSgemv_64 times a ones vector, for [N, F] only; NCHW runs the shared per-channel sum")                         \
-  X(bias_act_backward, BiasActBackward, "shared + cuBLAS sgemv (cuda/op_table.cu)",               \
+#define COHORT_CUDA_VENDOR_ROUTES(X)                                                               \
+  X(conv2d_forward, Conv2dForward, "cuDNN (cuda/conv2d.cpp)",                                      \
+    "bias + activation in one shared pass over the batch; shared im2col + cuBLAS when no "         \
+    "algorithm fits the math modes and workspace, or a 32-bit descriptor limit")                   \
+  X(conv2d_backward_data, Conv2dBackwardData, "cuDNN (cuda/conv2d.cpp)",                           \
+    "shared im2col + cuBLAS when declined")                                                        \
+  X(conv2d_backward_filter, Conv2dBackwardFilter, "cuDNN (cuda/conv2d.cpp)",                       \
+    "only deterministic algorithms under deterministic_algorithms(); shared when declined")        \
+  X(gemm_batched, GemmBatched, "cuBLAS batched (cuda/gemm.cpp)",                                   \
+    "cublasSgemmStridedBatched_64; k == 0 runs the shared beta scaling")                           \
+  X(bias_grad, BiasGrad, "cuBLAS sgemv (cuda/activation.cpp)",                                     \
+    "cublasSgemv_64 times a ones vector, for [N, F] only; NCHW runs the shared per-channel sum")   \
+  X(bias_act_backward, BiasActBackward, "shared + cuBLAS sgemv (cuda/op_table.cu)",                \
     "for [N, F]: the shared element-wise backward, then bias_grad's sgemv over its dx; NCHW runs " \
-    "the shared fused items")                                                                     \
-  X(batch_norm_forward, BatchNormForward,                                                         \
-    "cuDNN (cuda/norm.cpp)",                               \
-    "training mode only; eval mode and declined cases run the shared kernels")                    \
-  X(batch_norm_backward, BatchNormBackward, "cuDNN (cuda/norm.cpp)", \
-    "training mode only; eval mode and declined cases run the shared kernels")                    \
-  X(softmax_forward, SoftmaxForward, "cuDNN (cuda/softmax_loss.cpp)",         \
-    "shared kernels when a dimension exceeds cuDNN's 32-bit descriptors")                         \
-  X(softmax_backward, SoftmaxBackward, "cuDNN (cuda/softmax_loss.cpp)",      \
+    "the shared fused items")                                                                      \
+  X(batch_norm_forward, BatchNormForward, "cuDNN (cuda/norm.cpp)",                                 \
+    "training mode only; eval mode and declined cases run the shared kernels")                     \
+  X(batch_norm_backward, BatchNormBackward, "cuDNN (cuda/norm.cpp)",                               \
+    "training mode only; eval mode and declined cases run the shared kernels")                     \
+  X(softmax_forward, SoftmaxForward, "cuDNN (cuda/softmax_loss.cpp)",                              \
+    "shared kernels when a dimension exceeds cuDNN's 32-bit descriptors")                          \
+  X(softmax_backward, SoftmaxBackward, "cuDNN (cuda/softmax_loss.cpp)",                            \
     "shared kernels when a dimension exceeds cuDNN's 32-bit descriptors")
 
 }  // namespace

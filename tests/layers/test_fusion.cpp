@@ -103,57 +103,57 @@ TEST_SUITE("module") {
   }
 
   TEST_CASE("EncoderBlock's residual adds in ln_2's passes give the unfused bits") {
-  // Two blocks in a row (the second's input is the first's fused output), with dropout so the
-  // MLP's own fusions run too; the plain model has fusion off everywhere.
-  auto build = [](bool fused) {
-    nn::manual_seed(31);
-    auto net = nn::sequential(
-        {{"b0", nn::make<nn::EncoderBlock>(16, 4, 24, lt::host(),
-                                           nn::EncoderBlockOptions().dropout(0.25f))},
-         {"b1", nn::make<nn::EncoderBlock>(16, 4, 24, lt::host())}});
-    if (!fused) {
-      net->set_fusion(false);
-      for (const auto& [name, child] : net->children()) {
-        auto& b = static_cast<nn::EncoderBlock&>(*child);
-        b.set_fusion(false);
-        b.mlp()->set_fusion(false);
+    // Two blocks in a row (the second's input is the first's fused output), with dropout so the
+    // MLP's own fusions run too; the plain model has fusion off everywhere.
+    auto build = [](bool fused) {
+      nn::manual_seed(31);
+      auto net = nn::sequential(
+          {{"b0", nn::make<nn::EncoderBlock>(16, 4, 24, lt::host(),
+                                             nn::EncoderBlockOptions().dropout(0.25f))},
+           {"b1", nn::make<nn::EncoderBlock>(16, 4, 24, lt::host())}});
+      if (!fused) {
+        net->set_fusion(false);
+        for (const auto& [name, child] : net->children()) {
+          auto& b = static_cast<nn::EncoderBlock&>(*child);
+          b.set_fusion(false);
+          b.mlp()->set_fusion(false);
+        }
       }
+      return net;
+    };
+    auto fused = build(true), plain = build(false);
+    CHECK(static_cast<nn::EncoderBlock&>(*fused->children()[0].second).fusion());
+    for (std::uint64_t step = 0; step < 2; ++step) {
+      CAPTURE(step);
+      std::vector<std::string> hooks_f, hooks_p;
+      fused->clear_grad_ready_hooks();
+      plain->clear_grad_ready_hooks();
+      fused->register_grad_ready_hook(
+          [&](const cohort::NamedParameter& p) { hooks_f.push_back(p.name); });
+      plain->register_grad_ready_hook(
+          [&](const cohort::NamedParameter& p) { hooks_p.push_back(p.name); });
+      const Tensor x = lt::uniform({3, 5, 16}, -2, 2, 50 + step);
+      const Tensor yf = fused->forward(x), yp = plain->forward(x);
+      CHECK(yf.to_vector<float>() == yp.to_vector<float>());
+      const Tensor g = lt::uniform(yf.shape(), -1, 1, 60 + step);
+      CHECK(fused->backward(g).to_vector<float>() == plain->backward(g).to_vector<float>());
+      const auto pf = fused->named_parameters(), pp = plain->named_parameters();
+      for (std::size_t i = 0; i < pf.size(); ++i) {
+        CAPTURE(pf[i].name);
+        CHECK(pf[i].param->grad.to_vector<float>() == pp[i].param->grad.to_vector<float>());
+      }
+      CHECK(hooks_f == hooks_p);
     }
-    return net;
-  };
-  auto fused = build(true), plain = build(false);
-  CHECK(static_cast<nn::EncoderBlock&>(*fused->children()[0].second).fusion());
-  for (std::uint64_t step = 0; step < 2; ++step) {
-    CAPTURE(step);
-    std::vector<std::string> hooks_f, hooks_p;
-    fused->clear_grad_ready_hooks();
-    plain->clear_grad_ready_hooks();
-    fused->register_grad_ready_hook(
-        [&](const cohort::NamedParameter& p) { hooks_f.push_back(p.name); });
-    plain->register_grad_ready_hook(
-        [&](const cohort::NamedParameter& p) { hooks_p.push_back(p.name); });
-    const Tensor x = lt::uniform({3, 5, 16}, -2, 2, 50 + step);
-    const Tensor yf = fused->forward(x), yp = plain->forward(x);
-    CHECK(yf.to_vector<float>() == yp.to_vector<float>());
-    const Tensor g = lt::uniform(yf.shape(), -1, 1, 60 + step);
-    CHECK(fused->backward(g).to_vector<float>() == plain->backward(g).to_vector<float>());
-    const auto pf = fused->named_parameters(), pp = plain->named_parameters();
-    for (std::size_t i = 0; i < pf.size(); ++i) {
-      CAPTURE(pf[i].name);
-      CHECK(pf[i].param->grad.to_vector<float>() == pp[i].param->grad.to_vector<float>());
-    }
-    CHECK(hooks_f == hooks_p);
+    // Without gradients the fused forward still returns the block's output (its sum is the
+    // block's, not ln_2's saved state, which NoGradGuard drops).
+    fused->eval();
+    plain->eval();
+    const Tensor x = lt::uniform({2, 5, 16}, -2, 2, 70);
+    nn::NoGradGuard no_grad;
+    CHECK(fused->forward(x).to_vector<float>() == plain->forward(x).to_vector<float>());
   }
-  // Without gradients the fused forward still returns the block's output (its sum is the
-  // block's, not ln_2's saved state, which NoGradGuard drops).
-  fused->eval();
-  plain->eval();
-  const Tensor x = lt::uniform({2, 5, 16}, -2, 2, 70);
-  nn::NoGradGuard no_grad;
-  CHECK(fused->forward(x).to_vector<float>() == plain->forward(x).to_vector<float>());
-}
 
-TEST_CASE("a failed fused forward leaves no fusion pending") {
+  TEST_CASE("a failed fused forward leaves no fusion pending") {
     auto fused = mlp(), plain = mlp();
     plain->set_fusion(false);
     // The wrong feature count fails in fc1, before any fused pair ran.
@@ -219,14 +219,16 @@ TEST_CASE("a failed fused forward leaves no fusion pending") {
     const std::string no_sum = lt::error_of([&] {
       cohort::ops::layer_norm_forward(y, 4, nullptr, nullptr, d, m, r, 1e-5f, &g, nullptr);
     });
-    CHECK_MESSAGE(contains(no_sum, "layer_norm_forward: residual and sum come together (sum = x + "
-                                   "residual is normalised), got a residual without a sum"),
+    CHECK_MESSAGE(contains(no_sum,
+                           "layer_norm_forward: residual and sum come together (sum = x + "
+                           "residual is normalised), got a residual without a sum"),
                   no_sum);
     const std::string no_dx = lt::error_of([&] {
       cohort::ops::layer_norm_backward(y, g, 4, nullptr, m, r, nullptr, nullptr, nullptr, &g);
     });
-    CHECK_MESSAGE(contains(no_dx, "layer_norm_backward: dx_add is added to dx, and no dx was asked "
-                                  "for"),
+    CHECK_MESSAGE(contains(no_dx,
+                           "layer_norm_backward: dx_add is added to dx, and no dx was asked "
+                           "for"),
                   no_dx);
   }
 

@@ -223,9 +223,9 @@ void run(Exec& e, const calls::LayerNormForward& c) {
 template <class Exec>
 void run(Exec& e, const calls::LayerNormBackward& c) {
   if (c.dx)
-    e.for_each("cohort::layer_norm_backward", c.a.rows,
-               LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx,
-                                    c.dx_add});
+    e.for_each(
+        "cohort::layer_norm_backward", c.a.rows,
+        LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx, c.dx_add});
   if (c.dgamma || c.dbeta)
     e.for_each("cohort::layer_norm_param_grad",
                (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,

@@ -149,10 +149,16 @@ void layer_norm_backward(const Tensor& x, const Tensor& dy, i64 normalized, cons
   if (a.rows == 0) return;
   dispatch::run(x.device(), {&x, &dy, gamma, &save_mean, &save_rstd, dx_add}, {dx, dgamma, dbeta},
                 [&](const dispatch::Operands& o) {
-                  return calls::LayerNormBackward{
-                      a, o.in<float>(x), o.in<float>(dy), o.in<float>(gamma),
-                      o.in<float>(save_mean), o.in<float>(save_rstd), o.out<float>(dx),
-                      o.out<float>(dgamma), o.out<float>(dbeta), o.in<float>(dx_add)};
+                  return calls::LayerNormBackward{a,
+                                                  o.in<float>(x),
+                                                  o.in<float>(dy),
+                                                  o.in<float>(gamma),
+                                                  o.in<float>(save_mean),
+                                                  o.in<float>(save_rstd),
+                                                  o.out<float>(dx),
+                                                  o.out<float>(dgamma),
+                                                  o.out<float>(dbeta),
+                                                  o.in<float>(dx_add)};
                 });
 }
 

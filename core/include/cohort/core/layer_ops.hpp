@@ -102,8 +102,7 @@ void layer_norm_forward(const Tensor& x, std::int64_t normalized_numel, const Te
 // residual connection passes straight through; the same bits as ops::add after the backward).
 void layer_norm_backward(const Tensor& x, const Tensor& dy, std::int64_t normalized_numel,
                          const Tensor* gamma, const Tensor& save_mean, const Tensor& save_rstd,
-                         Tensor* dx, Tensor* dgamma, Tensor* dbeta,
-                         const Tensor* dx_add = nullptr);
+                         Tensor* dx, Tensor* dgamma, Tensor* dbeta, const Tensor* dx_add = nullptr);
 
 // p in [0, 1]; the mask is a function of (seed, step, element index) only. With `act`, the
 // activation before the dropout runs in the same pass: y = dropout(act(x)), and backward

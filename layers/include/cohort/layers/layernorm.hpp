@@ -38,7 +38,7 @@ class LayerNorm : public Module {
   std::int64_t numel_ = 1;
   float eps_;
   ParameterPtr weight_, bias_;
-  Tensor x_, mean_, rstd_;  // x_: what was normalised (the sum, when fused)
+  Tensor x_, mean_, rstd_;            // x_: what was normalised (the sum, when fused)
   Tensor residual_, sum_, grad_add_;  // the fusions asked for the next forward / backward
 };
 
