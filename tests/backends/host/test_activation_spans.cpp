@@ -18,6 +18,11 @@
 #include "common/ops/activation.hpp"
 #include "isa_builds.hpp"
 
+// Every activation the span loops serve.
+const cohort::Activation kActivations[] = {
+    cohort::Activation::identity, cohort::Activation::relu,    cohort::Activation::leaky_relu,
+    cohort::Activation::gelu,     cohort::Activation::sigmoid, cohort::Activation::tanh};
+
 using Span = void (*)(cohort::Activation, float, const float*, float*, const float*, float*,
                       std::int64_t);
 using BiasSpans = void (*)(cohort::Activation, float, const float*, float*, std::int64_t,
@@ -40,9 +45,7 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
   const std::vector<float> dy =
       cohort::Tensor::uniform({n}, -1.f, 1.f, 33, cohort::host_device()).to_vector<float>();
   int compared = 0;
-  for (cohort::Activation f :
-       {cohort::Activation::identity, cohort::Activation::relu, cohort::Activation::leaky_relu,
-        cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
+  for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
     auto run = [&](Span s) {
       std::vector<float> y(x.size()), dx(x.size());
@@ -93,9 +96,7 @@ TEST_CASE(
   const std::vector<float> bias =
       cohort::Tensor::uniform({n}, -1.f, 1.f, 35, cohort::host_device()).to_vector<float>();
   const auto isas = isa_builds::wide<BiasSpans>(bias_act_spans_v3, bias_act_spans_v4);
-  for (cohort::Activation f :
-       {cohort::Activation::identity, cohort::Activation::relu, cohort::Activation::leaky_relu,
-        cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
+  for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
     std::vector<float> base = y0;
     bias_act_spans_base(f, 0.1f, bias.data(), base.data(), rows, n);
@@ -140,9 +141,7 @@ TEST_CASE(
   const std::vector<float> db0 =
       cohort::Tensor::uniform({n}, -1.f, 1.f, 38, cohort::host_device()).to_vector<float>();
   const auto isas = isa_builds::wide<BiasGrad>(bias_act_grad_v3, bias_act_grad_v4);
-  for (cohort::Activation f :
-       {cohort::Activation::identity, cohort::Activation::relu, cohort::Activation::leaky_relu,
-        cohort::Activation::gelu, cohort::Activation::sigmoid, cohort::Activation::tanh}) {
+  for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
     std::vector<float> y(x.size());
     activation_span_base(f, 0.1f, x.data(), y.data(), dy.data(),
