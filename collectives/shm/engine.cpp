@@ -88,7 +88,8 @@ Engine::Engine(int r, int w, std::unique_ptr<Segment> segment, std::shared_ptr<S
       recvs_(static_cast<std::size_t>(w)),
       unexpected_(static_cast<std::size_t>(w)),
       incoming_(static_cast<std::size_t>(w)),
-      srcs_(static_cast<std::size_t>(w)) {}
+      srcs_(static_cast<std::size_t>(w)),
+      inline_words_(static_cast<std::size_t>(w) * 3) {}
 
 Engine::~Engine() = default;
 
@@ -139,7 +140,7 @@ std::string Engine::whereabouts(const std::vector<int>& ranks) const {
     OpDesc last;
     std::uint64_t words[4];
     for (int i = 0; i < 4; ++i)
-      words[i] = c.fp[fp_seq % RankCtl::kFpSlots][i].load(std::memory_order_relaxed);
+      words[i] = c.fp[fp_seq % RankCtl::kFpSlots].words[i].load(std::memory_order_relaxed);
     std::memcpy(&last, words, sizeof(last));
     if (seq == 0)
       s += " has not entered any collective";
@@ -198,6 +199,7 @@ void Engine::progress_locked() {
     CollOp& op = *coll_.front();
     if (op.desc.seq != announced_seq_) announce_locked(op);
     if (!op.moved) op.moved = op.advance();
+    if (!op.moved && op.inline_fp && ++op.fp_polls % 64 != 0) break;
     // A collective completes only once every rank is known to have issued the same one: ranks
     // that disagree on count, dtype or op may otherwise "complete" with wrong sums. Checked after
     // the data part because by then the peers' fingerprints are usually in (they publish theirs
@@ -243,7 +245,8 @@ void Engine::announce_locked(const CollOp& op) {
   static_assert(sizeof(words) == sizeof(OpDesc), "a fingerprint is 4 words");
   std::memcpy(words, &op.desc, sizeof(words));
   auto& slot = c.fp[op.desc.seq % RankCtl::kFpSlots];
-  for (int i = 0; i < 4; ++i) slot[i].store(words[i], std::memory_order_relaxed);
+  for (int i = 0; i < 4; ++i) slot.words[i].store(words[i], std::memory_order_relaxed);
+  slot.seq.store(op.desc.seq, std::memory_order_release);
   c.fp_seq.store(op.desc.seq, std::memory_order_release);
   announced_seq_ = op.desc.seq;
 }
@@ -254,10 +257,10 @@ bool Engine::fingerprints_match(CollOp& op) {
     const int q = op.matched;
     if (q == rank) continue;
     const RankCtl& c = seg_->ctl(q);
-    if (c.fp_seq.load(std::memory_order_acquire) < op.desc.seq) return false;
-    std::uint64_t words[4];
     const auto& slot = c.fp[op.desc.seq % RankCtl::kFpSlots];
-    for (int i = 0; i < 4; ++i) words[i] = slot[i].load(std::memory_order_relaxed);
+    if (slot.seq.load(std::memory_order_acquire) < op.desc.seq) return false;
+    std::uint64_t words[4];
+    for (int i = 0; i < 4; ++i) words[i] = slot.words[i].load(std::memory_order_relaxed);
     OpDesc theirs;
     std::memcpy(&theirs, words, sizeof(theirs));
     if (!detail::same_collective(theirs, op.desc))

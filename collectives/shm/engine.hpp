@@ -26,6 +26,7 @@
 // it are).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <list>
@@ -84,6 +85,11 @@ class CollOp : public Op {
   std::uint64_t t0 = 0;  // set by submit
   bool moved = false;    // advance() has returned true: this rank's data part is done
   int matched = 0;       // ranks below this one have been checked by fingerprints_match()
+  // The op reads the peers' fingerprints from its own lines (allreduce_direct.cpp's inline path):
+  // while it waits, the engine's check (for a peer stuck in another collective) runs every 64th
+  // poll instead of every poll, which kept pulling the peers' fingerprint lines over.
+  bool inline_fp = false;
+  unsigned fp_polls = 0;
 
  protected:
   // Records the earliest unmet condition of this pass, for blocked().
@@ -137,8 +143,17 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void publish(Flag flag, std::uint64_t step);
   void count_move() { ++moves_; }
   // True when my slot for `step` may be overwritten (every peer consumed step - nslots).
+  // Every peer's consumed flag is read only when the lowest value seen last time does not already
+  // free the slot: with nslots of slack a blocking loop of small collectives reads the peers'
+  // lines about once per nslots steps, instead of moving them every step. (The acquire load that
+  // saw a value ordered the peer's reads of my slot before my later writes to it.)
   bool slot_free(std::uint64_t step) const {
-    return step <= params.nslots || reached(Flag::consumed, step - params.nslots);
+    if (step <= params.nslots || consumed_seen_ >= step - params.nslots) return true;
+    std::uint64_t low = ~std::uint64_t{0};
+    for (int q = 0; q < world; ++q)
+      if (q != rank) low = std::min(low, flag(q, Flag::consumed).load(std::memory_order_acquire));
+    consumed_seen_ = low;
+    return low >= step - params.nslots;
   }
   std::atomic<std::uint64_t>& flag(int r, Flag f) const;
   // The ranks other than me (or `only_rank`) whose flag is below step.
@@ -150,6 +165,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   // Scratch for the source pointers of a reduction (world entries); ops run under the engine lock.
   const void** srcs() { return srcs_.data(); }
+  // Scratch for the peers' inline data (3 words per rank; allreduce_direct.cpp): only the
+  // front collective advances, so one op uses it at a time.
+  std::uint64_t* inline_words() { return inline_words_.data(); }
+  // Whether collectives compare fingerprints before they complete (COHORT_COLLECTIVE_CHECKS).
+  bool checks() const { return check_fingerprints_; }
   // For ops (engine lock held): fails the communicator with `why` and throws.
   [[noreturn]] void fail(const std::string& why) { fail_locked(why); }
 
@@ -206,6 +226,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::string failure_;
   std::uint64_t next_id_ = 1;
   std::uint64_t first_pending_ = 1;  // every op with a smaller id is complete
+  mutable std::uint64_t consumed_seen_ = 0;  // slot_free: the lowest peer consumed flag last read
   std::uint64_t next_step_ = 1;
   std::uint64_t next_seq_ = 1;
   std::deque<std::shared_ptr<Op>> inflight_;    // all pending ops, issue order
@@ -224,6 +245,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // made progress and goes back to spinning (its backoff restarts).
   std::uint64_t moves_ = 0;
   std::vector<const void*> srcs_;
+  std::vector<std::uint64_t> inline_words_;
   // Live communicator buffers (buffers.cpp), by allocation id: every rank's mapping.
   struct Mapped {
     std::uint64_t id = 0;

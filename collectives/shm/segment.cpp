@@ -24,7 +24,8 @@ namespace cohort::comm::shm {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31687374726f6863ull;  // "chortsh1"
-constexpr std::uint32_t kVersion = 3;  // 2: collective fingerprints; 3: communicator buffers
+constexpr std::uint32_t kVersion = 4;  // 2: collective fingerprints; 3: communicator buffers;
+                                       // 4: a fingerprint per cache line, inline small data
 constexpr const char* kName = "shm";
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }

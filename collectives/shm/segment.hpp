@@ -68,13 +68,33 @@ struct RankCtl {
   std::atomic<std::int32_t> pid{0};                     // set when I attached
   std::atomic<std::uint64_t> pid_ns{0};                 // my pid namespace (inode)
   // Fingerprints: the description (detail::OpDesc, 32 bytes as 4 words) of collective #s that I
-  // started sits in fp[s % kFpSlots] once fp_seq >= s. Peers compare it with their own before
-  // they let their collective #s complete (Engine::fingerprints_match). Since a rank completes #s
-  // only after every peer has published #s, no rank is more than one collective ahead of a peer
-  // that reads it, so two slots would do; four leave room.
+  // started sits in fp[s % kFpSlots] once that slot's seq is s, in one cache line with it, so a
+  // peer's check moves one line (the 8-byte all-reduce is a handful of line transfers in all).
+  // Peers compare it with their own before they let their collective #s complete
+  // (Engine::fingerprints_match). Since a rank completes #s only after every peer has published
+  // #s, no rank is more than one collective ahead of a peer that reads it, so two slots would
+  // do; four leave room. fp_seq: the last s published (for "has not entered" reports).
   static constexpr int kFpSlots = 4;
+  struct alignas(64) Fingerprint {
+    std::atomic<std::uint64_t> seq{0};
+    std::atomic<std::uint64_t> words[4] = {};
+  };
   alignas(64) std::atomic<std::uint64_t> fp_seq{0};
-  std::atomic<std::uint64_t> fp[kFpSlots][4] = {};
+  Fingerprint fp[kFpSlots];
+  // Small all-reduces (allreduce_direct.cpp, at most kInlineBytes): step t's data and the
+  // collective's fingerprint sit in inl[t % kInlineSlots], stamped with t, so a peer gets all of
+  // it in one cache-line transfer instead of the posted flag's, the slot's and the fingerprint's
+  // (Open MPI's shared-memory "fast box" does the same). Used while nslots <= kInlineSlots: a
+  // rank rewrites a line only once every peer consumed the step it held, as with slots.
+  static constexpr int kInlineSlots = 8;
+  static constexpr std::size_t kInlineBytes = 24;
+  struct alignas(64) Inline {
+    std::atomic<std::uint64_t> step{0};
+    std::atomic<std::uint64_t> fp[4] = {};
+    std::atomic<std::uint64_t> data[3] = {};
+  };
+  static_assert(sizeof(Inline) == 64 && kInlineBytes == 3 * sizeof(std::uint64_t), "one line");
+  Inline inl[kInlineSlots];
   // Communicator buffers (buffers.cpp): how many of my alloc_buffer allocations I have created,
   // and for how many I have mapped every peer's buffer (the n-th allocation has id n on every
   // rank).

@@ -111,6 +111,15 @@ TEST_SUITE("failures") {
         "small-large", [](Communicator& c, B& b) { return allreduce(c, b, 8, DType::f32); },
         [](Communicator& c, B& b) { return allreduce(c, b, 1 << 20, DType::f32); },
         "allreduce #2 (8 x f32, sum)", "allreduce #2 (1048576 x f32, sum)");
+    // Both small enough for shm's inline lines (24 bytes; fingerprints read from the same line).
+    expect_mismatch(
+        "inline-count", [](Communicator& c, B& b) { return allreduce(c, b, 4, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 5, DType::f32); },
+        "allreduce #2 (4 x f32, sum)", "allreduce #2 (5 x f32, sum)");
+    expect_mismatch(
+        "inline-dtype", [](Communicator& c, B& b) { return allreduce(c, b, 2, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 2, DType::f64); },
+        "allreduce #2 (2 x f32, sum)", "allreduce #2 (2 x f64, sum)");
     expect_mismatch(
         "dtype", [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f32); },
         [](Communicator& c, B& b) { return allreduce(c, b, 1000, DType::f64); },
