@@ -1,9 +1,10 @@
 // All-reduce in one step, for buffers up to Params::direct_bytes: every rank copies its input to
 // its slot, waits for every peer's, and reduces all slots in rank order into its output (so every
 // rank computes bit-identical results). Up to RankCtl::kInlineBytes the input goes into the rank's
-// inline line with its fingerprint instead (segment.hpp): one cache line per peer to read. One flag exchange in all: this is the latency path (the
-// 8-byte all-reduce is ~1.4 us), so it is a two-state machine written out by hand rather than
-// run by PipelinedOp. With nsteps 0 (one rank, or count 0) it is a local copy.
+// inline line with its fingerprint instead (segment.hpp): one cache line per peer to read. One flag
+// exchange in all: this is the latency path (the 8-byte all-reduce is ~1.4 us), so it is a
+// two-state machine written out by hand rather than run by PipelinedOp. With nsteps 0 (one rank, or
+// count 0) it is a local copy.
 #include <cstring>
 
 #include "detail/reduce.hpp"
@@ -54,9 +55,7 @@ class AllreduceDirect final : public CollOp, private OpBuffers {
   }
 
  private:
-  RankCtl::Inline& line(int q) const {
-    return eng.seg().ctl(q).inl[t0 % RankCtl::kInlineSlots];
-  }
+  RankCtl::Inline& line(int q) const { return eng.seg().ctl(q).inl[t0 % RankCtl::kInlineSlots]; }
 
   // My data and fingerprint into my line of step t0, then its stamp (release: a peer that sees
   // the stamp sees the rest).
@@ -82,8 +81,7 @@ class AllreduceDirect final : public CollOp, private OpBuffers {
       if (q == eng.rank) continue;
       const RankCtl::Inline& l = line(q);
       if (l.step.load(std::memory_order_acquire) < t0) return stalled(Flag::posted, t0, q), false;
-      for (int i = 0; i < 3; ++i)
-        words[q * 3 + i] = l.data[i].load(std::memory_order_relaxed);
+      for (int i = 0; i < 3; ++i) words[q * 3 + i] = l.data[i].load(std::memory_order_relaxed);
       if (eng.checks()) {
         std::uint64_t f[4];
         for (int i = 0; i < 4; ++i) f[i] = l.fp[i].load(std::memory_order_relaxed);
