@@ -42,11 +42,8 @@ Tensor Residual::forward_impl(const Tensor& x) {
   const Tensor b = block_->forward(x);
   const Tensor s = shortcut_ ? shortcut_->forward(x) : x;
   Tensor y = Tensor::empty(b.shape(), DType::f32, b.device());
-  ops::add(b, s, y);
-  if (options_.after != Activation::identity) {
-    ops::activation_forward(options_.after, 0.0f, y, y);  // element-wise: in place is safe
-    y_ = y;
-  }
+  ops::add(b, s, y, options_.after);  // the sum and the ReLU in one pass
+  if (options_.after != Activation::identity) y_ = y;
   return y;
 }
 

@@ -1,11 +1,12 @@
 // The parity rows of the fused passes: bias_act_backward (an activation's backward and the bias
-// gradient of the layer before it), layer norm with a residual add on either side, and dropout
-// with an activation in its pass. The expected
+// gradient of the layer before it), layer norm with a residual add on either side, add with the
+// activation after it, and dropout with an activation in its pass. The expected
 // values compose the reference's separate ops, so a fused pass is held to what the two ops it
 // replaces compute.
 #include <string>
 
 #include "cohort/core/layer_ops.hpp"
+#include "cohort/core/ops.hpp"
 #include "parity_case.hpp"
 
 namespace ref = parity_ref;
@@ -86,6 +87,21 @@ void add_fused_rows(std::vector<Row>& r) {
       return one(want);
     });
   });
+
+  // ---- add with the activation after it (a residual block's sum and ReLU) ----
+  for (Activation f : {Activation::relu, Activation::gelu}) {
+    add(Op::add, std::string("add then ") + activation_name(f), 1e-6, [f](Case& c) {
+      const HostTensor a = uni({333}, 131, -2, 2), b = uni({333}, 132, -2, 2);
+      Tensor out = c.out({333});
+      ops::add(c.in(a), c.in(b), out, f);
+      c.check({out}, [=] {
+        Vec sum(a.v.size());
+        for (std::size_t i = 0; i < sum.size(); ++i)
+          sum[i] = static_cast<double>(static_cast<float>(a.v[i]) + static_cast<float>(b.v[i]));
+        return one(ref::activation_forward(act_of(f), 0.0, sum));
+      });
+    });
+  }
 
   // ---- dropout with the activation before it in its pass ----
   DropoutArgs da;

@@ -1,4 +1,5 @@
-// Element-wise family: fill, cast, add, sub, mul, axpy, scale, clamp. The math functors (AddFn, ...)
+// Element-wise family: fill, cast, add (with the activation after it, for residual blocks), sub,
+// mul, axpy, scale, clamp. The math functors (AddFn, ...)
 // are the maps; the items apply them per element. An executor with transforms (Thrust) runs the
 // maps as thrust::transform and fills as thrust::fill_n; the others run the items with for_each.
 // Each element is computed once by the same functor either way, so results agree bit for bit.
@@ -10,11 +11,17 @@
 
 #include "cohort/backend/op_calls.hpp"
 #include "cohort/core/error.hpp"
+#include "common/ops/activation.hpp"
 #include "common/ops/common.hpp"
 
 namespace cohort::kernels {
 
 struct AddFn { COHORT_HD float operator()(float a, float b) const { return a + b; } };
+template <Activation F>
+struct AddActFn {  // the sum, rounded to f32, then the activation: add's then activation's bits
+  float alpha;
+  COHORT_HD float operator()(float a, float b) const { return Act<F>::f(a + b, alpha); }
+};
 struct SubFn { COHORT_HD float operator()(float a, float b) const { return a - b; } };
 struct MulFn { COHORT_HD float operator()(float a, float b) const { return a * b; } };
 struct ScaleFn {
@@ -166,7 +173,10 @@ void run(Exec& e, const calls::Fill& c) {
 }
 template <class Exec>
 void run(Exec& e, const calls::Add& c) {
-  map2(e, "cohort::add", c.a, c.b, c.out, c.n, AddFn{});
+  if (c.f == Activation::identity) return map2(e, "cohort::add", c.a, c.b, c.out, c.n, AddFn{});
+  with_activation(c.f, [&](auto tag) {
+    map2(e, "cohort::add", c.a, c.b, c.out, c.n, AddActFn<decltype(tag)::value>{c.alpha});
+  });
 }
 template <class Exec>
 void run(Exec& e, const calls::Sub& c) {

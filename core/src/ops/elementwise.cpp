@@ -13,8 +13,9 @@ using namespace detail;
 
 namespace {
 
-template <class Call>
-void binary(const char* name, const Tensor& a, const Tensor& b, Tensor& out) {
+template <class Call, class Extra = void (*)(Call&)>
+void binary(const char* name, const Tensor& a, const Tensor& b, Tensor& out,
+            Extra extra = [](Call&) {}) {
   req_defined(name, "a", a);
   req_defined(name, "b", b);
   req_defined(name, "out", out);
@@ -32,6 +33,7 @@ void binary(const char* name, const Tensor& a, const Tensor& b, Tensor& out) {
     c.b = o.in<float>(b);
     c.out = o.out<float>(out);
     c.n = count(a);
+    extra(c);
     return c;
   });
 }
@@ -64,8 +66,11 @@ void cast(const Tensor& src, Tensor& dst) {
   });
 }
 
-void add(const Tensor& a, const Tensor& b, Tensor& out) {
-  binary<calls::Add>("add", a, b, out);
+void add(const Tensor& a, const Tensor& b, Tensor& out, Activation act, float act_alpha) {
+  binary<calls::Add>("add", a, b, out, [&](calls::Add& c) {
+    c.f = act;
+    c.alpha = act_alpha;
+  });
 }
 void sub(const Tensor& a, const Tensor& b, Tensor& out) {
   binary<calls::Sub>("sub", a, b, out);

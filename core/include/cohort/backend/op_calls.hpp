@@ -66,7 +66,10 @@ struct Binary {
   float* out;
   std::size_t n;
 };
-struct Add : Binary {};  // out = a + b
+struct Add : Binary {  // out = f(a + b): a residual connection's sum and the activation after it
+  Activation f = Activation::identity;
+  float alpha = 0.0f;
+};
 struct Sub : Binary {};  // out = a - b
 struct Mul : Binary {};  // out = a * b
 struct Axpy {            // y += alpha * x

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "cohort/core/op_options.hpp"
 #include "cohort/core/tensor.hpp"
 
 namespace cohort::ops {
@@ -12,7 +13,9 @@ void fill(Tensor& x, double value);
 // dst = src converted to dst's dtype (torch's dst.copy_(src) across dtypes): same numel, same
 // device, floating-point dtypes only (f32, f64, bf16, f16); 16-bit results round to nearest even.
 void cast(const Tensor& src, Tensor& dst);
-void add(const Tensor& a, const Tensor& b, Tensor& out);  // out = a + b
+// out = act(a + b), one pass (a residual block's sum and ReLU); act identity: out = a + b.
+void add(const Tensor& a, const Tensor& b, Tensor& out, Activation act = Activation::identity,
+         float act_alpha = 0.0f);
 void sub(const Tensor& a, const Tensor& b, Tensor& out);  // out = a - b
 void mul(const Tensor& a, const Tensor& b, Tensor& out);  // out = a * b (element-wise)
 void axpy(float alpha, const Tensor& x, Tensor& y);       // y += alpha * x
