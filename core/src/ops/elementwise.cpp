@@ -14,8 +14,8 @@ using namespace detail;
 namespace {
 
 template <class Call, class Extra = void (*)(Call&)>
-void binary(const char* name, const Tensor& a, const Tensor& b, Tensor& out,
-            Extra extra = [](Call&) {}) {
+void binary(
+    const char* name, const Tensor& a, const Tensor& b, Tensor& out, Extra extra = [](Call&) {}) {
   req_defined(name, "a", a);
   req_defined(name, "b", b);
   req_defined(name, "out", out);
