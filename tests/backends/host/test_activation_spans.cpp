@@ -18,6 +18,11 @@
 #include "common/ops/activation.hpp"
 #include "isa_builds.hpp"
 
+// n values uniform in [lo, hi) from cohort's Philox fill on the host: inputs only.
+std::vector<float> uniform_values(std::int64_t n, float lo, float hi, std::uint64_t seed) {
+  return cohort::Tensor::uniform({n}, lo, hi, seed, cohort::host_device()).to_vector<float>();
+}
+
 // Every activation the span loops serve.
 const cohort::Activation kActivations[] = {
     cohort::Activation::identity, cohort::Activation::relu,    cohort::Activation::leaky_relu,
@@ -33,9 +38,9 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
   // 100003 values: wide and narrow uniform ranges, then the special values; an odd count, so every
   // build runs its loop's tail too.
   std::vector<float> x =
-      cohort::Tensor::uniform({60000}, -40.f, 40.f, 31, cohort::host_device()).to_vector<float>();
+      uniform_values(60000, -40.f, 40.f, 31);
   const std::vector<float> narrow =
-      cohort::Tensor::uniform({39990}, -4.f, 4.f, 32, cohort::host_device()).to_vector<float>();
+      uniform_values(39990, -4.f, 4.f, 32);
   x.insert(x.end(), narrow.begin(), narrow.end());
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-30f, -1e-30f,
@@ -43,7 +48,7 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
     x.push_back(v);
   const std::int64_t n = static_cast<std::int64_t>(x.size());
   const std::vector<float> dy =
-      cohort::Tensor::uniform({n}, -1.f, 1.f, 33, cohort::host_device()).to_vector<float>();
+      uniform_values(n, -1.f, 1.f, 33);
   int compared = 0;
   for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
@@ -92,9 +97,9 @@ TEST_CASE(
     "shared items") {
   const std::int64_t rows = 37, n = 1001;  // odd lengths: every build's loop tail runs; rows < n
   const std::vector<float> y0 =
-      cohort::Tensor::uniform({rows * n}, -6.f, 6.f, 34, cohort::host_device()).to_vector<float>();
+      uniform_values(rows * n, -6.f, 6.f, 34);
   const std::vector<float> bias =
-      cohort::Tensor::uniform({n}, -1.f, 1.f, 35, cohort::host_device()).to_vector<float>();
+      uniform_values(n, -1.f, 1.f, 35);
   const auto isas = isa_builds::wide<BiasSpans>(bias_act_spans_v3, bias_act_spans_v4);
   for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
@@ -135,11 +140,11 @@ TEST_CASE(
   // partial); values wide enough for every branch of GELU's backward.
   const std::int64_t rows = 45, n = 150;
   const std::vector<float> x =
-      cohort::Tensor::uniform({rows * n}, -9.f, 9.f, 36, cohort::host_device()).to_vector<float>();
+      uniform_values(rows * n, -9.f, 9.f, 36);
   const std::vector<float> dy =
-      cohort::Tensor::uniform({rows * n}, -1.f, 1.f, 37, cohort::host_device()).to_vector<float>();
+      uniform_values(rows * n, -1.f, 1.f, 37);
   const std::vector<float> db0 =
-      cohort::Tensor::uniform({n}, -1.f, 1.f, 38, cohort::host_device()).to_vector<float>();
+      uniform_values(n, -1.f, 1.f, 38);
   const auto isas = isa_builds::wide<BiasGrad>(bias_act_grad_v3, bias_act_grad_v4);
   for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
