@@ -37,18 +37,15 @@ TEST_CASE("host activations: the AVX-512, AVX2 and baseline builds agree bit for
   const auto isas = isa_builds::wide<Span>(activation_span_v3, activation_span_v4);
   // 100003 values: wide and narrow uniform ranges, then the special values; an odd count, so every
   // build runs its loop's tail too.
-  std::vector<float> x =
-      uniform_values(60000, -40.f, 40.f, 31);
-  const std::vector<float> narrow =
-      uniform_values(39990, -4.f, 4.f, 32);
+  std::vector<float> x = uniform_values(60000, -40.f, 40.f, 31);
+  const std::vector<float> narrow = uniform_values(39990, -4.f, 4.f, 32);
   x.insert(x.end(), narrow.begin(), narrow.end());
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-30f, -1e-30f,
                   88.7f, -88.7f, 104.0f, -104.0f, 3.0e38f, -3.0e38f, 1e-40f})
     x.push_back(v);
   const std::int64_t n = static_cast<std::int64_t>(x.size());
-  const std::vector<float> dy =
-      uniform_values(n, -1.f, 1.f, 33);
+  const std::vector<float> dy = uniform_values(n, -1.f, 1.f, 33);
   int compared = 0;
   for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
@@ -96,10 +93,8 @@ TEST_CASE(
     "host bias_add: the AVX-512, AVX2 and baseline builds agree bit for bit, and with the "
     "shared items") {
   const std::int64_t rows = 37, n = 1001;  // odd lengths: every build's loop tail runs; rows < n
-  const std::vector<float> y0 =
-      uniform_values(rows * n, -6.f, 6.f, 34);
-  const std::vector<float> bias =
-      uniform_values(n, -1.f, 1.f, 35);
+  const std::vector<float> y0 = uniform_values(rows * n, -6.f, 6.f, 34);
+  const std::vector<float> bias = uniform_values(n, -1.f, 1.f, 35);
   const auto isas = isa_builds::wide<BiasSpans>(bias_act_spans_v3, bias_act_spans_v4);
   for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
@@ -139,12 +134,9 @@ TEST_CASE(
   // 150 columns: two whole blocks of 64 and a partial one (and 9 blocks of the shared 16, the last
   // partial); values wide enough for every branch of GELU's backward.
   const std::int64_t rows = 45, n = 150;
-  const std::vector<float> x =
-      uniform_values(rows * n, -9.f, 9.f, 36);
-  const std::vector<float> dy =
-      uniform_values(rows * n, -1.f, 1.f, 37);
-  const std::vector<float> db0 =
-      uniform_values(n, -1.f, 1.f, 38);
+  const std::vector<float> x = uniform_values(rows * n, -9.f, 9.f, 36);
+  const std::vector<float> dy = uniform_values(rows * n, -1.f, 1.f, 37);
+  const std::vector<float> db0 = uniform_values(n, -1.f, 1.f, 38);
   const auto isas = isa_builds::wide<BiasGrad>(bias_act_grad_v3, bias_act_grad_v4);
   for (cohort::Activation f : kActivations) {
     CAPTURE(cohort::activation_name(f));
