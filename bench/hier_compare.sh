@@ -1,28 +1,28 @@
 #!/usr/bin/env bash
 # The hierarchical all-reduce against flat ucx and Open MPI on the shaped two-host testbed (issue
 # 32): network namespaces A and B joined by a veth pair shaped with tc tbf to RATE each way (no
-# netem here: bandwidth only), 2 ranks per namespace, float32 sum, each op waited for before the
+# netem here: bandwidth only), PER_HOST ranks per namespace (2), float32 sum, each op waited for before the
 # next (cohort-bench -z 1, MPI_Allreduce in a loop). cohort runs one cohortrun per namespace
 # (UCX over TCP on the veth, shm inside a namespace for hier); Open MPI runs one mpirun from A
 # with its daemon on B started through a namespace "rsh" agent (btl tcp on the veth, vader
 # inside a namespace). The sides alternate ROUNDS times; each cell is the median. Root only.
 #
 #   bench/hier_compare.sh [BUILD_DIR]      (default build)
-# With MODEL=1 it first calibrates the cost model on hier (cohort-bench --calibrate), runs both
-# cohort sides with --model, and prints a second table: each side's measured time against the
-# model's prediction for the algorithm it ran (hier: hierarchical; flat ucx: recursive doubling up
-# to 8 KiB, ring above), the error, the model's pick and the measured best of the two.
-# Environment: RATE (default 10gbit), ROUNDS (default 3), SIZES (cohort-bench -b/-e/-f of the
+# With MODEL=1 it first calibrates the cost model (cohort-bench --calibrate on ucx, which
+# measures flat_op_us, then on hier, which measures the links and hier_op_us into the same
+# file), also runs flat ucx with each of its algorithms forced (COHORT_UCX_ALLREDUCE=ring, rd),
+# and prints a second table: every algorithm's measured time against the model's prediction,
+# the error, the model's pick and the measured best, flagging a pick over 10% above the best.
+# Environment: RATE (default 10gbit), PER_HOST (ranks per namespace host, default 2), ROUNDS (default 3), SIZES (cohort-bench -b/-e/-f of the
 # sweep, default "-b 16 -e 64M -f 4": every power of 4 from 16 B to 64 MiB), ITERS (timed ops per size, default 20).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 bin=$build/bin
 rate=${RATE:-10gbit}
-# tbf's bucket: a 250 Hz tick's worth of bytes (at least 64 KiB), so one message larger than it
-# cannot pass at more than the rate (a 4 MiB bucket let a 4 MiB calibration message through at
-# twice 1 Gbit/s).
-burst=$(python3 -c "import re,sys; m=re.fullmatch(r'([0-9.]+)([kmg]?)bit', sys.argv[1]); print(max(65536, int(float(m[1]) * {'': 1, 'k': 1e3, 'm': 1e6, 'g': 1e9}[m[2]] / 8 / 250)))" "$rate")
+# tbf's bucket: tbf_burst (tests/launch/netns_hosts.sh: 200 us of the rate, at least 16 KiB);
+# BURST overrides, in bytes.
 rounds=${ROUNDS:-3}
+per_host=${PER_HOST:-2}
 read -r -a sizes <<< "${SIZES:--b 16 -e 64M -f 4}"
 iters=${ITERS:-20}
 [ "$(id -u)" -eq 0 ] || { echo "hier_compare.sh: needs root (network namespaces)" >&2; exit 2; }
@@ -31,6 +31,7 @@ for b in cohortrun cohort-bench mpi_allreduce_bench; do
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/launch/netns_hosts.sh"
+burst=${BURST:-$(tbf_burst "$rate")}
 tag=$$ nsA=hcA$$ nsB=hcB$$ net=10.215.$(($$ % 200 + 10))
 tmp=$(mktemp -d)
 trap 'netns_down "$nsA" "$nsB"; rm -rf "$tmp"' EXIT
@@ -58,7 +59,8 @@ cohort_side() {
   for i in 0 1; do
     ns=$([ $i = 0 ] && echo "$nsA" || echo "$nsB")
     ip netns exec "$ns" env UCX_TLS=tcp,self UCX_NET_DEVICES="c$tag-$i" OMP_NUM_THREADS=1 \
-      "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node 2 --master-addr "$net.1" \
+      COHORT_UCX_ALLREDUCE="${COHORT_UCX_ALLREDUCE:-auto}" \
+      "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node "$per_host" --master-addr "$net.1" \
       --master-port "$port" "$bin/cohort-bench" --comm "$comm" -z 1 "$@" >"$tmp/c.$i" 2>&1 &
     pids+=($!)
   done
@@ -69,7 +71,7 @@ cohort_side() {
 }
 mpi_side() {
   ip netns exec "$nsA" unshare --uts sh -c 'hostname hostA; exec "$@"' mpirun \
-    mpirun --allow-run-as-root -np 4 --host "$net.1:2,$net.2:2" \
+    mpirun --allow-run-as-root -np $((2 * per_host)) --host "$net.1:$per_host,$net.2:$per_host" \
     --mca plm_rsh_agent "$tmp/rsh" --mca oob_tcp_if_include "$net.0/24" \
     --mca btl self,vader,tcp --mca btl_tcp_if_include "$net.0/24" --bind-to none \
     "$bin/mpi_allreduce_bench" -z 1 "$@" >"$tmp/m.log" 2>&1 ||
@@ -79,6 +81,7 @@ mpi_side() {
 
 model=()
 if [ "${MODEL:-0}" = 1 ]; then
+  cohort_side ucx 29698 --calibrate "$tmp/model.txt" > /dev/null
   cohort_side hier 29699 --calibrate "$tmp/model.txt" > /dev/null
   cp "$tmp/c.0" "$tmp/calibrate.log"
   model=(--model "$tmp/model.txt")
@@ -86,10 +89,14 @@ fi
 for r in $(seq "$rounds"); do
   cohort_side hier $((29700 + r)) "${sizes[@]}" -n "$iters" -w 3 "${model[@]}" >> "$tmp/hier"
   cohort_side ucx $((29750 + r)) "${sizes[@]}" -n "$iters" -w 3 "${model[@]}" >> "$tmp/ucx"
+  if [ ${#model[@]} -gt 0 ]; then
+    COHORT_UCX_ALLREDUCE=ring cohort_side ucx $((29800 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/ring"
+    COHORT_UCX_ALLREDUCE=rd cohort_side ucx $((29850 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/rd"
+  fi
   mpi_side "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/mpi"
 done
 
-echo "# all-reduce, float32 sum, 2 namespace hosts x 2 ranks, veth shaped by tbf to $rate each way"
+echo "# all-reduce, float32 sum, 2 namespace hosts x $per_host ranks, veth shaped by tbf to $rate each way (bucket $burst B)"
 echo "# (no added latency: no netem), $(date -u +%F), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 echo "# $(mpirun --version 2>/dev/null | head -1); each op waited for; median of $rounds alternating rounds; $iters timed ops per size; times in us"
 python3 - "$tmp" <<'PY'
@@ -111,29 +118,36 @@ for s in sorted(h):
     print(f"{s:>10} {h[s]:>10.1f} {u.get(s, nan):>10.1f} {m.get(s, nan):>10.1f} "
           f"{u.get(s, nan) / h[s]:>8.2f}x {m.get(s, nan) / h[s]:>8.2f}x")
 if pred:
+    r, d2 = load("ring"), load("rd")
     print()
     print("# the cost model (" + open(f"{d}/model.txt").read().splitlines()[0].lstrip("# ") + ")")
     for line in open(f"{d}/model.txt"):
         if not line.startswith("#"):
             print("#   " + line.strip())
-    print("# predicted against measured (us); err = |predicted - measured| / measured; a wrong pick")
-    print("# is one whose measured time is over 10% above the measured best")
-    print(f"{'bytes':>10} {'hier':>9} {'pred':>9} {'err':>5} {'ucx':>9} {'pred':>9} {'err':>5} "
-          f"{'pick':>19} {'best':>5}")
-    errs = []
-    wrong = 0
+    print("# predicted against measured (us) per algorithm; err = |predicted - measured| / measured;")
+    print("# ring and rd are flat ucx forced (COHORT_UCX_ALLREDUCE), hier is hier's stages; the pick")
+    print("# is the model's among the three; WRONG: its measured time is over 10% above the best")
+    print(f"{'bytes':>10} {'hier':>9} {'pred':>9} {'err':>4} {'ring':>9} {'pred':>9} {'err':>4} "
+          f"{'rd':>9} {'pred':>9} {'err':>4} {'pick':>5} {'best':>5}")
+    errs, wrong, cells = [], 0, 0
+    short = {"hierarchical": "hier", "ring": "ring", "recursive_doubling": "rd"}
     for s in sorted(h):
-        ring, rd, rab, hh, pick = pred[s]
-        pu = rd if s <= 8192 else ring
-        eh, eu = abs(hh - h[s]) / h[s], abs(pu - u[s]) / u[s]
-        errs += [eh, eu]
-        best = "hier" if h[s] <= u[s] else "ucx"
-        picked = h[s] if pick == "hierarchical" else u[s]
-        bad = picked > 1.1 * min(h[s], u[s])
+        ring_p, rd_p, rab_p, hh_p, _ = pred[s]
+        meas = {"hier": h[s], "ring": r.get(s, nan), "rd": d2.get(s, nan)}
+        prd = {"hier": hh_p, "ring": ring_p, "rd": rd_p}
+        pick = min(prd, key=prd.get)
+        best = min(meas, key=meas.get)
+        cell = []
+        for a in ("hier", "ring", "rd"):
+            e = abs(prd[a] - meas[a]) / meas[a]
+            errs.append(e)
+            cell.append(f"{meas[a]:>9.1f} {prd[a]:>9.1f} {e:>4.0%}" + ("!" if e > 0.35 else " "))
+        bad = meas[pick] > 1.1 * meas[best]
         wrong += bad
-        print(f"{s:>10} {h[s]:>9.1f} {hh:>9.1f} {eh:>4.0%} {u[s]:>9.1f} {pu:>9.1f} {eu:>4.0%} "
-              f"{pick:>19} {best:>5}{'  WRONG PICK' if bad else ''}")
-    print(f"# median error {statistics.median(errs):.0%}, worst {max(errs):.0%}; "
-          f"{wrong} of {len(h)} picks wrong (ring/rabenseifner picks run flat ucx, which takes "
-          f"recursive doubling to 8 KiB and ring above)")
+        cells += 1
+        print(f"{s:>10} " + " ".join(cell) + f" {pick:>5} {best:>5}" + ("  WRONG PICK" if bad else ""))
+    over = sum(e > 0.35 for e in errs)
+    print(f"# median error {statistics.median(errs):.0%}, worst {max(errs):.0%}, {over} of {len(errs)} "
+          f"predictions over 35% (marked !); {wrong} of {cells} picks wrong "
+          f"({(cells - wrong) / cells:.0%} right)")
 PY

@@ -87,7 +87,10 @@ const char* const kUsage =
     "  --bind             pin each rank to core LOCAL_RANK (as mpirun does by default)\n"
     "  --json             rank 0 prints one JSON document instead of the table\n"
     "  --calibrate FILE   measure the cost model's links (a ping-pong between two ranks of one\n"
-    "                     host, and between two hosts), write FILE, and stop\n"
+    "                     host, and between two hosts) and this backend's per-op time (an\n"
+    "                     8-byte all-reduce: hier_op_us on hier, else flat_op_us), write FILE\n"
+    "                     (keeping the other op term of a FILE already there for the same job\n"
+    "                     size), and stop\n"
     "  --model FILE       print each all-reduce row's time as the cost model in FILE predicts it\n"
     "                     for every algorithm, and the one it would pick\n";
 
@@ -412,9 +415,45 @@ double ping_pong(Communicator& c, int a, int b, std::size_t bytes, int iters) {
   return rtt[rtt.size() / 2] / 2;
 }
 
+// Which algorithm `c` runs for an 8-byte all-reduce, for its per-op term: hier's stages unless
+// COHORT_HIER_ALGO=flat; a flat backend's recursive doubling (ucx's choice up to 8 KiB) unless
+// COHORT_UCX_ALLREDUCE=ring. hier choosing by a model (auto) runs no one algorithm: refused.
+AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (c.backend() == "hier") {
+    const std::string algo = env("COHORT_HIER_ALGO");
+    COHORT_CHECK(algo == "flat" || algo == "hierarchical" ||
+                     (algo.empty() && env("COHORT_COST_MODEL").empty()),
+                 "--calibrate on hier times one algorithm's 8-byte all-reduce, but "
+                 "COHORT_HIER_ALGO='", algo, "' with COHORT_COST_MODEL='", env("COHORT_COST_MODEL"),
+                 "' picks per size: unset both, or set COHORT_HIER_ALGO=hierarchical or flat");
+    if (algo != "flat") return AllreduceAlgo::hierarchical;
+  }
+  return env("COHORT_UCX_ALLREDUCE") == "ring" ? AllreduceAlgo::ring
+                                                : AllreduceAlgo::recursive_doubling;
+}
+
+// Median seconds of `iters` 8-byte all-reduces of every rank (after 10 untimed), on rank 0.
+double allreduce_8_bytes(Communicator& c, int iters) {
+  float v[2] = {1, 2};
+  std::vector<double> t;
+  for (int i = 0; i < iters + 10; ++i) {
+    const auto t0 = Clock::now();
+    c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+    if (i >= 10) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 // --calibrate: alpha and beta of the intra-host link (ranks 0 and the next rank on its host) and
-// of the inter-host link (rank 0 and the first rank of host 1), from 8 B and 4 MiB messages.
-// Rank 0 writes the file; a link the job does not have is written as 0 and said so.
+// of the inter-host link (rank 0 and the first rank of host 1), from 8 B and 4 MiB messages; then
+// the per-op term of the algorithm this backend runs at 8 B: its measured time less the formula's
+// (at least 0). Rank 0 writes the file; a link the job does not have is written as 0 and said
+// so. The other op term comes from FILE when it is there and fits this job, else 0.
 int calibrate(Communicator& c, const Options& o) {
   COHORT_CHECK(c.capabilities().host_memory, "--calibrate: backend ", c.backend(),
                " takes no host memory");
@@ -434,6 +473,22 @@ int calibrate(Communicator& c, const Options& o) {
     c.barrier()->wait();
     if (c.rank() == 0) (pass == 0 ? m.intra : m.inter) = fit_link(kSmall, small, kLarge, large);
   }
+  const AllreduceAlgo ran = algorithm_at_8_bytes(c);
+  const double op8 = allreduce_8_bytes(c, 200);
+  std::string kept;
+  if (c.rank() == 0) {
+    const double op = std::max(0.0, op8 - predict_allreduce(m, ran, 8, m.world, hosts));
+    if (FILE* f = std::fopen(o.calibrate.c_str(), "r")) {
+      std::fclose(f);
+      const CostModel before = load_cost_model(o.calibrate);
+      if (before.world == m.world && before.hosts == hosts) {
+        m.flat_op_s = before.flat_op_s;
+        m.hier_op_s = before.hier_op_s;
+        kept = ran == AllreduceAlgo::hierarchical ? "flat_op_us" : "hier_op_us";
+      }
+    }
+    (ran == AllreduceAlgo::hierarchical ? m.hier_op_s : m.flat_op_s) = op;
+  }
   if (c.rank() == 0) {
     char when[32];
     const std::time_t now = std::time(nullptr);
@@ -441,7 +496,10 @@ int calibrate(Communicator& c, const Options& o) {
     m.note = std::string(when) + ", backend " + c.backend() + ", " + std::to_string(c.size()) +
              " ranks on " + std::to_string(hosts) + " host(s)" +
              (intra_peer < 0 ? "; no host has two ranks: intra-host link not measured" : "") +
-             (inter_peer < 0 ? "; one host: inter-host link not measured" : "");
+             (inter_peer < 0 ? "; one host: inter-host link not measured" : "") + "; " +
+             (ran == AllreduceAlgo::hierarchical ? "hier_op_us" : "flat_op_us") + " from " +
+             allreduce_algo_name(ran) + "'s 8-byte all-reduce" +
+             (kept.empty() ? "" : ", " + kept + " kept from the file before");
     save_cost_model(o.calibrate, m);
     std::printf("%s", format_cost_model(m).c_str());
     std::printf("# written to %s\n", o.calibrate.c_str());

@@ -54,6 +54,30 @@ TEST_SUITE("cost_model") {
     CHECK(us(AllreduceAlgo::ring, 1e6, 1, 1) == 0);
   }
 
+  TEST_CASE("the per-op software time: once per all-reduce, flat and hierarchical apart") {
+    using doctest::Approx;
+    CostModel m = model();
+    m.flat_op_s = 500e-6;
+    m.hier_op_s = 20e-6;
+    auto t = [&](AllreduceAlgo a, double bytes) { return predict_allreduce(m, a, bytes, 4, 2) * 1e6; };
+    // The hand-worked times of the first case, each plus its own term.
+    CHECK(t(AllreduceAlgo::ring, 1e6) == Approx(15060 + 500));
+    CHECK(t(AllreduceAlgo::recursive_doubling, 1e6) == Approx(20020 + 500));
+    CHECK(t(AllreduceAlgo::rabenseifner, 1e6) == Approx(15040 + 500));
+    CHECK(t(AllreduceAlgo::hierarchical, 1e6) == Approx(12013 + 20));
+    // 8 B: hier's stages (host ring 2.008 us, leaders' doubling 10.08 us, back 1.008 us: 13.1
+    // us) beat doubling's 2 inter-host steps (20.16 us) without the terms; a hier op 20 us
+    // dearer than a flat one turns the pick.
+    CHECK(pick_allreduce(model(), 8, 4, 2) == AllreduceAlgo::hierarchical);
+    CostModel dear_hier = model();
+    dear_hier.hier_op_s = 20e-6;
+    CHECK(predict_allreduce(dear_hier, AllreduceAlgo::hierarchical, 8, 4, 2) * 1e6 ==
+          Approx(33.096));
+    CHECK(pick_allreduce(dear_hier, 8, 4, 2) == AllreduceAlgo::recursive_doubling);
+    // One rank: nothing to do, no op time either.
+    CHECK(predict_allreduce(m, AllreduceAlgo::ring, 1e6, 1, 1) == 0);
+  }
+
   TEST_CASE("small messages favour few steps, large ones few bytes") {
     CHECK(pick_allreduce(model(), 8, 16, 16) == AllreduceAlgo::recursive_doubling);
     CHECK(pick_allreduce(model(), 64e6, 16, 16) != AllreduceAlgo::recursive_doubling);
@@ -84,10 +108,23 @@ TEST_SUITE("cost_model") {
     CHECK(back.intra.alpha_s == Approx(1e-6));
     CHECK(back.inter.beta_s == Approx(1e-8));
     CHECK(back.note == m.note);
+    CHECK(back.flat_op_s == 0);
+    m.flat_op_s = 812.5e-6;
+    m.hier_op_s = 11.25e-6;
+    const CostModel with_op = parse_cost_model(format_cost_model(m), "m.txt");
+    CHECK(with_op.flat_op_s == Approx(812.5e-6));
+    CHECK(with_op.hier_op_s == Approx(11.25e-6));
 
     const std::string ok =
         "world 4\nhosts 2\nintra_alpha_us 1\nintra_beta_ns_per_byte 1\n"
         "inter_alpha_us 10\ninter_beta_ns_per_byte 10\n";
+    // A file from before the op terms existed loads, with both 0.
+    const CostModel old = parse_cost_model(ok, "m.txt");
+    CHECK(old.flat_op_s == 0);
+    CHECK(old.hier_op_s == 0);
+    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "hier_op_us -2\n", "m.txt"),
+                         doctest::Contains("line 7: hier_op_us must be a finite number >= 0"),
+                         cohort::Error);
     CHECK_THROWS_WITH_AS(parse_cost_model(ok + "speed 3\n", "m.txt"),
                          doctest::Contains("m.txt, line 7: unknown key 'speed'"), cohort::Error);
     CHECK_THROWS_WITH_AS(parse_cost_model("world four\n", "m.txt"),

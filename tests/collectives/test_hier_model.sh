@@ -2,8 +2,9 @@
 # The cost model end to end on hier across 2 simulated hosts x 2 ranks (COHORT_HOSTID per rank):
 # cohort-bench --calibrate writes the model; --model prints every algorithm's prediction and the
 # pick next to the measured rows; COHORT_HIER_ALGO=auto all-reduces by the model's pick with every
-# result checked; a model from another job size, a missing model and a bad COHORT_HIER_ALGO are
-# refused naming what is wrong.
+# result checked; the per-op terms come from hier and ucx into one file; a model from another job
+# size, a missing model, a bad COHORT_HIER_ALGO and calibrating a model-chosen hier are refused
+# naming what is wrong.
 #
 #   test_hier_model.sh BIN_DIR AS_HOSTS_SH
 set -uo pipefail
@@ -14,7 +15,7 @@ fail=0
 run() {  # NP PER-HOST ARGS...: cohort-bench on NP ranks, PER-HOST ranks per simulated host
   local np=$1 per=$2
   shift 2
-  COHORT_COMM=hier timeout 120 "$bin/cohortrun" --nproc-per-node "$np" --master-port 0 \
+  COHORT_COMM=${COMM:-hier} timeout 120 "$bin/cohortrun" --nproc-per-node "$np" --master-port 0 \
     "$as_hosts" "$per" "$bin/cohort-bench" "$@" 2>&1
 }
 check() {  # NAME STATUS: ok or FAIL
@@ -25,6 +26,21 @@ out=$(run 4 2 --calibrate "$work/m.txt")
 grep -q "^world 4$" "$work/m.txt" && grep -q "^hosts 2$" "$work/m.txt" &&
   grep -q "^inter_beta_ns_per_byte [0-9.]*$" "$work/m.txt"
 check "--calibrate wrote the model ($(grep -c . "$work/m.txt") lines): $(grep alpha "$work/m.txt" | tr '\n' ' ')" $?
+
+# The per-op terms: hier measures hier_op_us (its 8-byte all-reduce is more than its stages'
+# alphas: a worker thread and the whole-collective check); flat ucx then adds flat_op_us to the
+# same file and keeps hier's.
+hier_op=$(sed -n 's/^hier_op_us //p' "$work/m.txt")
+awk -v h="$hier_op" 'BEGIN { exit !(h > 0) }' && grep -q "^flat_op_us 0.0000$" "$work/m.txt"
+check "--calibrate on hier: hier_op_us $hier_op, flat_op_us 0 (not measured)" $?
+out=$(COMM=ucx run 4 2 --calibrate "$work/m.txt")
+flat_op=$(sed -n 's/^flat_op_us //p' "$work/m.txt")
+awk -v f="$flat_op" 'BEGIN { exit !(f > 0) }' && grep -q "^hier_op_us $hier_op$" "$work/m.txt" &&
+  grep -q "flat_op_us from recursive_doubling's 8-byte all-reduce, hier_op_us kept" "$work/m.txt"
+check "--calibrate on ucx into the same file: flat_op_us $flat_op, hier_op_us kept" $?
+out=$(COHORT_HIER_ALGO=auto COHORT_COST_MODEL="$work/m.txt" run 4 2 --calibrate "$work/m2.txt")
+[ $? -ne 0 ] && echo "$out" | grep -q "picks per size: unset both" && [ ! -e "$work/m2.txt" ]
+check "--calibrate on hier choosing by a model is refused (it times no one algorithm)" $?
 
 out=$(run 4 2 --model "$work/m.txt" -b 8 -e 4M -f 16 -n 3 -w 1)
 rows=$(echo "$out" | grep -cE '^\[rank 0\] +[0-9]+ .* (ring|recursive_doubling|rabenseifner|hierarchical)$')

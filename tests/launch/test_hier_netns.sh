@@ -15,7 +15,6 @@
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 rate=${2:-10gbit}
-burst=$(python3 -c "import re,sys; m=re.fullmatch(r'([0-9.]+)([kmg]?)bit', sys.argv[1]); print(max(65536, int(float(m[1]) * {'': 1, 'k': 1e3, 'm': 1e6, 'g': 1e9}[m[2]] / 8 / 250)))" "$rate")  # a 250 Hz tick of bytes
 skip() { echo "skipped: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "no ip (Debian: iproute2)"
@@ -28,6 +27,7 @@ net=10.214.$((tag % 200 + 10))
 aA=$net.1
 work=$(mktemp -d)
 . "$(dirname "$0")/netns_hosts.sh"
+burst=$(tbf_burst "$rate")
 cleanup() {
   netns_down "$nsA" "$nsB"
   [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"

@@ -15,8 +15,12 @@
 //                        recursive doubling among the h leaders over inter-host links, and a
 //                        broadcast back on the host (alpha + S beta, intra-host); hier's stages
 // They are the textbook ones (Thakur, Rabenseifner and Gropp, "Optimization of collective
-// communication operations in MPICH", IJHPCA 2005). Nothing here models contention, a reduction's
-// compute, or a link shared by several flows: docs/COLLECTIVES.md says where that shows.
+// communication operations in MPICH", IJHPCA 2005). To each a per-op software time is added, once
+// per all-reduce: flat_op for the flat algorithms, hier_op for the hierarchical stages (LogP's o;
+// NCCL's tuning model has the same term, its baseLatencies). --calibrate measures it as an 8-byte
+// all-reduce's time less the formula's; 0 where not measured. Nothing here models contention, a
+// reduction's compute, or a link shared by several flows: docs/COLLECTIVES.md says where that
+// shows.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +37,8 @@ struct LinkCost {
 
 struct CostModel {
   LinkCost intra, inter;
+  double flat_op_s = 0;  // per-op software time of a flat all-reduce (ring, doubling, Rabenseifner)
+  double hier_op_s = 0;  // per-op software time of the hierarchical stages together
   int world = 0;  // the job it was calibrated on
   int hosts = 0;
   std::string note;  // where and when it was calibrated (one line)
@@ -45,8 +51,9 @@ std::vector<AllreduceAlgo> allreduce_algos();
 // Predicted seconds of one all-reduce of `bytes` over `ranks` ranks on `hosts` hosts. Throws
 // cohort::Error for ranks < 1, hosts < 1 or hosts > ranks.
 double predict_allreduce(const CostModel& m, AllreduceAlgo a, double bytes, int ranks, int hosts);
-// The algorithm with the least predicted time (hierarchical only where hosts > 1 and some host
-// holds several ranks).
+// The algorithm with the least predicted time among those a cohort backend runs: ring, recursive
+// doubling (ucx), hierarchical (hier; only where hosts > 1 and some host holds several ranks).
+// Rabenseifner's is predicted (projections) but never picked: no backend implements it yet.
 AllreduceAlgo pick_allreduce(const CostModel& m, double bytes, int ranks, int hosts);
 
 // alpha and beta from two timings of one message: `small_s` for `small_bytes`, `large_s` for
@@ -55,7 +62,8 @@ AllreduceAlgo pick_allreduce(const CostModel& m, double bytes, int ranks, int ho
 LinkCost fit_link(double small_bytes, double small_s, double large_bytes, double large_s);
 
 // The file: "# note" lines, then "key value" lines: world, hosts, intra_alpha_us,
-// intra_beta_ns_per_byte, inter_alpha_us, inter_beta_ns_per_byte.
+// intra_beta_ns_per_byte, inter_alpha_us, inter_beta_ns_per_byte, and optionally flat_op_us and
+// hier_op_us (0 when absent: files written before they existed still load).
 std::string format_cost_model(const CostModel& m);
 // Parses the file's text; errors name `origin` (the path), the line and the key.
 CostModel parse_cost_model(const std::string& text, const std::string& origin);
