@@ -136,8 +136,8 @@ Options parse(int argc, char** argv) {
 // Bytes of each gradient bucket, in issue order, as DDP builds them for `name`.
 std::vector<double> ddp_buckets(const std::string& name, std::int64_t* params) {
   Device& host = host_device();
-  auto model = name == "resnet50" ? models::make("resnet50", host, {1000, 3, 224})
-                                  : models::mnist_net(host);
+  auto model =
+      name == "resnet50" ? models::make("resnet50", host, {1000, 3, 224}) : models::mnist_net(host);
   std::map<std::string, std::int64_t> numel;
   *params = 0;
   for (const auto& p : model->named_parameters()) {
@@ -225,20 +225,21 @@ void project(const Options& o, const comm::CostModel& links, const std::string& 
     std::snprintf(buf, sizeof buf, "%s%.2f", sizes.empty() ? "" : " + ", b / (1 << 20));
     sizes += buf;
   }
-  std::printf("\n# %s: %lld parameters, %.1f MiB of f32 gradients in %zu DDP buckets, in issue "
-              "order (MiB): %s\n",
-              name.c_str(), static_cast<long long>(params), total / (1 << 20), bytes.size(),
-              sizes.c_str());
+  std::printf(
+      "\n# %s: %lld parameters, %.1f MiB of f32 gradients in %zu DDP buckets, in issue "
+      "order (MiB): %s\n",
+      name.c_str(), static_cast<long long>(params), total / (1 << 20), bytes.size(), sizes.c_str());
   std::string exact;
   for (double b : bytes) exact += " " + std::to_string(static_cast<long long>(b));
   std::printf("# bucket bytes:%s\n", exact.c_str());
-  std::printf("# ms per step, all buckets' all-reduces one after another; pick: the model's per "
-              "bucket (ring, rd, hier); hidden at B >=: the backward time from which only the last "
-              "bucket's all-reduce shows%s\n",
-              o.backward_ms > 0 ? "; exposed: what shows at --backward-ms" : "");
-  std::printf("%6s %5s | %8s %8s %8s %8s %8s %-10s| %8s %8s %8s | %10s %10s",
-              "ranks", "hosts", "ring", "rd", "rab", "hier", "pick", "(algos)", "nccl-rng",
-              "nccl-tre", "nccl", "hide:pick", "hide:nccl");
+  std::printf(
+      "# ms per step, all buckets' all-reduces one after another; pick: the model's per "
+      "bucket (ring, rd, hier); hidden at B >=: the backward time from which only the last "
+      "bucket's all-reduce shows%s\n",
+      o.backward_ms > 0 ? "; exposed: what shows at --backward-ms" : "");
+  std::printf("%6s %5s | %8s %8s %8s %8s %8s %-10s| %8s %8s %8s | %10s %10s", "ranks", "hosts",
+              "ring", "rd", "rab", "hier", "pick", "(algos)", "nccl-rng", "nccl-tre", "nccl",
+              "hide:pick", "hide:nccl");
   if (o.backward_ms > 0) std::printf(" %9s %9s", "exp:pick", "exp:nccl");
   std::printf("\n");
   for (int p : o.ranks) {
@@ -308,15 +309,16 @@ int main(int argc, char** argv) {
     if (o.intra_gbyte_s > 0 || o.intra_alpha_us >= 0) intra_from += ", overridden by --intra-*";
     std::printf("# MODELLED, not measured: a DDP step's gradient all-reduces, %d ranks per host\n",
                 o.per_host);
-    std::printf("# inter-host: %.1f GB/s, %.1f us per message; intra-host: %.4f us, %.2f GB/s "
-                "from %s; per-op terms: flat %.1f us, hier %.1f us\n",
-                o.inter_gbyte_s, o.inter_alpha_us, links.intra.alpha_s * 1e6,
-                1e-9 / links.intra.beta_s, intra_from.c_str(), links.flat_op_s * 1e6,
-                links.hier_op_s * 1e6);
-    std::printf("# nccl: NCCL's tuning model (src/graph/tuning.cc at 5067397c, v2.30.7), Simple "
-                "protocol, Hopper, one %.0f GB/s NIC per host, 2 channels; nccl = the cheaper of "
-                "ring and tree per bucket\n",
-                kNicGBs);
+    std::printf(
+        "# inter-host: %.1f GB/s, %.1f us per message; intra-host: %.4f us, %.2f GB/s "
+        "from %s; per-op terms: flat %.1f us, hier %.1f us\n",
+        o.inter_gbyte_s, o.inter_alpha_us, links.intra.alpha_s * 1e6, 1e-9 / links.intra.beta_s,
+        intra_from.c_str(), links.flat_op_s * 1e6, links.hier_op_s * 1e6);
+    std::printf(
+        "# nccl: NCCL's tuning model (src/graph/tuning.cc at 5067397c, v2.30.7), Simple "
+        "protocol, Hopper, one %.0f GB/s NIC per host, 2 channels; nccl = the cheaper of "
+        "ring and tree per bucket\n",
+        kNicGBs);
     for (const auto& name : o.models) project(o, links, name);
   } catch (const Error& e) {
     std::fprintf(stderr, "ddp_projection: %s\n", e.what());

@@ -428,12 +428,13 @@ AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
     COHORT_CHECK(algo == "flat" || algo == "hierarchical" ||
                      (algo.empty() && env("COHORT_COST_MODEL").empty()),
                  "--calibrate on hier times one algorithm's 8-byte all-reduce, but "
-                 "COHORT_HIER_ALGO='", algo, "' with COHORT_COST_MODEL='", env("COHORT_COST_MODEL"),
+                 "COHORT_HIER_ALGO='",
+                 algo, "' with COHORT_COST_MODEL='", env("COHORT_COST_MODEL"),
                  "' picks per size: unset both, or set COHORT_HIER_ALGO=hierarchical or flat");
     if (algo != "flat") return AllreduceAlgo::hierarchical;
   }
   return env("COHORT_UCX_ALLREDUCE") == "ring" ? AllreduceAlgo::ring
-                                                : AllreduceAlgo::recursive_doubling;
+                                               : AllreduceAlgo::recursive_doubling;
 }
 
 // Median seconds of `iters` 8-byte all-reduces of every rank (after 10 untimed), on rank 0.

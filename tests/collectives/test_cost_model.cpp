@@ -59,7 +59,9 @@ TEST_SUITE("cost_model") {
     CostModel m = model();
     m.flat_op_s = 500e-6;
     m.hier_op_s = 20e-6;
-    auto t = [&](AllreduceAlgo a, double bytes) { return predict_allreduce(m, a, bytes, 4, 2) * 1e6; };
+    auto t = [&](AllreduceAlgo a, double bytes) {
+      return predict_allreduce(m, a, bytes, 4, 2) * 1e6;
+    };
     // The hand-worked times of the first case, each plus its own term.
     CHECK(t(AllreduceAlgo::ring, 1e6) == Approx(15060 + 500));
     CHECK(t(AllreduceAlgo::recursive_doubling, 1e6) == Approx(20020 + 500));
