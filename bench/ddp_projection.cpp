@@ -237,7 +237,7 @@ void project(const Options& o, const comm::CostModel& links, const std::string& 
       "bucket (ring, rd, hier); hidden at B >=: the backward time from which only the last "
       "bucket's all-reduce shows%s\n",
       o.backward_ms > 0 ? "; exposed: what shows at --backward-ms" : "");
-  std::printf("%6s %5s | %8s %8s %8s %8s %8s %-10s| %8s %8s %8s | %10s %10s", "ranks", "hosts",
+  std::printf("%6s %5s | %8s %8s %8s %8s %8s %-11s | %8s %8s %8s | %10s %10s", "ranks", "hosts",
               "ring", "rd", "rab", "hier", "pick", "(algos)", "nccl-rng", "nccl-tre", "nccl",
               "hide:pick", "hide:nccl");
   if (o.backward_ms > 0) std::printf(" %9s %9s", "exp:pick", "exp:nccl");
@@ -264,7 +264,7 @@ void project(const Options& o, const comm::CostModel& links, const std::string& 
     for (double t : pick_t) pick_sum += t;
     std::string which;
     for (const auto& [algo, n] : picks) which += (which.empty() ? "" : "+") + algo;
-    std::printf("%6d %5d | %8.2f %8.2f %8.2f %8.2f %8.2f %-10s|", p, hosts,
+    std::printf("%6d %5d | %8.2f %8.2f %8.2f %8.2f %8.2f %-11s |", p, hosts,
                 sum[AllreduceAlgo::ring] / 1e3, sum[AllreduceAlgo::recursive_doubling] / 1e3,
                 sum[AllreduceAlgo::rabenseifner] / 1e3,
                 hosts > 1 ? sum[AllreduceAlgo::hierarchical] / 1e3 : NAN, pick_sum / 1e3,

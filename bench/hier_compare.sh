@@ -8,13 +8,15 @@
 # inside a namespace). The sides alternate ROUNDS times; each cell is the median. Root only.
 #
 #   bench/hier_compare.sh [BUILD_DIR]      (default build)
-# With MODEL=1 it first calibrates the cost model (cohort-bench --calibrate on ucx, which
-# measures flat_op_us, then on hier, which measures the links and hier_op_us into the same
-# file), also runs flat ucx with each of its algorithms forced (COHORT_UCX_ALLREDUCE=ring, rd),
-# and prints a second table: every algorithm's measured time against the model's prediction,
-# the error, the model's pick and the measured best, flagging a pick over 10% above the best.
-# Environment: RATE (default 10gbit), PER_HOST (ranks per namespace host, default 2), ROUNDS (default 3), SIZES (cohort-bench -b/-e/-f of the
-# sweep, default "-b 16 -e 64M -f 4": every power of 4 from 16 B to 64 MiB), ITERS (timed ops per size, default 20).
+# With MODEL=1 it first calibrates the cost model (cohort-bench --calibrate on hier: the links
+# and hier_op_us; then --calibrate-op on ucx: flat_op_us against the same links), also runs flat
+# ucx with each of its algorithms forced (COHORT_UCX_ALLREDUCE=ring, rd, rab), and prints a second
+# table: every algorithm's measured time against the model's prediction, the error, the model's
+# pick and the measured best, flagging a pick over 10% above the best.
+# Environment: RATE (default 10gbit), PER_HOST (ranks per namespace host, default 2), ROUNDS
+# (default 3), SIZES (cohort-bench -b/-e/-f of the sweep, default "-b 16 -e 64M -f 4": every
+# power of 4 from 16 B to 64 MiB), ITERS (timed ops per size, default 20), BURST (tbf's bucket
+# in bytes, default tbf_burst).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 bin=$build/bin
@@ -52,7 +54,10 @@ exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name; \$*"
 EOF
 chmod +x "$tmp/rsh"
 
-# One sweep of cohort-bench over two cohortruns; rank 0's rows (size, time us) to stdout.
+# One sweep of cohort-bench over two cohortruns. The keep-alive limit is 30 s, not 2: with 8
+# ranks on 2 cores and 4 flows per host on a 1 Gbit/s link, flat ucx's 16 MiB all-reduce left a
+# rank's keep-alive unanswered for over 2 s (2026-11-27), and the job presumed it dead.
+# Rank 0's rows (size, time us) to stdout.
 cohort_side() {
   local comm=$1 port=$2 i ns pids=()
   shift 2
@@ -60,11 +65,13 @@ cohort_side() {
     ns=$([ $i = 0 ] && echo "$nsA" || echo "$nsB")
     ip netns exec "$ns" env UCX_TLS=tcp,self UCX_NET_DEVICES="c$tag-$i" OMP_NUM_THREADS=1 \
       COHORT_UCX_ALLREDUCE="${COHORT_UCX_ALLREDUCE:-auto}" \
+      COHORT_PEER_TIMEOUT_MS="${COHORT_PEER_TIMEOUT_MS:-30000}" \
       "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node "$per_host" --master-addr "$net.1" \
       --master-port "$port" "$bin/cohort-bench" --comm "$comm" -z 1 "$@" >"$tmp/c.$i" 2>&1 &
     pids+=($!)
   done
-  wait "${pids[0]}" "${pids[1]}"
+  wait "${pids[0]}" && wait "${pids[1]}" ||
+    { echo "hier_compare.sh: cohort-bench --comm $comm failed:" >&2; tail -n 15 "$tmp"/c.* >&2; return 1; }
   # size, time, then (with --model) ring rd rab hier pick
   sed -n 's/^\[rank 0\] *//p' "$tmp/c.0" | awk '$1 ~ /^[0-9]+$/ {
     printf "%s %s", $1, $5; for (i = 9; i <= NF; ++i) printf " %s", $i; printf "\n" }'
@@ -81,8 +88,8 @@ mpi_side() {
 
 model=()
 if [ "${MODEL:-0}" = 1 ]; then
-  cohort_side ucx 29698 --calibrate "$tmp/model.txt" > /dev/null
-  cohort_side hier 29699 --calibrate "$tmp/model.txt" > /dev/null
+  cohort_side hier 29698 --calibrate "$tmp/model.txt" > /dev/null
+  cohort_side ucx 29699 --calibrate-op "$tmp/model.txt" > /dev/null
   cp "$tmp/c.0" "$tmp/calibrate.log"
   model=(--model "$tmp/model.txt")
 fi
@@ -92,6 +99,7 @@ for r in $(seq "$rounds"); do
   if [ ${#model[@]} -gt 0 ]; then
     COHORT_UCX_ALLREDUCE=ring cohort_side ucx $((29800 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/ring"
     COHORT_UCX_ALLREDUCE=rd cohort_side ucx $((29850 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/rd"
+    COHORT_UCX_ALLREDUCE=rab cohort_side ucx $((29900 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/rab"
   fi
   mpi_side "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/mpi"
 done
@@ -118,27 +126,26 @@ for s in sorted(h):
     print(f"{s:>10} {h[s]:>10.1f} {u.get(s, nan):>10.1f} {m.get(s, nan):>10.1f} "
           f"{u.get(s, nan) / h[s]:>8.2f}x {m.get(s, nan) / h[s]:>8.2f}x")
 if pred:
-    r, d2 = load("ring"), load("rd")
+    r, d2, rb = load("ring"), load("rd"), load("rab")
     print()
     print("# the cost model (" + open(f"{d}/model.txt").read().splitlines()[0].lstrip("# ") + ")")
     for line in open(f"{d}/model.txt"):
         if not line.startswith("#"):
             print("#   " + line.strip())
     print("# predicted against measured (us) per algorithm; err = |predicted - measured| / measured;")
-    print("# ring and rd are flat ucx forced (COHORT_UCX_ALLREDUCE), hier is hier's stages; the pick")
-    print("# is the model's among the three; WRONG: its measured time is over 10% above the best")
-    print(f"{'bytes':>10} {'hier':>9} {'pred':>9} {'err':>4} {'ring':>9} {'pred':>9} {'err':>4} "
-          f"{'rd':>9} {'pred':>9} {'err':>4} {'pick':>5} {'best':>5}")
+    print("# ring, rd and rab are flat ucx forced (COHORT_UCX_ALLREDUCE), hier is hier's stages; the")
+    print("# pick is the model's among the four; WRONG: its measured time is over 10% above the best")
+    print(f"{'bytes':>10}" + "".join(f" {a:>9} {'pred':>9} {'err':>4} " for a in ("hier", "ring", "rd", "rab"))
+          + f"{'pick':>5} {'best':>5}")
     errs, wrong, cells = [], 0, 0
-    short = {"hierarchical": "hier", "ring": "ring", "recursive_doubling": "rd"}
     for s in sorted(h):
         ring_p, rd_p, rab_p, hh_p, _ = pred[s]
-        meas = {"hier": h[s], "ring": r.get(s, nan), "rd": d2.get(s, nan)}
-        prd = {"hier": hh_p, "ring": ring_p, "rd": rd_p}
+        meas = {"hier": h[s], "ring": r.get(s, nan), "rd": d2.get(s, nan), "rab": rb.get(s, nan)}
+        prd = {"hier": hh_p, "ring": ring_p, "rd": rd_p, "rab": rab_p}
         pick = min(prd, key=prd.get)
         best = min(meas, key=meas.get)
         cell = []
-        for a in ("hier", "ring", "rd"):
+        for a in ("hier", "ring", "rd", "rab"):
             e = abs(prd[a] - meas[a]) / meas[a]
             errs.append(e)
             cell.append(f"{meas[a]:>9.1f} {prd[a]:>9.1f} {e:>4.0%}" + ("!" if e > 0.35 else " "))

@@ -25,6 +25,15 @@ double doubling(const LinkCost& l, double bytes, int p) {
   return log2_ceil(p) * l.time(bytes);
 }
 
+// One step of a flat algorithm between ranks `distance` apart, `bytes` each way, ranks placed
+// host by host (`local` per host, as launchers place them): within a host when the distance is
+// less than `local`, else across hosts with all `local` ranks of the host crossing at once, so
+// each gets 1/local of the host's link.
+double flat_step(const CostModel& m, int hosts, int local, double distance, double bytes) {
+  if (hosts > 1 && distance >= local) return m.inter.alpha_s + local * bytes * m.inter.beta_s;
+  return m.intra.time(bytes);
+}
+
 }  // namespace
 
 const char* allreduce_algo_name(AllreduceAlgo a) {
@@ -52,14 +61,24 @@ double predict_allreduce(const CostModel& m, AllreduceAlgo a, double bytes, int 
   const LinkCost& flat = hosts > 1 ? m.inter : m.intra;
   const int p = ranks;
   if (p == 1) return 0;
+  const int local = (ranks + hosts - 1) / hosts;
+  const int steps = static_cast<int>(log2_ceil(p));
   switch (a) {
     case AllreduceAlgo::ring:
       return m.flat_op_s + ring(flat, bytes, p);
-    case AllreduceAlgo::recursive_doubling:
-      return m.flat_op_s + doubling(flat, bytes, p);
-    case AllreduceAlgo::rabenseifner:
-      return m.flat_op_s + 2.0 * log2_ceil(p) * flat.alpha_s +
-             2.0 * (p - 1) / p * bytes * flat.beta_s;
+    case AllreduceAlgo::recursive_doubling: {
+      double t = m.flat_op_s;
+      for (int k = 0; k < steps; ++k) t += flat_step(m, hosts, local, std::ldexp(1.0, k), bytes);
+      return t;
+    }
+    case AllreduceAlgo::rabenseifner: {
+      // Reduce-scatter by recursive halving (distance and bytes halve each step), then the
+      // all-gather by recursive doubling: the same steps in reverse.
+      double t = m.flat_op_s;
+      for (int k = 1; k <= steps; ++k)
+        t += 2 * flat_step(m, hosts, local, std::ldexp(p, -k), std::ldexp(bytes, -k));
+      return t;
+    }
     case AllreduceAlgo::hierarchical: {
       const int l = (ranks + hosts - 1) / hosts;
       const double local = ring(m.intra, bytes, l);
@@ -78,7 +97,6 @@ AllreduceAlgo pick_allreduce(const CostModel& m, double bytes, int ranks, int ho
   double best_t = std::numeric_limits<double>::infinity();
   for (AllreduceAlgo a : allreduce_algos()) {
     if (a == AllreduceAlgo::hierarchical && !hier_applies) continue;
-    if (a == AllreduceAlgo::rabenseifner) continue;  // modelled, but no backend runs it
     const double t = predict_allreduce(m, a, bytes, ranks, hosts);
     if (t < best_t) best = a, best_t = t;
   }

@@ -62,6 +62,7 @@ struct Options {
   bool registered = false;
   std::string comm;
   std::string calibrate;  // --calibrate FILE: measure the cost model's links, write FILE, exit
+  bool calibrate_op = false;  // --calibrate-op FILE: only this backend's per-op term, into FILE
   std::string model;      // --model FILE: the model's predictions next to each all-reduce row
 };
 
@@ -86,11 +87,12 @@ const char* const kUsage =
     "  --comm NAME        backend (default: COHORT_COMM, else auto)\n"
     "  --bind             pin each rank to core LOCAL_RANK (as mpirun does by default)\n"
     "  --json             rank 0 prints one JSON document instead of the table\n"
-    "  --calibrate FILE   measure the cost model's links (a ping-pong between two ranks of one\n"
-    "                     host, and between two hosts) and this backend's per-op time (an\n"
-    "                     8-byte all-reduce: hier_op_us on hier, else flat_op_us), write FILE\n"
-    "                     (keeping the other op term of a FILE already there for the same job\n"
-    "                     size), and stop\n"
+    "  --calibrate FILE   measure the cost model's links (exchanges between pairs of ranks of one\n"
+    "                     host, and of two hosts, all pairs at once) and this backend's per-op\n"
+    "                     time (an 8-byte all-reduce: hier_op_us on hier, else flat_op_us),\n"
+    "                     write FILE, and stop\n"
+    "  --calibrate-op FILE  measure only this backend's per-op time, against FILE's links (FILE\n"
+    "                     from --calibrate on this job size), update it in FILE, and stop\n"
     "  --model FILE       print each all-reduce row's time as the cost model in FILE predicts it\n"
     "                     for every algorithm, and the one it would pick\n";
 
@@ -209,8 +211,9 @@ Options parse(int argc, char** argv) {
       o.registered = parse_int(a, take(), 0, 1) != 0;
     } else if (a == "--comm") {
       o.comm = take();
-    } else if (a == "--calibrate") {
+    } else if (a == "--calibrate" || a == "--calibrate-op") {
       o.calibrate = take();
+      o.calibrate_op = a == "--calibrate-op";
     } else if (a == "--model") {
       o.model = take();
     } else if (a == "--json") {
@@ -393,26 +396,40 @@ HostMap hosts_of(Communicator& c) {
   return map_hosts(keys);
 }
 
-// One-way seconds of a `bytes` message between ranks a and b: half the median round trip of
-// `iters` ping-pongs (after 3 untimed). Ranks other than a and b return 0 at once.
-double ping_pong(Communicator& c, int a, int b, std::size_t bytes, int iters) {
-  if (c.rank() != a && c.rank() != b) return 0;
-  std::vector<char> buf(std::max<std::size_t>(bytes, 1));
-  const int peer = c.rank() == a ? b : a;
-  std::vector<double> rtt;
+// Seconds of one exchange of `bytes` each way with `peer` (-1: none, return 0 at once), both
+// sending at once: the median of `iters` (after 3 untimed). Every rank with a peer runs it at
+// the same time, as in a collective's step, so the figure includes the other ranks' competing
+// for the cores and, across hosts, for the link.
+double exchange(Communicator& c, int peer, std::size_t bytes, int iters) {
+  if (peer < 0) return 0;
+  std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
+  std::vector<double> t;
   for (int i = 0; i < iters + 3; ++i) {
     const auto t0 = Clock::now();
-    if (c.rank() == a) {
-      c.send(buf.data(), bytes, DType::u8, peer, 7)->wait();
-      c.recv(buf.data(), bytes, DType::u8, peer, 8)->wait();
-    } else {
-      c.recv(buf.data(), bytes, DType::u8, peer, 7)->wait();
-      c.send(buf.data(), bytes, DType::u8, peer, 8)->wait();
-    }
-    if (i >= 3) rtt.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    auto r = c.recv(in.data(), bytes, DType::u8, peer, 7);
+    auto s = c.send(out.data(), bytes, DType::u8, peer, 7);
+    r->wait();
+    s->wait();
+    if (i >= 3) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  std::sort(rtt.begin(), rtt.end());
-  return rtt[rtt.size() / 2] / 2;
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// This rank's partner in the calibration's intra-host pass (local ranks 0-1, 2-3, ... of each
+// host) or inter-host pass (local rank i of host 2k with local rank i of host 2k + 1); -1: none.
+int calibration_peer(const HostMap& map, int rank, bool inter) {
+  const auto r = static_cast<std::size_t>(rank);
+  const int h = map.host_of[r], i = map.local_of[r];
+  if (!inter) {
+    const auto& mine = map.members[static_cast<std::size_t>(h)];
+    const int j = i ^ 1;
+    return j < static_cast<int>(mine.size()) ? mine[static_cast<std::size_t>(j)] : -1;
+  }
+  const int other = h ^ 1;
+  if (other >= map.hosts()) return -1;
+  const auto& theirs = map.members[static_cast<std::size_t>(other)];
+  return i < static_cast<int>(theirs.size()) ? theirs[static_cast<std::size_t>(i)] : -1;
 }
 
 // Which algorithm `c` runs for an 8-byte all-reduce, for its per-op term: hier's stages unless
@@ -437,70 +454,74 @@ AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
                                                : AllreduceAlgo::recursive_doubling;
 }
 
-// Median seconds of `iters` 8-byte all-reduces of every rank (after 10 untimed), on rank 0.
+// Seconds per 8-byte all-reduce of every rank: `iters` of them each waited for (after 10
+// untimed), the mean, the slowest rank's, as a cohort-bench row (-z 1) times them.
 double allreduce_8_bytes(Communicator& c, int iters) {
   float v[2] = {1, 2};
-  std::vector<double> t;
-  for (int i = 0; i < iters + 10; ++i) {
-    const auto t0 = Clock::now();
-    c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
-    if (i >= 10) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  for (int i = 0; i < 10; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+  c.barrier()->wait();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+  double t = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+  c.allreduce(&t, &t, 1, DType::f64, ReduceOp::max)->wait();
+  return t;
 }
 
-// --calibrate: alpha and beta of the intra-host link (ranks 0 and the next rank on its host) and
-// of the inter-host link (rank 0 and the first rank of host 1), from 8 B and 4 MiB messages; then
-// the per-op term of the algorithm this backend runs at 8 B: its measured time less the formula's
-// (at least 0). Rank 0 writes the file; a link the job does not have is written as 0 and said
-// so. The other op term comes from FILE when it is there and fits this job, else 0.
+// --calibrate: alpha and beta of the intra-host link (local ranks 0-1, 2-3, ... of every host at
+// once) and of the inter-host link (each rank of host 0 with its like on host 1, and so on), from
+// 8 B and 4 MiB exchanges, as rank 0 times them; then the per-op term of the algorithm this
+// backend runs at 8 B: its measured time less the formula's (at least 0). The other op term is
+// 0 until --calibrate-op adds it. Rank 0 writes the file; a link the job does not have is written
+// as 0 and said so. --calibrate-op: only the op term, against the links of the file there.
 int calibrate(Communicator& c, const Options& o) {
   COHORT_CHECK(c.capabilities().host_memory, "--calibrate: backend ", c.backend(),
                " takes no host memory");
   const HostMap map = hosts_of(c);
   const int hosts = map.hosts();
-  const int intra_peer = map.members[0].size() > 1 ? map.members[0][1] : -1;
-  const int inter_peer = hosts > 1 ? map.members[1][0] : -1;
-  constexpr std::size_t kSmall = 8, kLarge = 4u << 20;
-  CostModel m;
-  m.world = c.size();
-  m.hosts = hosts;
-  for (int pass = 0; pass < 2; ++pass) {
-    const int peer = pass == 0 ? intra_peer : inter_peer;
-    if (peer < 0) continue;
-    const double small = ping_pong(c, 0, peer, kSmall, 200);
-    const double large = ping_pong(c, 0, peer, kLarge, 10);
-    c.barrier()->wait();
-    if (c.rank() == 0) (pass == 0 ? m.intra : m.inter) = fit_link(kSmall, small, kLarge, large);
-  }
   const AllreduceAlgo ran = algorithm_at_8_bytes(c);
-  const double op8 = allreduce_8_bytes(c, 200);
-  std::string kept;
-  if (c.rank() == 0) {
-    const double op = std::max(0.0, op8 - predict_allreduce(m, ran, 8, m.world, hosts));
-    if (FILE* f = std::fopen(o.calibrate.c_str(), "r")) {
-      std::fclose(f);
-      const CostModel before = load_cost_model(o.calibrate);
-      if (before.world == m.world && before.hosts == hosts) {
-        m.flat_op_s = before.flat_op_s;
-        m.hier_op_s = before.hier_op_s;
-        kept = ran == AllreduceAlgo::hierarchical ? "flat_op_us" : "hier_op_us";
+  const char* op_key = ran == AllreduceAlgo::hierarchical ? "hier_op_us" : "flat_op_us";
+  CostModel m;
+  std::string note;
+  if (o.calibrate_op) {
+    m = load_cost_model(o.calibrate);
+    check_cost_model_fits(m, o.calibrate, c.size(), hosts);
+    note = m.note + "; " + op_key + " from " + c.backend() + " (--calibrate-op)";
+  } else {
+    m.world = c.size();
+    m.hosts = hosts;
+    const int intra_peer = calibration_peer(map, 0, false);
+    const int inter_peer = calibration_peer(map, 0, true);
+    // Host 0's ranks that cross to host 1 at once in the inter-host pass: they share its link,
+    // so one flow's time per byte is that many betas.
+    const auto sharing = static_cast<double>(
+        hosts > 1 ? std::min(map.members[0].size(), map.members[1].size()) : 1);
+    constexpr std::size_t kSmall = 8, kLarge = 4u << 20;
+    for (int pass = 0; pass < 2; ++pass) {
+      if ((pass == 0 ? intra_peer : inter_peer) < 0) continue;
+      const int peer = calibration_peer(map, c.rank(), pass == 1);
+      const double small = exchange(c, peer, kSmall, 200);
+      const double large = exchange(c, peer, kLarge, 10);
+      c.barrier()->wait();
+      if (c.rank() == 0) {
+        LinkCost l = fit_link(kSmall, small, kLarge, large);
+        if (pass == 1) l.beta_s /= sharing;
+        (pass == 0 ? m.intra : m.inter) = l;
       }
     }
-    (ran == AllreduceAlgo::hierarchical ? m.hier_op_s : m.flat_op_s) = op;
-  }
-  if (c.rank() == 0) {
     char when[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-    m.note = std::string(when) + ", backend " + c.backend() + ", " + std::to_string(c.size()) +
-             " ranks on " + std::to_string(hosts) + " host(s)" +
-             (intra_peer < 0 ? "; no host has two ranks: intra-host link not measured" : "") +
-             (inter_peer < 0 ? "; one host: inter-host link not measured" : "") + "; " +
-             (ran == AllreduceAlgo::hierarchical ? "hier_op_us" : "flat_op_us") + " from " +
-             allreduce_algo_name(ran) + "'s 8-byte all-reduce" +
-             (kept.empty() ? "" : ", " + kept + " kept from the file before");
+    note = std::string(when) + ", backend " + c.backend() + ", " + std::to_string(c.size()) +
+           " ranks on " + std::to_string(hosts) + " host(s)" +
+           (intra_peer < 0 ? "; no host has two ranks: intra-host link not measured" : "") +
+           (inter_peer < 0 ? "; one host: inter-host link not measured" : "") + "; " + op_key +
+           " from " + allreduce_algo_name(ran) + "'s 8-byte all-reduce";
+  }
+  const double op8 = allreduce_8_bytes(c, 200);
+  if (c.rank() == 0) {
+    const double op = std::max(0.0, op8 - predict_allreduce(m, ran, 8, m.world, hosts));
+    (ran == AllreduceAlgo::hierarchical ? m.hier_op_s : m.flat_op_s) = op;
+    m.note = note;
     save_cost_model(o.calibrate, m);
     std::printf("%s", format_cost_model(m).c_str());
     std::printf("# written to %s\n", o.calibrate.c_str());

@@ -16,7 +16,8 @@
 
 namespace cohort::comm::ucx::detail {
 
-// Picks recursive doubling or ring by size (Tuning::ring_min_bytes) and handles size() == 1.
+// Picks recursive doubling or ring by size (Tuning::ring_min_bytes), or the algorithm the tuning
+// forces, and handles size() == 1.
 void allreduce(Channel& ch, const Tuning& t, const void* send, void* recv, std::size_t count,
                DType dtype, ReduceOp op);
 // Whether allreduce() picks the ring for a vector of `bytes` bytes.
@@ -37,6 +38,10 @@ void allreduce_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void
 // first 2 (n - 2^floor(log2 n)) ranks pairwise before and after. Latency-optimal for small sizes.
 void allreduce_recursive_doubling(Channel& ch, const void* send, void* recv, std::size_t count,
                                   DType dtype, ReduceOp op);
+// Reduce-scatter by recursive halving, then all-gather by recursive doubling, with the same
+// folding as recursive doubling: ring's 2 (p-1)/p of the bytes in 2 log2(p) steps.
+void allreduce_rabenseifner(Channel& ch, const void* send, void* recv, std::size_t count,
+                            DType dtype, ReduceOp op);
 
 // Picks binomial tree or pipelined chain by size (Tuning::chain_min_bytes).
 void broadcast(Channel& ch, const Tuning& t, void* buf, std::size_t count, DType dtype, int root);

@@ -49,7 +49,9 @@ class Channel {
 // Algorithm choices and sizes; defaults measured on the 2-core reference machine (docs/UCX.md),
 // overridable from the environment (ucx_communicator.cpp reads COHORT_UCX_*).
 struct Tuning {
-  enum class Allreduce { automatic, ring, recursive_doubling };
+  // automatic: recursive doubling below ring_min_bytes, ring from there; the others forced
+  // (rabenseifner is never chosen automatically: its crossover has not been measured).
+  enum class Allreduce { automatic, ring, recursive_doubling, rabenseifner };
   Allreduce allreduce = Allreduce::automatic;
   // allreduce: recursive doubling below this many bytes, ring at and above it.
   std::size_t ring_min_bytes = 0;

@@ -25,12 +25,13 @@ Tuning default_tuning() {
 
 bool allreduce_uses_ring(const Tuning& t, std::size_t bytes) {
   if (t.allreduce == Tuning::Allreduce::ring) return true;
-  if (t.allreduce == Tuning::Allreduce::recursive_doubling) return false;
+  if (t.allreduce != Tuning::Allreduce::automatic) return false;
   return bytes >= t.ring_min_bytes;
 }
 
 bool allreduce_is_one_exchange(const Tuning& t, int size, std::size_t bytes) {
-  return size == 2 && bytes > 0 && !allreduce_uses_ring(t, bytes);
+  return size == 2 && bytes > 0 && !allreduce_uses_ring(t, bytes) &&
+         t.allreduce != Tuning::Allreduce::rabenseifner;
 }
 
 void allreduce(Channel& ch, const Tuning& t, const void* send, void* recv, std::size_t count,
@@ -39,7 +40,9 @@ void allreduce(Channel& ch, const Tuning& t, const void* send, void* recv, std::
     if (send != recv) std::memcpy(recv, send, count * dtype_size(dtype));
     return;  // avg over one rank is the value itself
   }
-  if (allreduce_uses_ring(t, count * dtype_size(dtype)))
+  if (t.allreduce == Tuning::Allreduce::rabenseifner)
+    allreduce_rabenseifner(ch, send, recv, count, dtype, op);
+  else if (allreduce_uses_ring(t, count * dtype_size(dtype)))
     allreduce_ring(ch, t.chunk_bytes, send, recv, count, dtype, op);
   else
     allreduce_recursive_doubling(ch, send, recv, count, dtype, op);

@@ -32,7 +32,7 @@ std::size_t env_bytes(const char* name, std::size_t fallback) {
   return static_cast<std::size_t>(x);
 }
 
-// Defaults (select_algorithm.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd),
+// Defaults (select_algorithm.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd | rab),
 // COHORT_UCX_RING_MIN_BYTES, COHORT_UCX_CHUNK_BYTES or COHORT_UCX_CHAIN_MIN_BYTES say otherwise.
 detail::Tuning tuning_from_env() {
   detail::Tuning t = detail::default_tuning();
@@ -42,9 +42,11 @@ detail::Tuning tuning_from_env() {
       t.allreduce = detail::Tuning::Allreduce::ring;
     else if (s == "rd")
       t.allreduce = detail::Tuning::Allreduce::recursive_doubling;
+    else if (s == "rab")
+      t.allreduce = detail::Tuning::Allreduce::rabenseifner;
     else
       COHORT_CHECK_IN(kName, s == "auto", "COHORT_UCX_ALLREDUCE='", s,
-                      "' is not one of auto, ring, rd");
+                      "' is not one of auto, ring, rd, rab");
   }
   t.ring_min_bytes = env_bytes("COHORT_UCX_RING_MIN_BYTES", t.ring_min_bytes);
   t.chunk_bytes = env_bytes("COHORT_UCX_CHUNK_BYTES", t.chunk_bytes);

@@ -33,10 +33,12 @@ TEST_SUITE("cost_model") {
     using doctest::Approx;
     // ring over inter-host links: 2*3*10 us + 2*3/4 * 1e6 B * 10 ns = 60 us + 15000 us
     CHECK(us(AllreduceAlgo::ring, 1e6, 4, 2) == Approx(15060));
-    // recursive doubling: log2 4 = 2 steps of 10 us + 10000 us
-    CHECK(us(AllreduceAlgo::recursive_doubling, 1e6, 4, 2) == Approx(20020));
-    // Rabenseifner: 2*2*10 us + 15000 us
-    CHECK(us(AllreduceAlgo::rabenseifner, 1e6, 4, 2) == Approx(15040));
+    // recursive doubling, ranks 0 1 on host 0 and 2 3 on host 1: distance 1 on the host (1 us +
+    // 1000 us), distance 2 across with both ranks of a host on its link (10 us + 2 * 10000 us)
+    CHECK(us(AllreduceAlgo::recursive_doubling, 1e6, 4, 2) == Approx(21011));
+    // Rabenseifner: halving at distance 2 across (10 us + 2 * 0.5e6 B * 10 ns) then distance 1
+    // on the host (1 us + 0.25e6 B * 1 ns), and the all-gather back the same: 2 * 10261 us
+    CHECK(us(AllreduceAlgo::rabenseifner, 1e6, 4, 2) == Approx(20522));
     // hierarchical: host ring of 2 (2 us + 1000 us), leaders' doubling of 2 (10 us + 10000 us,
     // cheaper than their ring's 20 us + 10000 us), broadcast back (1 us + 1000 us)
     CHECK(us(AllreduceAlgo::hierarchical, 1e6, 4, 2) == Approx(12013));
@@ -64,18 +66,16 @@ TEST_SUITE("cost_model") {
     };
     // The hand-worked times of the first case, each plus its own term.
     CHECK(t(AllreduceAlgo::ring, 1e6) == Approx(15060 + 500));
-    CHECK(t(AllreduceAlgo::recursive_doubling, 1e6) == Approx(20020 + 500));
-    CHECK(t(AllreduceAlgo::rabenseifner, 1e6) == Approx(15040 + 500));
+    CHECK(t(AllreduceAlgo::recursive_doubling, 1e6) == Approx(21011 + 500));
+    CHECK(t(AllreduceAlgo::rabenseifner, 1e6) == Approx(20522 + 500));
     CHECK(t(AllreduceAlgo::hierarchical, 1e6) == Approx(12013 + 20));
-    // 8 B: hier's stages (host ring 2.008 us, leaders' doubling 10.08 us, back 1.008 us: 13.1
-    // us) beat doubling's 2 inter-host steps (20.16 us) without the terms; a hier op 20 us
-    // dearer than a flat one turns the pick.
-    CHECK(pick_allreduce(model(), 8, 4, 2) == AllreduceAlgo::hierarchical);
-    CostModel dear_hier = model();
-    dear_hier.hier_op_s = 20e-6;
-    CHECK(predict_allreduce(dear_hier, AllreduceAlgo::hierarchical, 8, 4, 2) * 1e6 ==
-          Approx(33.096));
-    CHECK(pick_allreduce(dear_hier, 8, 4, 2) == AllreduceAlgo::recursive_doubling);
+    // 8 B: doubling's two steps (1.008 us on the host, 10.16 us across: 11.168 us) beat hier's
+    // stages (host ring 2.008 us, leaders' doubling 10.08 us, back 1.008 us: 13.096 us) without
+    // the terms; a flat op 480 us dearer than hier's turns the pick.
+    CHECK(us(AllreduceAlgo::recursive_doubling, 8, 4, 2) == Approx(11.168));
+    CHECK(us(AllreduceAlgo::hierarchical, 8, 4, 2) == Approx(13.096));
+    CHECK(pick_allreduce(model(), 8, 4, 2) == AllreduceAlgo::recursive_doubling);
+    CHECK(pick_allreduce(m, 8, 4, 2) == AllreduceAlgo::hierarchical);
     // One rank: nothing to do, no op time either.
     CHECK(predict_allreduce(m, AllreduceAlgo::ring, 1e6, 1, 1) == 0);
   }

@@ -54,6 +54,16 @@ def doubling(link, b, p):
     return 0 if p <= 1 else math.ceil(math.log2(p)) * (link[0] + b * link[1])
 
 
+def flat_doubling(b, p, n):
+    """Recursive doubling over ranks placed host by host: distances below the ranks per host stay
+    on the host; the others cross with all of a host's ranks sharing its link."""
+    if n == 1:
+        return doubling(INTRA, b, p)
+    local = p // n
+    steps = [1 << k for k in range(math.ceil(math.log2(p)))]
+    return sum(INTER[0] + local * b * INTER[1] if d >= local else INTRA[0] + b * INTRA[1] for d in steps)
+
+
 def hier(b, p, n):
     return ring(INTRA, b, p // n) + min(ring(INTER, b, n), doubling(INTER, b, n)) + INTRA[0] + b * INTRA[1]
 
@@ -78,10 +88,13 @@ for name, params in (("resnet50", 25557032), ("mnist_net", 1199882)):
     for row in re.findall(r"^ *(\d+) +(\d+) \|(.*)$", block, re.M):
         p, n = int(row[0]), int(row[1])
         cols = row[2].replace("|", " ").split()
-        got = {"ring": float(cols[0]), "hier": cols[3]}
+        got = {"ring": float(cols[0]), "rd": float(cols[1]), "hier": cols[3]}
         want_ring = sum(ring(INTER if n > 1 else INTRA, b, p) for b in sizes) / 1e3
         check(f"{name} {p} ranks: cohort ring {got['ring']} ms (recomputed {want_ring:.2f})",
               abs(got["ring"] - want_ring) <= 0.006 + 1e-4 * want_ring)
+        want_rd = sum(flat_doubling(b, p, n) for b in sizes) / 1e3
+        check(f"{name} {p} ranks: cohort rd {got['rd']} ms (recomputed {want_rd:.2f})",
+              abs(got["rd"] - want_rd) <= 0.006 + 1e-4 * want_rd)
         if n == 1:
             check(f"{name} {p} ranks, one host: no hier and no NCCL figure", cols[3] == "nan" and "-" in cols[6:])
             continue

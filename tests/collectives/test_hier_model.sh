@@ -28,16 +28,21 @@ grep -q "^world 4$" "$work/m.txt" && grep -q "^hosts 2$" "$work/m.txt" &&
 check "--calibrate wrote the model ($(grep -c . "$work/m.txt") lines): $(grep alpha "$work/m.txt" | tr '\n' ' ')" $?
 
 # The per-op terms: hier measures hier_op_us (its 8-byte all-reduce is more than its stages'
-# alphas: a worker thread and the whole-collective check); flat ucx then adds flat_op_us to the
-# same file and keeps hier's.
+# alphas: a worker thread and the whole-collective check); --calibrate-op on flat ucx then adds
+# flat_op_us against the same links and keeps the rest.
 hier_op=$(sed -n 's/^hier_op_us //p' "$work/m.txt")
 awk -v h="$hier_op" 'BEGIN { exit !(h > 0) }' && grep -q "^flat_op_us 0.0000$" "$work/m.txt"
 check "--calibrate on hier: hier_op_us $hier_op, flat_op_us 0 (not measured)" $?
-out=$(COMM=ucx run 4 2 --calibrate "$work/m.txt")
+links=$(grep -E "^(intra|inter)_" "$work/m.txt")
+out=$(COMM=ucx run 4 2 --calibrate-op "$work/m.txt")
 flat_op=$(sed -n 's/^flat_op_us //p' "$work/m.txt")
 awk -v f="$flat_op" 'BEGIN { exit !(f > 0) }' && grep -q "^hier_op_us $hier_op$" "$work/m.txt" &&
-  grep -q "flat_op_us from recursive_doubling's 8-byte all-reduce, hier_op_us kept" "$work/m.txt"
-check "--calibrate on ucx into the same file: flat_op_us $flat_op, hier_op_us kept" $?
+  [ "$(grep -E "^(intra|inter)_" "$work/m.txt")" = "$links" ] &&
+  grep -q "flat_op_us from ucx (--calibrate-op)" "$work/m.txt"
+check "--calibrate-op on ucx: flat_op_us $flat_op; links and hier_op_us kept" $?
+out=$(COMM=ucx run 2 1 --calibrate-op "$work/m.txt")
+[ $? -ne 0 ] && echo "$out" | grep -q "calibrated on 4 ranks on 2 host(s); this job has 2 ranks"
+check "--calibrate-op on another job size is refused, naming both" $?
 out=$(COHORT_HIER_ALGO=auto COHORT_COST_MODEL="$work/m.txt" run 4 2 --calibrate "$work/m2.txt")
 [ $? -ne 0 ] && echo "$out" | grep -q "picks per size: unset both" && [ ! -e "$work/m2.txt" ]
 check "--calibrate on hier choosing by a model is refused (it times no one algorithm)" $?

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "cohort/core/error.hpp"
 #include "harness.hpp"
@@ -201,13 +203,16 @@ TEST_CASE("ucx: every op, dtype and size, 2 ranks") { conformance(2); }
 TEST_CASE("ucx: every op, dtype and size, 3 ranks") { conformance(3); }
 TEST_CASE("ucx: every op, dtype and size, 4 ranks") { conformance(4); }
 
-// Both allreduce algorithms at sizes around the crossover and around the pipelining chunk, so
-// neither is only tested on one side of its threshold.
-TEST_CASE("ucx: ring and recursive doubling agree at every size") {
-  for (const char* algo : {"ring", "rd"}) {
+// Every allreduce algorithm at sizes around the crossover and around the pipelining chunk, so
+// none is only tested on one side of its threshold. Rabenseifner also on 4 ranks (two halving
+// rounds) and 5 (a folded pair around them), and on counts smaller than the ranks (empty halves).
+TEST_CASE("ucx: ring, recursive doubling and Rabenseifner agree at every size") {
+  for (const char* algo : {"ring", "rd", "rab"}) {
     setenv("COHORT_UCX_ALLREDUCE", algo, 1);
     setenv("COHORT_UCX_CHUNK_BYTES", "4096", 1);  // many chunks per segment
-    for (int n : {2, 3}) {
+    const std::vector<int> sizes =
+        std::string(algo) == "rab" ? std::vector<int>{2, 3, 4, 5} : std::vector<int>{2, 3};
+    for (int n : sizes) {
       const auto failures = run_ranks(n, [](Communicator& c) {
         Conformance t{c, {}, 0};
         for (std::size_t count :
@@ -379,6 +384,17 @@ TEST_CASE("ucx: point-to-point ops complete independently of each other") {
         throw std::runtime_error("tag " + std::to_string(t) + ": wrong data");
   });
   CHECK_MESSAGE(failures.empty(), join(failures));
+}
+
+// A forced algorithm that does not exist is named with the ones that do, before anything
+// connects (a one-rank group: no peer to wait for).
+TEST_CASE("ucx: an unknown COHORT_UCX_ALLREDUCE is refused, naming the choices") {
+  setenv("COHORT_UCX_ALLREDUCE", "fastest", 1);
+  CHECK_THROWS_WITH_AS(cohort::comm::ucx::factory().create(group_info(0, 1), memory_store()),
+                       doctest::Contains("COHORT_UCX_ALLREDUCE='fastest' is not one of auto, "
+                                         "ring, rd, rab"),
+                       cohort::Error);
+  unsetenv("COHORT_UCX_ALLREDUCE");
 }
 
 // A rank that never creates its communicator: the others' create() fails after the default

@@ -1,16 +1,19 @@
 // An alpha-beta cost model of the collectives (issue 32): each link class has a start-up time
 // alpha and a time per byte beta, measured by `cohort-bench --calibrate FILE` (intra-host: two
-// ranks of one host; inter-host: two ranks of different hosts, each a ping-pong over the job's
+// ranks of one host; inter-host: two ranks of different hosts, each an exchange (both ways at once) over the job's
 // communicator) and kept in a small text file the job can reuse. predict_allreduce() gives each
 // algorithm's time for (bytes, ranks, hosts); pick_allreduce() the cheapest. cohort-bench
 // --model FILE prints the predictions next to the measured rows.
 //
-// The formulas (S bytes, p ranks, h hosts, l = ceil(p / h) ranks per host; a flat algorithm
-// crosses hosts whenever h > 1, so its links are the inter-host class then, else intra-host):
+// The formulas (S bytes, p ranks, h hosts, l = ceil(p / h) ranks per host, placed host by host;
+// a ring crosses hosts whenever h > 1, so its links are the inter-host class then, else
+// intra-host):
 //   ring                 2 (p - 1) alpha + 2 (p - 1) / p  S beta
-//   recursive_doubling   ceil(log2 p) (alpha + S beta)
-//   rabenseifner         2 ceil(log2 p) alpha + 2 (p - 1) / p  S beta   (reduce-scatter by
-//                        recursive halving, all-gather by recursive doubling)
+//   recursive_doubling   one step per distance d = 1, 2, 4, ... < p: alpha + S beta on the
+//                        intra-host link when d < l, else alpha + l S beta on the inter-host link
+//                        (the host's l ranks all cross at once and share it)
+//   rabenseifner         reduce-scatter by recursive halving (distance p/2, p/4, ..., S/2, S/4,
+//                        ... bytes), all-gather the same steps back; each step as above
 //   hierarchical         ring on the host's l ranks over intra-host links, the cheaper of ring and
 //                        recursive doubling among the h leaders over inter-host links, and a
 //                        broadcast back on the host (alpha + S beta, intra-host); hier's stages
@@ -51,13 +54,13 @@ std::vector<AllreduceAlgo> allreduce_algos();
 // Predicted seconds of one all-reduce of `bytes` over `ranks` ranks on `hosts` hosts. Throws
 // cohort::Error for ranks < 1, hosts < 1 or hosts > ranks.
 double predict_allreduce(const CostModel& m, AllreduceAlgo a, double bytes, int ranks, int hosts);
-// The algorithm with the least predicted time among those a cohort backend runs: ring, recursive
-// doubling (ucx), hierarchical (hier; only where hosts > 1 and some host holds several ranks).
-// Rabenseifner's is predicted (projections) but never picked: no backend implements it yet.
+// The algorithm with the least predicted time: ring, recursive doubling or Rabenseifner (flat:
+// ucx, COHORT_UCX_ALLREDUCE forces one), hierarchical (hier; only where hosts > 1 and some host
+// holds several ranks).
 AllreduceAlgo pick_allreduce(const CostModel& m, double bytes, int ranks, int hosts);
 
 // alpha and beta from two timings of one message: `small_s` for `small_bytes`, `large_s` for
-// `large_bytes` (one-way times, e.g. half a ping-pong's round trip). Throws unless
+// `large_bytes` (times of one message, or of one exchange both ways at once). Throws unless
 // large_bytes > small_bytes and the times are positive.
 LinkCost fit_link(double small_bytes, double small_s, double large_bytes, double large_s);
 
