@@ -493,8 +493,8 @@ int calibrate(Communicator& c, const Options& o) {
     const int inter_peer = calibration_peer(map, 0, true);
     // Host 0's ranks that cross to host 1 at once in the inter-host pass: they share its link,
     // so one flow's time per byte is that many betas.
-    const auto sharing = static_cast<double>(
-        hosts > 1 ? std::min(map.members[0].size(), map.members[1].size()) : 1);
+    const auto sharing =
+        static_cast<double>(hosts > 1 ? std::min(map.members[0].size(), map.members[1].size()) : 1);
     constexpr std::size_t kSmall = 8, kLarge = 4u << 20;
     for (int pass = 0; pass < 2; ++pass) {
       if ((pass == 0 ? intra_peer : inter_peer) < 0) continue;

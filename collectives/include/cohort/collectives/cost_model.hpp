@@ -1,8 +1,9 @@
 // An alpha-beta cost model of the collectives (issue 32): each link class has a start-up time
 // alpha and a time per byte beta, measured by `cohort-bench --calibrate FILE` (intra-host: two
-// ranks of one host; inter-host: two ranks of different hosts, each an exchange (both ways at once) over the job's
-// communicator) and kept in a small text file the job can reuse. predict_allreduce() gives each
-// algorithm's time for (bytes, ranks, hosts); pick_allreduce() the cheapest. cohort-bench
+// ranks of one host; inter-host: two ranks of different hosts, each an exchange (both ways at once)
+// over the job's communicator) and kept in a small text file the job can reuse. predict_allreduce()
+// gives each algorithm's time for (bytes, ranks, hosts); pick_allreduce() the cheapest.
+// cohort-bench
 // --model FILE prints the predictions next to the measured rows.
 //
 // The formulas (S bytes, p ranks, h hosts, l = ceil(p / h) ranks per host, placed host by host;
