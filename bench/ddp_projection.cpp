@@ -200,18 +200,10 @@ double hidden_at_us(const std::vector<double>& bytes, const std::vector<double>&
   return hi;
 }
 
+// The table's names of AllreduceAlgo's values, in their order.
 const char* short_name(AllreduceAlgo a) {
-  switch (a) {
-    case AllreduceAlgo::ring:
-      return "ring";
-    case AllreduceAlgo::recursive_doubling:
-      return "rd";
-    case AllreduceAlgo::rabenseifner:
-      return "rab";
-    case AllreduceAlgo::hierarchical:
-      return "hier";
-  }
-  return "?";
+  static const char* const kNames[] = {"ring", "rd", "rab", "hier"};
+  return kNames[static_cast<int>(a)];
 }
 
 void project(const Options& o, const comm::CostModel& links, const std::string& name) {
