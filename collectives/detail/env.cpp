@@ -19,6 +19,24 @@ Timeout default_timeout_from_env() {
   return Timeout(v);
 }
 
+std::uint64_t bytes_from_env(const char* name, std::uint64_t fallback, std::uint64_t lo,
+                             std::uint64_t hi, const char* backend) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  const bool digits = end != v;
+  if (digits && (*end == 'k' || *end == 'K'))
+    x <<= 10, ++end;
+  else if (digits && (*end == 'm' || *end == 'M'))
+    x <<= 20, ++end;
+  else if (digits && (*end == 'g' || *end == 'G'))
+    x <<= 30, ++end;
+  COHORT_CHECK_IN(backend, digits && *end == '\0' && x >= lo && x <= hi, name, "='", v,
+                  "' is not a size between ", lo, " and ", hi, " bytes");
+  return x;
+}
+
 bool collective_checks_from_env() {
   const char* env = std::getenv("COHORT_COLLECTIVE_CHECKS");
   if (!env || !*env) return true;

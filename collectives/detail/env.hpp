@@ -4,6 +4,8 @@
 // and their errors the same way.
 #pragma once
 
+#include <cstdint>
+
 #include "cohort/collectives/communicator.hpp"
 
 namespace cohort::comm::detail {
@@ -18,6 +20,11 @@ bool collective_checks_from_env();
 // Whether COHORT_COLLECTIVE_CHECKS is set to 1 explicitly: the opt-in for backends whose check
 // costs a collective of its own (nccl: detail/checked.hpp). Invalid values throw as above.
 bool collective_checks_requested();
+// A size in bytes from the variable `name` (digits, optionally followed by k, M or G for KiB,
+// MiB, GiB), `fallback` when unset or empty; a value that is not a size in [lo, hi] throws,
+// naming `backend`, the variable, its value and the range.
+std::uint64_t bytes_from_env(const char* name, std::uint64_t fallback, std::uint64_t lo,
+                             std::uint64_t hi, const char* backend);
 // `t` unless it is kDefaultTimeout, then `fallback`. Throws for other negative values.
 Timeout resolve_timeout(Timeout t, Timeout fallback);
 

@@ -31,6 +31,11 @@ namespace cohort::comm::hier {
 namespace {
 
 constexpr const char* kName = "hier";
+// The pipeline's chunk (allreduce_pipelined), measured on the 10 Gbit/s testbed (2 hosts x 2
+// ranks, 2 cores; docs/BENCHMARKS.md): 8 MiB took 64 MiB from 109 to 98 ms and left 16 MiB
+// within noise; 2 MiB chunks were slower up to 16 MiB (37 against 26 ms), each chunk paying a
+// shm and a ucx op's software time.
+constexpr std::size_t kDefaultChunkBytes = 8u << 20;
 
 // memcpy that accepts an empty range (a count-0 op's buffers may be null).
 void copy_bytes(void* dst, const void* src, std::size_t n) {
@@ -120,6 +125,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
       flat_ = ucx::factory().create(info, make_prefix_store(store, "hier/flat/"));
     }
     choose_allreduce(*store);
+    chunk_bytes_ = static_cast<std::size_t>(detail::bytes_from_env(
+        "COHORT_HIER_CHUNK_BYTES", kDefaultChunkBytes, 0, std::uint64_t{1} << 40, kName));
     worker_ = std::thread([this] { run(); });
   }
 
@@ -321,6 +328,12 @@ class HierCommunicator final : public detail::CommunicatorBase {
       return;
     }
     const ReduceOp inner = op == ReduceOp::avg ? ReduceOp::sum : op;
+    const std::size_t chunk = chunk_bytes_ / dtype_size(dtype);
+    if (map_.hosts() > 1 && chunk > 0 && count >= 2 * chunk) {
+      allreduce_pipelined(send, recv, count, dtype, inner, t, chunk);
+      if (op == ReduceOp::avg) detail::finish_avg(recv, count, dtype, size_);
+      return;
+    }
     stage("shm allreduce on the host",
           [&] { return local_->allreduce(send, recv, count, dtype, inner, t); });
     if (map_.hosts() == 1) {
@@ -335,6 +348,85 @@ class HierCommunicator final : public detail::CommunicatorBase {
     if (op == ReduceOp::avg) detail::finish_avg(recv, count, dtype, size_);
   }
 
+  // The three stages of a large all-reduce as a pipeline over chunks of `chunk` elements, so that
+  // the leaders' exchange of one chunk overlaps the host's reduction of the next and the
+  // broadcast back of the one before. Every rank of a host issues the same shm ops in the same
+  // order (the chunks' all-reduces, then their broadcasts, then the leader's status), so shm's
+  // issue-order matching holds. A leader whose leaders' stage fails still broadcasts every chunk
+  // (its host's ranks are waiting in those broadcasts), then the failure in the status, so the
+  // host fails at once, as leader_stage() does for the unpipelined stages.
+  void allreduce_pipelined(const void* send, void* recv, std::size_t count, DType dtype,
+                           ReduceOp inner, Timeout t, std::size_t chunk) {
+    const std::size_t es = dtype_size(dtype), n = (count + chunk - 1) / chunk;
+    auto in = [&](std::size_t k) { return static_cast<const char*>(send) + k * chunk * es; };
+    auto out = [&](std::size_t k) { return static_cast<char*>(recv) + k * chunk * es; };
+    auto len = [&](std::size_t k) { return std::min(chunk, count - k * chunk); };
+    std::vector<WorkHandle> host(n), lead(n), back(n);
+    auto run = [&](const char* what, auto&& body) {
+      try {
+        body();
+      } catch (const Error& e) {
+        ::cohort::detail::throw_error(
+            __FILE__, __LINE__, "", kName,
+            ::cohort::detail::concat("stage '", what, "' (rank ", rank_, ", host ", host_, " of ",
+                                     map_.hosts(), " hosts, pipelined in ", n, " chunks): ",
+                                     e.what()));
+      }
+    };
+    run("shm allreduce on the host", [&] {
+      for (std::size_t k = 0; k < n; ++k)
+        host[k] = local_->allreduce(in(k), out(k), len(k), dtype, inner, t);
+    });
+    Status st;
+    st.ok = 1;
+    if (leaders_) {
+      try {
+        for (std::size_t k = 0; k < n; ++k) {
+          run("shm allreduce on the host", [&] { host[k]->wait(); });
+          run(kLeaderAllreduce, [&] {
+            lead[k] = leaders_->allreduce(out(k), out(k), len(k), dtype, inner, t);
+          });
+        }
+        // The leaders' exchanges of later chunks run on ucx's progress thread while this thread
+        // broadcasts the earlier ones (shm moves only while a rank calls into it, so this thread
+        // waits on each broadcast rather than polling both: polling starved ucx's thread).
+        for (std::size_t k = 0; k < n; ++k) {
+          run(kLeaderAllreduce, [&] { lead[k]->wait(); });
+          run("shm broadcast from the host leader", [&] {
+            back[k] = local_->broadcast(out(k), len(k), dtype, 0, t);
+            back[k]->wait();
+          });
+        }
+      } catch (const Error& e) {
+        st.ok = 0;
+        std::snprintf(st.why, sizeof st.why, "%s", e.what());
+        for (std::size_t k = 0; k < n; ++k)  // the host's ranks wait in these
+          if (!back[k]) back[k] = local_->broadcast(out(k), len(k), dtype, 0, t);
+      }
+    } else {
+      for (std::size_t k = 0; k < n; ++k)
+        run("shm broadcast from the host leader",
+            [&] { back[k] = local_->broadcast(out(k), len(k), dtype, 0, t); });
+      run("shm allreduce on the host", [&] {
+        for (auto& w : host) w->wait();
+      });
+    }
+    run("shm broadcast from the host leader", [&] {
+      for (auto& w : back) w->wait();
+    });
+    if (map_.members[static_cast<std::size_t>(host_)].size() > 1) {
+      const Timeout wait = leaders_ ? t : Timeout(2 * t.count() + 1000);
+      stage("shm status from the host leader",
+            [&] { return local_->broadcast(&st, sizeof st, DType::u8, 0, wait); });
+    }
+    COHORT_CHECK_IN(kName, st.ok == 1,
+                    leaders_ ? std::string("") : "the host leader (rank " +
+                                                     std::to_string(map_.members[static_cast<std::size_t>(host_)][0]) +
+                                                     ") failed: ",
+                    st.why);
+  }
+
+  static constexpr const char* kLeaderAllreduce = "ucx allreduce among the host leaders";
   static constexpr const char* kLeaderBroadcast = "ucx broadcast among the host leaders";
 
   // What a leader tells its host after a leaders' stage: whether it succeeded and, if not, its
@@ -491,6 +583,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
   HostMap map_;
   int host_ = 0;
   std::unique_ptr<Communicator> local_, leaders_, flat_;
+  // COHORT_HIER_CHUNK_BYTES: all-reduces of at least two chunks run pipelined (0: never).
+  std::size_t chunk_bytes_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cohort/core/error.hpp"
+#include "detail/env.hpp"
 #include "detail/format.hpp"
 
 namespace cohort::comm::shm {
@@ -32,16 +33,7 @@ std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / 
 
 std::uint64_t env_bytes(const char* name, std::uint64_t fallback, std::uint64_t lo,
                         std::uint64_t hi) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(v, &end, 10);
-  if (end && (*end == 'k' || *end == 'K')) x <<= 10, ++end;
-  else if (end && (*end == 'm' || *end == 'M')) x <<= 20, ++end;
-  else if (end && (*end == 'g' || *end == 'G')) x <<= 30, ++end;
-  COHORT_CHECK_IN(kName, end && *end == '\0' && x >= lo && x <= hi, name, "='", v,
-                  "' is not a size between ", lo, " and ", hi);
-  return x;
+  return comm::detail::bytes_from_env(name, fallback, lo, hi, kName);
 }
 
 // Job ids come from launchers; keep what is safe in a file name.

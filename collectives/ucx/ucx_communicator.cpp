@@ -23,13 +23,8 @@ constexpr int kMaxRanks = 1 << 16;  // the tag has 16 bits for the source rank
 constexpr int kTagLimit = 1 << 24;  // and 24 for a point-to-point tag
 
 std::size_t env_bytes(const char* name, std::size_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 10);
-  COHORT_CHECK_IN(kName, end != v && *end == '\0' && x > 0, name, "='", v,
-                  "' is not a positive number of bytes");
-  return static_cast<std::size_t>(x);
+  return static_cast<std::size_t>(
+      common::bytes_from_env(name, fallback, 1, std::uint64_t{1} << 40, kName));
 }
 
 // Defaults (select_algorithm.cpp) unless COHORT_UCX_ALLREDUCE (auto | ring | rd | rab),
