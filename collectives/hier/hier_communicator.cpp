@@ -369,8 +369,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
         ::cohort::detail::throw_error(
             __FILE__, __LINE__, "", kName,
             ::cohort::detail::concat("stage '", what, "' (rank ", rank_, ", host ", host_, " of ",
-                                     map_.hosts(), " hosts, pipelined in ", n, " chunks): ",
-                                     e.what()));
+                                     map_.hosts(), " hosts, pipelined in ", n,
+                                     " chunks): ", e.what()));
       }
     };
     run("shm allreduce on the host", [&] {
@@ -383,9 +383,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
       try {
         for (std::size_t k = 0; k < n; ++k) {
           run("shm allreduce on the host", [&] { host[k]->wait(); });
-          run(kLeaderAllreduce, [&] {
-            lead[k] = leaders_->allreduce(out(k), out(k), len(k), dtype, inner, t);
-          });
+          run(kLeaderAllreduce,
+              [&] { lead[k] = leaders_->allreduce(out(k), out(k), len(k), dtype, inner, t); });
         }
         // The leaders' exchanges of later chunks run on ucx's progress thread while this thread
         // broadcasts the earlier ones (shm moves only while a rank calls into it, so this thread
@@ -420,9 +419,11 @@ class HierCommunicator final : public detail::CommunicatorBase {
             [&] { return local_->broadcast(&st, sizeof st, DType::u8, 0, wait); });
     }
     COHORT_CHECK_IN(kName, st.ok == 1,
-                    leaders_ ? std::string("") : "the host leader (rank " +
-                                                     std::to_string(map_.members[static_cast<std::size_t>(host_)][0]) +
-                                                     ") failed: ",
+                    leaders_
+                        ? std::string("")
+                        : "the host leader (rank " +
+                              std::to_string(map_.members[static_cast<std::size_t>(host_)][0]) +
+                              ") failed: ",
                     st.why);
   }
 
