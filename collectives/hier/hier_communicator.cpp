@@ -362,7 +362,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
     auto out = [&](std::size_t k) { return static_cast<char*>(recv) + k * chunk * es; };
     auto len = [&](std::size_t k) { return std::min(chunk, count - k * chunk); };
     std::vector<WorkHandle> host(n), lead(n), back(n);
-    auto run = [&](const char* what, auto&& body) {
+    auto in_stage = [&](const char* what, auto&& body) {
       try {
         body();
       } catch (const Error& e) {
@@ -373,7 +373,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
                                      " chunks): ", e.what()));
       }
     };
-    run("shm allreduce on the host", [&] {
+    in_stage("shm allreduce on the host", [&] {
       for (std::size_t k = 0; k < n; ++k)
         host[k] = local_->allreduce(in(k), out(k), len(k), dtype, inner, t);
     });
@@ -382,16 +382,16 @@ class HierCommunicator final : public detail::CommunicatorBase {
     if (leaders_) {
       try {
         for (std::size_t k = 0; k < n; ++k) {
-          run("shm allreduce on the host", [&] { host[k]->wait(); });
-          run(kLeaderAllreduce,
+          in_stage("shm allreduce on the host", [&] { host[k]->wait(); });
+          in_stage(kLeaderAllreduce,
               [&] { lead[k] = leaders_->allreduce(out(k), out(k), len(k), dtype, inner, t); });
         }
         // The leaders' exchanges of later chunks run on ucx's progress thread while this thread
         // broadcasts the earlier ones (shm moves only while a rank calls into it, so this thread
         // waits on each broadcast rather than polling both: polling starved ucx's thread).
         for (std::size_t k = 0; k < n; ++k) {
-          run(kLeaderAllreduce, [&] { lead[k]->wait(); });
-          run("shm broadcast from the host leader", [&] {
+          in_stage(kLeaderAllreduce, [&] { lead[k]->wait(); });
+          in_stage("shm broadcast from the host leader", [&] {
             back[k] = local_->broadcast(out(k), len(k), dtype, 0, t);
             back[k]->wait();
           });
@@ -404,13 +404,13 @@ class HierCommunicator final : public detail::CommunicatorBase {
       }
     } else {
       for (std::size_t k = 0; k < n; ++k)
-        run("shm broadcast from the host leader",
+        in_stage("shm broadcast from the host leader",
             [&] { back[k] = local_->broadcast(out(k), len(k), dtype, 0, t); });
-      run("shm allreduce on the host", [&] {
+      in_stage("shm allreduce on the host", [&] {
         for (auto& w : host) w->wait();
       });
     }
-    run("shm broadcast from the host leader", [&] {
+    in_stage("shm broadcast from the host leader", [&] {
       for (auto& w : back) w->wait();
     });
     if (map_.members[static_cast<std::size_t>(host_)].size() > 1) {
