@@ -384,7 +384,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
         for (std::size_t k = 0; k < n; ++k) {
           in_stage("shm allreduce on the host", [&] { host[k]->wait(); });
           in_stage(kLeaderAllreduce,
-              [&] { lead[k] = leaders_->allreduce(out(k), out(k), len(k), dtype, inner, t); });
+                   [&] { lead[k] = leaders_->allreduce(out(k), out(k), len(k), dtype, inner, t); });
         }
         // The leaders' exchanges of later chunks run on ucx's progress thread while this thread
         // broadcasts the earlier ones (shm moves only while a rank calls into it, so this thread
@@ -405,7 +405,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
     } else {
       for (std::size_t k = 0; k < n; ++k)
         in_stage("shm broadcast from the host leader",
-            [&] { back[k] = local_->broadcast(out(k), len(k), dtype, 0, t); });
+                 [&] { back[k] = local_->broadcast(out(k), len(k), dtype, 0, t); });
       in_stage("shm allreduce on the host", [&] {
         for (auto& w : host) w->wait();
       });
