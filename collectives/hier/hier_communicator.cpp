@@ -379,6 +379,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
     });
     Status st;
     st.ok = 1;
+    std::exception_ptr failed;
     if (leaders_) {
       try {
         for (std::size_t k = 0; k < n; ++k) {
@@ -397,6 +398,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
           });
         }
       } catch (const Error& e) {
+        failed = std::current_exception();
         st.ok = 0;
         std::snprintf(st.why, sizeof st.why, "%s", e.what());
         for (std::size_t k = 0; k < n; ++k)  // the host's ranks wait in these
@@ -413,18 +415,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
     in_stage("shm broadcast from the host leader", [&] {
       for (auto& w : back) w->wait();
     });
-    if (map_.members[static_cast<std::size_t>(host_)].size() > 1) {
-      const Timeout wait = leaders_ ? t : Timeout(2 * t.count() + 1000);
-      stage("shm status from the host leader",
-            [&] { return local_->broadcast(&st, sizeof st, DType::u8, 0, wait); });
-    }
-    COHORT_CHECK_IN(kName, st.ok == 1,
-                    leaders_
-                        ? std::string("")
-                        : "the host leader (rank " +
-                              std::to_string(map_.members[static_cast<std::size_t>(host_)][0]) +
-                              ") failed: ",
-                    st.why);
+    share_status(st, failed, t);
   }
 
   static constexpr const char* kLeaderAllreduce = "ucx allreduce among the host leaders";
@@ -454,6 +445,13 @@ class HierCommunicator final : public detail::CommunicatorBase {
         std::snprintf(st.why, sizeof st.why, "%s", e.what());
       }
     }
+    share_status(st, failed, t);
+  }
+
+  // The end of a leaders' stage on every rank of the host: the leader's Status goes to the host
+  // (the others wait up to twice `t`: the leader's stage may take `t` to fail), then the leader
+  // rethrows its own failure and the others throw the one the Status carries.
+  void share_status(Status& st, const std::exception_ptr& failed, Timeout t) {
     if (map_.members[static_cast<std::size_t>(host_)].size() > 1) {
       const Timeout wait = leaders_ ? t : Timeout(2 * t.count() + 1000);
       stage("shm status from the host leader",

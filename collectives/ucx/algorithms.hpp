@@ -38,6 +38,14 @@ void allreduce_ring(Channel& ch, std::size_t chunk_bytes, const void* send, void
 // first 2 (n - 2^floor(log2 n)) ranks pairwise before and after. Latency-optimal for small sizes.
 void allreduce_recursive_doubling(Channel& ch, const void* send, void* recv, std::size_t count,
                                   DType dtype, ReduceOp op);
+// The folding both recursive algorithms share for non-powers of two. With p = 2^floor(log2 n)
+// and extra = n - p, fold_in() has even rank 2i (i < extra) send its vector to 2i+1, which
+// reduces it into recv (step 0), and returns this rank's index among the p participants (-1 for
+// a rank folded away); fold_rank() maps an index back to its rank; fold_out() sends the result
+// back to the folded ranks (step 63). Algorithms use steps 1..62 in between.
+int fold_in(Channel& ch, void* recv, std::size_t count, DType dtype, ReduceOp op, int extra);
+int fold_rank(int participant, int extra);
+void fold_out(Channel& ch, void* recv, std::size_t bytes, int extra);
 // Reduce-scatter by recursive halving, then all-gather by recursive doubling, with the same
 // folding as recursive doubling: ring's 2 (p-1)/p of the bytes in 2 log2(p) steps.
 void allreduce_rabenseifner(Channel& ch, const void* send, void* recv, std::size_t count,

@@ -1,6 +1,7 @@
 // Rabenseifner's allreduce: a reduce-scatter by recursive halving, then an all-gather by recursive
 // doubling (Thakur, Rabenseifner and Gropp, IJHPCA 2005). With p = 2^floor(log2 n), the first
-// 2 (n - p) ranks fold pairwise first, as in recursive doubling, and get the result back last.
+// 2 (n - p) ranks fold pairwise first and get the result back last (fold_in, fold_out: the
+// folding recursive doubling uses).
 // In halving round k a participant exchanges half of its current range with partner v ^ (p/2^k)
 // and keeps the other half, reduced; after log2(p) rounds it owns 1/p of the vector, fully
 // reduced (and divided, for avg), and the doubling rounds send the owned ranges back out. Each
@@ -19,33 +20,16 @@ namespace cohort::comm::ucx::detail {
 void allreduce_rabenseifner(Channel& ch, const void* send, void* recv, std::size_t count,
                             DType dtype, ReduceOp op) {
   const int n = ch.size();
-  const int r = ch.rank();
   const std::size_t es = dtype_size(dtype);
   const std::size_t bytes = count * es;
   if (send != recv) std::memcpy(recv, send, bytes);
   char* out = static_cast<char*>(recv);
 
-  int p = 1, rounds = 0;
-  while (p * 2 <= n) p *= 2, ++rounds;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
   const int extra = n - p;
-  // Steps: 0 fold, 1..rounds halving, rounds+1..2 rounds doubling, the last one unfold.
-  constexpr std::uint32_t kFoldStep = 0, kUnfoldStep = 63;
-
-  int v = -1;  // this rank's index among the p participants, -1 if folded away
-  if (r < 2 * extra) {
-    if (r % 2 == 0) {
-      ch.wait(ch.isend(r + 1, recv, bytes, kFoldStep));
-    } else {
-      void* tmp = ch.scratch(0, bytes);
-      ch.wait(ch.irecv(r - 1, tmp, bytes, kFoldStep));
-      common::reduce_into(recv, tmp, count, dtype, op);
-      v = r / 2;
-    }
-  } else {
-    v = r - extra;
-  }
-  auto rank_of = [extra](int u) { return u < extra ? 2 * u + 1 : u + extra; };
-
+  // Steps: 0 and 63 the folding, 1..log2(p) halving, then the doubling rounds.
+  const int v = fold_in(ch, recv, count, dtype, op, extra);
   if (v >= 0) {
     // ranges[k]: the element range this rank owned before halving round k.
     std::vector<std::pair<std::size_t, std::size_t>> ranges;
@@ -53,7 +37,7 @@ void allreduce_rabenseifner(Channel& ch, const void* send, void* recv, std::size
     std::uint32_t step = 1;
     for (int mask = p / 2; mask >= 1; mask /= 2, ++step) {
       ranges.emplace_back(lo, hi);
-      const int peer = rank_of(v ^ mask);
+      const int peer = fold_rank(v ^ mask, extra);
       const std::size_t mid = lo + (hi - lo) / 2;
       const bool lower = (v & mask) == 0;  // keep [lo, mid), give [mid, hi) away; or the reverse
       const std::size_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
@@ -72,7 +56,7 @@ void allreduce_rabenseifner(Channel& ch, const void* send, void* recv, std::size
     for (int mask = 1; mask < p; mask *= 2, ++step) {
       const auto [was_lo, was_hi] = ranges.back();
       ranges.pop_back();
-      const int peer = rank_of(v ^ mask);
+      const int peer = fold_rank(v ^ mask, extra);
       const std::size_t their_lo = lo == was_lo ? hi : was_lo;
       const std::size_t their_hi = lo == was_lo ? was_hi : lo;
       const auto in = ch.irecv(peer, out + their_lo * es, (their_hi - their_lo) * es, step);
@@ -83,12 +67,7 @@ void allreduce_rabenseifner(Channel& ch, const void* send, void* recv, std::size
     }
   }
 
-  if (r < 2 * extra) {
-    if (r % 2 == 1)
-      ch.wait(ch.isend(r - 1, recv, bytes, kUnfoldStep));
-    else
-      ch.wait(ch.irecv(r + 1, recv, bytes, kUnfoldStep));
-  }
+  fold_out(ch, recv, bytes, extra);
 }
 
 }  // namespace cohort::comm::ucx::detail

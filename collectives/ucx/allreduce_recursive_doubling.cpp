@@ -2,7 +2,8 @@
 // ranks fold pairwise (even rank 2i sends its vector to 2i+1 and sits out), leaving p
 // participants; in round k participant v exchanges its whole vector with v ^ 2^k and reduces; the
 // folded ranks then get the result back from their partner. log2(p) + 2 latencies, each rank
-// moving the whole vector per round: the choice for small messages.
+// moving the whole vector per round: the choice for small messages. The folding is shared with
+// Rabenseifner's algorithm (fold_in, fold_rank, fold_out; algorithms.hpp).
 #include <cstring>
 
 #include "detail/reduce.hpp"
@@ -13,34 +14,18 @@ namespace cohort::comm::ucx::detail {
 void allreduce_recursive_doubling(Channel& ch, const void* send, void* recv, std::size_t count,
                                   DType dtype, ReduceOp op) {
   const int n = ch.size();
-  const int r = ch.rank();
   const std::size_t bytes = count * dtype_size(dtype);
   if (send != recv) std::memcpy(recv, send, bytes);
-  void* tmp = ch.scratch(0, bytes);
 
   int p = 1;
   while (p * 2 <= n) p *= 2;
   const int extra = n - p;
-  constexpr std::uint32_t kFoldStep = 0, kUnfoldStep = 63;  // rounds use steps 1..log2(p)
-
-  int v = -1;  // this rank's index among the p participants, -1 if folded away
-  if (r < 2 * extra) {
-    if (r % 2 == 0) {
-      ch.wait(ch.isend(r + 1, recv, bytes, kFoldStep));
-    } else {
-      ch.wait(ch.irecv(r - 1, tmp, bytes, kFoldStep));
-      common::reduce_into(recv, tmp, count, dtype, op);
-      v = r / 2;
-    }
-  } else {
-    v = r - extra;
-  }
-
+  const int v = fold_in(ch, recv, count, dtype, op, extra);
+  void* tmp = ch.scratch(0, bytes);  // after fold_in, which uses slot 0 too
   if (v >= 0) {
     std::uint32_t step = 1;
     for (int mask = 1; mask < p; mask <<= 1, ++step) {
-      const int pv = v ^ mask;
-      const int peer = pv < extra ? 2 * pv + 1 : pv + extra;
+      const int peer = fold_rank(v ^ mask, extra);
       const auto in = ch.irecv(peer, tmp, bytes, step);
       const auto out = ch.isend(peer, recv, bytes, step);
       ch.wait(in);
@@ -49,13 +34,34 @@ void allreduce_recursive_doubling(Channel& ch, const void* send, void* recv, std
     }
     if (op == ReduceOp::avg) common::finish_avg(recv, count, dtype, n);
   }
+  fold_out(ch, recv, bytes, extra);
+}
 
-  if (r < 2 * extra) {
-    if (r % 2 == 1)
-      ch.wait(ch.isend(r - 1, recv, bytes, kUnfoldStep));
-    else
-      ch.wait(ch.irecv(r + 1, recv, bytes, kUnfoldStep));
+int fold_in(Channel& ch, void* recv, std::size_t count, DType dtype, ReduceOp op, int extra) {
+  const int r = ch.rank();
+  if (r >= 2 * extra) return r - extra;
+  const std::size_t bytes = count * dtype_size(dtype);
+  if (r % 2 == 0) {
+    ch.wait(ch.isend(r + 1, recv, bytes, 0));
+    return -1;
   }
+  void* tmp = ch.scratch(0, bytes);
+  ch.wait(ch.irecv(r - 1, tmp, bytes, 0));
+  common::reduce_into(recv, tmp, count, dtype, op);
+  return r / 2;
+}
+
+int fold_rank(int participant, int extra) {
+  return participant < extra ? 2 * participant + 1 : participant + extra;
+}
+
+void fold_out(Channel& ch, void* recv, std::size_t bytes, int extra) {
+  const int r = ch.rank();
+  if (r >= 2 * extra) return;
+  if (r % 2 == 1)
+    ch.wait(ch.isend(r - 1, recv, bytes, 63));
+  else
+    ch.wait(ch.irecv(r + 1, recv, bytes, 63));
 }
 
 void allreduce_pair_reduce(const void* send, void* recv, const void* theirs, std::size_t count,

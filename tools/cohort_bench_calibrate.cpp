@@ -1,0 +1,172 @@
+// cohort-bench --calibrate and --calibrate-op (cohort_bench_calibrate.hpp): the cost model's
+// links from concurrent exchanges and the backend's per-op term from 8-byte all-reduces.
+#include "cohort_bench_calibrate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "cohort/collectives/cost_model.hpp"
+#include "cohort/core/error.hpp"
+
+namespace cohort::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds of one exchange of `bytes` each way with `peer` (-1: none, return 0 at once), both
+// sending at once: the median of `iters` (after 3 untimed). Every rank with a peer runs it at
+// the same time, as in a collective's step, so the figure includes the other ranks' competing
+// for the cores and, across hosts, for the link.
+double exchange(Communicator& c, int peer, std::size_t bytes, int iters) {
+  if (peer < 0) return 0;
+  std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
+  std::vector<double> t;
+  for (int i = 0; i < iters + 3; ++i) {
+    const auto t0 = Clock::now();
+    auto r = c.recv(in.data(), bytes, DType::u8, peer, 7);
+    auto s = c.send(out.data(), bytes, DType::u8, peer, 7);
+    r->wait();
+    s->wait();
+    if (i >= 3) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// This rank's partner in the calibration's intra-host pass (local ranks 0-1, 2-3, ... of each
+// host) or inter-host pass (local rank i of host 2k with local rank i of host 2k + 1); -1: none.
+int calibration_peer(const HostMap& map, int rank, bool inter) {
+  const auto r = static_cast<std::size_t>(rank);
+  const int h = map.host_of[r], i = map.local_of[r];
+  if (!inter) {
+    const auto& mine = map.members[static_cast<std::size_t>(h)];
+    const int j = i ^ 1;
+    return j < static_cast<int>(mine.size()) ? mine[static_cast<std::size_t>(j)] : -1;
+  }
+  const int other = h ^ 1;
+  if (other >= map.hosts()) return -1;
+  const auto& theirs = map.members[static_cast<std::size_t>(other)];
+  return i < static_cast<int>(theirs.size()) ? theirs[static_cast<std::size_t>(i)] : -1;
+}
+
+// Which algorithm `c` runs for an 8-byte all-reduce, for its per-op term: hier's stages unless
+// COHORT_HIER_ALGO=flat; a flat backend's recursive doubling (ucx's choice up to 8 KiB) unless
+// COHORT_UCX_ALLREDUCE=ring. hier choosing by a model (auto) runs no one algorithm: refused.
+AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (c.backend() == "hier") {
+    const std::string algo = env("COHORT_HIER_ALGO");
+    COHORT_CHECK(algo == "flat" || algo == "hierarchical" ||
+                     (algo.empty() && env("COHORT_COST_MODEL").empty()),
+                 "--calibrate on hier times one algorithm's 8-byte all-reduce, but "
+                 "COHORT_HIER_ALGO='",
+                 algo, "' with COHORT_COST_MODEL='", env("COHORT_COST_MODEL"),
+                 "' picks per size: unset both, or set COHORT_HIER_ALGO=hierarchical or flat");
+    if (algo != "flat") return AllreduceAlgo::hierarchical;
+  }
+  return env("COHORT_UCX_ALLREDUCE") == "ring" ? AllreduceAlgo::ring
+                                               : AllreduceAlgo::recursive_doubling;
+}
+
+// Seconds per 8-byte all-reduce of every rank: `iters` of them each waited for (after 10
+// untimed), the mean, the slowest rank's, as a cohort-bench row (-z 1) times them.
+double allreduce_8_bytes(Communicator& c, int iters) {
+  float v[2] = {1, 2};
+  for (int i = 0; i < 10; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+  c.barrier()->wait();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+  double t = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+  c.allreduce(&t, &t, 1, DType::f64, ReduceOp::max)->wait();
+  return t;
+}
+
+}  // namespace
+
+// Which ranks share a host: every rank's host key (comm::host_key()), all-gathered, then
+// comm::map_hosts, as hier groups them.
+HostMap hosts_of(Communicator& c) {
+  constexpr std::size_t kKey = 256;
+  std::vector<char> mine(kKey, 0), all(kKey * static_cast<std::size_t>(c.size()), 0);
+  const std::string key = host_key();
+  std::memcpy(mine.data(), key.data(), std::min(key.size(), kKey - 1));
+  c.allgather(mine.data(), all.data(), kKey, DType::u8)->wait();
+  std::vector<std::string> keys;
+  for (int r = 0; r < c.size(); ++r)
+    keys.emplace_back(all.data() + static_cast<std::size_t>(r) * kKey);
+  return map_hosts(keys);
+}
+
+// --calibrate: alpha and beta of the intra-host link (local ranks 0-1, 2-3, ... of every host at
+// once) and of the inter-host link (each rank of host 0 with its like on host 1, and so on), from
+// 8 B and 4 MiB exchanges, as rank 0 times them; then the per-op term of the algorithm this
+// backend runs at 8 B: its measured time less the formula's (at least 0). The other op term is
+// 0 until --calibrate-op adds it. Rank 0 writes the file; a link the job does not have is written
+// as 0 and said so. --calibrate-op: only the op term, against the links of the file there.
+int calibrate(Communicator& c, const std::string& file, bool op_only) {
+  COHORT_CHECK(c.capabilities().host_memory, "--calibrate: backend ", c.backend(),
+               " takes no host memory");
+  const HostMap map = hosts_of(c);
+  const int hosts = map.hosts();
+  const AllreduceAlgo ran = algorithm_at_8_bytes(c);
+  const char* op_key = ran == AllreduceAlgo::hierarchical ? "hier_op_us" : "flat_op_us";
+  CostModel m;
+  std::string note;
+  if (op_only) {
+    m = load_cost_model(file);
+    check_cost_model_fits(m, file, c.size(), hosts);
+    note = m.note + "; " + op_key + " from " + c.backend() + " (--calibrate-op)";
+  } else {
+    m.world = c.size();
+    m.hosts = hosts;
+    const int intra_peer = calibration_peer(map, 0, false);
+    const int inter_peer = calibration_peer(map, 0, true);
+    // Host 0's ranks that cross to host 1 at once in the inter-host pass: they share its link,
+    // so one flow's time per byte is that many betas.
+    const auto sharing =
+        static_cast<double>(hosts > 1 ? std::min(map.members[0].size(), map.members[1].size()) : 1);
+    constexpr std::size_t kSmall = 8, kLarge = 4u << 20;
+    for (int pass = 0; pass < 2; ++pass) {
+      if ((pass == 0 ? intra_peer : inter_peer) < 0) continue;
+      const int peer = calibration_peer(map, c.rank(), pass == 1);
+      const double small = exchange(c, peer, kSmall, 200);
+      const double large = exchange(c, peer, kLarge, 10);
+      c.barrier()->wait();
+      if (c.rank() == 0) {
+        LinkCost l = fit_link(kSmall, small, kLarge, large);
+        if (pass == 1) l.beta_s /= sharing;
+        (pass == 0 ? m.intra : m.inter) = l;
+      }
+    }
+    char when[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    note = std::string(when) + ", backend " + c.backend() + ", " + std::to_string(c.size()) +
+           " ranks on " + std::to_string(hosts) + " host(s)" +
+           (intra_peer < 0 ? "; no host has two ranks: intra-host link not measured" : "") +
+           (inter_peer < 0 ? "; one host: inter-host link not measured" : "") + "; " + op_key +
+           " from " + allreduce_algo_name(ran) + "'s 8-byte all-reduce";
+  }
+  const double op8 = allreduce_8_bytes(c, 200);
+  if (c.rank() == 0) {
+    const double op = std::max(0.0, op8 - predict_allreduce(m, ran, 8, m.world, hosts));
+    (ran == AllreduceAlgo::hierarchical ? m.hier_op_s : m.flat_op_s) = op;
+    m.note = note;
+    save_cost_model(file, m);
+    std::printf("%s", format_cost_model(m).c_str());
+    std::printf("# written to %s\n", file.c_str());
+  }
+  c.barrier()->wait();
+  return 0;
+}
+
+}  // namespace cohort::comm
