@@ -54,10 +54,7 @@ exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name; \$*"
 EOF
 chmod +x "$tmp/rsh"
 
-# One sweep of cohort-bench over two cohortruns. The keep-alive limit is 30 s, not 2: with 8
-# ranks on 2 cores and 4 flows per host on a 1 Gbit/s link, flat ucx's 16 MiB all-reduce left a
-# rank's keep-alive unanswered for over 2 s (2026-11-27), and the job presumed it dead.
-# Rank 0's rows (size, time us) to stdout.
+# One sweep of cohort-bench over two cohortruns. Rank 0's rows (size, time us) to stdout.
 cohort_side() {
   local comm=$1 port=$2 i ns pids=()
   shift 2
@@ -65,7 +62,6 @@ cohort_side() {
     ns=$([ $i = 0 ] && echo "$nsA" || echo "$nsB")
     ip netns exec "$ns" env UCX_TLS=tcp,self UCX_NET_DEVICES="c$tag-$i" OMP_NUM_THREADS=1 \
       COHORT_UCX_ALLREDUCE="${COHORT_UCX_ALLREDUCE:-auto}" \
-      COHORT_PEER_TIMEOUT_MS="${COHORT_PEER_TIMEOUT_MS:-30000}" \
       "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node "$per_host" --master-addr "$net.1" \
       --master-port "$port" "$bin/cohort-bench" --comm "$comm" -z 1 "$@" >"$tmp/c.$i" 2>&1 &
     pids+=($!)

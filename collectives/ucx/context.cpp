@@ -58,6 +58,7 @@ void Engine::Impl::setup() {
   }
 
   eps.assign(static_cast<std::size_t>(size), nullptr);
+  ctl_eps.assign(static_cast<std::size_t>(size), nullptr);
   for (int p = 0; p < size; ++p) {
     const auto theirs =
         p == rank ? mine : store->get(prefix + "addr/" + std::to_string(p), default_timeout);
@@ -67,6 +68,9 @@ void Engine::Impl::setup() {
     ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     COHORT_CHECK_UCX(rank, ucp_ep_create(worker, &ep, &eps[static_cast<std::size_t>(p)]),
                      "connecting to rank ", p);
+    if (p != rank)
+      COHORT_CHECK_UCX(rank, ucp_ep_create(worker, &ep, &ctl_eps[static_cast<std::size_t>(p)]),
+                       "connecting to rank ", p, " (control)");
   }
   replies.assign(static_cast<std::size_t>(size), std::nullopt);
   setup_liveness();
@@ -102,7 +106,11 @@ void Engine::Impl::teardown() {
       }
     }
     std::vector<void*> closing;
-    for (auto& ep : eps) {
+    std::vector<ucp_ep_h*> all;
+    for (auto& ep : eps) all.push_back(&ep);
+    for (auto& ep : ctl_eps) all.push_back(&ep);
+    for (ucp_ep_h* e : all) {
+      ucp_ep_h& ep = *e;
       if (ep == nullptr) continue;
       ucp_request_param_t prm{};
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;

@@ -67,7 +67,7 @@ void Engine::Impl::handle_control(const ControlMsg& m) {
 }
 
 void Engine::Impl::send_control(int peer, const ControlMsg& m) {
-  ucp_ep_h ep = eps[static_cast<std::size_t>(peer)];
+  ucp_ep_h ep = ctl_eps[static_cast<std::size_t>(peer)];
   if (ep == nullptr) return;
   auto msg = std::make_unique<ControlMsg>(m);
   ucp_request_param_t prm = host_param();

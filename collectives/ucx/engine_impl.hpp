@@ -129,6 +129,9 @@ struct Engine::Impl final : Driver {
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
   std::vector<ucp_ep_h> eps;
+  // Control messages' own endpoints (none to itself): a pong must not queue behind data
+  // (liveness.cpp).
+  std::vector<ucp_ep_h> ctl_eps;
 
   // Point-to-point ops posted to UCP and not completed yet. Each completes when its own message
   // is through, not in issue order: a rank may post sends with tags 0, 1, 2 and then receive the

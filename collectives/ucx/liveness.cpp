@@ -11,6 +11,12 @@
 // presumed dead, the op fails naming its host and pid, and the kAbort of Impl::fail tells the
 // other ranks. A peer stopped in a debugger looks dead too: raise COHORT_PEER_TIMEOUT_MS, or set
 // it to 0 to rely on the op's timeout alone.
+//
+// Control messages travel on endpoints of their own (ctl_eps, context.cpp), not the data's: UCX
+// sends one endpoint's messages in order, so a pong on the data endpoint waits behind whatever
+// data that rank is sending the pinger. On a slow saturated link that is longer than the limit
+// (8 ranks, 2 hosts, 1 Gbit/s: a 64 MiB recursive-doubling step shares the link four ways, 2.1 s),
+// and live ranks were presumed dead (tests/launch/test_keepalive_netns.sh).
 #include <unistd.h>
 
 #include <cstdio>
