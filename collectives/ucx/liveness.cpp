@@ -2,15 +2,15 @@
 // its op's timeout (300 s by default).
 //
 // Why a keep-alive of our own rather than UCX's error handling: UCX reports a peer's failure on
-// the endpoints that talk to it, and only for transports that support it (UCP_ERR_HANDLING_MODE_PEER
-// restricts the transports chosen and costs latency); a tagged receive from a dead peer is never
-// failed by UCX at all. Every engine already answers control messages from its progress thread,
-// even while its caller computes (progress.cpp polls them every 2 ms when idle), so silence is
-// a reliable sign: a rank that waits for a peer and has heard nothing from it for kPingAfter sends
-// it a kPing; a peer whose ping has gone unanswered for COHORT_PEER_TIMEOUT_MS (default 2000) is
-// presumed dead, the op fails naming its host and pid, and the kAbort of Impl::fail tells the
-// other ranks. A peer stopped in a debugger looks dead too: raise COHORT_PEER_TIMEOUT_MS, or set
-// it to 0 to rely on the op's timeout alone.
+// the endpoints that talk to it, and only for transports that support it
+// (UCP_ERR_HANDLING_MODE_PEER restricts the transports chosen and costs latency); a tagged receive
+// from a dead peer is never failed by UCX at all. Every engine already answers control messages
+// from its progress thread, even while its caller computes (progress.cpp polls them every 2 ms when
+// idle), so silence is a reliable sign: a rank that waits for a peer and has heard nothing from it
+// for kPingAfter sends it a kPing; a peer whose ping has gone unanswered for COHORT_PEER_TIMEOUT_MS
+// (default 2000) is presumed dead, the op fails naming its host and pid, and the kAbort of
+// Impl::fail tells the other ranks. A peer stopped in a debugger looks dead too: raise
+// COHORT_PEER_TIMEOUT_MS, or set it to 0 to rely on the op's timeout alone.
 //
 // Control messages travel on endpoints of their own (ctl_eps, context.cpp), not the data's: UCX
 // sends one endpoint's messages in order, so a pong on the data endpoint waits behind whatever
