@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
     const double bytes = static_cast<double>(count) * 4;
     const double algbw = bytes / (us * 1e3);
     if (rank == 0) {
-      std::printf("  %10zu %12d %9s %7s %10.2f %8.2f %8.2f %7lld\n",
+      std::printf("  %10zu %12d %9s %7s %10.3f %8.2f %8.2f %7lld\n",
                   static_cast<std::size_t>(count) * 4, count, "float", "sum", us, algbw,
                   algbw * bus, wrong);
       std::fflush(stdout);

@@ -27,8 +27,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 // Deadlines far in the future must not overflow the clock.
-Clock::time_point deadline_after(Timeout t) {
-  return Clock::now() + std::min<Timeout>(t, Timeout(1000LL * 3600 * 24 * 365));
+Clock::time_point deadline_after(Clock::time_point now, Timeout t) {
+  return now + std::min<Timeout>(t, Timeout(1000LL * 3600 * 24 * 365));
 }
 std::string waiting_for(Flag f, std::uint64_t step) {
   const std::string s = std::to_string(step);
@@ -44,7 +44,7 @@ std::string waiting_for(Flag f, std::uint64_t step) {
 // --- Op ---
 
 Op::Op(std::shared_ptr<Engine> engine, const OpDesc& d, Timeout t)
-    : desc(d), timeout(t), deadline(deadline_after(t)), eng(*engine), keep_(std::move(engine)) {}
+    : desc(d), timeout(t), eng(*engine), keep_(std::move(engine)) {}
 
 bool Op::test() { return eng.test(*this); }
 void Op::wait() { eng.wait(*this); }
@@ -181,15 +181,15 @@ WorkHandle Engine::submit(std::shared_ptr<Op> op) {
       break;
     }
     default: {
-      auto c = std::static_pointer_cast<CollOp>(op);
+      auto* c = static_cast<CollOp*>(op.get());
       c->t0 = next_step_;
       next_step_ += c->nsteps;
       c->desc.seq = next_seq_++;
-      coll_.push_back(std::move(c));
+      coll_.push_back(c);
     }
   }
   inflight_.push_back(op);
-  earliest_deadline_ = std::min(earliest_deadline_, op->deadline);
+  undated_ = true;
   progress_locked();
   return op;
 }
@@ -308,6 +308,14 @@ void Engine::wait(Op& op) {
 
 void Engine::check_time_locked() {
   const auto now = Clock::now();
+  if (undated_) {
+    // The ops issued since the last check, newest first; the ones before are dated already.
+    undated_ = false;
+    for (auto it = inflight_.rbegin(); it != inflight_.rend() && (*it)->deadline == Clock::time_point::max(); ++it) {
+      (*it)->deadline = deadline_after(now, (*it)->timeout);
+      if (!(*it)->done) earliest_deadline_ = std::min(earliest_deadline_, (*it)->deadline);
+    }
+  }
   // Only when the earliest deadline seen has passed: a window of thousands of ops in flight
   // would otherwise cost a pass over all of them every few polls.
   if (now >= earliest_deadline_) {
@@ -361,8 +369,8 @@ std::string Engine::timeout_message(const Op& op) const {
   os << op.describe() << " timed out after " << detail::format_timeout(op.timeout);
   const Op* blocker = &op;
   if (op.desc.collective() && !coll_.empty() &&
-      coll_.front().get() != &op) {
-    blocker = coll_.front().get();
+      coll_.front() != &op) {
+    blocker = coll_.front();
     os << " while queued behind " << blocker->describe();
   }
   std::vector<int> ranks;

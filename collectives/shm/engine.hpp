@@ -64,7 +64,11 @@ class Op : public Work {
 
   OpDesc desc;  // desc.seq: a collective's number, set by Engine::submit
   const Timeout timeout;
-  const std::chrono::steady_clock::time_point deadline;
+  // Set at the engine's first look at the clock after the op was issued (check_time_locked: the
+  // 32nd poll of a wait, or a test()), not at issue: a clock read per op was 8% of a blocking
+  // 8-byte all-reduce. The timeout therefore counts from the first wait or test that finds the op
+  // pending, never from a moment before it was issued.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::uint64_t id = 0;    // issue order, set by Engine::submit
   bool done = false;
 
@@ -230,13 +234,17 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::uint64_t next_step_ = 1;
   std::uint64_t next_seq_ = 1;
   std::deque<std::shared_ptr<Op>> inflight_;    // all pending ops, issue order
-  std::deque<std::shared_ptr<CollOp>> coll_;    // pending collectives, issue order
+  // Pending collectives, issue order. Not owning: a pending op is in inflight_ too, which owns
+  // it (one reference-count update fewer each way per op, on the small-message path).
+  std::deque<CollOp*> coll_;
   std::vector<std::deque<std::shared_ptr<SendOp>>> sends_;  // per destination
   std::vector<std::list<std::shared_ptr<RecvOp>>> recvs_;   // per source, posting order
   std::vector<std::list<Unexpected>> unexpected_;           // per source, arrival order
   std::vector<Incoming> incoming_;                          // per source
   std::size_t p2p_pending_ = 0;
   std::chrono::steady_clock::time_point last_liveness_check_{};
+  // Ops issued since the last check_time_locked have no deadline yet (Op::deadline).
+  bool undated_ = false;
   // No op in flight has an earlier deadline (check_time_locked).
   std::chrono::steady_clock::time_point earliest_deadline_ =
       std::chrono::steady_clock::time_point::max();
