@@ -311,7 +311,8 @@ void Engine::check_time_locked() {
   if (undated_) {
     // The ops issued since the last check, newest first; the ones before are dated already.
     undated_ = false;
-    for (auto it = inflight_.rbegin(); it != inflight_.rend() && (*it)->deadline == Clock::time_point::max(); ++it) {
+    for (auto it = inflight_.rbegin();
+         it != inflight_.rend() && (*it)->deadline == Clock::time_point::max(); ++it) {
       (*it)->deadline = deadline_after(now, (*it)->timeout);
       if (!(*it)->done) earliest_deadline_ = std::min(earliest_deadline_, (*it)->deadline);
     }
@@ -368,8 +369,7 @@ std::string Engine::timeout_message(const Op& op) const {
   std::ostringstream os;
   os << op.describe() << " timed out after " << detail::format_timeout(op.timeout);
   const Op* blocker = &op;
-  if (op.desc.collective() && !coll_.empty() &&
-      coll_.front() != &op) {
+  if (op.desc.collective() && !coll_.empty() && coll_.front() != &op) {
     blocker = coll_.front();
     os << " while queued behind " << blocker->describe();
   }
