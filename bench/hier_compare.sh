@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The hierarchical all-reduce against flat ucx and Open MPI on the shaped two-host testbed (issue
-# 32): network namespaces A and B joined by a veth pair shaped with tc tbf to RATE each way (no
-# netem here: bandwidth only), PER_HOST ranks per namespace (2), float32 sum, each op waited for before the
-# next (cohort-bench -z 1, MPI_Allreduce in a loop). cohort runs one cohortrun per namespace
-# (UCX over TCP on the veth, shm inside a namespace for hier); Open MPI runs one mpirun from A
-# with its daemon on B started through a namespace "rsh" agent (btl tcp on the veth, vader
+# The hierarchical all-reduce against flat ucx and Open MPI on the shaped multi-host testbed (issue
+# 32): HOSTS network namespaces (2) plugged into one bridge, each host's veth shaped with tc tbf to
+# RATE each way (upload at the host's end, download at the switch's; no netem here: bandwidth
+# only), PER_HOST ranks per namespace (2), float32 sum, each op waited for before the next
+# (cohort-bench -z 1, MPI_Allreduce in a loop). cohort runs one cohortrun per namespace (UCX over
+# TCP on the veth, shm inside a namespace for hier); Open MPI runs one mpirun from host 0 with its
+# daemons on the others started through a namespace "rsh" agent (btl tcp on the veth, vader
 # inside a namespace). The sides alternate ROUNDS times; each cell is the median. Root only.
+# (Before 2026-11-27's third session the two hosts were one veth pair shaped at both ends, no
+# bridge: the tables in docs/BENCHMARKS.md before that date ran so.)
 #
 #   bench/hier_compare.sh [BUILD_DIR]      (default build)
 # With MODEL=1 it first calibrates the cost model (cohort-bench --calibrate on hier: the links
@@ -13,10 +16,11 @@
 # ucx with each of its algorithms forced (COHORT_UCX_ALLREDUCE=ring, rd, rab), and prints a second
 # table: every algorithm's measured time against the model's prediction, the error, the model's
 # pick and the measured best, flagging a pick over 10% above the best.
-# Environment: RATE (default 10gbit), PER_HOST (ranks per namespace host, default 2), ROUNDS
+# Environment: RATE (default 10gbit), HOSTS (default 2), PER_HOST (ranks per host, default 2), ROUNDS
 # (default 3), SIZES (cohort-bench -b/-e/-f of the sweep, default "-b 16 -e 64M -f 4": every
 # power of 4 from 16 B to 64 MiB), ITERS (timed ops per size, default 20), BURST (tbf's bucket
-# in bytes, default tbf_burst).
+# in bytes, default tbf_burst), MPI_ARGS (extra mpirun arguments) and COHORT_YIELD_WHEN_IDLE
+# (defaults: --mca mpi_yield_when_idle 1 and 1 when there are more ranks than cores, else none).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 bin=$build/bin
@@ -25,6 +29,19 @@ rate=${RATE:-10gbit}
 # BURST overrides, in bytes.
 rounds=${ROUNDS:-3}
 per_host=${PER_HOST:-2}
+hosts=${HOSTS:-2}
+# More ranks than cores in all: both sides' waits give the core away when idle (Open MPI's
+# mpi_yield_when_idle, cohort's COHORT_YIELD_WHEN_IDLE). Each namespace host sees every core and
+# only its own ranks, so neither can tell by itself; spinning there starves the other hosts'
+# ranks (2 x 2 ranks at 10 Gbit/s, 16 B: Open MPI 7.1 ms spinning, 37 us yielding). MPI_ARGS
+# and COHORT_YIELD_WHEN_IDLE replace these.
+if [ $((hosts * per_host)) -gt "$(nproc)" ]; then
+  def_mpi_args="--mca mpi_yield_when_idle 1" def_yield=1
+else
+  def_mpi_args="" def_yield=""
+fi
+read -r -a mpi_args <<< "${MPI_ARGS-$def_mpi_args}"
+yield=${COHORT_YIELD_WHEN_IDLE-$def_yield}
 read -r -a sizes <<< "${SIZES:--b 16 -e 64M -f 4}"
 iters=${ITERS:-20}
 [ "$(id -u)" -eq 0 ] || { echo "hier_compare.sh: needs root (network namespaces)" >&2; exit 2; }
@@ -34,49 +51,51 @@ done
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/launch/netns_hosts.sh"
 burst=${BURST:-$(tbf_burst "$rate")}
-tag=$$ nsA=hcA$$ nsB=hcB$$ net=10.215.$(($$ % 200 + 10))
+tag=$$ net=10.215.$(($$ % 200 + 10)) sw=hcS$$
+ns=()
+for i in $(seq 0 $((hosts - 1))); do ns+=("hc$i.$$"); done
 tmp=$(mktemp -d)
-trap 'netns_down "$nsA" "$nsB"; rm -rf "$tmp"' EXIT
-netns_up "$nsA" "$nsB" "c$tag" "$net"
-tc -n "$nsA" qdisc add dev "c$tag-0" root tbf rate "$rate" burst "$burst" latency 50ms
-tc -n "$nsB" qdisc add dev "c$tag-1" root tbf rate "$rate" burst "$burst" latency 50ms
+trap 'netns_down "$sw" "${ns[@]}"; rm -rf "$tmp"' EXIT
+netns_up_star "$sw" "c$tag" "$net" "${ns[@]}"
+netns_shape_star "$sw" "c$tag" "$rate" "$burst" "${ns[@]}"
 
-cat > "$tmp/rsh" <<EOF
-#!/bin/sh
-host=\$1; shift
-case "\$host" in
-  $net.1) ns=$nsA; name=hostA ;;
-  $net.2) ns=$nsB; name=hostB ;;
-  *) exit 255 ;;
-esac
-# A host name of its own (a UTS namespace), or Open MPI takes both namespaces for one node.
-exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name; \$*"
-EOF
+{
+  echo '#!/bin/sh'
+  echo 'host=$1; shift'
+  echo 'case "$host" in'
+  for i in $(seq 0 $((hosts - 1))); do echo "  $net.$((i + 1))) ns=${ns[$i]}; name=host$i ;;"; done
+  echo '  *) exit 255 ;;'
+  echo 'esac'
+  echo '# A host name of its own (a UTS namespace), or Open MPI takes all namespaces for one node.'
+  echo 'exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $name; $*"'
+} > "$tmp/rsh"
 chmod +x "$tmp/rsh"
 
 # One sweep of cohort-bench over two cohortruns. Rank 0's rows (size, time us) to stdout.
 cohort_side() {
-  local comm=$1 port=$2 i ns pids=()
+  local comm=$1 port=$2 i pids=() rc=0
   shift 2
-  for i in 0 1; do
-    ns=$([ $i = 0 ] && echo "$nsA" || echo "$nsB")
-    ip netns exec "$ns" env UCX_TLS=tcp,self UCX_NET_DEVICES="c$tag-$i" OMP_NUM_THREADS=1 \
-      COHORT_UCX_ALLREDUCE="${COHORT_UCX_ALLREDUCE:-auto}" \
-      "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node "$per_host" --master-addr "$net.1" \
+  for i in $(seq 0 $((hosts - 1))); do
+    ip netns exec "${ns[$i]}" env UCX_TLS=tcp,self UCX_NET_DEVICES="c$tag-$i" OMP_NUM_THREADS=1 \
+      COHORT_UCX_ALLREDUCE="${COHORT_UCX_ALLREDUCE:-auto}" COHORT_YIELD_WHEN_IDLE="$yield" \
+      "$bin/cohortrun" --nnodes "$hosts" --node-rank $i --nproc-per-node "$per_host" --master-addr "$net.1" \
       --master-port "$port" "$bin/cohort-bench" --comm "$comm" -z 1 "$@" >"$tmp/c.$i" 2>&1 &
     pids+=($!)
   done
-  wait "${pids[0]}" && wait "${pids[1]}" ||
+  for i in "${pids[@]}"; do wait "$i" || rc=1; done
+  [ $rc = 0 ] ||
     { echo "hier_compare.sh: cohort-bench --comm $comm failed:" >&2; tail -n 15 "$tmp"/c.* >&2; return 1; }
   # size, time, then (with --model) ring rd rab hier pick
   sed -n 's/^\[rank 0\] *//p' "$tmp/c.0" | awk '$1 ~ /^[0-9]+$/ {
     printf "%s %s", $1, $5; for (i = 9; i <= NF; ++i) printf " %s", $i; printf "\n" }'
 }
 mpi_side() {
-  ip netns exec "$nsA" unshare --uts sh -c 'hostname hostA; exec "$@"' mpirun \
-    mpirun --allow-run-as-root -np $((2 * per_host)) --host "$net.1:$per_host,$net.2:$per_host" \
+  local hostlist i
+  hostlist=$(for i in $(seq 1 "$hosts"); do printf "%s" "$net.$i:$per_host,"; done)
+  ip netns exec "${ns[0]}" unshare --uts sh -c 'hostname host0; exec "$@"' mpirun \
+    mpirun --allow-run-as-root -np $((hosts * per_host)) --host "${hostlist%,}" \
     --mca plm_rsh_agent "$tmp/rsh" --mca oob_tcp_if_include "$net.0/24" \
-    --mca btl self,vader,tcp --mca btl_tcp_if_include "$net.0/24" --bind-to none \
+    --mca btl self,vader,tcp --mca btl_tcp_if_include "$net.0/24" --bind-to none "${mpi_args[@]}" \
     "$bin/mpi_allreduce_bench" -z 1 "$@" >"$tmp/m.log" 2>&1 ||
     { echo "hier_compare.sh: mpirun failed:" >&2; grep -v '^\[' "$tmp/m.log" | head -n 30 >&2; return 1; }
   awk '$1 ~ /^[0-9]+$/ { print $1, $5 }' "$tmp/m.log"
@@ -100,9 +119,9 @@ for r in $(seq "$rounds"); do
   mpi_side "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/mpi"
 done
 
-echo "# all-reduce, float32 sum, 2 namespace hosts x $per_host ranks, veth shaped by tbf to $rate each way (bucket $burst B)"
+echo "# all-reduce, float32 sum, $hosts namespace hosts x $per_host ranks on one bridge, each host's veth shaped by tbf to $rate each way (bucket $burst B)"
 echo "# (no added latency: no netem), $(date -u +%F), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
-echo "# $(mpirun --version 2>/dev/null | head -1); each op waited for; median of $rounds alternating rounds; $iters timed ops per size; times in us"
+echo "# $(mpirun --version 2>/dev/null | head -1) ${mpi_args[*]}; cohort COHORT_YIELD_WHEN_IDLE=${yield:-auto}; each op waited for; median of $rounds alternating rounds; $iters timed ops per size; times in us"
 python3 - "$tmp" <<'PY'
 import os, sys, statistics, collections
 d = sys.argv[1]

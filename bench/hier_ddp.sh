@@ -43,7 +43,10 @@ two_hosts() {  # PORT: prints images/s
   local i ns pids=()
   for i in 0 1; do
     ns=$([ $i = 0 ] && echo "$nsA" || echo "$nsB")
+    # Yield when idle, as the one-host run does by itself (4 ranks on 2 cores): each namespace
+    # sees only its own 2 ranks (COHORT_YIELD_WHEN_IDLE, docs/COLLECTIVES.md).
     ip netns exec "$ns" env OMP_NUM_THREADS=1 UCX_TLS=tcp,self UCX_NET_DEVICES="d$tag-$i" \
+      COHORT_YIELD_WHEN_IDLE="${COHORT_YIELD_WHEN_IDLE-1}" \
       "$bin/cohortrun" --nnodes 2 --node-rank $i --nproc-per-node 2 --master-addr "$net.1" \
       --master-port "$1" "${job[@]}" >"$tmp/two.$i.log" 2>&1 &
     pids+=($!)

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
+#include "detail/backoff.hpp"
 #include "cohort/core/timeout.hpp"
 
 namespace cohort::comm::detail {
@@ -49,6 +50,16 @@ bool collective_checks_from_env() {
 bool collective_checks_requested() {
   const char* env = std::getenv("COHORT_COLLECTIVE_CHECKS");
   return env && *env && collective_checks_from_env();
+}
+
+bool yield_when_idle(int local_ranks) {
+  const char* env = std::getenv("COHORT_YIELD_WHEN_IDLE");
+  if (!env || !*env) return local_ranks > usable_cpus();
+  const std::string v = env;
+  COHORT_CHECK(v == "0" || v == "1", "COHORT_YIELD_WHEN_IDLE='", v,
+               "' must be 1 (a waiting rank yields its core at once), 0 (it spins first) or unset "
+               "(it yields when the host has more ranks than cores)");
+  return v == "1";
 }
 
 Timeout resolve_timeout(Timeout t, Timeout fallback) {

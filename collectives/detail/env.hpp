@@ -25,6 +25,13 @@ bool collective_checks_requested();
 // naming `backend`, the variable, its value and the range.
 std::uint64_t bytes_from_env(const char* name, std::uint64_t fallback, std::uint64_t lo,
                              std::uint64_t hi, const char* backend);
+// Whether a waiting rank gives its core away at once (sched_yield, then sleeps) instead of
+// spinning first (detail/backoff.hpp): COHORT_YIELD_WHEN_IDLE=1 or 0 decides, as Open MPI's
+// mpi_yield_when_idle; unset or empty, it yields when this host runs more ranks than this
+// process may use cores (`local_ranks` > usable_cpus()). The override is for hosts that share
+// cores the launcher cannot see: network-namespace hosts on one machine, containers with CPU
+// quotas. Any other value throws naming the variable.
+bool yield_when_idle(int local_ranks);
 // `t` unless it is kDefaultTimeout, then `fallback`. Throws for other negative values.
 Timeout resolve_timeout(Timeout t, Timeout fallback);
 

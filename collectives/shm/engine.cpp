@@ -82,7 +82,7 @@ Engine::Engine(int r, int w, std::unique_ptr<Segment> segment, std::shared_ptr<S
       seg_(std::move(segment)),
       store_(std::move(store)),
       default_timeout_(default_timeout),
-      oversubscribed_(w > detail::usable_cpus()),
+      oversubscribed_(detail::yield_when_idle(w)),
       check_fingerprints_(detail::collective_checks_from_env()),
       sends_(static_cast<std::size_t>(w)),
       recvs_(static_cast<std::size_t>(w)),

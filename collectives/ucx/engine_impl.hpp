@@ -91,7 +91,7 @@ struct Engine::Impl final : Driver {
         store(std::move(s)),
         default_timeout(timeout),
         tuning(t),
-        oversubscribed(info.local_world_size > common::usable_cpus()),
+        oversubscribed(common::yield_when_idle(info.local_world_size)),
         check_fingerprints(common::collective_checks_from_env()) {}
   ~Impl() {
     for (auto& s : scratch) std::free(s.p);

@@ -34,6 +34,7 @@ class EnvGuard {
                                         "COHORT_STORE_HANDSHAKE_MS",
                                         "COHORT_TIMEOUT",
                                         "COHORT_HOSTID",
+                                        "COHORT_YIELD_WHEN_IDLE",
                                         "OMPI_COMM_WORLD_RANK",
                                         "OMPI_COMM_WORLD_SIZE",
                                         "OMPI_COMM_WORLD_LOCAL_RANK",

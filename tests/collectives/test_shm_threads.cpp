@@ -11,6 +11,8 @@
 
 #include "cohort/collectives/registry.hpp"
 #include "cohort/core/error.hpp"
+#include "detail/backoff.hpp"
+#include "detail/env.hpp"
 #include "env_guard.hpp"
 
 using namespace cohort;
@@ -125,5 +127,39 @@ TEST_SUITE("shm_threads") {
     }
     CAPTURE(messages[2]);
     CHECK(messages[2].find("failed: shm allreduce #1") != std::string::npos);
+  }
+  TEST_CASE("COHORT_YIELD_WHEN_IDLE: 1 and 0 override the host's rank count; bad values named") {
+    {
+      test::EnvGuard env;
+      const int cpus = comm::detail::usable_cpus();
+      CHECK(comm::detail::yield_when_idle(cpus) == false);
+      CHECK(comm::detail::yield_when_idle(cpus + 1) == true);
+    }
+    {
+      test::EnvGuard env{{"COHORT_YIELD_WHEN_IDLE", "1"}};
+      CHECK(comm::detail::yield_when_idle(1) == true);
+    }
+    {
+      test::EnvGuard env{{"COHORT_YIELD_WHEN_IDLE", "0"}};
+      CHECK(comm::detail::yield_when_idle(1 << 20) == false);
+    }
+    // Either way the waits still complete (2 ranks as threads: yielding, then spinning).
+    for (const char* v : {"1", "0"}) {
+      CAPTURE(v);
+      test::EnvGuard env{{"COHORT_YIELD_WHEN_IDLE", v}};
+      const auto errors = run_ranks(2, [](Communicator& c, std::vector<std::string>& err) {
+        for (int i = 0; i < 200; ++i) {
+          float x = static_cast<float>(c.rank() + i);
+          c.allreduce(&x, &x, 1, DType::f32, ReduceOp::sum)->wait();
+          if (x != static_cast<float>(1 + 2 * i)) err.push_back("allreduce " + std::to_string(i));
+        }
+      });
+      CHECK(errors.empty());
+      for (const auto& e : errors) MESSAGE(e);
+    }
+    test::EnvGuard env{{"COHORT_YIELD_WHEN_IDLE", "yes"}};
+    const auto errors = run_ranks(1, [](Communicator&, std::vector<std::string>&) {});
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].find("COHORT_YIELD_WHEN_IDLE='yes' must be 1") != std::string::npos);
   }
 }

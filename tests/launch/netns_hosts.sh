@@ -3,6 +3,7 @@
 #
 #   netns_up NS0 NS1 VETH NET     returns non-zero when the namespaces cannot be made
 #   netns_down NS0 NS1 [NS...]    kills what runs in them and deletes them (the veth goes too)
+#   netns_up_star SW VETH NET NS...   N hosts on one switch (below); netns_shape_star shapes them
 #   tbf_burst RATE                tc tbf's bucket in bytes for RATE (e.g. 10gbit)
 
 netns_up() {
@@ -27,16 +28,36 @@ netns_down() {
 # in a third namespace SW, so that taking one host's link down (ip -n NS1 link set VETH-1 down)
 # leaves the other's up, as a cable pulled at one host would. netns_down NS0 NS1 SW removes them.
 netns_up_switched() {
-  local ns0=$1 ns1=$2 sw=$3 veth=$4 net=$5 i ns
-  ip netns add "$ns0" && ip netns add "$ns1" && ip netns add "$sw" &&
-    ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up || return 1
-  for i in 0 1; do
-    if [ $i = 0 ]; then ns=$ns0; else ns=$ns1; fi
-    ip link add "$veth-$i" type veth peer name "$veth-s$i" &&
+  netns_up_star "$3" "$4" "$5" "$1" "$2"
+}
+
+# netns_up_star SW VETH NET NS0 NS1 ...: any number of hosts on one switch (a bridge in namespace
+# SW). Host i is NSi with address NET.(i+1) on VETH-i; its cable's switch end is VETH-si in SW.
+# netns_down SW NS0 NS1 ... removes them.
+netns_up_star() {
+  local sw=$1 veth=$2 net=$3 i=0 ns
+  shift 3
+  ip netns add "$sw" && ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up || return 1
+  for ns in "$@"; do
+    ip netns add "$ns" &&
+      ip link add "$veth-$i" type veth peer name "$veth-s$i" &&
       ip link set "$veth-$i" netns "$ns" && ip link set "$veth-s$i" netns "$sw" &&
       ip -n "$sw" link set "$veth-s$i" master br0 && ip -n "$sw" link set "$veth-s$i" up &&
       ip -n "$ns" addr add "$net.$((i + 1))/24" dev "$veth-$i" &&
       ip -n "$ns" link set "$veth-$i" up && ip -n "$ns" link set lo up || return 1
+    i=$((i + 1))
+  done
+}
+
+# netns_shape_star SW VETH RATE BURST NS0 NS1 ...: each host's cable shaped to RATE each way with
+# tc tbf: its upload at the host's end, its download at the switch's end (as a NIC's line rate).
+netns_shape_star() {
+  local sw=$1 veth=$2 rate=$3 burst=$4 i=0 ns
+  shift 4
+  for ns in "$@"; do
+    tc -n "$ns" qdisc add dev "$veth-$i" root tbf rate "$rate" burst "$burst" latency 50ms &&
+      tc -n "$sw" qdisc add dev "$veth-s$i" root tbf rate "$rate" burst "$burst" latency 50ms || return 1
+    i=$((i + 1))
   done
 }
 
