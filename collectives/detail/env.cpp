@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cohort/core/error.hpp"
-#include "detail/backoff.hpp"
 #include "cohort/core/timeout.hpp"
+#include "detail/backoff.hpp"
 
 namespace cohort::comm::detail {
 
