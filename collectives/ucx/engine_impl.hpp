@@ -125,6 +125,8 @@ struct Engine::Impl final : Driver {
   // Callers inside drive_until: while there are any, the progress thread stays out of their way
   // (it sleeps instead of taking drive_mu), so a waiting caller gets the worker at once.
   std::atomic<int> callers_driving{0};
+  // submit() queued an op without waking the progress thread (oversubscribed only; progress.cpp).
+  std::atomic<bool> wake_deferred{false};
   bool torn_down = false;  // the worker is gone: callers no longer drive
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
@@ -209,6 +211,7 @@ struct Engine::Impl final : Driver {
 
   // Runs ops on the caller's thread until `op` is complete (Driver, op.hpp).
   void drive_until(OpState& op) override;
+  void polled() override;
   // One turn of the driver (drive_mu held): starts the next queued op, if any, and runs progress
   // on the worker, the posted point-to-point ops and a peer's abort. `had_op`: an op was started;
   // `idle`: nothing queued or posted before the turn; `posted`: point-to-point ops still in flight

@@ -7,7 +7,10 @@
 namespace cohort::comm::ucx::detail {
 
 bool OpState::test() {
-  if (!done_flag_.load(std::memory_order_acquire)) return false;
+  if (!done_flag_.load(std::memory_order_acquire)) {
+    if (auto d = driver_.lock()) d->polled();
+    return false;
+  }
   std::lock_guard<std::mutex> lk(mu_);
   if (failed_) throw_error();
   return done_;

@@ -40,6 +40,9 @@ class Driver {
  public:
   virtual ~Driver() = default;
   virtual void drive_until(OpState& op) = 0;
+  // Someone polls an op that has not completed: the driver must be running (submit() may have
+  // left the progress thread asleep, expecting a wait; progress.cpp).
+  virtual void polled() = 0;
 };
 
 // The Work handle. complete() is called once by the engine's driver; test() and wait() may be
