@@ -2,6 +2,7 @@
 // when it is long or when there are more ranks than cores.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace cohort::comm::detail {
@@ -24,6 +25,30 @@ class Backoff {
  private:
   std::uint32_t spin_limit_;
   std::uint32_t polls_ = 0;
+};
+
+// Whether queuing an op wakes the thread that runs ops nobody waits for (ucx's progress thread,
+// hier's worker). With more ranks than cores (`lazy`, detail::yield_when_idle) that wake-up is a
+// context switch on a core some rank needs, and the caller mostly waits next and runs the op
+// itself, so the first op queued is left asleep; the thread is woken when a second op is queued
+// before anyone ran the queue, when an op is polled, or by its own timer (the user's: a few ms).
+class LazyWake {
+ public:
+  explicit LazyWake(bool lazy) : lazy_(lazy) {}
+  // After queuing an op: whether to notify the thread now.
+  bool queued() {
+    if (lazy_ && !skipped_.exchange(true, std::memory_order_acq_rel)) return false;
+    skipped_.store(false, std::memory_order_release);
+    return true;
+  }
+  // A waiting caller runs the queue now: nothing queued so far is waiting for the thread.
+  void driving() { skipped_.store(false, std::memory_order_release); }
+  // An op was polled (test()): whether to notify the thread now.
+  bool polled() { return skipped_.exchange(false, std::memory_order_acq_rel); }
+
+ private:
+  const bool lazy_;
+  std::atomic<bool> skipped_{false};
 };
 
 }  // namespace cohort::comm::detail

@@ -2,6 +2,8 @@
 // thread that runs collectives in issue order, and each collective's stages.
 #include "hier/hier_communicator.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include "cohort/collectives/cost_model.hpp"
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/core/error.hpp"
+#include "detail/backoff.hpp"
 #include "detail/checked.hpp"
 #include "detail/communicator_base.hpp"
 #include "detail/env.hpp"
@@ -57,19 +60,34 @@ struct Failure {
   [[noreturn]] void raise() const { throw Error(file, line, expr, backend, rank, why); }
 };
 
-// The Work of one queued collective: completed (or failed) by the worker thread.
+// The Work of one queued collective: run by the worker thread, or by the caller that waits for it
+// (HierCommunicator::run_until), and completed (or failed) by whichever ran it.
 class QueuedWork final : public Work {
  public:
+  // `run_until`: runs the communicator's queue on the calling thread until this work is done;
+  // `polled`: wakes the worker for a work that is polled. Both are the communicator's, which
+  // finishes every queued work before it is destroyed: a done work never calls them.
+  QueuedWork(std::function<void(QueuedWork&)> run_until, std::function<void()> polled)
+      : run_until_(std::move(run_until)), polled_(std::move(polled)) {}
   bool test() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failed_) failure_.raise();
-    return done_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (failed_) failure_.raise();
+      if (done_) return true;
+    }
+    polled_();
+    return false;
   }
-  // Every stage runs under the op's timeout, so the worker finishes each op in bounded time.
+  // Every stage runs under the op's timeout, so whoever runs it finishes each op in bounded time.
   void wait() override {
+    if (!done()) run_until_(*this);
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return done_; });
     if (failed_) failure_.raise();
+  }
+  bool done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
   }
   void finish(const Failure* failure) {
     {
@@ -81,6 +99,8 @@ class QueuedWork final : public Work {
   }
 
  private:
+  std::function<void(QueuedWork&)> run_until_;
+  std::function<void()> polled_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -106,6 +126,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
       std::fprintf(stderr, "cohort hier: %s\n", describe(keys).c_str());
     notice_layout(info);
     const auto& mine = map_.members[static_cast<std::size_t>(host_)];
+    wake_ = std::make_unique<detail::LazyWake>(
+        detail::yield_when_idle(static_cast<int>(mine.size())));
 
     ProcessGroupInfo local = info;
     local.rank = map_.local_of[static_cast<std::size_t>(rank_)];
@@ -527,52 +549,94 @@ class HierCommunicator final : public detail::CommunicatorBase {
     }
   }
 
-  WorkHandle enqueue(const char* op, std::function<void()> body) {
-    auto work = std::make_shared<QueuedWork>();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back({op, std::move(body), work});
-    }
-    cv_.notify_all();
-    return work;
-  }
-
-  void run() {
-    for (;;) {
-      Task task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, nothing left
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      std::string broken;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        broken = broken_;
-      }
-      Failure failure;
-      bool failed = false;
-      try {
-        COHORT_CHECK_IN(kName, broken.empty(), task.op,
-                        " not run: an earlier collective failed: ", broken);
-        task.body();
-      } catch (const std::exception& e) {
-        failed = true;
-        failure = Failure::of(e, rank_);
-        std::lock_guard<std::mutex> lock(mu_);
-        if (broken_.empty()) broken_ = std::string(task.op) + ": " + e.what();
-      }
-      task.work->finish(failed ? &failure : nullptr);
-    }
-  }
-
   struct Task {
     const char* op = "";
     std::function<void()> body;
     std::shared_ptr<QueuedWork> work;
   };
+
+  // Queues an op. Who runs it: the caller that waits for it (run_until), as ucx's engine does,
+  // or the worker thread for ops nobody waits for (DDP's buckets issued during backward). Each
+  // way the ops run one at a time, in issue order (run_mu_). Running it in the wait saves two
+  // thread wake-ups per op (the worker's, then the caller's). With more ranks than cores the
+  // worker is not even woken for the first op queued (each wake-up is a context switch on a core
+  // some rank needs): a second op queued before anyone waited, a test(), or its 2 ms timer
+  // wakes it. On the 2 x 2-rank testbed at 10 Gbit/s, hier's 16-byte all-reduce went from 149-163 us
+  // to 57 (Open MPI: 42).
+  WorkHandle enqueue(const char* op, std::function<void()> body) {
+    auto work = std::make_shared<QueuedWork>([this](QueuedWork& w) { run_until(w); },
+                                             [this] { polled(); });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back({op, std::move(body), work});
+    }
+    if (wake_->queued()) cv_.notify_all();
+    return work;
+  }
+
+  void polled() {
+    if (wake_->polled()) cv_.notify_all();
+  }
+
+  // A waiting caller: runs the queue in order up to and including `w`. Holding run_mu_, `w` is
+  // either done (the worker ran it) or still queued.
+  void run_until(QueuedWork& w) {
+    std::lock_guard<std::mutex> run(run_mu_);
+    wake_->driving();
+    while (!w.done()) {
+      Task task;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (queue_.empty()) break;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      execute(task);
+    }
+  }
+
+  void run() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, kWorkerPoll, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) {
+          if (stop_) return;  // stopping, nothing left
+          continue;
+        }
+      }
+      std::lock_guard<std::mutex> run(run_mu_);
+      Task task;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (queue_.empty()) continue;  // a waiting caller ran it meanwhile
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      execute(task);
+    }
+  }
+
+  void execute(Task& task) {
+    std::string broken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      broken = broken_;
+    }
+    Failure failure;
+    bool failed = false;
+    try {
+      COHORT_CHECK_IN(kName, broken.empty(), task.op,
+                      " not run: an earlier collective failed: ", broken);
+      task.body();
+    } catch (const std::exception& e) {
+      failed = true;
+      failure = Failure::of(e, rank_);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (broken_.empty()) broken_ = std::string(task.op) + ": " + e.what();
+    }
+    task.work->finish(failed ? &failure : nullptr);
+  }
 
   enum class Algo { hierarchical, flat, model };
   const int rank_, size_;
@@ -587,6 +651,10 @@ class HierCommunicator final : public detail::CommunicatorBase {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
+  std::mutex run_mu_;  // held by whoever runs queued ops: the worker or a waiting caller
+  // Whether enqueue() wakes the worker (set with the host's rank count).
+  std::unique_ptr<detail::LazyWake> wake_;
+  static constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
   bool stop_ = false;
   std::string broken_;
   std::thread worker_;

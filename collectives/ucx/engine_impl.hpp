@@ -125,8 +125,8 @@ struct Engine::Impl final : Driver {
   // Callers inside drive_until: while there are any, the progress thread stays out of their way
   // (it sleeps instead of taking drive_mu), so a waiting caller gets the worker at once.
   std::atomic<int> callers_driving{0};
-  // submit() queued an op without waking the progress thread (oversubscribed only; progress.cpp).
-  std::atomic<bool> wake_deferred{false};
+  // Whether submit() wakes the progress thread (detail/backoff.hpp).
+  common::LazyWake wake{oversubscribed};
   bool torn_down = false;  // the worker is gone: callers no longer drive
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;

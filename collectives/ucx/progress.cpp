@@ -142,12 +142,12 @@ void Engine::Impl::loop() {
 }
 
 void Engine::Impl::polled() {
-  if (wake_deferred.exchange(false, std::memory_order_acq_rel)) cv.notify_one();
+  if (wake.polled()) cv.notify_one();
 }
 
 void Engine::Impl::drive_until(OpState& op) {
   callers_driving.fetch_add(1, std::memory_order_acq_rel);
-  wake_deferred.store(false, std::memory_order_release);  // this caller runs the queue now
+  wake.driving();
   common::Backoff backoff(oversubscribed);
   bool left_work = false;
   for (;;) {
@@ -351,15 +351,10 @@ void Engine::submit(std::shared_ptr<OpState> op) {
                       e.failure, "); create a new communicator");
     e.queue.push_back(std::move(op));
   }
-  // With more ranks than cores, waking the progress thread costs a context switch on a core some
-  // rank needs, and the caller mostly waits for its op next and runs it itself (drive_until):
-  // in a blocking loop of 16-byte all-reduces on 4 ranks over 2 cores the wake-ups were a
-  // quarter of each op's time. So the first op queued is left for its wait; the thread is woken
-  // when a second op is queued before anyone waited, when an op is polled with test(), or by
-  // its own 2 ms timer. A spare core for the progress thread to overlap communication with
-  // does not exist in that case anyway.
-  if (e.oversubscribed && !e.wake_deferred.exchange(true, std::memory_order_acq_rel)) return;
-  e.wake_deferred.store(false, std::memory_order_release);
+  // With more ranks than cores the caller mostly runs it in its wait (detail::LazyWake): in a
+  // blocking loop of 16-byte all-reduces on 4 ranks over 2 cores the wake-ups were a quarter of
+  // each op's time. No spare core for the thread to overlap communication with exists then.
+  if (!e.wake.queued()) return;
   e.cv.notify_one();
 }
 
