@@ -126,8 +126,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
       std::fprintf(stderr, "cohort hier: %s\n", describe(keys).c_str());
     notice_layout(info);
     const auto& mine = map_.members[static_cast<std::size_t>(host_)];
-    wake_ = std::make_unique<detail::LazyWake>(
-        detail::yield_when_idle(static_cast<int>(mine.size())));
+    wake_ =
+        std::make_unique<detail::LazyWake>(detail::yield_when_idle(static_cast<int>(mine.size())));
 
     ProcessGroupInfo local = info;
     local.rank = map_.local_of[static_cast<std::size_t>(rank_)];
@@ -561,11 +561,11 @@ class HierCommunicator final : public detail::CommunicatorBase {
   // thread wake-ups per op (the worker's, then the caller's). With more ranks than cores the
   // worker is not even woken for the first op queued (each wake-up is a context switch on a core
   // some rank needs): a second op queued before anyone waited, a test(), or its 2 ms timer
-  // wakes it. On the 2 x 2-rank testbed at 10 Gbit/s, hier's 16-byte all-reduce went from 149-163 us
-  // to 57 (Open MPI: 42).
+  // wakes it. On the 2 x 2-rank testbed at 10 Gbit/s, hier's 16-byte all-reduce went from 149-163
+  // us to 57 (Open MPI: 42).
   WorkHandle enqueue(const char* op, std::function<void()> body) {
-    auto work = std::make_shared<QueuedWork>([this](QueuedWork& w) { run_until(w); },
-                                             [this] { polled(); });
+    auto work =
+        std::make_shared<QueuedWork>([this](QueuedWork& w) { run_until(w); }, [this] { polled(); });
     {
       std::lock_guard<std::mutex> lock(mu_);
       queue_.push_back({op, std::move(body), work});
