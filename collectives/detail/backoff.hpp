@@ -35,6 +35,8 @@ class Backoff {
 class LazyWake {
  public:
   explicit LazyWake(bool lazy) : lazy_(lazy) {}
+  // Whether the thread must also wake by itself now and then (its timer): queued() may skip.
+  bool lazy() const { return lazy_; }
   // After queuing an op: whether to notify the thread now.
   bool queued() {
     if (lazy_ && !skipped_.exchange(true, std::memory_order_acq_rel)) return false;

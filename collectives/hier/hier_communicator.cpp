@@ -599,7 +599,11 @@ class HierCommunicator final : public detail::CommunicatorBase {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, kWorkerPoll, [this] { return stop_ || !queue_.empty(); });
+        const auto ready = [this] { return stop_ || !queue_.empty(); };
+        if (wake_->lazy())
+          cv_.wait_for(lock, kWorkerPoll, ready);  // ops enqueue() did not wake it for
+        else
+          cv_.wait(lock, ready);
         if (queue_.empty()) {
           if (stop_) return;  // stopping, nothing left
           continue;
