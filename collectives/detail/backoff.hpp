@@ -31,7 +31,7 @@ class Backoff {
 // hier's worker). With more ranks than cores (`lazy`, detail::yield_when_idle) that wake-up is a
 // context switch on a core some rank needs, and the caller mostly waits next and runs the op
 // itself, so the first op queued is left asleep; the thread is woken when a second op is queued
-// before anyone ran the queue, when an op is polled, or by its own timer (the user's: a few ms).
+// before anyone ran the queue, when an op is polled, or by its own timer (2 ms in ucx and hier).
 class LazyWake {
  public:
   explicit LazyWake(bool lazy) : lazy_(lazy) {}

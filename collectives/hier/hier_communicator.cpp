@@ -411,7 +411,9 @@ class HierCommunicator final : public detail::CommunicatorBase {
         }
         // The leaders' exchanges of later chunks run on ucx's progress thread while this thread
         // broadcasts the earlier ones (shm moves only while a rank calls into it, so this thread
-        // waits on each broadcast rather than polling both: polling starved ucx's thread).
+        // waits on each broadcast rather than polling both: polling starved ucx's thread). With
+        // more ranks than cores that thread is first woken when chunk 1's exchange is queued
+        // (detail::LazyWake), so chunk 0's waits for it.
         for (std::size_t k = 0; k < n; ++k) {
           in_stage(kLeaderAllreduce, [&] { lead[k]->wait(); });
           in_stage("shm broadcast from the host leader", [&] {
