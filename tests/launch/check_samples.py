@@ -8,9 +8,11 @@ optimizer step of launch rank R. For each step 1..STEPS, the samples of the run 
 ranks that were members at that step (a change logged at step C applies from step C + 1; a rank's
 last line for a step wins, since a discarded step is run again), and they must be exactly the
 reference's samples of that step: every global batch the same, so no sample lost or seen twice.
-A rank dropped at step C may lack its line for C: SIGKILLed after the step's collectives and
-before its write. Its share is then taken as the reference's (said in the output), and only when
-the group at C was the whole job.
+A rank may lack its line for step C when C completed without it finishing: dropped at C
+(SIGKILLed after the step's collectives and before its write), or behind at a change logged at C
+(its own collective failed, others' completed, and it took the state of the rank ahead: the
+change's "steps" say so). Its share is then taken as the reference's (said in the output), and only
+when the group at C was the whole job.
 
 --per-rank (mnist_cnn --elastic-batch per-rank): after a change the global batches have another
 size, so instead the epoch's order is rebuilt from the reference (global batch k is the elements
@@ -69,13 +71,21 @@ def main():
         mine = []
         for r in members:
             if (r, s) not in got:
-                # A rank SIGKILLed right after the step's last collective, before it wrote the
-                # step's line (the log is written after the step): the others completed the step
-                # with its gradients, and the group dropped it at this step. Only from the whole
-                # group (the reference's assignment): its share is then the reference's.
-                dropped = any(c["step"] == s and r not in c["new"] for c in changes)
-                if dropped and members == list(range(ranks)) and (r, s) in want:
-                    lost.append(f"rank {r}'s line for step {s}")
+                # The step completed with this rank's gradients but without its line (written
+                # after the step): SIGKILLed right after the step's last collective (dropped at
+                # this step), or its own collective failed where the others' completed, and it
+                # took the state of the rank furthest ahead (behind at a change at this step).
+                # Only from the whole group (the reference's assignment): its share is then the
+                # reference's.
+                why = ""
+                for c in changes:
+                    if c["step"] == s and r not in c["new"]:
+                        why = "lost to its SIGKILL after the step"
+                    elif (c["step"] == s and r in c["new"]
+                          and c["steps"][c["new"].index(r)] < s):
+                        why = "never written: its collective failed, the others' completed"
+                if why and members == list(range(ranks)) and (r, s) in want:
+                    lost.append(f"rank {r}'s line for step {s} {why}")
                     mine += want[(r, s)]
                     continue
                 print(f"FAIL step {s}: member rank {r} logged no samples")
@@ -99,8 +109,7 @@ def main():
         total += len(mine)
     what = ("the epoch's samples in order, each once, none skipped" if per_rank else
             "each global batch exactly the uninterrupted run's")
-    note = (f"; {', '.join(lost)} lost to its SIGKILL after the step: its share taken as the "
-            "reference's" if lost else "")
+    note = (f"; {', '.join(lost)}: its share taken as the reference's" if lost else "")
     print(f"{total} samples in {steps} steps, {what} "
           f"({len(changes)} membership change{'s' if len(changes) != 1 else ''}{note})")
     return 0
