@@ -292,12 +292,13 @@ int main(int argc, char** argv) {
       links = comm::load_cost_model(o.cost_model);
       intra_from = o.cost_model + " (" + links.note + ")";
     } else {
-      links.intra = {0.3446e-6, 0.117283e-9};
+      links.intra = {0.3446e-6, 0.117283e-9, {}};
       intra_from = "this machine's shm (cohort-bench --calibrate, 2026-11-26)";
     }
-    links.inter = {o.inter_alpha_us * 1e-6, 1e-9 / o.inter_gbyte_s};
-    if (o.intra_gbyte_s > 0) links.intra.beta_s = 1e-9 / o.intra_gbyte_s;
-    if (o.intra_alpha_us >= 0) links.intra.alpha_s = o.intra_alpha_us * 1e-6;
+    links.inter = {o.inter_alpha_us * 1e-6, 1e-9 / o.inter_gbyte_s, {}};
+    // An override makes the intra-host link alpha-beta alone (its measured points dropped).
+    if (o.intra_gbyte_s > 0) links.intra.beta_s = 1e-9 / o.intra_gbyte_s, links.intra.points = {};
+    if (o.intra_alpha_us >= 0) links.intra.alpha_s = o.intra_alpha_us * 1e-6, links.intra.points = {};
     if (o.intra_gbyte_s > 0 || o.intra_alpha_us >= 0) intra_from += ", overridden by --intra-*";
     std::printf("# MODELLED, not measured: a DDP step's gradient all-reduces, %d ranks per host\n",
                 o.per_host);
@@ -305,7 +306,8 @@ int main(int argc, char** argv) {
         "# inter-host: %.1f GB/s, %.1f us per message; intra-host: %.4f us, %.2f GB/s "
         "from %s; per-op terms: flat %.1f us, hier %.1f us\n",
         o.inter_gbyte_s, o.inter_alpha_us, links.intra.alpha_s * 1e6, 1e-9 / links.intra.beta_s,
-        intra_from.c_str(), links.flat_op_s * 1e6, links.hier_op_s * 1e6);
+        intra_from.c_str(), links.op_s(comm::AllreduceAlgo::ring) * 1e6,
+        links.op_s(comm::AllreduceAlgo::hierarchical) * 1e6);
     std::printf(
         "# nccl: NCCL's tuning model (src/graph/tuning.cc at 5067397c, v2.30.7), Simple "
         "protocol, Hopper, one %.0f GB/s NIC per host, 2 channels; nccl = the cheaper of "

@@ -12,14 +12,16 @@
 #
 #   bench/hier_compare.sh [BUILD_DIR]      (default build)
 # With MODEL=1 it first calibrates the cost model (cohort-bench --calibrate on hier: the links
-# and hier_op_us; then --calibrate-op on ucx: flat_op_us against the same links), also runs flat
+# and hier_op_us; then --calibrate-op on ucx forced to rd, ring and rab: each one's op term
+# against the same links), also runs flat
 # ucx with each of its algorithms forced (COHORT_UCX_ALLREDUCE=ring, rd, rab), and prints a second
 # table: every algorithm's measured time against the model's prediction, the error, the model's
 # pick and the measured best, flagging a pick over 10% above the best.
 # Environment: RATE (default 10gbit), HOSTS (default 2), PER_HOST (ranks per host, default 2), ROUNDS
 # (default 3), SIZES (cohort-bench -b/-e/-f of the sweep, default "-b 16 -e 64M -f 4": every
-# power of 4 from 16 B to 64 MiB), ITERS (timed ops per size, default 20), BURST (tbf's bucket
-# in bytes, default tbf_burst), MPI_ARGS (extra mpirun arguments) and COHORT_YIELD_WHEN_IDLE
+# power of 4 from 16 B to 64 MiB), ITERS (timed ops per size, default 20), SMALL_ITERS (below),
+# BURST (tbf's bucket in bytes, default tbf_burst), MPI_ARGS (extra mpirun arguments) and
+# COHORT_YIELD_WHEN_IDLE
 # (defaults: --mca mpi_yield_when_idle 1 and 1 when there are more ranks than cores, else none).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -44,6 +46,13 @@ read -r -a mpi_args <<< "${MPI_ARGS-$def_mpi_args}"
 yield=${COHORT_YIELD_WHEN_IDLE-$def_yield}
 read -r -a sizes <<< "${SIZES:--b 16 -e 64M -f 4}"
 iters=${ITERS:-20}
+# SMALL_ITERS (default ITERS): timed ops per size up to 64 KiB. A small all-reduce on shared cores
+# is scheduling, and 10 ops of it swing 2x; more ops steady it. The sweep then runs as two
+# launches, 16 B-64 KiB and 256 KiB-64 MiB (the default SIZES only).
+small_iters=${SMALL_ITERS:-$iters}
+if [ "$small_iters" != "$iters" ] && [ -n "${SIZES:-}" ]; then
+  echo "hier_compare.sh: SMALL_ITERS splits the default sweep; unset SIZES" >&2; exit 2
+fi
 [ "$(id -u)" -eq 0 ] || { echo "hier_compare.sh: needs root (network namespaces)" >&2; exit 2; }
 for b in cohortrun cohort-bench mpi_allreduce_bench; do
   [ -x "$bin/$b" ] || { echo "hier_compare.sh: no $bin/$b" >&2; exit 2; }
@@ -101,27 +110,37 @@ mpi_side() {
   awk '$1 ~ /^[0-9]+$/ { print $1, $5 }' "$tmp/m.log"
 }
 
+# The size sweep of one side (cohort_side COMM PORT, or mpi_side), split by SMALL_ITERS.
+sweep() {
+  if [ "$small_iters" = "$iters" ]; then "$@" "${sizes[@]}" -n "$iters" -w 3; return; fi
+  "$@" -b 16 -e 64K -f 4 -n "$small_iters" -w 3 || return
+  if [ "$1" = cohort_side ]; then set -- "$1" "$2" $(($3 + 1000)) "${@:4}"; fi
+  "$@" -b 256K -e 64M -f 4 -n "$iters" -w 3
+}
+
 model=()
 if [ "${MODEL:-0}" = 1 ]; then
   cohort_side hier 29698 --calibrate "$tmp/model.txt" > /dev/null
-  cohort_side ucx 29699 --calibrate-op "$tmp/model.txt" > /dev/null
+  COHORT_UCX_ALLREDUCE=rd cohort_side ucx 29697 --calibrate-op "$tmp/model.txt" > /dev/null
+  COHORT_UCX_ALLREDUCE=ring cohort_side ucx 29696 --calibrate-op "$tmp/model.txt" > /dev/null
+  COHORT_UCX_ALLREDUCE=rab cohort_side ucx 29699 --calibrate-op "$tmp/model.txt" > /dev/null
   cp "$tmp/c.0" "$tmp/calibrate.log"
   model=(--model "$tmp/model.txt")
 fi
 for r in $(seq "$rounds"); do
-  cohort_side hier $((29700 + r)) "${sizes[@]}" -n "$iters" -w 3 "${model[@]}" >> "$tmp/hier"
-  cohort_side ucx $((29750 + r)) "${sizes[@]}" -n "$iters" -w 3 "${model[@]}" >> "$tmp/ucx"
+  sweep cohort_side hier $((29700 + r)) "${model[@]}" >> "$tmp/hier"
+  sweep cohort_side ucx $((29750 + r)) "${model[@]}" >> "$tmp/ucx"
   if [ ${#model[@]} -gt 0 ]; then
-    COHORT_UCX_ALLREDUCE=ring cohort_side ucx $((29800 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/ring"
-    COHORT_UCX_ALLREDUCE=rd cohort_side ucx $((29850 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/rd"
-    COHORT_UCX_ALLREDUCE=rab cohort_side ucx $((29900 + r)) "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/rab"
+    COHORT_UCX_ALLREDUCE=ring sweep cohort_side ucx $((29800 + r)) >> "$tmp/ring"
+    COHORT_UCX_ALLREDUCE=rd sweep cohort_side ucx $((29850 + r)) >> "$tmp/rd"
+    COHORT_UCX_ALLREDUCE=rab sweep cohort_side ucx $((29900 + r)) >> "$tmp/rab"
   fi
-  mpi_side "${sizes[@]}" -n "$iters" -w 3 >> "$tmp/mpi"
+  sweep mpi_side >> "$tmp/mpi"
 done
 
 echo "# all-reduce, float32 sum, $hosts namespace hosts x $per_host ranks on one bridge, each host's veth shaped by tbf to $rate each way (bucket $burst B)"
 echo "# (no added latency: no netem), $(date -u +%F), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
-echo "# $(mpirun --version 2>/dev/null | head -1) ${mpi_args[*]}; cohort COHORT_YIELD_WHEN_IDLE=${yield:-auto}; each op waited for; median of $rounds alternating rounds; $iters timed ops per size; times in us"
+echo "# $(mpirun --version 2>/dev/null | head -1) ${mpi_args[*]}; cohort COHORT_YIELD_WHEN_IDLE=${yield:-auto}; each op waited for; median of $rounds alternating rounds; $iters timed ops per size$([ "$small_iters" = "$iters" ] || echo " ($small_iters up to 64 KiB)"); times in us"
 python3 - "$tmp" <<'PY'
 import os, sys, statistics, collections
 d = sys.argv[1]

@@ -1,5 +1,6 @@
 // cohort-bench --calibrate and --calibrate-op (cohort_bench_calibrate.hpp): the cost model's
-// links from concurrent exchanges and the backend's per-op term from 8-byte all-reduces.
+// links from concurrent exchanges at sizes 8 B to 4 MiB, and the per-op term of the algorithm the
+// backend runs from 8-byte all-reduces.
 #include "cohort_bench_calibrate.hpp"
 
 #include <algorithm>
@@ -57,7 +58,7 @@ int calibration_peer(const HostMap& map, int rank, bool inter) {
 
 // Which algorithm `c` runs for an 8-byte all-reduce, for its per-op term: hier's stages unless
 // COHORT_HIER_ALGO=flat; a flat backend's recursive doubling (ucx's choice up to 8 KiB) unless
-// COHORT_UCX_ALLREDUCE=ring. hier choosing by a model (auto) runs no one algorithm: refused.
+// COHORT_UCX_ALLREDUCE=ring or rab. hier choosing by a model (auto) runs no one algorithm: refused.
 AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
   auto env = [](const char* name) {
     const char* v = std::getenv(name);
@@ -73,21 +74,29 @@ AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
                  "' picks per size: unset both, or set COHORT_HIER_ALGO=hierarchical or flat");
     if (algo != "flat") return AllreduceAlgo::hierarchical;
   }
-  return env("COHORT_UCX_ALLREDUCE") == "ring" ? AllreduceAlgo::ring
-                                               : AllreduceAlgo::recursive_doubling;
+  const std::string forced = env("COHORT_UCX_ALLREDUCE");
+  if (forced == "ring") return AllreduceAlgo::ring;
+  if (forced == "rab") return AllreduceAlgo::rabenseifner;
+  return AllreduceAlgo::recursive_doubling;
 }
 
-// Seconds per 8-byte all-reduce of every rank: `iters` of them each waited for (after 10
-// untimed), the mean, the slowest rank's, as a cohort-bench row (-z 1) times them.
-double allreduce_8_bytes(Communicator& c, int iters) {
+// Seconds per 8-byte all-reduce: batches of `iters` each waited for (after 10 untimed), each
+// batch's mean, the slowest rank's, as a cohort-bench row (-z 1) times them; the median of
+// `batches` (a batch that met a scheduling hiccup on shared cores does not move it).
+double allreduce_8_bytes(Communicator& c, int iters, int batches) {
   float v[2] = {1, 2};
   for (int i = 0; i < 10; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
-  c.barrier()->wait();
-  const auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
-  double t = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
-  c.allreduce(&t, &t, 1, DType::f64, ReduceOp::max)->wait();
-  return t;
+  std::vector<double> times;
+  for (int b = 0; b < batches; ++b) {
+    c.barrier()->wait();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+    double t = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+    c.allreduce(&t, &t, 1, DType::f64, ReduceOp::max)->wait();
+    times.push_back(t);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 }  // namespace
@@ -106,19 +115,27 @@ HostMap hosts_of(Communicator& c) {
   return map_hosts(keys);
 }
 
-// --calibrate: alpha and beta of the intra-host link (local ranks 0-1, 2-3, ... of every host at
-// once) and of the inter-host link (each rank of host 0 with its like on host 1, and so on), from
-// 8 B and 4 MiB exchanges, as rank 0 times them; then the per-op term of the algorithm this
-// backend runs at 8 B: its measured time less the formula's (at least 0). The other op term is
-// 0 until --calibrate-op adds it. Rank 0 writes the file; a link the job does not have is written
-// as 0 and said so. --calibrate-op: only the op term, against the links of the file there.
+// --calibrate: three links, each timed by exchanges at every power of 8 from 8 B to 2 MiB, and
+// 16 KiB and 64 KiB (where TCP and a shaper's bucket bend the line most), 4 and 16 MiB (a long
+// transfer through a shaper's deep queue runs slower than a short one), as rank 0 times them;
+// every pair of a pass at once:
+//   intra-host     local ranks 0-1, 2-3, ... of every host;
+//   inter-host     local rank 0 of host 2k with local rank 0 of host 2k + 1: one flow per host,
+//                  as a ring's step and hier's leaders cross;
+//   inter-shared   every rank of host 2k with its like on host 2k + 1: the host's ranks crossing
+//                  together, filed under the host's bytes, as a flat algorithm's step crosses.
+// Each link's points, alpha and beta joining the ends. Then the per-op term of the algorithm
+// this backend runs at 8 B: its measured time less the formula's (negative where the exchanges
+// alone cost more than its steps); the others are absent until --calibrate-op adds them. Rank 0
+// writes the file; a link the job does not have is written as 0 and said so. --calibrate-op:
+// only the op term, against the links of the file there.
 int calibrate(Communicator& c, const std::string& file, bool op_only) {
   COHORT_CHECK(c.capabilities().host_memory, "--calibrate: backend ", c.backend(),
                " takes no host memory");
   const HostMap map = hosts_of(c);
   const int hosts = map.hosts();
   const AllreduceAlgo ran = algorithm_at_8_bytes(c);
-  const char* op_key = ran == AllreduceAlgo::hierarchical ? "hier_op_us" : "flat_op_us";
+  const std::string op_key = std::string(allreduce_algo_key(ran)) + "_op_us";
   CostModel m;
   std::string note;
   if (op_only) {
@@ -130,22 +147,30 @@ int calibrate(Communicator& c, const std::string& file, bool op_only) {
     m.hosts = hosts;
     const int intra_peer = calibration_peer(map, 0, false);
     const int inter_peer = calibration_peer(map, 0, true);
-    // Host 0's ranks that cross to host 1 at once in the inter-host pass: they share its link,
-    // so one flow's time per byte is that many betas.
+    // Host 0's ranks that cross to host 1 at once in the shared pass.
     const auto sharing =
         static_cast<double>(hosts > 1 ? std::min(map.members[0].size(), map.members[1].size()) : 1);
-    constexpr std::size_t kSmall = 8, kLarge = 4u << 20;
-    for (int pass = 0; pass < 2; ++pass) {
-      if ((pass == 0 ? intra_peer : inter_peer) < 0) continue;
-      const int peer = calibration_peer(map, c.rank(), pass == 1);
-      const double small = exchange(c, peer, kSmall, 200);
-      const double large = exchange(c, peer, kLarge, 10);
-      c.barrier()->wait();
-      if (c.rank() == 0) {
-        LinkCost l = fit_link(kSmall, small, kLarge, large);
-        if (pass == 1) l.beta_s /= sharing;
-        (pass == 0 ? m.intra : m.inter) = l;
+    static constexpr std::size_t kSizes[] = {8,         64,         512,      4u << 10,
+                                             16u << 10, 32u << 10,  64u << 10, 256u << 10,
+                                             2u << 20,  4u << 20,   16u << 20};
+    enum Pass { intra, inter, shared };
+    for (const Pass pass : {intra, inter, shared}) {
+      if ((pass == intra ? intra_peer : inter_peer) < 0) continue;
+      // The one-flow pass: only each host's first rank crosses.
+      const bool idle = pass == inter && map.local_of[static_cast<std::size_t>(c.rank())] != 0;
+      const int peer = idle ? -1 : calibration_peer(map, c.rank(), pass != intra);
+      std::vector<LinkPoint> points;
+      for (const std::size_t bytes : kSizes) {
+        const int iters = bytes <= 4096 ? 100 : bytes <= (64u << 10) ? 40 : bytes <= (4u << 20) ? 10 : 4;
+        const double t = exchange(c, peer, bytes, iters);
+        c.barrier()->wait();
+        points.push_back({static_cast<double>(bytes) * (pass == shared ? sharing : 1.0), t});
       }
+      if (c.rank() == 0)
+        (pass == intra ? m.intra : pass == inter ? m.inter : m.inter_shared) = link_from_points(
+            std::move(points), pass == intra   ? "intra-host"
+                               : pass == inter ? "inter-host"
+                                               : "inter-host (shared)");
     }
     char when[32];
     const std::time_t now = std::time(nullptr);
@@ -154,12 +179,14 @@ int calibrate(Communicator& c, const std::string& file, bool op_only) {
            " ranks on " + std::to_string(hosts) + " host(s)" +
            (intra_peer < 0 ? "; no host has two ranks: intra-host link not measured" : "") +
            (inter_peer < 0 ? "; one host: inter-host link not measured" : "") + "; " + op_key +
-           " from " + allreduce_algo_name(ran) + "'s 8-byte all-reduce";
+           " from its 8-byte all-reduce";
   }
-  const double op8 = allreduce_8_bytes(c, 200);
+  const double op8 = allreduce_8_bytes(c, 50, 5);
   if (c.rank() == 0) {
-    const double op = std::max(0.0, op8 - predict_allreduce(m, ran, 8, m.world, hosts));
-    (ran == AllreduceAlgo::hierarchical ? m.hier_op_s : m.flat_op_s) = op;
+    // The formula without this algorithm's term; the term makes the prediction at 8 B the time
+    // measured (negative where the links' exchanges alone cost more than its steps).
+    m.own_op_s(ran) = 0;
+    m.own_op_s(ran) = op8 - predict_allreduce(m, ran, 8, m.world, hosts);
     m.note = note;
     save_cost_model(file, m);
     std::printf("%s", format_cost_model(m).c_str());

@@ -1,10 +1,12 @@
-// The alpha-beta cost model (cohort/collectives/cost_model.hpp): each algorithm's prediction
-// against the formula worked by hand, the pick, the fit of a link from two message sizes, and the
-// calibration file (round trip, and every bad input named with the file and line).
+// The cost model (cohort/collectives/cost_model.hpp): each algorithm's prediction against the
+// formula worked by hand, the pick, a link from two message sizes and from measured points, each
+// algorithm's op term and its fallbacks, and the calibration file (round trip, and every bad
+// input named with the file and line).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -17,8 +19,8 @@ using namespace cohort::comm;
 namespace {
 CostModel model() {
   CostModel m;
-  m.intra = {1e-6, 1e-9};   // 1 us, 1 GB/s
-  m.inter = {10e-6, 1e-8};  // 10 us, 100 MB/s
+  m.intra = {1e-6, 1e-9, {}};   // 1 us, 1 GB/s
+  m.inter = {10e-6, 1e-8, {}};  // 10 us, 100 MB/s
   m.world = 4;
   m.hosts = 2;
   return m;
@@ -80,6 +82,75 @@ TEST_SUITE("cost_model") {
     CHECK(predict_allreduce(m, AllreduceAlgo::ring, 1e6, 1, 1) == 0);
   }
 
+  TEST_CASE("each algorithm's own op term, and the fallbacks of those not timed") {
+    using doctest::Approx;
+    CostModel m = model();
+    auto op = [&](AllreduceAlgo a) { return m.op_s(a) * 1e6; };
+    // Nothing measured: 0 for all.
+    for (AllreduceAlgo a : allreduce_algos()) CHECK(op(a) == 0);
+    // Doubling timed alone: every flat algorithm takes its term; hier keeps its own (0).
+    m.rd_op_s = 40e-6;
+    CHECK(op(AllreduceAlgo::ring) == Approx(40));
+    CHECK(op(AllreduceAlgo::rabenseifner) == Approx(40));
+    CHECK(op(AllreduceAlgo::hierarchical) == 0);
+    // A file's flat_op_us comes before another algorithm's term; each algorithm's own before both.
+    m.flat_op_s = 70e-6;
+    m.ring_op_s = 25e-6;
+    CHECK(op(AllreduceAlgo::ring) == Approx(25));
+    CHECK(op(AllreduceAlgo::recursive_doubling) == Approx(40));
+    CHECK(op(AllreduceAlgo::rabenseifner) == Approx(70));
+    m.hier_op_s = 5e-6;
+    CHECK(op(AllreduceAlgo::hierarchical) == Approx(5));
+    // Added once per all-reduce: ring's 8 B over 4 ranks on 2 hosts is 6 steps of 10.02 us + 25.
+    CHECK(predict_allreduce(m, AllreduceAlgo::ring, 8, 4, 2) * 1e6 == Approx(6 * 10.02 + 25));
+    // A negative term (a ring measured at 30 us against its formula's 60.12) anchors the
+    // prediction at 8 B on the measured time; the formula adds the growth; never below 0.
+    m.ring_op_s = -30.12e-6;
+    CHECK(predict_allreduce(m, AllreduceAlgo::ring, 8, 4, 2) * 1e6 == Approx(30));
+    CHECK(predict_allreduce(m, AllreduceAlgo::ring, 1e6, 4, 2) * 1e6 == Approx(15060 - 30.12));
+    m.ring_op_s = -1;
+    CHECK(predict_allreduce(m, AllreduceAlgo::ring, 8, 4, 2) == 0);
+  }
+
+  TEST_CASE("a link from measured points: joined by straight lines, the ends' rate beyond") {
+    using doctest::Approx;
+    // 10 us up to a 16 KiB bucket, then 10 ns per byte past it (a shaper's burst).
+    const LinkCost l = link_from_points(
+        {{8, 10e-6}, {16384, 12e-6}, {65536, 12e-6 + 49152 * 1e-8}, {1 << 20, 12e-6 + 1032192e-8}},
+        "inter-host");
+    CHECK(l.time(1) * 1e6 == Approx(10));  // below the first point: its time
+    CHECK(l.time(8) * 1e6 == Approx(10));
+    CHECK(l.time(8196) * 1e6 == Approx(11));  // half way to 16 KiB
+    CHECK(l.time(32768) * 1e6 == Approx(12 + 16384 * 1e-2));
+    // alpha and beta join the ends; past the last point, beta per byte more (the rate at the
+    // largest size measured, not the last segment's, which two noisy points make).
+    const double beta = (l.points.back().s - 10e-6) / ((1 << 20) - 8);
+    CHECK(l.beta_s == Approx(beta));
+    CHECK(l.time(2 << 20) == Approx(l.points.back().s + (1 << 20) * beta));
+    const LinkCost down = link_from_points({{8, 10e-6}, {4096, 20e-6}, {8192, 15e-6}}, "x");
+    CHECK(down.time(8192 + 1e6) == Approx(15e-6 + 1e6 * (5e-6 / 8184)));
+    // The formulas use the points: ring's 6 steps of S / 4 over the inter-host link.
+    CostModel m = model();
+    m.inter = l;
+    CHECK(predict_allreduce(m, AllreduceAlgo::ring, 32768, 4, 2) == Approx(6 * l.time(8192)));
+    // Doubling's cross-host step moves both ranks' bytes over the host's link: t(2 S), from the
+    // shared link where it was measured, else from the one-flow link.
+    CHECK(predict_allreduce(m, AllreduceAlgo::recursive_doubling, 32768, 4, 2) ==
+          Approx(m.intra.time(32768) + l.time(65536)));
+    m.inter_shared = link_from_points({{16, 50e-6}, {1 << 21, 0.01}}, "inter-host (shared)");
+    CHECK(predict_allreduce(m, AllreduceAlgo::recursive_doubling, 32768, 4, 2) ==
+          Approx(m.intra.time(32768) + m.inter_shared.time(65536)));
+    // A ring's step and hier's leaders are one flow per host: the one-flow link still.
+    CHECK(predict_allreduce(m, AllreduceAlgo::ring, 32768, 4, 2) == Approx(6 * l.time(8192)));
+    CHECK_THROWS_WITH_AS(link_from_points({{8, 1e-6}}, "intra-host"),
+                         doctest::Contains("the intra-host link has 1 measured size(s)"),
+                         cohort::Error);
+    CHECK_THROWS_WITH_AS(link_from_points({{64, 1e-6}, {8, 2e-6}}, "inter-host"),
+                         doctest::Contains("sizes must increase: 8 B after 64 B"), cohort::Error);
+    CHECK_THROWS_WITH_AS(link_from_points({{8, 1e-6}, {64, 0}}, "inter-host"),
+                         doctest::Contains("time at 64 B is 0 s"), cohort::Error);
+  }
+
   TEST_CASE("small messages favour few steps, large ones few bytes") {
     CHECK(pick_allreduce(model(), 8, 16, 16) == AllreduceAlgo::recursive_doubling);
     CHECK(pick_allreduce(model(), 64e6, 16, 16) != AllreduceAlgo::recursive_doubling);
@@ -110,22 +181,57 @@ TEST_SUITE("cost_model") {
     CHECK(back.intra.alpha_s == Approx(1e-6));
     CHECK(back.inter.beta_s == Approx(1e-8));
     CHECK(back.note == m.note);
-    CHECK(back.flat_op_s == 0);
+    CHECK(std::isnan(back.flat_op_s));  // absent: not measured
+    CHECK(back.op_s(AllreduceAlgo::ring) == 0);
+    CHECK(back.intra.points.empty());
     m.flat_op_s = 812.5e-6;
     m.hier_op_s = 11.25e-6;
-    const CostModel with_op = parse_cost_model(format_cost_model(m), "m.txt");
+    m.rab_op_s = 60e-6;
+    m.inter = link_from_points({{16, 30e-6}, {4096, 35.5e-6}, {1 << 22, 0.04}}, "inter-host");
+    const std::string text = format_cost_model(m);
+    CHECK(text.find("rab_op_us 60.0000\n") != std::string::npos);
+    CHECK(text.find("inter_us_at 4096 35.5000\n") != std::string::npos);
+    CHECK(text.find("ring_op_us") == std::string::npos);  // not measured: not written
+    const CostModel with_op = parse_cost_model(text, "m.txt");
     CHECK(with_op.flat_op_s == Approx(812.5e-6));
     CHECK(with_op.hier_op_s == Approx(11.25e-6));
+    CHECK(with_op.rab_op_s == Approx(60e-6));
+    CHECK(std::isnan(with_op.ring_op_s));
+    REQUIRE(with_op.inter.points.size() == 3);
+    CHECK(with_op.inter.points[1].bytes == 4096);
+    CHECK(with_op.inter.time(2048) == Approx(m.inter.time(2048)));
+    CHECK(with_op.intra.points.empty());
+    CHECK(with_op.inter_shared.points.empty());
+    m.inter_shared = link_from_points({{32, 40e-6}, {1 << 23, 0.08}}, "inter-host (shared)");
+    const CostModel shared = parse_cost_model(format_cost_model(m), "m.txt");
+    REQUIRE(shared.inter_shared.points.size() == 2);
+    CHECK(shared.inter_shared.time(1 << 22) == Approx(m.inter_shared.time(1 << 22)));
+    CHECK(shared.inter_shared.beta_s == Approx(m.inter_shared.beta_s));
 
     const std::string ok =
         "world 4\nhosts 2\nintra_alpha_us 1\nintra_beta_ns_per_byte 1\n"
         "inter_alpha_us 10\ninter_beta_ns_per_byte 10\n";
     // A file from before the op terms existed loads, with both 0.
     const CostModel old = parse_cost_model(ok, "m.txt");
-    CHECK(old.flat_op_s == 0);
-    CHECK(old.hier_op_s == 0);
-    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "hier_op_us -2\n", "m.txt"),
-                         doctest::Contains("line 7: hier_op_us must be a finite number >= 0"),
+    CHECK(old.op_s(AllreduceAlgo::recursive_doubling) == 0);
+    CHECK(old.op_s(AllreduceAlgo::hierarchical) == 0);
+    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "inter_us_at 64 5\ninter_us_at 8 4\n", "m.txt"),
+                         doctest::Contains("line 8: inter_us_at 8 after 64 (sizes must increase)"),
+                         cohort::Error);
+    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "intra_us_at 64\n", "m.txt"),
+                         doctest::Contains("line 7: expected 'intra_us_at BYTES US'"),
+                         cohort::Error);
+    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "intra_us_at 64 -3\n", "m.txt"),
+                         doctest::Contains("line 7: intra_us_at needs a size and a time > 0"),
+                         cohort::Error);
+    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "intra_us_at 64 3\n", "m.txt"),
+                         doctest::Contains("m.txt: one intra_us_at line"), cohort::Error);
+    // An op term may be negative (the links' exchanges alone cost more than the steps).
+    CHECK(parse_cost_model(ok + "hier_op_us -2\n", "m.txt").hier_op_s == Approx(-2e-6));
+    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "hier_op_us nan\n", "m.txt"),
+                         doctest::Contains("line 7: expected 'key number'"), cohort::Error);
+    CHECK_THROWS_WITH_AS(parse_cost_model(ok + "inter_alpha_us -2\n", "m.txt"),
+                         doctest::Contains("line 7: inter_alpha_us must be a finite number >= 0"),
                          cohort::Error);
     CHECK_THROWS_WITH_AS(parse_cost_model(ok + "speed 3\n", "m.txt"),
                          doctest::Contains("m.txt, line 7: unknown key 'speed'"), cohort::Error);

@@ -2,7 +2,8 @@
 # The cost model end to end on hier across 2 simulated hosts x 2 ranks (COHORT_HOSTID per rank):
 # cohort-bench --calibrate writes the model; --model prints every algorithm's prediction and the
 # pick next to the measured rows; COHORT_HIER_ALGO=auto all-reduces by the model's pick with every
-# result checked; the per-op terms come from hier and ucx into one file; a model from another job
+# result checked; the per-op terms come from hier and from ucx's three forced algorithms into one
+# file; a model from another job
 # size, a missing model, a bad COHORT_HIER_ALGO and calibrating a model-chosen hier are refused
 # naming what is wrong.
 #
@@ -24,23 +25,34 @@ check() {  # NAME STATUS: ok or FAIL
 
 out=$(run 4 2 --calibrate "$work/m.txt")
 grep -q "^world 4$" "$work/m.txt" && grep -q "^hosts 2$" "$work/m.txt" &&
-  grep -q "^inter_beta_ns_per_byte [0-9.]*$" "$work/m.txt"
-check "--calibrate wrote the model ($(grep -c . "$work/m.txt") lines): $(grep alpha "$work/m.txt" | tr '\n' ' ')" $?
+  grep -q "^inter_beta_ns_per_byte [0-9.]*$" "$work/m.txt" &&
+  [ "$(grep -c "^intra_us_at " "$work/m.txt")" = 11 ] &&
+  [ "$(grep -c "^inter_us_at " "$work/m.txt")" = 11 ] &&
+  [ "$(grep -c "^inter_shared_us_at " "$work/m.txt")" = 11 ] &&
+  grep -q "^intra_us_at 8 " "$work/m.txt" && grep -q "^intra_us_at 16777216 " "$work/m.txt" &&
+  grep -q "^inter_us_at 8 " "$work/m.txt" && grep -q "^inter_us_at 16777216 " "$work/m.txt" &&
+  grep -q "^inter_shared_us_at 16 " "$work/m.txt" &&
+  grep -q "^inter_shared_us_at 33554432 " "$work/m.txt"
+rc=$?  # before the message's own command substitutions, which set $? again
+check "--calibrate wrote the model ($(grep -c . "$work/m.txt") lines: 11 sizes per link; the shared inter-host link's at twice the bytes, 2 ranks crossing at once): $(grep alpha "$work/m.txt" | tr '\n' ' ')" $rc
 
-# The per-op terms: hier measures hier_op_us (its 8-byte all-reduce less its stages' alphas; 0
-# when the alphas, measured on a loaded machine, already cover it); --calibrate-op on flat ucx
-# then adds flat_op_us against the same links and keeps the rest.
+# The per-op terms: hier measures hier_op_us (its 8-byte all-reduce less its stages' times;
+# negative when the links' exchanges alone cost more than those steps); --calibrate-op on flat
+# ucx then adds each forced algorithm's term against the same links and keeps the rest.
 hier_op=$(sed -n 's/^hier_op_us //p' "$work/m.txt")
-[[ "$hier_op" =~ ^[0-9]+\.[0-9]{4}$ ]] && grep -q "^flat_op_us 0.0000$" "$work/m.txt" &&
-  grep -q "hier_op_us from hierarchical's 8-byte all-reduce" "$work/m.txt"
-check "--calibrate on hier: hier_op_us $hier_op, flat_op_us 0 (not measured)" $?
+[[ "$hier_op" =~ ^-?[0-9]+\.[0-9]{4}$ ]] && ! grep -qE "^(flat|ring|rd|rab)_op_us" "$work/m.txt" &&
+  grep -q "hier_op_us from its 8-byte all-reduce" "$work/m.txt"
+check "--calibrate on hier: hier_op_us $hier_op, no flat term (not measured)" $?
 links=$(grep -E "^(intra|inter)_" "$work/m.txt")
-out=$(COMM=ucx run 4 2 --calibrate-op "$work/m.txt")
-flat_op=$(sed -n 's/^flat_op_us //p' "$work/m.txt")
-[[ "$flat_op" =~ ^[0-9]+\.[0-9]{4}$ ]] && grep -q "^hier_op_us $hier_op$" "$work/m.txt" &&
+ops=""
+for algo in rd ring rab; do
+  out=$(COHORT_UCX_ALLREDUCE=$algo COMM=ucx run 4 2 --calibrate-op "$work/m.txt")
+  ops="$ops $algo $(sed -n "s/^${algo}_op_us //p" "$work/m.txt")"
+done
+[[ "$ops" =~ ^\ rd\ -?[0-9.]+\ ring\ -?[0-9.]+\ rab\ -?[0-9.]+$ ]] && grep -q "^hier_op_us $hier_op$" "$work/m.txt" &&
   [ "$(grep -E "^(intra|inter)_" "$work/m.txt")" = "$links" ] &&
-  grep -q "flat_op_us from ucx (--calibrate-op)" "$work/m.txt"
-check "--calibrate-op on ucx: flat_op_us $flat_op; links and hier_op_us kept" $?
+  grep -q "rab_op_us from ucx (--calibrate-op)" "$work/m.txt"
+check "--calibrate-op on ucx with COHORT_UCX_ALLREDUCE=rd, ring, rab: op terms (us)$ops; links and hier_op_us kept" $?
 out=$(COMM=ucx run 2 1 --calibrate-op "$work/m.txt")
 [ $? -ne 0 ] && echo "$out" | grep -q "calibrated on 4 ranks on 2 host(s); this job has 2 ranks"
 check "--calibrate-op on another job size is refused, naming both" $?
