@@ -298,7 +298,8 @@ int main(int argc, char** argv) {
     links.inter = {o.inter_alpha_us * 1e-6, 1e-9 / o.inter_gbyte_s, {}};
     // An override makes the intra-host link alpha-beta alone (its measured points dropped).
     if (o.intra_gbyte_s > 0) links.intra.beta_s = 1e-9 / o.intra_gbyte_s, links.intra.points = {};
-    if (o.intra_alpha_us >= 0) links.intra.alpha_s = o.intra_alpha_us * 1e-6, links.intra.points = {};
+    if (o.intra_alpha_us >= 0)
+      links.intra.alpha_s = o.intra_alpha_us * 1e-6, links.intra.points = {};
     if (o.intra_gbyte_s > 0 || o.intra_alpha_us >= 0) intra_from += ", overridden by --intra-*";
     std::printf("# MODELLED, not measured: a DDP step's gradient all-reduces, %d ranks per host\n",
                 o.per_host);

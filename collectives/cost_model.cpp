@@ -169,11 +169,11 @@ LinkCost link_from_points(std::vector<LinkPoint> points, const std::string& what
     COHORT_CHECK(points[i].s > 0 && std::isfinite(points[i].s), "cost model: the ", what,
                  " link's time at ", points[i].bytes, " B is ", points[i].s, " s (need > 0)");
     COHORT_CHECK(i == 0 || points[i].bytes > points[i - 1].bytes, "cost model: the ", what,
-                 " link's sizes must increase: ", points[i].bytes, " B after ",
-                 points[i - 1].bytes, " B");
+                 " link's sizes must increase: ", points[i].bytes, " B after ", points[i - 1].bytes,
+                 " B");
   }
-  LinkCost l = fit_link(points.front().bytes, points.front().s, points.back().bytes,
-                        points.back().s);
+  LinkCost l =
+      fit_link(points.front().bytes, points.front().s, points.back().bytes, points.back().s);
   l.points = std::move(points);
   return l;
 }
@@ -255,9 +255,8 @@ CostModel parse_cost_model(const std::string& text, const std::string& origin) {
     for (const char* k : kOptional) op = op || key == k;
     COHORT_CHECK(known || op, "cost model ", origin, ", line ", n, ": unknown key '", key, "'");
     // An op term may be negative (cost_model.hpp); everything else is a size or a time.
-    COHORT_CHECK(std::isfinite(x) && (op || x >= 0), "cost model ", origin, ", line ", n, ": ",
-                 key, op ? " must be a finite number" : " must be a finite number >= 0", ", got ",
-                 x);
+    COHORT_CHECK(std::isfinite(x) && (op || x >= 0), "cost model ", origin, ", line ", n, ": ", key,
+                 op ? " must be a finite number" : " must be a finite number >= 0", ", got ", x);
     v[key] = x;
   }
   for (const char* k : kKeys)

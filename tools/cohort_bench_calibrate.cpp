@@ -150,9 +150,9 @@ int calibrate(Communicator& c, const std::string& file, bool op_only) {
     // Host 0's ranks that cross to host 1 at once in the shared pass.
     const auto sharing =
         static_cast<double>(hosts > 1 ? std::min(map.members[0].size(), map.members[1].size()) : 1);
-    static constexpr std::size_t kSizes[] = {8,         64,         512,      4u << 10,
-                                             16u << 10, 32u << 10,  64u << 10, 256u << 10,
-                                             2u << 20,  4u << 20,   16u << 20};
+    static constexpr std::size_t kSizes[] = {8,         64,        512,       4u << 10,
+                                             16u << 10, 32u << 10, 64u << 10, 256u << 10,
+                                             2u << 20,  4u << 20,  16u << 20};
     enum Pass { intra, inter, shared };
     for (const Pass pass : {intra, inter, shared}) {
       if ((pass == intra ? intra_peer : inter_peer) < 0) continue;
@@ -161,16 +161,21 @@ int calibrate(Communicator& c, const std::string& file, bool op_only) {
       const int peer = idle ? -1 : calibration_peer(map, c.rank(), pass != intra);
       std::vector<LinkPoint> points;
       for (const std::size_t bytes : kSizes) {
-        const int iters = bytes <= 4096 ? 100 : bytes <= (64u << 10) ? 40 : bytes <= (4u << 20) ? 10 : 4;
+        const int iters = bytes <= 4096          ? 100
+                          : bytes <= (64u << 10) ? 40
+                          : bytes <= (4u << 20)  ? 10
+                                                 : 4;
         const double t = exchange(c, peer, bytes, iters);
         c.barrier()->wait();
         points.push_back({static_cast<double>(bytes) * (pass == shared ? sharing : 1.0), t});
       }
       if (c.rank() == 0)
-        (pass == intra ? m.intra : pass == inter ? m.inter : m.inter_shared) = link_from_points(
-            std::move(points), pass == intra   ? "intra-host"
-                               : pass == inter ? "inter-host"
-                                               : "inter-host (shared)");
+        (pass == intra   ? m.intra
+         : pass == inter ? m.inter
+                         : m.inter_shared) =
+            link_from_points(std::move(points), pass == intra   ? "intra-host"
+                                                : pass == inter ? "inter-host"
+                                                                : "inter-host (shared)");
     }
     char when[32];
     const std::time_t now = std::time(nullptr);

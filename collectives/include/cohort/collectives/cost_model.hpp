@@ -2,9 +2,9 @@
 // per message t(bytes), measured by `cohort-bench --calibrate FILE` (intra-host: two ranks of one
 // host; inter-host: two ranks of different hosts, one pair per two hosts, and again with every
 // rank of the host crossing at once; each an exchange, both ways at once, over the job's
-// communicator, every pair of the pass at once) and kept in a small text file the job can reuse. predict_allreduce() gives each algorithm's time for (bytes, ranks, hosts);
-// pick_allreduce() the cheapest. cohort-bench --model FILE prints the predictions next to the
-// measured rows.
+// communicator, every pair of the pass at once) and kept in a small text file the job can reuse.
+// predict_allreduce() gives each algorithm's time for (bytes, ranks, hosts); pick_allreduce() the
+// cheapest. cohort-bench --model FILE prints the predictions next to the measured rows.
 //
 // t(bytes) is alpha + beta bytes (Hockney), or, where the file holds the link measured at several
 // sizes, those points joined by straight lines, the last segment's slope beyond them (PLogP:
