@@ -62,22 +62,28 @@ const char* allreduce_algo_key(AllreduceAlgo a) {
   return "?";
 }
 
-double& CostModel::own_op_s(AllreduceAlgo a) {
+namespace {
+template <class Model>
+auto& own_op_of(Model& m, AllreduceAlgo a) {
   switch (a) {
     case AllreduceAlgo::ring:
-      return ring_op_s;
+      return m.ring_op_s;
     case AllreduceAlgo::recursive_doubling:
-      return rd_op_s;
+      return m.rd_op_s;
     case AllreduceAlgo::rabenseifner:
-      return rab_op_s;
+      return m.rab_op_s;
     case AllreduceAlgo::hierarchical:
       break;
   }
-  return hier_op_s;
+  return m.hier_op_s;
 }
+}  // namespace
+
+double& CostModel::own_op_s(AllreduceAlgo a) { return own_op_of(*this, a); }
+double CostModel::own_op_s(AllreduceAlgo a) const { return own_op_of(*this, a); }
 
 double CostModel::op_s(AllreduceAlgo a) const {
-  const double own = const_cast<CostModel&>(*this).own_op_s(a);
+  const double own = own_op_s(a);
   if (!std::isnan(own)) return own;
   if (a == AllreduceAlgo::hierarchical) return 0;
   if (!std::isnan(flat_op_s)) return flat_op_s;
@@ -172,6 +178,25 @@ LinkCost link_from_points(std::vector<LinkPoint> points, const std::string& what
                  " link's sizes must increase: ", points[i].bytes, " B after ", points[i - 1].bytes,
                  " B");
   }
+  // A larger message never takes less time: the times are made non-decreasing by pooling
+  // adjacent violators (isotonic regression: each run of points out of order gets the run's
+  // mean). Points measured on shared cores are noisy enough to invert, and an inverted pair turns
+  // into a negative per-byte cost between them.
+  std::vector<std::pair<double, std::size_t>> blocks;  // (mean time, points in the block)
+  for (const LinkPoint& p : points) {
+    blocks.push_back({p.s, 1});
+    while (blocks.size() >= 2 && blocks[blocks.size() - 2].first > blocks.back().first) {
+      const auto [t2, n2] = blocks.back();
+      blocks.pop_back();
+      auto& [t1, n1] = blocks.back();
+      t1 = (t1 * static_cast<double>(n1) + t2 * static_cast<double>(n2)) /
+           static_cast<double>(n1 + n2);
+      n1 += n2;
+    }
+  }
+  std::size_t i = 0;
+  for (const auto& [t, n] : blocks)
+    for (std::size_t k = 0; k < n; ++k) points[i++].s = t;
   LinkCost l =
       fit_link(points.front().bytes, points.front().s, points.back().bytes, points.back().s);
   l.points = std::move(points);
@@ -276,11 +301,8 @@ CostModel parse_cost_model(const std::string& text, const std::string& origin) {
                  " line; a link's measured sizes need at least two (recalibrate: cohort-bench "
                  "--calibrate ",
                  origin, ")");
-    // The points as written; alpha and beta re-joined from them for inter_shared (not a key).
-    if (link == &m.inter_shared && !got.empty())
-      *link = link_from_points(std::move(got), "inter-host (shared)");
-    else
-      link->points = std::move(got);
+    // With points, alpha and beta join their ends (inter_shared has no keys of its own).
+    if (!got.empty()) *link = link_from_points(std::move(got), key);
   }
   const auto op = [&](const char* key) {
     return v.count(key) ? v[key] * 1e-6 : CostModel::kUnmeasured;

@@ -21,9 +21,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Seconds of one exchange of `bytes` each way with `peer` (-1: none, return 0 at once), both
-// sending at once: the median of `iters` (after 3 untimed). Every rank with a peer runs it at
-// the same time, as in a collective's step, so the figure includes the other ranks' competing
-// for the cores and, across hosts, for the link.
+// sending at once: the mean of `iters` (after 3 untimed), as cohort-bench's rows and the op
+// term's 8-byte all-reduces are means (where the times are bimodal, as around a transport's
+// switch to rendezvous on shared cores, a median would pick one mode). Every rank with a peer
+// runs it at the same time, as in a collective's step, so the figure includes the other ranks'
+// competing for the cores and, across hosts, for the link.
 double exchange(Communicator& c, int peer, std::size_t bytes, int iters) {
   if (peer < 0) return 0;
   std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
@@ -36,8 +38,9 @@ double exchange(Communicator& c, int peer, std::size_t bytes, int iters) {
     s->wait();
     if (i >= 3) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  double sum = 0;
+  for (const double x : t) sum += x;
+  return sum / static_cast<double>(t.size());
 }
 
 // This rank's partner in the calibration's intra-host pass (local ranks 0-1, 2-3, ... of each

@@ -362,11 +362,16 @@ class HierCommunicator final : public detail::CommunicatorBase {
       if (op == ReduceOp::avg) detail::finish_avg(recv, count, dtype, size_);
       return;
     }
-    leader_stage(
-        "ucx allreduce among the host leaders",
-        [&] { return leaders_->allreduce(recv, recv, count, dtype, inner, t); }, t);
-    stage("shm broadcast from the host leader",
-          [&] { return local_->broadcast(recv, count, dtype, 0, t); });
+    const auto leaders = [&] { return leaders_->allreduce(recv, recv, count, dtype, inner, t); };
+    const std::size_t bytes = count * dtype_size(dtype);
+    if (bytes <= kStatusCarries) {
+      // The result rides in the leader's status: one shm op on the host instead of two.
+      leader_stage(kLeaderAllreduce, leaders, t, recv, bytes);
+    } else {
+      leader_stage(kLeaderAllreduce, leaders, t);
+      stage("shm broadcast from the host leader",
+            [&] { return local_->broadcast(recv, count, dtype, 0, t); });
+    }
     if (op == ReduceOp::avg) detail::finish_avg(recv, count, dtype, size_);
   }
 
@@ -453,11 +458,18 @@ class HierCommunicator final : public detail::CommunicatorBase {
     char why[1020] = {};
   };
 
+  // An all-reduce's result up to this size travels in the leader's status broadcast (with it,
+  // one shm op after the leaders' stage instead of two: each costs the host's ranks a wake-up).
+  static constexpr std::size_t kStatusCarries = 4096;
+
   // `start` on this host's leader (a ucx op among the leaders), then one shm broadcast of its
-  // Status to the host. The other ranks wait for it up to twice `t`: the leader's stage may take
-  // `t` to fail. Every rank of the host calls this; only the leader runs `start`.
+  // Status to the host, followed by `bytes` of `data` (the leader's, after `start`) when given:
+  // the others receive them into `data` when the leader succeeded. The other ranks wait for it
+  // up to twice `t`: the leader's stage may take `t` to fail. Every rank of the host calls this;
+  // only the leader runs `start`.
   template <class Start>
-  void leader_stage(const char* what, Start start, Timeout t) {
+  void leader_stage(const char* what, Start start, Timeout t, void* data = nullptr,
+                    std::size_t bytes = 0) {
     Status st;
     std::exception_ptr failed;
     if (leaders_) {
@@ -469,17 +481,33 @@ class HierCommunicator final : public detail::CommunicatorBase {
         std::snprintf(st.why, sizeof st.why, "%s", e.what());
       }
     }
-    share_status(st, failed, t);
+    share_status(st, failed, t, data, bytes);
   }
 
-  // The end of a leaders' stage on every rank of the host: the leader's Status goes to the host
-  // (the others wait up to twice `t`: the leader's stage may take `t` to fail), then the leader
-  // rethrows its own failure and the others throw the one the Status carries.
-  void share_status(Status& st, const std::exception_ptr& failed, Timeout t) {
+  // The end of a leaders' stage on every rank of the host: the leader's Status (and `bytes` of
+  // `data`) goes to the host (the others wait up to twice `t`: the leader's stage may take `t`
+  // to fail), then the leader rethrows its own failure and the others throw the one the Status
+  // carries.
+  void share_status(Status& st, const std::exception_ptr& failed, Timeout t, void* data = nullptr,
+                    std::size_t bytes = 0) {
     if (map_.members[static_cast<std::size_t>(host_)].size() > 1) {
       const Timeout wait = leaders_ ? t : Timeout(2 * t.count() + 1000);
-      stage("shm status from the host leader",
-            [&] { return local_->broadcast(&st, sizeof st, DType::u8, 0, wait); });
+      if (bytes == 0) {
+        stage("shm status from the host leader",
+              [&] { return local_->broadcast(&st, sizeof st, DType::u8, 0, wait); });
+      } else {
+        std::vector<unsigned char> msg(sizeof st + bytes);
+        if (leaders_) {
+          std::memcpy(msg.data(), &st, sizeof st);
+          if (st.ok) std::memcpy(msg.data() + sizeof st, data, bytes);
+        }
+        stage("shm status and result from the host leader",
+              [&] { return local_->broadcast(msg.data(), msg.size(), DType::u8, 0, wait); });
+        if (!leaders_) {
+          std::memcpy(&st, msg.data(), sizeof st);
+          if (st.ok) std::memcpy(data, msg.data() + sizeof st, bytes);
+        }
+      }
     }
     if (failed) std::rethrow_exception(failed);
     COHORT_CHECK_IN(kName, st.ok == 1, "the host leader (rank ",

@@ -82,7 +82,9 @@ struct CostModel {
   // The per-op term predict_allreduce adds for `a`: its own; for a flat one not timed, flat_op_s,
   // else the first flat one timed (doubling, ring, Rabenseifner), else 0.
   double op_s(AllreduceAlgo a) const;
+  // `a`'s own term (NaN where not measured), no fallback.
   double& own_op_s(AllreduceAlgo a);
+  double own_op_s(AllreduceAlgo a) const;
 };
 
 // Predicted seconds of one all-reduce of `bytes` over `ranks` ranks on `hosts` hosts (at least 0).
@@ -99,9 +101,10 @@ AllreduceAlgo pick_allreduce(const CostModel& m, double bytes, int ranks, int ho
 // large_bytes > small_bytes and the times are positive.
 LinkCost fit_link(double small_bytes, double small_s, double large_bytes, double large_s);
 
-// Measured points of one link (bytes increasing): alpha and beta joining the first and the last,
-// and the points kept for LinkCost::time. Throws naming the link unless there are at least two
-// points, sizes increasing, times positive.
+// Measured points of one link (bytes increasing): their times made non-decreasing (adjacent
+// violators pooled to their mean), alpha and beta joining the first and the last, and the points
+// kept for LinkCost::time. Throws naming the link unless there are at least two points, sizes
+// increasing, times positive.
 LinkCost link_from_points(std::vector<LinkPoint> points, const std::string& what);
 
 // The file: "# note" lines, then "key value" lines: world, hosts, intra_alpha_us,
