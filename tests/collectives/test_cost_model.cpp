@@ -27,7 +27,9 @@ CostModel model() {
 }
 // Relative closeness: doctest's Approx adds 1.0 to its scale, so against times in seconds
 // (1e-6) any two are "equal".
-doctest::Approx rel(double v, double eps = 1e-9) { return doctest::Approx(v).scale(0).epsilon(eps); }
+doctest::Approx rel(double v, double eps = 1e-9) {
+  return doctest::Approx(v).scale(0).epsilon(eps);
+}
 double us(AllreduceAlgo a, double bytes, int p, int h) {
   return predict_allreduce(model(), a, bytes, p, h) * 1e6;
 }
