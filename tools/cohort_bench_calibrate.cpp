@@ -1,6 +1,6 @@
 // cohort-bench --calibrate and --calibrate-op (cohort_bench_calibrate.hpp): the cost model's
-// links from concurrent exchanges at sizes 8 B to 4 MiB, and the per-op term of the algorithm the
-// backend runs from 8-byte all-reduces.
+// links from concurrent exchanges at sizes 8 B to 16 MiB, and the per-op term of the algorithm the
+// backend runs from its smallest full all-reduces (one float per rank).
 #include "cohort_bench_calibrate.hpp"
 
 #include <algorithm>
@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 // Seconds of one exchange of `bytes` each way with `peer` (-1: none, return 0 at once), both
 // sending at once: the mean of `iters` (after 3 untimed), as cohort-bench's rows and the op
-// term's 8-byte all-reduces are means (where the times are bimodal, as around a transport's
+// term's all-reduces are means (where the times are bimodal, as around a transport's
 // switch to rendezvous on shared cores, a median would pick one mode). Every rank with a peer
 // runs it at the same time, as in a collective's step, so the figure includes the other ranks'
 // competing for the cores and, across hosts, for the link.
@@ -59,7 +59,7 @@ int calibration_peer(const HostMap& map, int rank, bool inter) {
   return i < static_cast<int>(theirs.size()) ? theirs[static_cast<std::size_t>(i)] : -1;
 }
 
-// Which algorithm `c` runs for an 8-byte all-reduce, for its per-op term: hier's stages unless
+// Which algorithm `c` runs for its smallest all-reduce, for its per-op term: hier's stages unless
 // COHORT_HIER_ALGO=flat; a flat backend's recursive doubling (ucx's choice up to 8 KiB) unless
 // COHORT_UCX_ALLREDUCE=ring or rab. hier choosing by a model (auto) runs no one algorithm: refused.
 AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
@@ -71,7 +71,7 @@ AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
     const std::string algo = env("COHORT_HIER_ALGO");
     COHORT_CHECK(algo == "flat" || algo == "hierarchical" ||
                      (algo.empty() && env("COHORT_COST_MODEL").empty()),
-                 "--calibrate on hier times one algorithm's 8-byte all-reduce, but "
+                 "--calibrate on hier times one algorithm's smallest all-reduce, but "
                  "COHORT_HIER_ALGO='",
                  algo, "' with COHORT_COST_MODEL='", env("COHORT_COST_MODEL"),
                  "' picks per size: unset both, or set COHORT_HIER_ALGO=hierarchical or flat");
@@ -83,17 +83,27 @@ AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
   return AllreduceAlgo::recursive_doubling;
 }
 
-// Seconds per 8-byte all-reduce: batches of `iters` each waited for (after 10 untimed), each
-// batch's mean, the slowest rank's, as a cohort-bench row (-z 1) times them; the median of
-// `batches` (a batch that met a scheduling hiccup on shared cores does not move it).
-double allreduce_8_bytes(Communicator& c, int iters, int batches) {
-  float v[2] = {1, 2};
-  for (int i = 0; i < 10; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+// The op term's all-reduce: one float per rank (at least 2), the smallest in which every rank's
+// chunk of a ring or of Rabenseifner's halving holds data. At 8 B on 8 ranks 6 of the ring's 8
+// chunks are empty and their steps cost less: the ring measured 1.6-3x faster there than at
+// 64 B, and the model's ring with it (2026-11-27).
+std::size_t op_floats(const Communicator& c) {
+  return static_cast<std::size_t>(std::max(2, c.size()));
+}
+
+// Seconds per all-reduce of op_floats(c) floats: batches of `iters` each waited for (after 10
+// untimed), each batch's mean, the slowest rank's, as a cohort-bench row (-z 1) times them; the
+// median of `batches` (a batch that met a scheduling hiccup on shared cores does not move it).
+double smallest_allreduce(Communicator& c, int iters, int batches) {
+  std::vector<float> v(op_floats(c), 1.0f);
+  const std::size_t n = v.size();
+  for (int i = 0; i < 10; ++i) c.allreduce(v.data(), v.data(), n, DType::f32, ReduceOp::sum)->wait();
   std::vector<double> times;
   for (int b = 0; b < batches; ++b) {
     c.barrier()->wait();
     const auto t0 = Clock::now();
-    for (int i = 0; i < iters; ++i) c.allreduce(v, v, 2, DType::f32, ReduceOp::sum)->wait();
+    for (int i = 0; i < iters; ++i)
+      c.allreduce(v.data(), v.data(), n, DType::f32, ReduceOp::sum)->wait();
     double t = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
     c.allreduce(&t, &t, 1, DType::f64, ReduceOp::max)->wait();
     times.push_back(t);
@@ -128,7 +138,7 @@ HostMap hosts_of(Communicator& c) {
 //   inter-shared   every rank of host 2k with its like on host 2k + 1: the host's ranks crossing
 //                  together, filed under the host's bytes, as a flat algorithm's step crosses.
 // Each link's points, alpha and beta joining the ends. Then the per-op term of the algorithm
-// this backend runs at 8 B: its measured time less the formula's (negative where the exchanges
+// this backend runs for one float per rank: its measured time less the formula's (negative where the exchanges
 // alone cost more than its steps); the others are absent until --calibrate-op adds them. Rank 0
 // writes the file; a link the job does not have is written as 0 and said so. --calibrate-op:
 // only the op term, against the links of the file there.
@@ -187,14 +197,15 @@ int calibrate(Communicator& c, const std::string& file, bool op_only) {
            " ranks on " + std::to_string(hosts) + " host(s)" +
            (intra_peer < 0 ? "; no host has two ranks: intra-host link not measured" : "") +
            (inter_peer < 0 ? "; one host: inter-host link not measured" : "") + "; " + op_key +
-           " from its 8-byte all-reduce";
+           " from its all-reduce of one float per rank";
   }
-  const double op8 = allreduce_8_bytes(c, 50, 5);
+  const double measured = smallest_allreduce(c, 50, 5);
   if (c.rank() == 0) {
-    // The formula without this algorithm's term; the term makes the prediction at 8 B the time
-    // measured (negative where the links' exchanges alone cost more than its steps).
+    // The formula without this algorithm's term; the term makes the prediction at that size the
+    // time measured (negative where the links' exchanges alone cost more than its steps).
+    const double bytes = 4.0 * static_cast<double>(op_floats(c));
     m.own_op_s(ran) = 0;
-    m.own_op_s(ran) = op8 - predict_allreduce(m, ran, 8, m.world, hosts);
+    m.own_op_s(ran) = measured - predict_allreduce(m, ran, bytes, m.world, hosts);
     m.note = note;
     save_cost_model(file, m);
     std::printf("%s", format_cost_model(m).c_str());

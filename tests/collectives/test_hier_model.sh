@@ -36,12 +36,12 @@ grep -q "^world 4$" "$work/m.txt" && grep -q "^hosts 2$" "$work/m.txt" &&
 rc=$?  # before the message's own command substitutions, which set $? again
 check "--calibrate wrote the model ($(grep -c . "$work/m.txt") lines: 11 sizes per link; the shared inter-host link's at twice the bytes, 2 ranks crossing at once): $(grep alpha "$work/m.txt" | tr '\n' ' ')" $rc
 
-# The per-op terms: hier measures hier_op_us (its 8-byte all-reduce less its stages' times;
+# The per-op terms: hier measures hier_op_us (its all-reduce of one float per rank less its stages' times;
 # negative when the links' exchanges alone cost more than those steps); --calibrate-op on flat
 # ucx then adds each forced algorithm's term against the same links and keeps the rest.
 hier_op=$(sed -n 's/^hier_op_us //p' "$work/m.txt")
 [[ "$hier_op" =~ ^-?[0-9]+\.[0-9]{4}$ ]] && ! grep -qE "^(flat|ring|rd|rab)_op_us" "$work/m.txt" &&
-  grep -q "hier_op_us from its 8-byte all-reduce" "$work/m.txt"
+  grep -q "hier_op_us from its all-reduce of one float per rank" "$work/m.txt"
 check "--calibrate on hier: hier_op_us $hier_op, no flat term (not measured)" $?
 links=$(grep -E "^(intra|inter)_" "$work/m.txt")
 ops=""

@@ -6,8 +6,11 @@
 #   1. over hier (shm inside each namespace, ucx over the veth between the leaders),
 #   2. over flat ucx across the same namespaces,
 #   3. on one host, 4 ranks over shm,
-# and 4. with no --comm at all ("auto") the job picks hier by itself. Each namespace counts as a
-# host (host key: host name, boot id and network namespace); COHORT_HIER_LOG=1 prints the map.
+# and 4. with no --comm at all ("auto") the job picks hier by itself; then 5. four namespace hosts
+# x 2 ranks on one bridge (netns_up_star, each cable shaped both ways) over hier end with the
+# digest of 8 ranks on one host over shm (the leaders' exchange among 4 hosts). Each namespace
+# counts as a host (host key: host name, boot id and network namespace); COHORT_HIER_LOG=1 prints
+# the map.
 # netem (delay) is not in every kernel (not in this VM's): the testbed shapes bandwidth only and
 # says so.
 #
@@ -24,12 +27,14 @@ command -v tc >/dev/null || skip "no tc (Debian: iproute2)"
 tag=$$
 nsA=hierA$tag nsB=hierB$tag
 net=10.214.$((tag % 200 + 10))
+sw=hierS$tag ns4=(hierC$tag hierD$tag hierE$tag hierF$tag)
+net4=10.213.$((tag % 200 + 10))
 aA=$net.1
 work=$(mktemp -d)
 . "$(dirname "$0")/netns_hosts.sh"
 burst=$(tbf_burst "$rate")
 cleanup() {
-  netns_down "$nsA" "$nsB"
+  netns_down "$nsA" "$nsB" "${ns4[@]}" "$sw"
   [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -102,5 +107,34 @@ if [ $rc -eq 0 ] && [ "$picked" = hier ] && [ "$(digest_of "$work/auto.0.log")" 
   echo "ok    no --comm: auto picked hier for 2 hosts x 2 ranks"
 else
   echo "FAIL  no --comm: exit $rc, picked '$picked'"; tail -n 5 "$work"/auto.*.log; fail=1
+fi
+
+# 5. Four hosts x 2 ranks: 8 ranks on this machine's cores, which no namespace host can see, so
+# every wait yields (COHORT_YIELD_WHEN_IDLE=1).
+if ! netns_up_star "$sw" "q$tag" "$net4" "${ns4[@]}" ||
+   ! netns_shape_star "$sw" "q$tag" "$rate" "$burst" "${ns4[@]}"; then
+  echo "FAIL  could not build the 4-host testbed"; exit 1
+fi
+pids=()
+for i in 0 1 2 3; do
+  ip netns exec "${ns4[$i]}" env OMP_NUM_THREADS=1 UCX_TLS=tcp,self UCX_NET_DEVICES="q$tag-$i" \
+    COHORT_YIELD_WHEN_IDLE=1 COHORT_HIER_LOG=1 timeout 240 "$bin/cohortrun" --nnodes 4 \
+    --node-rank $i --nproc-per-node 2 --master-addr "$net4.1" --master-port 29634 \
+    "$bin/mnist_cnn" "${job[@]}" --comm hier >"$work/four.$i.log" 2>&1 &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+d4=$(digest_of "$work/four.0.log")
+layout=$(sed -n 's/.*cohort hier: //p' "$work/four.0.log" | head -n1)
+OMP_NUM_THREADS=1 timeout 240 "$bin/cohortrun" --nproc-per-node 8 --master-port 0 \
+  "$bin/mnist_cnn" "${job[@]}" --comm shm >"$work/one8.log" 2>&1; rc8=$?
+d8=$(digest_of "$work/one8.log")
+if [ $rc -eq 0 ] && [ $rc8 -eq 0 ] && [ -n "$d4" ] && [ "$d4" = "$d8" ] &&
+   [[ "$layout" == "4 hosts: "*"host 3 = ranks 6 7"* ]]; then
+  echo "ok    hier across 4 hosts x 2 ranks on one bridge: digest $d4 (= 8 ranks on one host over shm; $layout)"
+else
+  echo "FAIL  hier across 4 hosts: exit $rc, digest '$d4'; one host, 8 ranks: exit $rc8, digest '$d8'; layout '$layout'"
+  tail -n 5 "$work"/four.*.log "$work/one8.log"; fail=1
 fi
 exit $fail
