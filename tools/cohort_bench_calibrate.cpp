@@ -97,7 +97,8 @@ std::size_t op_floats(const Communicator& c) {
 double smallest_allreduce(Communicator& c, int iters, int batches) {
   std::vector<float> v(op_floats(c), 1.0f);
   const std::size_t n = v.size();
-  for (int i = 0; i < 10; ++i) c.allreduce(v.data(), v.data(), n, DType::f32, ReduceOp::sum)->wait();
+  for (int i = 0; i < 10; ++i)
+    c.allreduce(v.data(), v.data(), n, DType::f32, ReduceOp::sum)->wait();
   std::vector<double> times;
   for (int b = 0; b < batches; ++b) {
     c.barrier()->wait();
@@ -138,10 +139,10 @@ HostMap hosts_of(Communicator& c) {
 //   inter-shared   every rank of host 2k with its like on host 2k + 1: the host's ranks crossing
 //                  together, filed under the host's bytes, as a flat algorithm's step crosses.
 // Each link's points, alpha and beta joining the ends. Then the per-op term of the algorithm
-// this backend runs for one float per rank: its measured time less the formula's (negative where the exchanges
-// alone cost more than its steps); the others are absent until --calibrate-op adds them. Rank 0
-// writes the file; a link the job does not have is written as 0 and said so. --calibrate-op:
-// only the op term, against the links of the file there.
+// this backend runs for one float per rank: its measured time less the formula's (negative where
+// the exchanges alone cost more than its steps); the others are absent until --calibrate-op adds
+// them. Rank 0 writes the file; a link the job does not have is written as 0 and said so.
+// --calibrate-op: only the op term, against the links of the file there.
 int calibrate(Communicator& c, const std::string& file, bool op_only) {
   COHORT_CHECK(c.capabilities().host_memory, "--calibrate: backend ", c.backend(),
                " takes no host memory");
