@@ -85,10 +85,11 @@ double CostModel::own_op_s(AllreduceAlgo a) const { return own_op_of(*this, a); 
 double CostModel::op_s(AllreduceAlgo a) const {
   const double own = own_op_s(a);
   if (!std::isnan(own)) return own;
+  // Borrowed terms only add: a negative one anchors its own algorithm's formula, not another's.
   if (a == AllreduceAlgo::hierarchical) return 0;
-  if (!std::isnan(flat_op_s)) return flat_op_s;
+  if (!std::isnan(flat_op_s)) return std::max(0.0, flat_op_s);
   for (const double t : {rd_op_s, ring_op_s, rab_op_s})
-    if (!std::isnan(t)) return t;
+    if (!std::isnan(t)) return std::max(0.0, t);
   return 0;
 }
 
@@ -301,8 +302,13 @@ CostModel parse_cost_model(const std::string& text, const std::string& origin) {
                  " line; a link's measured sizes need at least two (recalibrate: cohort-bench "
                  "--calibrate ",
                  origin, ")");
-    // With points, alpha and beta join their ends (inter_shared has no keys of its own).
-    if (!got.empty()) *link = link_from_points(std::move(got), key);
+    // The points pooled as written (a file this wrote is already non-decreasing); alpha and beta
+    // as the keys say (re-fitting from the rounded points would move their last digits), but
+    // inter_shared, which has no keys, joins its ends.
+    if (got.empty()) continue;
+    const LinkCost keys = *link;
+    *link = link_from_points(std::move(got), key);
+    if (link != &m.inter_shared) link->alpha_s = keys.alpha_s, link->beta_s = keys.beta_s;
   }
   const auto op = [&](const char* key) {
     return v.count(key) ? v[key] * 1e-6 : CostModel::kUnmeasured;

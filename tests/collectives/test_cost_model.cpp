@@ -106,6 +106,13 @@ TEST_SUITE("cost_model") {
     CHECK(op(AllreduceAlgo::rabenseifner) == Approx(70));
     m.hier_op_s = 5e-6;
     CHECK(op(AllreduceAlgo::hierarchical) == Approx(5));
+    // A negative term is its own algorithm's; borrowed, it counts as 0.
+    CostModel n = model();
+    n.rd_op_s = -30e-6;
+    CHECK(n.op_s(AllreduceAlgo::recursive_doubling) * 1e6 == Approx(-30));
+    CHECK(n.op_s(AllreduceAlgo::ring) == 0);
+    n.flat_op_s = -1e-6;
+    CHECK(n.op_s(AllreduceAlgo::rabenseifner) == 0);
     // Added once per all-reduce: ring's 8 B over 4 ranks on 2 hosts is 6 steps of 10.02 us + 25.
     CHECK(predict_allreduce(m, AllreduceAlgo::ring, 8, 4, 2) * 1e6 == Approx(6 * 10.02 + 25));
     // A negative term (a ring measured at 30 us against its formula's 60.12) anchors the

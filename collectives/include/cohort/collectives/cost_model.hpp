@@ -31,7 +31,8 @@
 // algorithm's 8-byte all-reduce less the formula's, negative where the links' exchanges, timed
 // alone, cost more than the same steps inside the algorithm: either way the prediction at 8 B is
 // the time measured, and the formula gives how it grows with the size. A flat algorithm never
-// timed takes flat_op_s, else the first flat one timed (doubling, ring, Rabenseifner), else 0.
+// timed takes flat_op_s, else the first flat one timed (doubling, ring, Rabenseifner), else 0;
+// a borrowed term at least 0 (a negative one anchors only its own algorithm's formula).
 // Nothing here models a reduction's compute or several ranks sharing cores: docs/COLLECTIVES.md
 // says where that shows.
 #pragma once
@@ -80,7 +81,7 @@ struct CostModel {
   std::string note;  // where and when it was calibrated (one line)
 
   // The per-op term predict_allreduce adds for `a`: its own; for a flat one not timed, flat_op_s,
-  // else the first flat one timed (doubling, ring, Rabenseifner), else 0.
+  // else the first flat one timed (doubling, ring, Rabenseifner), else 0; borrowed, at least 0.
   double op_s(AllreduceAlgo a) const;
   // `a`'s own term (NaN where not measured), no fallback.
   double& own_op_s(AllreduceAlgo a);
