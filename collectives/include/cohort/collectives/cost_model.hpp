@@ -28,9 +28,9 @@
 // "Optimization of collective communication operations in MPICH", IJHPCA 2005). To each a per-op
 // software time is added, once per all-reduce, each algorithm its own (LogP's o; NCCL's tuning
 // model has the same term per algorithm, its baseLatencies). --calibrate (-op) measures it as the
-// algorithm's 8-byte all-reduce less the formula's, negative where the links' exchanges, timed
-// alone, cost more than the same steps inside the algorithm: either way the prediction at 8 B is
-// the time measured, and the formula gives how it grows with the size. A flat algorithm never
+// algorithm's all-reduce of one float per rank less the formula's, negative where the links'
+// exchanges, timed alone, cost more than the same steps inside the algorithm: either way the
+// prediction at that size is the time measured, and the formula gives how it grows with the size. A flat algorithm never
 // timed takes flat_op_s, else the first flat one timed (doubling, ring, Rabenseifner), else 0;
 // a borrowed term at least 0 (a negative one anchors only its own algorithm's formula).
 // Nothing here models a reduction's compute or several ranks sharing cores: docs/COLLECTIVES.md
