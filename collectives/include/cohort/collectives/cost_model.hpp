@@ -30,11 +30,11 @@
 // model has the same term per algorithm, its baseLatencies). --calibrate (-op) measures it as the
 // algorithm's all-reduce of one float per rank less the formula's, negative where the links'
 // exchanges, timed alone, cost more than the same steps inside the algorithm: either way the
-// prediction at that size is the time measured, and the formula gives how it grows with the size. A flat algorithm never
-// timed takes flat_op_s, else the first flat one timed (doubling, ring, Rabenseifner), else 0;
-// a borrowed term at least 0 (a negative one anchors only its own algorithm's formula).
-// Nothing here models a reduction's compute or several ranks sharing cores: docs/COLLECTIVES.md
-// says where that shows.
+// prediction at that size is the time measured, and the formula gives how it grows with the size. A
+// flat algorithm never timed takes flat_op_s, else the first flat one timed (doubling, ring,
+// Rabenseifner), else 0; a borrowed term at least 0 (a negative one anchors only its own
+// algorithm's formula). Nothing here models a reduction's compute or several ranks sharing cores:
+// docs/COLLECTIVES.md says where that shows.
 #pragma once
 
 #include <cstddef>
