@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# What a checkpoint every N steps costs (docs/BENCHMARKS.md "Checkpoint cost"): the same 2-rank job
-# with and without --checkpoint-every N, alternating rounds, median training images/s of each and
-# their ratio; and per save, how long training was blocked (the copy of weights and optimizer state
-# into host memory, plus any wait for the previous write) and how long the write took in the
+# What a checkpoint every N steps costs (docs/benchmarks/ddp.md "Checkpoint cost"): the same 2-rank
+# job with and without --checkpoint-every N, alternating rounds, median training images/s of each
+# and their ratio; and per save, how long training was blocked (the copy of weights and optimizer
+# state into host memory, plus any wait for the previous write) and how long the write took in the
 # background. Then one run whose rank 1 is SIGKILLed under cohortrun --max-restarts 1, for
 # cohortrun's "training again N s after rank 1 died" line.
 #   bench/checkpoint_cost.sh [ROUNDS] [MNIST_STEPS] [RESNET50_STEPS]    (default 3 300 100)

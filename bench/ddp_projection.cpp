@@ -2,7 +2,7 @@
 // projection (cohort/collectives/cost_model.hpp) for a zoo model's real gradient buckets at 8,
 // 64, 512 and 4096 ranks, 8 per host, beside NCCL's own tuning model for the same bytes and
 // cluster. Everything it prints is MODELLED, nothing measured: the measured side of the model is
-// bench/hier_compare.sh MODEL=1 (docs/BENCHMARKS.md).
+// bench/hier_compare.sh MODEL=1 (docs/benchmarks/multihost.md).
 //
 //   build/bin/ddp_projection [--model resnet50|mnist_net]... [--ranks 8,64,512,4096]
 //       [--per-host 8] [--inter-gbyte-s 12] [--inter-alpha-us 14] [--cost-model FILE]

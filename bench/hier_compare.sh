@@ -8,7 +8,7 @@
 # daemons on the others started through a namespace "rsh" agent (btl tcp on the veth, vader
 # inside a namespace). The sides alternate ROUNDS times; each cell is the median. Root only.
 # (Before 2026-11-27's third session the two hosts were one veth pair shaped at both ends, no
-# bridge: the tables in docs/BENCHMARKS.md before that date ran so.)
+# bridge: the tables in docs/benchmarks/multihost.md before that date ran so.)
 #
 #   bench/hier_compare.sh [BUILD_DIR]      (default build)
 # With MODEL=1 it first calibrates the cost model (cohort-bench --calibrate on hier: the links

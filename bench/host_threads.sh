@@ -2,8 +2,8 @@
 # Default host threads against one thread, on an idle machine and with a competing busy loop on
 # every core: the MNIST CNN (mnist_cnn, one process, batch 64, 150 steps) training images/s, the
 # two settings alternated over ROUNDS rounds, medians and their ratio printed. The goal
-# (docs/BENCHMARKS.md, "Host threads"): the default never more than a few percent slower than
-# OMP_NUM_THREADS=1.
+# (docs/benchmarks/runtime.md, "Host threads"): the default never more than a few percent slower
+# than OMP_NUM_THREADS=1.
 #   bench/host_threads.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=${1:-build}

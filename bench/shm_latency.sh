@@ -7,8 +7,9 @@
 #
 #   bench/shm_latency.sh [BUILD_DIR]      (default build)
 # Environment: ROUNDS (default 7), ITERS (timed ops per run, default 200000), SIZE (default 8).
-# This VM's cross-core latency has two regimes that alternate minute to minute (docs/BENCHMARKS.md,
-# "All-reduce: cohort shm vs Open MPI"): compare rounds only with their neighbours.
+# This VM's cross-core latency has two regimes that alternate minute to minute
+# (docs/benchmarks/allreduce.md, "All-reduce: cohort shm vs Open MPI"): compare rounds only with
+# their neighbours.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 rounds=${ROUNDS:-7}

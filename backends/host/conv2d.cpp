@@ -26,10 +26,10 @@
 // direct's 13.6 + 13.6 + 12.8 on one core (AMD EPYC, avx512_core); with fewer channels Winograd was
 // slower (conv1, 1 -> 32: forward 2.5 against 0.44 ms), hence the 16. Its rounding is coarser: one
 // forward's largest error against a double-precision reference was 1.3-2.0e-6 of the largest
-// output, direct's 2.7-3.8e-7 (docs/BENCHMARKS.md, "Winograd convolutions"). That is within the
-// parity table's tolerances, but whole models' gradients move by up to 0.8% of their tensor's
-// largest value against PyTorch (models_golden states the bound; direct stays within 1e-3),
-// hence the switch back to direct for runs that must track PyTorch's rounding. cuDNN's
+// output, direct's 2.7-3.8e-7 (docs/benchmarks/compute.md, "Winograd convolutions"). That is
+// within the parity table's tolerances, but whole models' gradients move by up to 0.8% of their
+// tensor's largest value against PyTorch (models_golden states the bound; direct stays within
+// 1e-3), hence the switch back to direct for runs that must track PyTorch's rounding. cuDNN's
 // heuristics pick Winograd algorithms on the GPU the same way, and PyTorch's GPU convolutions
 // default to TF32, coarser still. Its forward and backward data compute each output on one thread
 // as direct's do (bit for bit the same at 1 and 2 threads), and its backward filter, like direct's,

@@ -3,9 +3,10 @@
 // Why: oneDNN runs on OpenMP, whose parallel regions end at a barrier that waits for the slowest
 // thread. When another process keeps every core busy, one of our threads is often descheduled, and
 // the whole team waits for it: the MNIST CNN ran 2.9x slower with 2 threads than with 1 on this
-// 2-core machine under a busy loop per core (docs/BENCHMARKS.md, "Host threads"). OMP_WAIT_POLICY
-// cannot help from inside the process (libgomp reads it when it loads, before any of our code) and
-// passive waiting alone still left it 30% slower. So the count follows contention instead:
+// 2-core machine under a busy loop per core (docs/benchmarks/runtime.md, "Host threads").
+// OMP_WAIT_POLICY cannot help from inside the process (libgomp reads it when it loads, before any
+// of our code) and passive waiting alone still left it 30% slower. So the count follows contention
+// instead:
 //
 // Every `period` the governor reads how long this process's threads sat runnable but not running
 // (the run_delay of /proc/self/task/*/schedstat) per second of wall time. Above `drop_above` the

@@ -162,12 +162,12 @@ Tensor formula(const Shape& s, double step, bool cosine) {
 // to the tensor's largest value with the rounding PyTorch's CPU convolutions have (oneDNN's direct
 // kernels: models_golden_direct, or the shared im2col path: models_golden_im2col), f32 summation
 // orders differing over up to 53 layers. The host's default Winograd kernels round each
-// convolution about 5x coarser (docs/BENCHMARKS.md, "Winograd convolutions"); measured on AMD
-// EPYC (avx512_core) the worst tensor is CNN-B's features.11.bias gradient, 0.78% of its largest
-// value off (direct: 2e-6). A batch-norm bias gradient is a sum of dy over 2 x 8 x 8 positions of
-// both signs, so it is small (0.008 against the classifier bias's 1.76) and keeps the absolute
-// error of its terms. models_golden holds Winograd to 2e-2, still tight enough to catch a wrong
-// layer (a dropped term or a swapped operand is off by the whole scale).
+// convolution about 5x coarser (docs/benchmarks/compute.md, "Winograd convolutions"); measured
+// on AMD EPYC (avx512_core) the worst tensor is CNN-B's features.11.bias gradient, 0.78% of its
+// largest value off (direct: 2e-6). A batch-norm bias gradient is a sum of dy over 2 x 8 x 8
+// positions of both signs, so it is small (0.008 against the classifier bias's 1.76) and keeps the
+// absolute error of its terms. models_golden holds Winograd to 2e-2, still tight enough to catch a
+// wrong layer (a dropped term or a swapped operand is off by the whole scale).
 double golden_tolerance() {
   const char* algo = std::getenv("COHORT_HOST_CONV_ALGO");
   const char* path = std::getenv("COHORT_HOST_CONV");
