@@ -2,9 +2,29 @@
 // mismatch check uses, so that one op reads the same in every backend's messages.
 #include "detail/op_desc.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 namespace cohort::comm::detail {
+namespace {
+thread_local std::int32_t t_outer_tag = 0;
+}  // namespace
+
+// FNV-1a over the outer description's 32 bytes, never 0 (0 means "no outer collective").
+OuterCollective::OuterCollective(const OpDesc& outer) : saved_(t_outer_tag) {
+  unsigned char bytes[sizeof(OpDesc)];
+  std::memcpy(bytes, &outer, sizeof bytes);
+  std::uint32_t h = 2166136261u;
+  for (unsigned char b : bytes) h = (h ^ b) * 16777619u;
+  if (h == 0) h = 1;
+  std::int32_t tag;
+  std::memcpy(&tag, &h, sizeof tag);
+  t_outer_tag = tag;
+}
+
+OuterCollective::~OuterCollective() { t_outer_tag = saved_; }
+
+std::int32_t outer_collective_tag() { return t_outer_tag; }
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
@@ -22,7 +42,12 @@ const char* op_kind_name(OpKind kind) {
 std::string OpDesc::str() const {
   std::string s = op_kind_name(kind);
   if (seq > 0) s += " #" + std::to_string(seq);
-  if (kind == OpKind::barrier) return s;
+  if (kind == OpKind::barrier) {
+    if (tag == 0) return s;
+    char fp[40];
+    std::snprintf(fp, sizeof fp, " (stage of collective %08x)", static_cast<std::uint32_t>(tag));
+    return s + fp;
+  }
   s += " (" + std::to_string(count) + " x " + dtype_name(dtype);
   switch (kind) {
     case OpKind::allreduce:
@@ -40,6 +65,11 @@ std::string OpDesc::str() const {
       break;
     default:
       break;
+  }
+  if (is_collective(kind) && tag != 0) {
+    char fp[32];
+    std::snprintf(fp, sizeof fp, ", stage of collective %08x", static_cast<std::uint32_t>(tag));
+    s += fp;
   }
   return s + ")";
 }

@@ -23,7 +23,7 @@
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/core/error.hpp"
 #include "detail/backoff.hpp"
-#include "detail/checked.hpp"
+#include "detail/op_desc.hpp"
 #include "detail/communicator_base.hpp"
 #include "detail/env.hpp"
 #include "detail/reduce.hpp"
@@ -33,11 +33,13 @@
 namespace cohort::comm::hier {
 namespace {
 
+using detail::OpKind;
+
 constexpr const char* kName = "hier";
 // The pipeline's chunk (allreduce_pipelined), measured on the 10 Gbit/s testbed (2 hosts x 2
-// ranks, 2 cores; docs/BENCHMARKS.md): 8 MiB took 64 MiB from 109 to 98 ms and left 16 MiB
-// within noise; 2 MiB chunks were slower up to 16 MiB (37 against 26 ms), each chunk paying a
-// shm and a ucx op's software time.
+// ranks, 2 cores; docs/benchmarks/multihost.md): 8 MiB took 64 MiB from 109 to 98 ms and left
+// 16 MiB within noise; 2 MiB chunks were slower up to 16 MiB (37 against 26 ms), each chunk
+// paying a shm and a ucx op's software time.
 constexpr std::size_t kDefaultChunkBytes = 8u << 20;
 
 // memcpy that accepts an empty range (a count-0 op's buffers may be null).
@@ -135,6 +137,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
     local.local_rank = local.rank;
     local.local_world_size = local.world_size;
     local.job_id = info.job_id + ".hier.h" + std::to_string(host_);
+    store_ = make_prefix_store(store, "hier/");
     local_ = shm::factory().create(
         local, make_prefix_store(store, "hier/h" + std::to_string(host_) + "/"));
     if (map_.hosts() > 1) {
@@ -192,12 +195,12 @@ class HierCommunicator final : public detail::CommunicatorBase {
 
   WorkHandle start_allreduce(const void* send, void* recv, std::size_t count, DType dtype,
                              ReduceOp op, Timeout t) override {
-    return enqueue("allreduce", [=] { allreduce_stages(send, recv, count, dtype, op, t); });
+    return enqueue(detail::op_desc(OpKind::allreduce, count, dtype, op), [=] { allreduce_stages(send, recv, count, dtype, op, t); });
   }
 
   WorkHandle start_broadcast(void* buf, std::size_t count, DType dtype, int root,
                              Timeout t) override {
-    return enqueue("broadcast", [=] {
+    return enqueue(detail::op_desc(OpKind::broadcast, count, dtype, ReduceOp::sum, root), [=] {
       const int root_host = map_.host_of[static_cast<std::size_t>(root)];
       if (host_ == root_host)
         stage("shm broadcast on the root's host", [&] {
@@ -205,11 +208,13 @@ class HierCommunicator final : public detail::CommunicatorBase {
                                    t);
         });
       if (map_.hosts() == 1) return;
-      // The root's host is done once its leader has sent; the others hear from their leader.
+      // The root's host, too, waits for its leader's status: a failure among the leaders (a
+      // mismatch, a dead host) then fails every rank in this op. Had they returned once the shm
+      // broadcast was done, a rank would learn of it only at its next collective.
       if (host_ == root_host) {
-        if (leaders_)
-          stage(kLeaderBroadcast,
-                [&] { return leaders_->broadcast(buf, count, dtype, root_host, t); });
+        leader_stage(
+            kLeaderBroadcast, [&] { return leaders_->broadcast(buf, count, dtype, root_host, t); },
+            t);
         return;
       }
       leader_stage(
@@ -222,7 +227,13 @@ class HierCommunicator final : public detail::CommunicatorBase {
 
   WorkHandle start_allgather(const void* send, void* recv, std::size_t count, DType dtype,
                              Timeout t) override {
-    return enqueue("allgather", [=] {
+    return enqueue(detail::op_desc(OpKind::allgather, count, dtype),
+                   [=] { allgather_stages(send, recv, count, dtype, t); });
+  }
+
+  // The stages of an all-gather (see the header), on the thread that runs the collective.
+  void allgather_stages(const void* send, void* recv, std::size_t count, DType dtype, Timeout t) {
+    {
       const std::size_t block = count * dtype_size(dtype);
       const auto& mine = map_.members[static_cast<std::size_t>(host_)];
       std::vector<char> host_blocks(mine.size() * block);  // this host's ranks, in local order
@@ -258,12 +269,12 @@ class HierCommunicator final : public detail::CommunicatorBase {
       stage("shm broadcast from the host leader", [&] {
         return local_->broadcast(recv, count * static_cast<std::size_t>(size_), dtype, 0, t);
       });
-    });
+    }
   }
 
   WorkHandle start_reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
                                   ReduceOp op, Timeout t) override {
-    return enqueue("reduce_scatter", [=] {
+    return enqueue(detail::op_desc(OpKind::reduce_scatter, count, dtype, op), [=] {
       const std::size_t es = dtype_size(dtype);
       std::vector<char> whole(count * static_cast<std::size_t>(size_) * es);
       allreduce_stages(send, whole.data(), count * static_cast<std::size_t>(size_), dtype, op, t);
@@ -272,7 +283,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
   }
 
   WorkHandle start_barrier(Timeout t) override {
-    return enqueue("barrier", [=] {
+    return enqueue(detail::op_desc(OpKind::barrier, 0, DType::u8), [=] {
       stage("shm barrier on the host", [&] { return local_->barrier(t); });
       if (map_.hosts() == 1) return;
       // The leader's status broadcast releases the host once every host has arrived.
@@ -352,6 +363,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
     const ReduceOp inner = op == ReduceOp::avg ? ReduceOp::sum : op;
     const std::size_t chunk = chunk_bytes_ / dtype_size(dtype);
     if (map_.hosts() > 1 && chunk > 0 && count >= 2 * chunk) {
+      agree(t);
       allreduce_pipelined(send, recv, count, dtype, inner, t, chunk);
       if (op == ReduceOp::avg) detail::finish_avg(recv, count, dtype, size_);
       return;
@@ -580,7 +592,7 @@ class HierCommunicator final : public detail::CommunicatorBase {
   }
 
   struct Task {
-    const char* op = "";
+    detail::OpDesc desc;  // the collective as the caller issued it, numbered in issue order
     std::function<void()> body;
     std::shared_ptr<QueuedWork> work;
   };
@@ -593,12 +605,13 @@ class HierCommunicator final : public detail::CommunicatorBase {
   // some rank needs): a second op queued before anyone waited, a test(), or its 2 ms timer
   // wakes it. On the 2 x 2-rank testbed at 10 Gbit/s, hier's 16-byte all-reduce went from 149-163
   // us to 57 (Open MPI: 42).
-  WorkHandle enqueue(const char* op, std::function<void()> body) {
+  WorkHandle enqueue(detail::OpDesc desc, std::function<void()> body) {
     auto work =
         std::make_shared<QueuedWork>([this](QueuedWork& w) { run_until(w); }, [this] { polled(); });
     {
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back({op, std::move(body), work});
+      desc.seq = ++seq_;
+      queue_.push_back({desc, std::move(body), work});
     }
     if (wake_->queued()) cv_.notify_all();
     return work;
@@ -660,16 +673,85 @@ class HierCommunicator final : public detail::CommunicatorBase {
     Failure failure;
     bool failed = false;
     try {
-      COHORT_CHECK_IN(kName, broken.empty(), task.op,
+      COHORT_CHECK_IN(kName, broken.empty(), task.desc.str(),
                       " not run: an earlier collective failed: ", broken);
+      // Every stage this body issues carries the collective's fingerprint (detail::OuterCollective).
+      detail::OuterCollective outer(task.desc);
+      running_ = task.desc;
       task.body();
     } catch (const std::exception& e) {
       failed = true;
       failure = Failure::of(e, rank_);
+      if (broken.empty() && std::strstr(e.what(), "collective mismatch"))
+        failure.why = name_mismatch(task.desc, failure.why);
       std::lock_guard<std::mutex> lock(mu_);
-      if (broken_.empty()) broken_ = std::string(task.op) + ": " + e.what();
+      if (broken_.empty()) broken_ = task.desc.str() + ": " + failure.why;
     }
     task.work->finish(failed ? &failure : nullptr);
+  }
+
+  // Every rank's description of the running collective, all-gathered through the stages; throws
+  // the mismatch, naming both sides, where they differ. Only before a pipelined all-reduce (16
+  // MiB and up by default), where it costs one small all-gather against milliseconds: once its
+  // chunks are issued, a mismatch found in the first chunk's stages would still leave every
+  // chunk to be unwound on every rank.
+  void agree(Timeout t) {
+    std::vector<detail::OpDesc> all(static_cast<std::size_t>(size_));
+    allgather_stages(&running_, all.data(), sizeof(detail::OpDesc), DType::u8, t);
+    for (int r = 0; r < size_; ++r)
+      COHORT_CHECK_IN(kName, detail::same_collective(running_, all[static_cast<std::size_t>(r)]),
+                      detail::mismatch_message(rank_, running_, r, all[static_cast<std::size_t>(r)]));
+  }
+
+  // A stage found a collective mismatch (its own descriptions differ, or only their outer
+  // fingerprints: detail::OuterCollective). The stage can name only its own ops, so the ranks
+  // that fail put their description of the whole collective in the store, and each names the
+  // first pair that differ, in the words of every backend's check ("collective mismatch: rank 0
+  // issued allreduce #2 (1000 x f32, sum) where rank 2 issued allreduce #2 (999 x f32, avg)"),
+  // followed by what the stage found. It waits up to kNameMismatchWait for the others' entries:
+  // a rank whose own stages matched (three or more hosts: ucx compares each leader with the one
+  // before) has none, and learns of the failure at its next collective, as on flat ucx.
+  std::string name_mismatch(const detail::OpDesc& mine, const std::string& found) {
+    const std::string key = "mismatch/" + std::to_string(mine.seq) + "/";
+    std::vector<std::uint8_t> bytes(sizeof mine);
+    std::memcpy(bytes.data(), &mine, sizeof mine);
+    std::vector<std::string> keys;
+    for (int r = 0; r < size_; ++r) keys.push_back(key + std::to_string(r));
+    std::vector<detail::OpDesc> all(static_cast<std::size_t>(size_));
+    std::vector<bool> have(static_cast<std::size_t>(size_));
+    try {
+      store_->set(keys[static_cast<std::size_t>(rank_)], bytes);
+      try {
+        store_->wait(keys, kNameMismatchWait);
+      } catch (const Error&) {  // someone's stages matched: name those that did not
+      }
+      for (int r = 0; r < size_; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (r != rank_ && !store_->check({keys[i]})) continue;
+        const auto v = r == rank_ ? bytes : store_->get(keys[i], kNameMismatchWait);
+        if (v.size() != sizeof(detail::OpDesc)) continue;
+        std::memcpy(&all[i], v.data(), v.size());
+        have[i] = true;
+      }
+    } catch (const std::exception&) {
+      return found;  // the store is gone too: the stage's words are all there is
+    }
+    // This rank against each other first (its own side named), then any two others.
+    const auto differ = [&](int a, int b) {
+      const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
+      return a != b && have[i] && have[j] && !detail::same_collective(all[i], all[j]);
+    };
+    const auto named = [&](int a, int b) {
+      return detail::mismatch_message(a, all[static_cast<std::size_t>(a)], b,
+                                      all[static_cast<std::size_t>(b)]) +
+             " (hier found it in " + found + ")";
+    };
+    for (int b = 0; b < size_; ++b)
+      if (differ(rank_, b)) return named(rank_, b);
+    for (int a = 0; a < size_; ++a)
+      for (int b = a + 1; b < size_; ++b)
+        if (differ(a, b)) return named(a, b);
+    return found;
   }
 
   enum class Algo { hierarchical, flat, model };
@@ -689,6 +771,10 @@ class HierCommunicator final : public detail::CommunicatorBase {
   // Whether enqueue() wakes the worker (set with the host's rank count).
   std::unique_ptr<detail::LazyWake> wake_;
   static constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
+  static constexpr auto kNameMismatchWait = std::chrono::milliseconds(500);
+  std::shared_ptr<Store> store_;  // prefixed "hier/": name_mismatch's entries
+  std::uint64_t seq_ = 0;         // collectives issued (under mu_)
+  detail::OpDesc running_;        // the collective being run (under run_mu_)
   bool stop_ = false;
   std::string broken_;
   std::thread worker_;
@@ -713,14 +799,11 @@ CommunicatorFactory factory() {
                       " ranks needs a store to find its hosts");
       store = make_memory_store();
     }
-    auto comm = std::make_unique<HierCommunicator>(info, std::move(store));
-    // Each stage checks its own ops (shm, ucx), but a stage cannot see every difference between
-    // whole collectives (two ranks on different hosts naming different broadcast roots on the
-    // root's host map to the same leaders' op). So whole collectives are checked too, numbered as
-    // issued: one small hierarchical all-gather each (docs/COLLECTIVES.md, "hier"), on unless
-    // COHORT_COLLECTIVE_CHECKS=0, as shm's and ucx's own checks are.
-    if (detail::collective_checks_from_env()) return detail::make_checked(std::move(comm), nullptr);
-    return comm;
+    // No whole-collective check around it (detail::make_checked, one hierarchical all-gather
+    // per collective: it cost the 16-byte all-reduce 3.6x its time). Each stage's own check
+    // compares the whole collective's fingerprint too (detail::OuterCollective), and
+    // name_mismatch names both sides.
+    return std::make_unique<HierCommunicator>(info, std::move(store));
   };
   return f;
 }

@@ -131,6 +131,9 @@ class UcxCommunicator final : public common::CommunicatorBase {
     d.count = count;
     d.dtype = dtype;
     d.timeout = timeout;
+    // Inside a composing communicator's stage (hier): the outer collective's fingerprint, which
+    // the mismatch check compares with the rest (detail/op_desc.hpp). send/recv set their own.
+    d.tag = common::outer_collective_tag();
     return d;
   }
 

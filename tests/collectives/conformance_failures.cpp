@@ -137,6 +137,21 @@ TEST_SUITE("failures") {
         "root", [](Communicator& c, B& b) { return c.broadcast(b.data(), 64, DType::f32, 0); },
         [](Communicator& c, B& b) { return c.broadcast(b.data(), 64, DType::f32, 1); },
         "broadcast #2 (64 x f32, root 0)", "broadcast #2 (64 x f32, root 1)");
+    // Differences a composing communicator's stages cannot see by their own descriptions (hier:
+    // both sides' stages sum; a reduce_scatter runs as an all-reduce of the whole).
+    expect_mismatch(
+        "avg", [](Communicator& c, B& b) { return allreduce(c, b, 8, DType::f32); },
+        [](Communicator& c, B& b) { return allreduce(c, b, 8, DType::f32, ReduceOp::avg); },
+        "allreduce #2 (8 x f32, sum)", "allreduce #2 (8 x f32, avg)");
+    expect_mismatch(
+        "reduce_scatter-whole",
+        [](Communicator& c, B& b) {
+          return c.reduce_scatter(b.data(), b.data() + 64, 8, DType::f32, ReduceOp::sum);
+        },
+        [](Communicator& c, B& b) {
+          return allreduce(c, b, 8 * static_cast<std::size_t>(c.size()), DType::f32);
+        },
+        "reduce_scatter #2 (8 x f32, sum)", "allreduce #2 (");
     expect_mismatch(
         "barrier", [](Communicator& c, B&) { return c.barrier(); },
         [](Communicator& c, B& b) { return allreduce(c, b, 0, DType::f32); },

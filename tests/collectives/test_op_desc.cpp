@@ -3,7 +3,9 @@
 // descriptions as raw bytes.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "detail/op_desc.hpp"
@@ -62,5 +64,56 @@ TEST_SUITE("op_desc") {
     CHECK(std::memcmp(&a, &c, sizeof a) == 0);
     c.count += 1;
     CHECK(std::memcmp(&a, &c, sizeof a) != 0);
+  }
+
+  // A composing communicator's stages carry its collective's fingerprint (hier).
+  TEST_CASE("an outer collective's fingerprint rides in its stages' descriptions") {
+    using cohort::comm::detail::OuterCollective;
+    using cohort::comm::detail::outer_collective_tag;
+    CHECK(outer_collective_tag() == 0);
+    CHECK(op_desc(OpKind::allreduce, 4, DType::f32).tag == 0);
+    OpDesc sum = op_desc(OpKind::allreduce, 4, DType::f32), avg = sum;
+    avg.op = ReduceOp::avg;
+    sum.seq = avg.seq = 2;
+    std::int32_t sum_tag = 0, avg_tag = 0;
+    {
+      OuterCollective outer(sum);
+      sum_tag = outer_collective_tag();
+      CHECK(sum_tag != 0);
+      // Every collective kind takes it; send and recv keep their own tags.
+      for (OpKind k : {OpKind::allreduce, OpKind::broadcast, OpKind::allgather,
+                       OpKind::reduce_scatter, OpKind::barrier})
+        CHECK(op_desc(k, 1, DType::f32).tag == sum_tag);
+      CHECK(op_desc(OpKind::send, 1, DType::f32, ReduceOp::sum, 1, 7).tag == 7);
+      {
+        OuterCollective inner(avg);  // nested: the innermost wins, then the outer is back
+        avg_tag = outer_collective_tag();
+      }
+      CHECK(outer_collective_tag() == sum_tag);
+      // The stage names it, so two ranks' stages that differ only there read differently.
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(sum_tag));
+      CHECK(op_desc(OpKind::allreduce, 2, DType::f32).str() ==
+            std::string("allreduce (2 x f32, sum, stage of collective ") + hex + ")");
+      CHECK(op_desc(OpKind::barrier, 0, DType::u8).str() ==
+            std::string("barrier (stage of collective ") + hex + ")");
+    }
+    CHECK(outer_collective_tag() == 0);
+    // Outer collectives that differ only in what their stages cannot see (avg and sum both sum;
+    // another seq) give different fingerprints; the same one gives the same on every rank.
+    CHECK(avg_tag != sum_tag);
+    OpDesc later = sum;
+    later.seq = 3;
+    std::int32_t later_tag = 0, again_tag = 0;
+    {
+      OuterCollective o(later);
+      later_tag = outer_collective_tag();
+    }
+    {
+      OuterCollective o(sum);
+      again_tag = outer_collective_tag();
+    }
+    CHECK(later_tag != sum_tag);
+    CHECK(again_tag == sum_tag);
   }
 }
