@@ -23,9 +23,9 @@
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/core/error.hpp"
 #include "detail/backoff.hpp"
-#include "detail/op_desc.hpp"
 #include "detail/communicator_base.hpp"
 #include "detail/env.hpp"
+#include "detail/op_desc.hpp"
 #include "detail/reduce.hpp"
 #include "shm/shm_communicator.hpp"
 #include "ucx/ucx_communicator.hpp"
@@ -195,7 +195,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
 
   WorkHandle start_allreduce(const void* send, void* recv, std::size_t count, DType dtype,
                              ReduceOp op, Timeout t) override {
-    return enqueue(detail::op_desc(OpKind::allreduce, count, dtype, op), [=] { allreduce_stages(send, recv, count, dtype, op, t); });
+    return enqueue(detail::op_desc(OpKind::allreduce, count, dtype, op),
+                   [=] { allreduce_stages(send, recv, count, dtype, op, t); });
   }
 
   WorkHandle start_broadcast(void* buf, std::size_t count, DType dtype, int root,
@@ -675,7 +676,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
     try {
       COHORT_CHECK_IN(kName, broken.empty(), task.desc.str(),
                       " not run: an earlier collective failed: ", broken);
-      // Every stage this body issues carries the collective's fingerprint (detail::OuterCollective).
+      // Every stage this body issues carries the collective's fingerprint
+      // (detail::OuterCollective).
       detail::OuterCollective outer(task.desc);
       running_ = task.desc;
       task.body();
@@ -699,8 +701,9 @@ class HierCommunicator final : public detail::CommunicatorBase {
     std::vector<detail::OpDesc> all(static_cast<std::size_t>(size_));
     allgather_stages(&running_, all.data(), sizeof(detail::OpDesc), DType::u8, t);
     for (int r = 0; r < size_; ++r)
-      COHORT_CHECK_IN(kName, detail::same_collective(running_, all[static_cast<std::size_t>(r)]),
-                      detail::mismatch_message(rank_, running_, r, all[static_cast<std::size_t>(r)]));
+      COHORT_CHECK_IN(
+          kName, detail::same_collective(running_, all[static_cast<std::size_t>(r)]),
+          detail::mismatch_message(rank_, running_, r, all[static_cast<std::size_t>(r)]));
   }
 
   // A stage found a collective mismatch (its own descriptions differ, or only their outer

@@ -68,8 +68,8 @@ TEST_SUITE("op_desc") {
 
   // A composing communicator's stages carry its collective's fingerprint (hier).
   TEST_CASE("an outer collective's fingerprint rides in its stages' descriptions") {
-    using cohort::comm::detail::OuterCollective;
     using cohort::comm::detail::outer_collective_tag;
+    using cohort::comm::detail::OuterCollective;
     CHECK(outer_collective_tag() == 0);
     CHECK(op_desc(OpKind::allreduce, 4, DType::f32).tag == 0);
     OpDesc sum = op_desc(OpKind::allreduce, 4, DType::f32), avg = sum;
