@@ -62,7 +62,7 @@ int calibration_peer(const HostMap& map, int rank, bool inter) {
 // Which algorithm `c` runs for its smallest all-reduce, for its per-op term: hier's stages unless
 // COHORT_HIER_ALGO=flat; a flat backend's recursive doubling (ucx's choice up to 8 KiB) unless
 // COHORT_UCX_ALLREDUCE=ring or rab. hier choosing by a model (auto) runs no one algorithm: refused.
-AllreduceAlgo algorithm_at_8_bytes(const Communicator& c) {
+AllreduceAlgo algorithm_for_op_term(const Communicator& c) {
   auto env = [](const char* name) {
     const char* v = std::getenv(name);
     return std::string(v ? v : "");
@@ -148,7 +148,7 @@ int calibrate(Communicator& c, const std::string& file, bool op_only) {
                " takes no host memory");
   const HostMap map = hosts_of(c);
   const int hosts = map.hosts();
-  const AllreduceAlgo ran = algorithm_at_8_bytes(c);
+  const AllreduceAlgo ran = algorithm_for_op_term(c);
   const std::string op_key = std::string(allreduce_algo_key(ran)) + "_op_us";
   CostModel m;
   std::string note;

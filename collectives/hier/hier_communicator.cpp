@@ -684,6 +684,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
     } catch (const std::exception& e) {
       failed = true;
       failure = Failure::of(e, rank_);
+      // Every backend words a mismatch with detail::mismatch_message ("collective mismatch: ..."),
+      // as a leader's status passes it on to its host.
       if (broken.empty() && std::strstr(e.what(), "collective mismatch"))
         failure.why = name_mismatch(task.desc, failure.why);
       std::lock_guard<std::mutex> lock(mu_);
@@ -700,10 +702,28 @@ class HierCommunicator final : public detail::CommunicatorBase {
   void agree(Timeout t) {
     std::vector<detail::OpDesc> all(static_cast<std::size_t>(size_));
     allgather_stages(&running_, all.data(), sizeof(detail::OpDesc), DType::u8, t);
-    for (int r = 0; r < size_; ++r)
-      COHORT_CHECK_IN(
-          kName, detail::same_collective(running_, all[static_cast<std::size_t>(r)]),
-          detail::mismatch_message(rank_, running_, r, all[static_cast<std::size_t>(r)]));
+    const std::string mismatch = first_mismatch(all, std::vector<bool>(all.size(), true));
+    COHORT_CHECK_IN(kName, mismatch.empty(), mismatch);
+  }
+
+  // The mismatch message for the first two of `all` that differ (among those `have` marks), this
+  // rank against each other first (its own side named), then any two others; empty if none.
+  std::string first_mismatch(const std::vector<detail::OpDesc>& all,
+                             const std::vector<bool>& have) const {
+    const auto differ = [&](int a, int b) {
+      const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
+      return a != b && have[i] && have[j] && !detail::same_collective(all[i], all[j]);
+    };
+    const auto named = [&](int a, int b) {
+      return detail::mismatch_message(a, all[static_cast<std::size_t>(a)], b,
+                                      all[static_cast<std::size_t>(b)]);
+    };
+    for (int b = 0; b < size_; ++b)
+      if (differ(rank_, b)) return named(rank_, b);
+    for (int a = 0; a < size_; ++a)
+      for (int b = a + 1; b < size_; ++b)
+        if (differ(a, b)) return named(a, b);
+    return "";
   }
 
   // A stage found a collective mismatch (its own descriptions differ, or only their outer
@@ -739,22 +759,8 @@ class HierCommunicator final : public detail::CommunicatorBase {
     } catch (const std::exception&) {
       return found;  // the store is gone too: the stage's words are all there is
     }
-    // This rank against each other first (its own side named), then any two others.
-    const auto differ = [&](int a, int b) {
-      const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
-      return a != b && have[i] && have[j] && !detail::same_collective(all[i], all[j]);
-    };
-    const auto named = [&](int a, int b) {
-      return detail::mismatch_message(a, all[static_cast<std::size_t>(a)], b,
-                                      all[static_cast<std::size_t>(b)]) +
-             " (hier found it in " + found + ")";
-    };
-    for (int b = 0; b < size_; ++b)
-      if (differ(rank_, b)) return named(rank_, b);
-    for (int a = 0; a < size_; ++a)
-      for (int b = a + 1; b < size_; ++b)
-        if (differ(a, b)) return named(a, b);
-    return found;
+    const std::string mismatch = first_mismatch(all, have);
+    return mismatch.empty() ? found : mismatch + " (hier found it in " + found + ")";
   }
 
   enum class Algo { hierarchical, flat, model };
