@@ -13,7 +13,7 @@
 #                     sanitize  compute-sanitizer memcheck and racecheck over the GPU tests    570 s
 #                     mnist     one epoch of mnist_cnn on cuda and on the host, direct (0.5 pt) 240 s
 #                     ddp       2 ranks sharing the GPU over shm (mnist_cnn, resnet9)          150 s
-#                     zoo       every zoo model a few steps on cuda                            240 s
+#                     zoo       every zoo model a few steps on cuda, ResNet-50 also bf16, f16   240 s
 #                     nccl      1-rank nccl: mnist_cnn and the np1 nccl ctest entries          150 s
 #                     speed     images/s and per-layer times against PyTorch on this GPU
 #                               (MNIST f32; ResNet-50 f32 and --amp f16 against autocast),
@@ -364,19 +364,31 @@ stage_ddp() {
   ddp_row "resnet9 2 ranks on one GPU, shm" "$build/zoo_ddp_shm_cuda.log"
 }
 
-stage_zoo() {  # every model of docs/MODELS.md trains a few steps
+# How the last run_capped run ended, for a row that got no figure from it: the time limit, the
+# signal that killed it (a crash prints nothing of its own), or its exit status; then the log's
+# last line.
+how_ended() {  # LOG
+  local end
+  if [ -n "$why" ]; then end=$why
+  elif [ "$rc" -gt 128 ]; then end="killed by SIG$(kill -l $((rc - 128)) 2>/dev/null || echo "$((rc - 128))") (exit $rc)"
+  else end="exit $rc"
+  fi
+  echo "$end, last line: $(tail -n1 "$1" 2>/dev/null | cut -c1-100)"
+}
+
+stage_zoo() {  # every model of docs/MODELS.md trains a few steps; ResNet-50 also under autocast
   need "zoo on cuda" cifar_cnn || return
-  local m log
-  for m in cnn_a cnn_b resnet9 resnet50 vit; do
-    log="$build/zoo_$m.log"
+  local m log amp name
+  for m in cnn_a cnn_b resnet9 resnet50 resnet50:bf16 resnet50:f16 vit; do
+    amp=off; name=$m
+    case $m in *:*) amp=${m#*:}; m=${m%%:*}; name="$m amp $amp";; esac
+    log="$build/zoo_${m}_$amp.log"
     run_capped 60 "$log" "$bin/cifar_cnn" --device cuda --model "$m" --synthetic --synthetic-size 256 \
-      --batch-size 32 --max-steps 8 --log-interval 1 --test-batch-size 64
-    if [ -n "$why" ]; then
-      row "zoo $m on cuda" FAIL "$why; see $log" "$secs"
-    elif [ "$rc" -eq 0 ] && grep -q "final test accuracy" "$log"; then
-      row "zoo $m on cuda" ok "$(grep -oE 'loss [0-9.]+' "$log" | head -n1) -> $(grep -oE 'loss [0-9.]+' "$log" | tail -n1); $(ips_of "$log") images/s" "$secs"
+      --batch-size 32 --max-steps 8 --log-interval 1 --test-batch-size 64 --amp "$amp"
+    if [ -z "$why" ] && [ "$rc" -eq 0 ] && grep -q "final test accuracy" "$log"; then
+      row "zoo $name on cuda" ok "$(grep -oE 'loss [0-9.]+' "$log" | head -n1) -> $(grep -oE 'loss [0-9.]+' "$log" | tail -n1); $(ips_of "$log") images/s" "$secs"
     else
-      row "zoo $m on cuda" FAIL "exit $rc; see $log" "$secs"
+      row "zoo $name on cuda" FAIL "$(how_ended "$log"); see $log" "$secs"
     fi
   done
 }
@@ -458,7 +470,7 @@ stage_speed() {
     # Mixed precision (issue 33): ResNet-50 with --amp f16 (autocast + GradScaler) against PyTorch's
     # torch.autocast("cuda", torch.float16) + GradScaler, same batch and steps; f32 beside both.
     if need "resnet50 amp f16 vs torch" cifar_cnn; then
-      local amp_log
+      local amp_log amp_end=""
       declare -A amp_c=() amp_t=()
       for round in 1 2 3; do
         for amp in off f16; do
@@ -468,13 +480,15 @@ stage_speed() {
           amp_t[$amp]="${amp_t[$amp]:-} $(sed -n 's/^torch images\/s: \([0-9.]*\).*/\1/p' "$amp_log.torch.log")"
           run_capped 90 "$amp_log.cohort.log" "$bin/cifar_cnn" --device cuda --model resnet50 \
             --dataset fashion-mnist --data "$data" --augment 0 --max-steps 40 --no-eval --log-interval 100000 --amp "$amp"
-          amp_c[$amp]="${amp_c[$amp]:-} $(ips_of "$amp_log.cohort.log")"
+          c=$(ips_of "$amp_log.cohort.log")
+          amp_c[$amp]="${amp_c[$amp]:-} $c"
+          [ -n "$c" ] || amp_end="${amp_end:-}; cohort $amp round $round: $(how_ended "$amp_log.cohort.log")"
         done
       done
       speed_row "resnet50 amp f16 vs torch autocast+GradScaler" "$(med "${amp_c[f16]}")" \
         "$(med "${amp_t[f16]}")" 0.9 \
         "f32: cohort $(med "${amp_c[off]}"), torch $(med "${amp_t[off]}"); batch 64, 40 steps, median of 3" \
-        "cohort:${amp_c[f16]:-} torch:${amp_t[f16]:-}; see $build/speed_amp_*.log"
+        "cohort:${amp_c[f16]:-} torch:${amp_t[f16]:-}${amp_end:-}; see $build/speed_amp_*.log"
     fi
   fi
   # nccl against NVIDIA's nccl-tests on the same GPUs (when its source was carried).

@@ -8,6 +8,7 @@
 // ranking and what an execute status means), which tests/vendor checks on the CPU. Workspaces come
 // from the device's allocator and go back to it in stream order right after the call is enqueued.
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -53,17 +54,19 @@ struct ConvDescs {
 
 // What the algorithm cache is keyed on (cudnn_state.hpp's ConvKey): a change of mode or data type
 // picks again rather than reusing a choice made under other rules.
-ConvKey key_of(ConvDir dir, const Conv2dArgs& a) {
+// The fused forward (bias and ReLU in the call) has its own entry: an algorithm that declines the
+// fused call may still run the plain one.
+ConvKey key_of(ConvDir dir, bool fused, const Conv2dArgs& a) {
   // clang-format off
-  return {static_cast<i64>(dir), a.n, a.c, a.h, a.w, a.k, a.r, a.s, a.stride_h, a.stride_w,
+  return {static_cast<i64>(dir) + (fused ? 3 : 0), a.n, a.c, a.h, a.w, a.k, a.r, a.s, a.stride_h, a.stride_w,
           a.pad_h, a.pad_w, a.dil_h, a.dil_w, a.groups, a.oh, a.ow, allow_tf32() ? 1 : 0,
           deterministic_algorithms() ? 1 : 0, static_cast<i64>(a.compute)};
   // clang-format on
 }
 
-const char* dir_name(ConvDir dir) {
+const char* dir_name(ConvDir dir, bool fused = false) {
   switch (dir) {
-    case ConvDir::forward: return "forward";
+    case ConvDir::forward: return fused ? "forward + bias + relu" : "forward";
     case ConvDir::backward_data: return "backward_data";
     case ConvDir::backward_filter: return "backward_filter";
   }
@@ -107,8 +110,9 @@ std::vector<seams::AlgoPerf> to_plain(const Perf* perf, int returned, const Conv
   return out;
 }
 
-std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs& d) {
-  const ConvKey key = key_of(dir, a);
+std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a,
+                                      const ConvDescs& d) {
+  const ConvKey key = key_of(dir, fused, a);
   {
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.algos.find(key);
@@ -167,7 +171,7 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, const Conv2d
                                        why ? why : "", ")");
     }
     std::fprintf(stderr, "cohort cudnn: conv %s %s -> %s; workspace cap %zu B; ranked: %s\n",
-                 dir_name(dir), shape_of(a).c_str(),
+                 dir_name(dir, fused), shape_of(a).c_str(),
                  ranked.empty() ? "shared kernels" : seams::conv_algo_name(dir, ranked[0].algo),
                  rules.workspace_cap, list.c_str());
   }
@@ -176,9 +180,9 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, const Conv2d
 }
 
 // An execute call reported NOT_SUPPORTED for `algo`: no later call of this shape tries it again.
-void drop(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, int algo) {
+void drop(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a, int algo) {
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.algos.find(key_of(dir, a));
+  auto it = s.algos.find(key_of(dir, fused, a));
   if (it == s.algos.end()) return;
   auto& list = it->second;
   for (auto i = list.begin(); i != list.end(); ++i)
@@ -188,7 +192,8 @@ void drop(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, int algo) {
     }
 }
 
-void record(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const seams::RankedAlgo& r) {
+void record(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a,
+            const seams::RankedAlgo& r) {
   std::lock_guard<std::mutex> lock(s.mu);
   Cudnn::ConvAlgorithmUsed& u = s.last[dir];
   u.dir = dir;
@@ -198,14 +203,17 @@ void record(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const seams::Rank
   u.math_type = r.math_type;
   u.workspace = r.workspace;
   u.shape = shape_of(a);
+  u.fused_bias_act = fused;
 }
 
 // Runs `exec(algo, workspace pointer)` with the ranked algorithms in order until one succeeds:
 // an out-of-memory workspace moves to the next entry with a smaller workspace (G7), a
 // NOT_SUPPORTED status drops the entry from the cache and moves on (G6). False when none ran.
+// `fused`: the forward call with bias and ReLU, ranked as the plain forward but cached apart.
 template <class Exec>
-bool run_conv(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs& d, Exec exec) {
-  const std::vector<seams::RankedAlgo> ranked = choose(s, dir, a, d);
+bool run_conv(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a, const ConvDescs& d,
+              Exec exec) {
+  const std::vector<seams::RankedAlgo> ranked = choose(s, dir, fused, a, d);
   std::size_t i = 0;
   while (i < ranked.size()) {
     const seams::RankedAlgo& r = ranked[i];
@@ -217,7 +225,7 @@ bool run_conv(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs
       if (!is_out_of_memory(err) || next < 0) throw;
       if (log_enabled())
         std::fprintf(stderr, "cohort cudnn: conv %s %s: %zu B workspace for %s out of memory, "
-                     "trying %s\n", dir_name(dir), shape_of(a).c_str(), r.workspace,
+                     "trying %s\n", dir_name(dir, fused), shape_of(a).c_str(), r.workspace,
                      seams::conv_algo_name(dir, r.algo),
                      seams::conv_algo_name(dir, ranked[static_cast<std::size_t>(next)].algo));
       i = static_cast<std::size_t>(next);
@@ -228,16 +236,16 @@ bool run_conv(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs
     const cudnnStatus_t st = exec(r.algo, ws->p, r.workspace);
     switch (seams::execute_status_action(static_cast<int>(st))) {
       case seams::StatusAction::done:
-        record(s, dir, a, r);
+        record(s, dir, fused, a, r);
         return true;
       case seams::StatusAction::decline:
         // Assumed: a NOT_SUPPORTED status is returned before anything is launched, so dw (beta
         // 1) has not been touched and the next algorithm or the shared kernels start clean.
         if (log_enabled())
           std::fprintf(stderr, "cohort cudnn: conv %s %s: %s not supported here (%s), dropped\n",
-                       dir_name(dir), shape_of(a).c_str(), seams::conv_algo_name(dir, r.algo),
+                       dir_name(dir, fused), shape_of(a).c_str(), seams::conv_algo_name(dir, r.algo),
                        cudnnGetErrorString(st));
-        drop(s, dir, a, r.algo);
+        drop(s, dir, fused, a, r.algo);
         ++i;
         continue;
       case seams::StatusAction::fail:
@@ -248,9 +256,32 @@ bool run_conv(Cudnn::State& s, ConvDir dir, const Conv2dArgs& a, const ConvDescs
   return false;
 }
 
+ActivationDesc activation_desc(const seams::ConvValues& v) {
+  cudnnActivationDescriptor_t raw = nullptr;
+  COHORT_CHECK_CUDNN(cudnnCreateActivationDescriptor(&raw));
+  ActivationDesc d(raw);
+  COHORT_CHECK_CUDNN(cudnnSetActivationDescriptor(
+      d.get(), static_cast<cudnnActivationMode_t>(v.act_mode),
+      static_cast<cudnnNanPropagation_t>(v.act_nan), 0.0));
+  return d;
+}
+
+// The fused forward declined by every ranked algorithm of a shape: said once per process (the
+// unfused call and the bias + ReLU pass run it, as with fusion off).
+void note_unfused(const Conv2dArgs& a) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::fprintf(stderr,
+               "cohort cudnn: conv + bias + relu %s not fused: cuDNN's fused call declined every "
+               "algorithm; the plain convolution and a bias + relu pass run it (further such "
+               "shapes are not reported; COHORT_CUDNN_LOG=1 lists each)\n",
+               shape_of(a).c_str());
+}
+
 }  // namespace
 
-bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp) {
+bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp, bool* bias_act) {
+  if (bias_act) *bias_act = false;
   const seams::ConvValues v = seams::conv_values(c);
   if (!v.covered) return false;
   COHORT_CHECK(v.lowp == (lowp != nullptr),
@@ -259,7 +290,22 @@ bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp) {
   const void* w = lowp ? lowp->w : c.w;
   void* y = lowp ? lowp->out : c.y;
   const ConvDescs d(v);
-  return run_conv(*s_, ConvDir::forward, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+  if (v.fused_bias_act && bias_act) {
+    const TensorDesc b = tensor_desc(v.bias);
+    const ActivationDesc act = activation_desc(v);
+    // z is y with alpha2 0, as cuDNN's samples and TensorFlow's fused convolution pass it.
+    if (run_conv(*s_, ConvDir::forward, true, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+          return cudnnConvolutionBiasActivationForward(
+              s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
+              static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.alpha2, d.y.get(), y,
+              b.get(), c.bias, act.get(), d.y.get(), y);
+        })) {
+      *bias_act = true;
+      return true;
+    }
+    note_unfused(c.a);
+  }
+  return run_conv(*s_, ConvDir::forward, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
     return cudnnConvolutionForward(s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.beta,
                                    d.y.get(), y);
@@ -275,7 +321,7 @@ bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLow
   const void* dy = lowp ? lowp->dy : c.dy;
   void* dx = lowp ? lowp->out : c.dx;
   const ConvDescs d(v);
-  return run_conv(*s_, ConvDir::backward_data, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+  return run_conv(*s_, ConvDir::backward_data, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
     return cudnnConvolutionBackwardData(
         s_->handle, &v.alpha, d.w.get(), w, d.y.get(), dy, d.conv.get(),
         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &v.beta, d.x.get(), dx);
@@ -292,7 +338,7 @@ bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c, const Con
   void* dw = lowp ? lowp->out : c.dw;  // under autocast overwritten (beta 0), the caller adds it
   const ConvDescs d(v);
   return run_conv(
-      *s_, ConvDir::backward_filter, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+      *s_, ConvDir::backward_filter, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
         return cudnnConvolutionBackwardFilter(
             s_->handle, &v.alpha, d.x.get(), x, d.y.get(), dy, d.conv.get(),
             static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &v.beta, d.w.get(), dw);

@@ -55,8 +55,12 @@ class Cudnn {
     const void* dy = nullptr;  // backward data, backward filter
     void* out = nullptr;
   };
-  // y = conv(x, w): bias and activation are left to the caller (c.bias and c.a.act are ignored).
-  bool conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp = nullptr);
+  // y = conv(x, w). With `bias_act` (f32 only), f32 data, a bias and ReLU, the whole op in one
+  // cudnnConvolutionBiasActivationForward call, *bias_act = true; otherwise (and when cuDNN
+  // declines the fused call for every algorithm, said once on stderr) bias and activation are
+  // left to the caller, *bias_act = false.
+  bool conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp = nullptr,
+                    bool* bias_act = nullptr);
   // dx = conv^T(dy, w).
   bool conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLowp* lowp = nullptr);
   // dw += dy (*) x (under autocast: lowp->out = dy (*) x); dbias is conv_backward_bias's (c.dbias
@@ -85,6 +89,7 @@ class Cudnn {
     int math_type = 0;  // cudnnMathType_t
     std::size_t workspace = 0;
     std::string shape;
+    bool fused_bias_act = false;  // forward: bias and ReLU ran in the same cuDNN call
   };
   std::vector<ConvAlgorithmUsed> last_algorithms() const;
 

@@ -46,9 +46,13 @@ struct ConvDeleter {
     cudnnDestroyConvolutionDescriptor(d);
   }
 };
+struct ActivationDeleter {
+  void operator()(cudnnActivationStruct* d) const noexcept { cudnnDestroyActivationDescriptor(d); }
+};
 using TensorDesc = std::unique_ptr<cudnnTensorStruct, TensorDeleter>;
 using FilterDesc = std::unique_ptr<cudnnFilterStruct, FilterDeleter>;
 using ConvDesc = std::unique_ptr<cudnnConvolutionStruct, ConvDeleter>;
+using ActivationDesc = std::unique_ptr<cudnnActivationStruct, ActivationDeleter>;
 
 inline TensorDesc tensor_desc(const seams::Tensor4d& t, int data_type = e::kDataFloat) {
   cudnnTensorDescriptor_t raw = nullptr;
@@ -70,8 +74,9 @@ inline FilterDesc filter_desc(const seams::Filter4d& f, int data_type = e::kData
   return d;
 }
 
-// What the algorithm cache is keyed on (conv2d.cpp): the direction, every extent, the two math
-// modes and the data type (f32, or autocast's bf16 / f16).
+// What the algorithm cache is keyed on (conv2d.cpp): the direction (forward fused with bias and
+// ReLU apart from plain forward), every extent, the two math modes and the data type (f32, or
+// autocast's bf16 / f16).
 using ConvKey = std::array<i64, 20>;
 
 // COHORT_CUDNN_LOG=1: one stderr line per algorithm choice and per fallback, so a failure on a GPU

@@ -218,8 +218,10 @@ Call as_f32(const Call& c) {
 void run(CudaExec& e, const calls::Conv2dForward& c) {
   if (c.a.compute != DType::f32) {
     if (!e.conv_lowp(c)) return run(e, as_f32(c));
-  } else if (!e.cudnn().conv_forward(c)) {
-    return kernels::run(e, c);
+  } else {
+    bool bias_act = false;  // conv + bias + ReLU in one cuDNN call (cuda/conv2d.cpp)
+    if (!e.cudnn().conv_forward(c, nullptr, &bias_act)) return kernels::run(e, c);
+    if (bias_act) return;
   }
   kernels::conv2d_bias_act_pass(e, c.a, c.bias, c.y);  // one pass over y for the whole batch
 }
@@ -257,8 +259,9 @@ void run(CudaExec& e, const calls::SoftmaxBackward& c) {
 // below fail to compile when one is missing.
 #define COHORT_CUDA_VENDOR_ROUTES(X)                                                               \
   X(conv2d_forward, Conv2dForward, "cuDNN (cuda/conv2d.cpp)",                                      \
-    "bias + activation in one shared pass over the batch; shared im2col + cuBLAS when no "         \
-    "algorithm fits the math modes and workspace, or a 32-bit descriptor limit")                   \
+    "f32 with bias + ReLU: one cudnnConvolutionBiasActivationForward call; other bias + "          \
+    "activation in one shared pass over the batch; shared im2col + cuBLAS when no algorithm fits " \
+    "the math modes and workspace, or a 32-bit descriptor limit")                                  \
   X(conv2d_backward_data, Conv2dBackwardData, "cuDNN (cuda/conv2d.cpp)",                           \
     "shared im2col + cuBLAS when declined")                                                        \
   X(conv2d_backward_filter, Conv2dBackwardFilter, "cuDNN (cuda/conv2d.cpp)",                       \

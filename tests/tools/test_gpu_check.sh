@@ -174,6 +174,10 @@ echo "final test accuracy: $a%  training throughput: 25000.0 images/s"
 EOF
 mk "$build/bin/cifar_cnn" <<'EOF'
 #!/bin/bash
+# FAKE_AMP_F16_CRASH: a run with --amp f16 prints its schedule line and dies of SIGSEGV.
+if [ -n "${FAKE_AMP_F16_CRASH:-}" ]; then
+  case " $* " in *" --amp f16 "*) echo "amp f16 with a GradScaler"; kill -SEGV $$ ;; esac
+fi
 printf 'step 1 loss 2.30\nstep 8 loss 1.90\n'
 case " $* " in *" --comm "*) echo "ranks hold identical weights: yes (digest def456)" ;; esac
 echo "final test accuracy: 20.00%  training throughput: 9000.0 images/s"
@@ -254,6 +258,10 @@ expect "the ctest row of the earlier call is still there" '^ctest +ctest -L gpu 
 expect "the table is whole: no stage missing" '^rows: [0-9]+ ok, 0 FAIL, 2 skipped \(not run\), [0-9]+ info$' "$tmp/out"
 check FAKE_GPU=1 FAKE_TORCH=1 "$gc" "${at[@]}" --stage speed
 expect "speed against torch" '^speed +mnist images/s vs torch 2.9.0\+cu130 +ok +[0-9]* +cohort 25000.0 / torch 20000.0 = 1.25x' "$tmp/out"
+check FAKE_GPU=1 FAKE_AMP_F16_CRASH=1 "$gc" "${at[@]}" --stage zoo
+expect "zoo: resnet50 under bf16 trains" '^zoo +zoo resnet50 amp bf16 on cuda +ok' "$tmp/out"
+expect "zoo: a crash says how the run ended" '^zoo +zoo resnet50 amp f16 on cuda +FAIL +[0-9]+ +killed by SIGSEGV \(exit 139\), last line: amp f16 with a GradScaler; see ' "$tmp/out"
+expect "zoo: the f32 row is separate" '^zoo +zoo resnet50 on cuda +ok' "$tmp/out"
 check FAKE_GPU=1 "$gc" "${at[@]}" --stage mnist --fresh
 expect "--fresh: a new table lists the stages not run yet" 'stages not run yet: build ctest parity sanitize ddp zoo nccl speed$' "$tmp/out"
 

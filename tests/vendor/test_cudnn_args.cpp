@@ -273,6 +273,92 @@ TEST_CASE("cuDNN conv seam: each direction's values, executed as cuDNN documents
   }
 }
 
+namespace {
+
+// cudnnConvolutionBiasActivationForward: y = act(alpha * conv(x, w) + alpha2 * z + bias), bias
+// [1, K, 1, 1]; RELU is max(v, 0) with NaN propagated. alpha2 0 does not read z (as beta 0 does not
+// read y), so z (= y, its old contents) counts as zero.
+void ref_forward_bias_act(const ConvValues& v, const Vec& x, const Vec& w, const Vec& bias, Vec& y) {
+  REQUIRE(v.fused_bias_act);
+  REQUIRE(v.bias.n == 1);
+  REQUIRE(v.bias.h == 1);
+  REQUIRE(v.bias.w == 1);
+  REQUIRE(v.bias.c == v.y.c);
+  REQUIRE(bias.size() == static_cast<std::size_t>(v.bias.c));
+  REQUIRE(v.act_mode == ce::kActivationRelu);
+  REQUIRE(v.act_nan == ce::kPropagateNan);
+  REQUIRE(v.alpha2 == 0.0f);
+  std::vector<double> acc(y.size(), 0.0);
+  for_each_term(v, [&](int n, int k, int p, int q, int cx, int ci, int r, int s, int ih, int iw) {
+    acc[xi(v.y, n, k, p, q)] += double(x[xi(v.x, n, cx, ih, iw)]) * w[wi(v.w, k, ci, r, s)];
+  });
+  for (int n = 0; n < v.y.n; ++n)
+    for (int k = 0; k < v.y.c; ++k)
+      for (int p = 0; p < v.y.h; ++p)
+        for (int q = 0; q < v.y.w; ++q) {
+          const std::size_t i = xi(v.y, n, k, p, q);
+          const double t = double(v.alpha) * acc[i] + bias[static_cast<std::size_t>(k)];
+          y[i] = static_cast<float>(std::isnan(t) ? t : std::fmax(t, 0.0));
+        }
+}
+
+}  // namespace
+
+TEST_CASE("cuDNN conv seam: f32 forward with bias and ReLU runs fused; executed as cuDNN documents, it matches the host") {
+  for (const ConvCase& cc : conv_cases()) {
+    CAPTURE(cc.name);
+    Conv2dArgs a = conv_args(cc.x, cc.w, cc.p);
+    a.act = Activation::relu;
+    const Shape ys = ops::conv2d_output_shape(cc.x, cc.w, cc.p);
+    const Tensor x = uni(cc.x, 31), w = uni(cc.w, 32), bias = uni({cc.w[0]}, 33);
+    float b0 = 0;  // the seam only asks whether there is a bias
+    const ConvValues v = conv_values(calls::Conv2dForward{a, nullptr, nullptr, &b0, nullptr});
+    CHECK(v.fused_bias_act);
+    CHECK(v.alpha == 1.0f);
+    Tensor y = Tensor::zeros(ys, DType::f32, host_device());
+    ops::conv2d_forward(x, w, &bias, y, cc.p, Activation::relu);
+    Vec got(numel(v.y), NAN);  // z = y with alpha2 0: the old contents do not count
+    ref_forward_bias_act(v, values(x), values(w), values(bias), got);
+    CHECK(rel_diff(got, values(y)) <= 1e-5);
+    // ReLU really clipped something, so a missing activation would show.
+    std::size_t zeros = 0;
+    for (float f : values(y)) zeros += f == 0.0f;
+    CHECK(zeros > 0);
+  }
+}
+
+TEST_CASE("cuDNN conv seam: what the fused forward does not serve stays unfused") {
+  const Conv2dArgs base = conv_args({2, 3, 7, 6}, {4, 3, 3, 3}, params(1, 1, 1, 1, 1, 1, 1));
+  float b0 = 0;
+  Conv2dArgs a = base;
+  a.act = Activation::relu;
+  // No bias: the plain call, ReLU in the caller's pass.
+  CHECK_FALSE(conv_values(calls::Conv2dForward{a, nullptr, nullptr, nullptr, nullptr}).fused_bias_act);
+  // Activations cuDNN's fused call lacks, and none (IDENTITY would pin IMPLICIT_PRECOMP_GEMM).
+  for (Activation f : {Activation::identity, Activation::leaky_relu, Activation::gelu,
+                       Activation::sigmoid, Activation::tanh}) {
+    CAPTURE(activation_name(f));
+    a.act = f;
+    CHECK_FALSE(conv_values(calls::Conv2dForward{a, nullptr, nullptr, &b0, nullptr}).fused_bias_act);
+  }
+  // Autocast: the bias is added in f32 after widening, as PyTorch's autocast does.
+  a.act = Activation::relu;
+  for (DType t : {DType::bf16, DType::f16}) {
+    a.compute = t;
+    const ConvValues v = conv_values(calls::Conv2dForward{a, nullptr, nullptr, &b0, nullptr});
+    CHECK(v.lowp);
+    CHECK_FALSE(v.fused_bias_act);
+  }
+  // Beyond cuDNN's descriptors: nothing at all.
+  Conv2dArgs big = base;
+  big.act = Activation::relu;
+  big.n = std::int64_t{1} << 16;
+  big.c = std::int64_t{1} << 16;
+  const ConvValues v = conv_values(calls::Conv2dForward{big, nullptr, nullptr, &b0, nullptr});
+  CHECK_FALSE(v.covered);
+  CHECK_FALSE(v.fused_bias_act);
+}
+
 TEST_CASE("cuDNN conv seam: no dbias, no bias call") {
   const Conv2dArgs a = conv_args({2, 3, 7, 6}, {4, 3, 3, 3}, params(1, 1, 1, 1, 1, 1, 1));
   const ConvValues v = conv_values(calls::Conv2dBackwardFilter{a, nullptr, nullptr, nullptr, nullptr});

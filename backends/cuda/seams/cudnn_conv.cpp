@@ -76,7 +76,14 @@ ConvValues shape_values(const Conv2dArgs& a) {
 ConvValues conv_values(const calls::Conv2dForward& c) {
   ConvValues v = shape_values(c.a);
   v.alpha = 1.0f;
-  v.beta = 0.0f;  // y is overwritten; bias and activation are the caller's pass
+  v.beta = 0.0f;  // y is overwritten
+  if (v.covered && !v.lowp && c.bias && c.a.act == Activation::relu) {
+    v.fused_bias_act = true;
+    v.bias = {1, v.y.c, 1, 1};
+    v.act_mode = cudnn_enum::kActivationRelu;
+    v.act_nan = cudnn_enum::kPropagateNan;
+    v.alpha2 = 0.0f;
+  }  // else bias and activation are the caller's pass
   return v;
 }
 

@@ -6,6 +6,7 @@
 //
 // cuDNN's meaning (cudnn_cnn.h, legacy API), NCHW f32, CROSS_CORRELATION, group count G:
 //   forward:          y  = alpha * conv(x, w)   + beta * y
+//   forward fused:    y  = act(alpha * conv(x, w) + alpha2 * z + bias)   (ConvBiasActivation)
 //   backward data:    dx = alpha * convT(dy, w) + beta * dx
 //   backward filter:  dw = alpha * corr(x, dy)  + beta * dw
 //   backward bias:    db = alpha * sum_{n,p,q} dy + beta * db, db described as [1, K, 1, 1]
@@ -52,6 +53,18 @@ struct ConvValues {
   // under autocast, when the caller adds the widened result: accumulate_widened).
   float alpha = 1.0f, beta = 0.0f;
   bool accumulate_widened = false;
+  // Forward only: whether the op runs whole in cudnnConvolutionBiasActivationForward, with z = y
+  // and alpha2 = 0 (y's old contents do not count), bias described as [1, K, 1, 1] (`bias`) and
+  // act RELU with NaN propagated (torch.relu's NaN). Only for f32 with a bias and ReLU: cuDNN's
+  // IDENTITY there runs only under IMPLICIT_PRECOMP_GEMM (the ranked algorithm may be faster
+  // unfused), it has no leaky ReLU or GELU, and under autocast it would add the bias to a 16-bit
+  // result where PyTorch's autocast and the unfused path add it in f32 after widening. Otherwise
+  // the caller runs bias + activation as its own pass over y.
+  bool fused_bias_act = false;
+  Tensor4d bias;
+  int act_mode = cudnn_enum::kActivationRelu;
+  int act_nan = cudnn_enum::kPropagateNan;
+  float alpha2 = 0.0f;
   // Backward filter only: whether cudnnConvolutionBackwardBias runs (the call has a dbias), its
   // db descriptor and blend (dbias +=: alpha 1, beta 1). Its dy descriptor is `y`.
   bool bias_grad = false;

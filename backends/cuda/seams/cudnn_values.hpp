@@ -29,6 +29,9 @@ constexpr int kBatchNormSpatial = 1;
 constexpr int kSoftmaxAccurate = 1;
 constexpr int kSoftmaxLog = 2;
 constexpr int kSoftmaxModeChannel = 1;
+// cudnnActivationMode_t, cudnnNanPropagation_t (cudnn_ops.h / cudnn_graph.h)
+constexpr int kActivationRelu = 1;
+constexpr int kPropagateNan = 1;
 // cudnnStatus_t (cudnn_graph.h): success, and the NOT_SUPPORTED category with its sub-codes.
 constexpr int kStatusSuccess = 0;
 constexpr int kStatusNotSupported = 3000;
