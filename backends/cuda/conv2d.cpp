@@ -66,7 +66,8 @@ ConvKey key_of(ConvDir dir, bool fused, const Conv2dArgs& a) {
 
 const char* dir_name(ConvDir dir, bool fused = false) {
   switch (dir) {
-    case ConvDir::forward: return fused ? "forward + bias + relu" : "forward";
+    case ConvDir::forward:
+      return fused ? "forward + bias + relu" : "forward";
     case ConvDir::backward_data: return "backward_data";
     case ConvDir::backward_filter: return "backward_filter";
   }
@@ -224,8 +225,10 @@ bool run_conv(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a, con
       const int next = seams::next_after_out_of_memory(ranked, i);
       if (!is_out_of_memory(err) || next < 0) throw;
       if (log_enabled())
-        std::fprintf(stderr, "cohort cudnn: conv %s %s: %zu B workspace for %s out of memory, "
-                     "trying %s\n", dir_name(dir, fused), shape_of(a).c_str(), r.workspace,
+        std::fprintf(stderr,
+                     "cohort cudnn: conv %s %s: %zu B workspace for %s out of memory, "
+                     "trying %s\n",
+                     dir_name(dir, fused), shape_of(a).c_str(), r.workspace,
                      seams::conv_algo_name(dir, r.algo),
                      seams::conv_algo_name(dir, ranked[static_cast<std::size_t>(next)].algo));
       i = static_cast<std::size_t>(next);
@@ -243,8 +246,8 @@ bool run_conv(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a, con
         // 1) has not been touched and the next algorithm or the shared kernels start clean.
         if (log_enabled())
           std::fprintf(stderr, "cohort cudnn: conv %s %s: %s not supported here (%s), dropped\n",
-                       dir_name(dir, fused), shape_of(a).c_str(), seams::conv_algo_name(dir, r.algo),
-                       cudnnGetErrorString(st));
+                       dir_name(dir, fused), shape_of(a).c_str(),
+                       seams::conv_algo_name(dir, r.algo), cudnnGetErrorString(st));
         drop(s, dir, fused, a, r.algo);
         ++i;
         continue;
@@ -260,9 +263,9 @@ ActivationDesc activation_desc(const seams::ConvValues& v) {
   cudnnActivationDescriptor_t raw = nullptr;
   COHORT_CHECK_CUDNN(cudnnCreateActivationDescriptor(&raw));
   ActivationDesc d(raw);
-  COHORT_CHECK_CUDNN(cudnnSetActivationDescriptor(
-      d.get(), static_cast<cudnnActivationMode_t>(v.act_mode),
-      static_cast<cudnnNanPropagation_t>(v.act_nan), 0.0));
+  COHORT_CHECK_CUDNN(
+      cudnnSetActivationDescriptor(d.get(), static_cast<cudnnActivationMode_t>(v.act_mode),
+                                   static_cast<cudnnNanPropagation_t>(v.act_nan), 0.0));
   return d;
 }
 
@@ -321,11 +324,12 @@ bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLow
   const void* dy = lowp ? lowp->dy : c.dy;
   void* dx = lowp ? lowp->out : c.dx;
   const ConvDescs d(v);
-  return run_conv(*s_, ConvDir::backward_data, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
-    return cudnnConvolutionBackwardData(
-        s_->handle, &v.alpha, d.w.get(), w, d.y.get(), dy, d.conv.get(),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &v.beta, d.x.get(), dx);
-  });
+  return run_conv(
+      *s_, ConvDir::backward_data, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+        return cudnnConvolutionBackwardData(
+            s_->handle, &v.alpha, d.w.get(), w, d.y.get(), dy, d.conv.get(),
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &v.beta, d.x.get(), dx);
+      });
 }
 
 bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c, const ConvLowp* lowp) {

@@ -17,7 +17,8 @@ static_assert(e::kDefaultMath == CUDNN_DEFAULT_MATH && e::kTensorOpMath == CUDNN
 static_assert(e::kNonDeterministic == CUDNN_NON_DETERMINISTIC &&
               e::kDeterministic == CUDNN_DETERMINISTIC);
 static_assert(e::kBatchNormSpatial == CUDNN_BATCHNORM_SPATIAL);
-static_assert(e::kActivationRelu == CUDNN_ACTIVATION_RELU && e::kPropagateNan == CUDNN_PROPAGATE_NAN);
+static_assert(e::kActivationRelu == CUDNN_ACTIVATION_RELU &&
+              e::kPropagateNan == CUDNN_PROPAGATE_NAN);
 static_assert(CUDNN_BN_MIN_EPSILON <= 0.0, "cuda/seams/cudnn_norm.cpp assumes a minimum epsilon of 0");
 static_assert(e::kSoftmaxAccurate == CUDNN_SOFTMAX_ACCURATE && e::kSoftmaxLog == CUDNN_SOFTMAX_LOG &&
               e::kSoftmaxModeChannel == CUDNN_SOFTMAX_MODE_CHANNEL);

@@ -278,7 +278,8 @@ namespace {
 // cudnnConvolutionBiasActivationForward: y = act(alpha * conv(x, w) + alpha2 * z + bias), bias
 // [1, K, 1, 1]; RELU is max(v, 0) with NaN propagated. alpha2 0 does not read z (as beta 0 does not
 // read y), so z (= y, its old contents) counts as zero.
-void ref_forward_bias_act(const ConvValues& v, const Vec& x, const Vec& w, const Vec& bias, Vec& y) {
+void ref_forward_bias_act(const ConvValues& v, const Vec& x, const Vec& w, const Vec& bias,
+                          Vec& y) {
   REQUIRE(v.fused_bias_act);
   REQUIRE(v.bias.n == 1);
   REQUIRE(v.bias.h == 1);
@@ -304,7 +305,9 @@ void ref_forward_bias_act(const ConvValues& v, const Vec& x, const Vec& w, const
 
 }  // namespace
 
-TEST_CASE("cuDNN conv seam: f32 forward with bias and ReLU runs fused; executed as cuDNN documents, it matches the host") {
+TEST_CASE(
+    "cuDNN conv seam: f32 forward with bias and ReLU runs fused; executed as cuDNN documents, it "
+    "matches the host") {
   for (const ConvCase& cc : conv_cases()) {
     CAPTURE(cc.name);
     Conv2dArgs a = conv_args(cc.x, cc.w, cc.p);
@@ -333,13 +336,15 @@ TEST_CASE("cuDNN conv seam: what the fused forward does not serve stays unfused"
   Conv2dArgs a = base;
   a.act = Activation::relu;
   // No bias: the plain call, ReLU in the caller's pass.
-  CHECK_FALSE(conv_values(calls::Conv2dForward{a, nullptr, nullptr, nullptr, nullptr}).fused_bias_act);
+  CHECK_FALSE(
+      conv_values(calls::Conv2dForward{a, nullptr, nullptr, nullptr, nullptr}).fused_bias_act);
   // Activations cuDNN's fused call lacks, and none (IDENTITY would pin IMPLICIT_PRECOMP_GEMM).
   for (Activation f : {Activation::identity, Activation::leaky_relu, Activation::gelu,
                        Activation::sigmoid, Activation::tanh}) {
     CAPTURE(activation_name(f));
     a.act = f;
-    CHECK_FALSE(conv_values(calls::Conv2dForward{a, nullptr, nullptr, &b0, nullptr}).fused_bias_act);
+    CHECK_FALSE(
+        conv_values(calls::Conv2dForward{a, nullptr, nullptr, &b0, nullptr}).fused_bias_act);
   }
   // Autocast: the bias is added in f32 after widening, as PyTorch's autocast does.
   a.act = Activation::relu;
