@@ -1,6 +1,6 @@
 // cuDNN's convolution algorithm choice and execute-status mapping (backends/cuda/seams/
-// cudnn_conv_algo.hpp, cudnn_status.hpp) on synthetic values: math type, determinism, workspace cap,
-// the fallback after out of memory, the algorithms' names and tolerance families, and which
+// cudnn_conv_algo.hpp, cudnn_status.hpp) on synthetic values: math type, determinism, workspace
+// cap, the fallback after out of memory, the algorithms' names and tolerance families, and which
 // statuses decline (the shared kernels run the case) or throw.
 #include <doctest/doctest.h>
 
@@ -26,11 +26,13 @@ TEST_CASE("cuDNN algorithm choice: math type, determinism, status and workspace 
   const std::size_t MiB = std::size_t{1} << 20;
   // A heuristic list as cuDNN returns it, best first.
   const std::vector<AlgoPerf> perf = {
-      {6, ce::kStatusSuccess, 0.1f, 8 * MiB, ce::kDeterministic, ce::kDefaultMath},       // winograd, DEFAULT
-      {1, ce::kStatusSuccess, 0.2f, 2 * MiB, ce::kDeterministic, ce::kTensorOpMath},      // tensor cores
-      {7, ce::kStatusSuccess, 0.3f, 900 * MiB, ce::kDeterministic, ce::kFmaMath},         // big workspace
-      {5, ce::kStatusNotSupported, 0.4f, 0, ce::kDeterministic, ce::kFmaMath},            // failed
-      {0, ce::kStatusSuccess, 0.5f, 4 * MiB, ce::kNonDeterministic, ce::kFmaMath},        // atomics
+      {6, ce::kStatusSuccess, 0.1f, 8 * MiB, ce::kDeterministic,
+       ce::kDefaultMath},  // winograd, DEFAULT
+      {1, ce::kStatusSuccess, 0.2f, 2 * MiB, ce::kDeterministic,
+       ce::kTensorOpMath},                                                          // tensor cores
+      {7, ce::kStatusSuccess, 0.3f, 900 * MiB, ce::kDeterministic, ce::kFmaMath},   // big workspace
+      {5, ce::kStatusNotSupported, 0.4f, 0, ce::kDeterministic, ce::kFmaMath},      // failed
+      {0, ce::kStatusSuccess, 0.5f, 4 * MiB, ce::kNonDeterministic, ce::kFmaMath},  // atomics
       {2, ce::kStatusSuccess, 0.6f, 16 * MiB, ce::kDeterministic, ce::kFmaMath},
       {3, ce::kStatusSuccess, 0.7f, 0, ce::kDeterministic, ce::kFmaMath},
   };
@@ -67,15 +69,14 @@ TEST_CASE("cuDNN algorithm choice: math type, determinism, status and workspace 
     CHECK(why(perf[4], rules) == "determinism");
     CHECK(algos(rank_algorithms(perf, rules)) == std::vector<int>{7, 2, 3});
   }
-  SUBCASE("status other than success rejected") {
-    CHECK(why(perf[3], rules) == "status");
-  }
+  SUBCASE("status other than success rejected") { CHECK(why(perf[3], rules) == "status"); }
   SUBCASE("workspace over the cap skipped: the cap follows free memory") {
     rules.workspace_cap = cohort::cuda::seams::workspace_cap(1000 * MiB);  // half of it: 500 MiB
     CHECK(rules.workspace_cap == 500 * MiB);
     CHECK(why(perf[2], rules) == "workspace");
     CHECK(algos(rank_algorithms(perf, rules)) == std::vector<int>{0, 2, 3});
-    rules.workspace_cap = cohort::cuda::seams::workspace_cap(0);  // nothing free: only no-workspace algorithms
+    rules.workspace_cap =
+        cohort::cuda::seams::workspace_cap(0);  // nothing free: only no-workspace algorithms
     CHECK(algos(rank_algorithms(perf, rules)) == std::vector<int>{3});
   }
   SUBCASE("16-bit data: every math type but ALLOW_CONVERSION (bf16 must not become f16)") {
@@ -96,14 +97,18 @@ TEST_CASE("cuDNN algorithm choice: math type, determinism, status and workspace 
 TEST_CASE("cuDNN algorithm choice: workspace cap is min(1 GiB, half the free memory)") {
   CHECK(cohort::cuda::seams::workspace_cap(std::size_t{10} << 30) == std::size_t{1} << 30);
   CHECK(cohort::cuda::seams::workspace_cap(std::size_t{2} << 30) == std::size_t{1} << 30);
-  CHECK(cohort::cuda::seams::workspace_cap((std::size_t{2} << 30) - 2) == (std::size_t{1} << 30) - 1);
+  CHECK(cohort::cuda::seams::workspace_cap((std::size_t{2} << 30) - 2) ==
+        (std::size_t{1} << 30) - 1);
   CHECK(cohort::cuda::seams::workspace_cap(600) == 300);
 }
 
-TEST_CASE("cuDNN algorithm choice: after out of memory, the next ranked entry with a smaller workspace") {
-  const std::vector<RankedAlgo> ranked = {
-      {1, 500, ce::kFmaMath}, {6, 700, ce::kFmaMath}, {0, 500, ce::kFmaMath},
-      {2, 100, ce::kFmaMath}, {3, 0, ce::kFmaMath}};
+TEST_CASE(
+    "cuDNN algorithm choice: after out of memory, the next ranked entry with a smaller workspace") {
+  const std::vector<RankedAlgo> ranked = {{1, 500, ce::kFmaMath},
+                                          {6, 700, ce::kFmaMath},
+                                          {0, 500, ce::kFmaMath},
+                                          {2, 100, ce::kFmaMath},
+                                          {3, 0, ce::kFmaMath}};
   CHECK(next_after_out_of_memory(ranked, 0) == 3);  // 700 and 500 are not smaller than 500
   CHECK(next_after_out_of_memory(ranked, 1) == 2);
   CHECK(next_after_out_of_memory(ranked, 3) == 4);
@@ -152,12 +157,14 @@ TEST_CASE("cuDNN execute status: NOT_SUPPORTED and its sub-codes decline, other 
       CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API,
       CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE,
   };
-  const int failures[] = {
-      CUDNN_STATUS_NOT_INITIALIZED,         CUDNN_STATUS_BAD_PARAM,
-      CUDNN_STATUS_BAD_PARAM_NULL_POINTER,  CUDNN_STATUS_INTERNAL_ERROR,
-      CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED,
-      CUDNN_STATUS_EXECUTION_FAILED,        CUDNN_STATUS_EXECUTION_FAILED_CUDART,
-      CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED};
+  const int failures[] = {CUDNN_STATUS_NOT_INITIALIZED,
+                          CUDNN_STATUS_BAD_PARAM,
+                          CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
+                          CUDNN_STATUS_INTERNAL_ERROR,
+                          CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED,
+                          CUDNN_STATUS_EXECUTION_FAILED,
+                          CUDNN_STATUS_EXECUTION_FAILED_CUDART,
+                          CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED};
   CHECK(execute_status_action(CUDNN_STATUS_SUCCESS) == StatusAction::done);
 #else
   // The documented numbers of cudnn_graph.h (cuDNN 9.19): 3000 and 3001-3014.

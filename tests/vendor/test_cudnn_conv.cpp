@@ -160,10 +160,14 @@ std::vector<ConvCase> conv_cases() {
       {"parity: 3x3 pad 1", {2, 3, 7, 6}, {4, 3, 3, 3}, params(1, 1, 1, 1, 1, 1, 1)},
       {"parity: strided dilated groups 2", {2, 4, 9, 8}, {6, 2, 2, 3}, params(2, 1, 0, 1, 2, 1, 2)},
       {"parity: 1x1", {3, 5, 4, 4}, {2, 5, 1, 1}, params(1, 1, 0, 0, 1, 1, 1)},
-      {"groups 3, stride 2x2, dilation 2x3, pads 2x1", {2, 6, 13, 14}, {9, 2, 3, 2},
+      {"groups 3, stride 2x2, dilation 2x3, pads 2x1",
+       {2, 6, 13, 14},
+       {9, 2, 3, 2},
        params(2, 2, 2, 1, 2, 3, 3)},
       {"stride 2, pad 0x2, 5x3 kernel", {1, 2, 11, 7}, {3, 2, 5, 3}, params(2, 2, 0, 2, 1, 1, 1)},
-      {"32 channels 3x3 (288-term sums)", {2, 32, 10, 10}, {8, 32, 3, 3},
+      {"32 channels 3x3 (288-term sums)",
+       {2, 32, 10, 10},
+       {8, 32, 3, 3},
        params(1, 1, 0, 0, 1, 1, 1)},
   };
 }
@@ -327,7 +331,8 @@ TEST_CASE("cuDNN conv seam: what the fused forward does not serve stays unfused"
 
 TEST_CASE("cuDNN conv seam: no dbias, no bias call") {
   const Conv2dArgs a = conv_args({2, 3, 7, 6}, {4, 3, 3, 3}, params(1, 1, 1, 1, 1, 1, 1));
-  const ConvValues v = conv_values(calls::Conv2dBackwardFilter{a, nullptr, nullptr, nullptr, nullptr});
+  const ConvValues v =
+      conv_values(calls::Conv2dBackwardFilter{a, nullptr, nullptr, nullptr, nullptr});
   CHECK(v.covered);
   CHECK_FALSE(v.bias_grad);
 }
@@ -358,8 +363,9 @@ TEST_CASE("cuDNN conv seam: contradictory args throw naming the field") {
   Conv2dArgs a = conv_args({2, 4, 9, 8}, {6, 2, 2, 3}, params(2, 1, 0, 1, 2, 1, 2));
   Conv2dArgs bad_groups = a;
   bad_groups.groups = 3;
-  CHECK_THROWS_WITH_AS(conv_values(calls::Conv2dForward{bad_groups, nullptr, nullptr, nullptr, nullptr}),
-                       doctest::Contains("groups 3 must divide c 4"), Error);
+  CHECK_THROWS_WITH_AS(
+      conv_values(calls::Conv2dForward{bad_groups, nullptr, nullptr, nullptr, nullptr}),
+      doctest::Contains("groups 3 must divide c 4"), Error);
   Conv2dArgs bad_out = a;
   bad_out.oh += 1;
   CHECK_THROWS_WITH_AS(conv_values(calls::Conv2dBackwardData{bad_out, nullptr, nullptr, nullptr}),

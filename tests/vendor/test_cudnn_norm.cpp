@@ -78,8 +78,7 @@ void ref_bn_forward(const BnForwardValues& v, const Vec& x, const Vec* scale, co
 
 // cudnnBatchNormalizationBackward from the seam's values and the saved statistics.
 void ref_bn_backward(const BnBackwardValues& v, const Vec& x, const Vec& dy, const Vec* scale,
-                     const Vec& save_mean, const Vec& save_inv, Vec& dx, Vec& dgamma,
-                     Vec& dbeta) {
+                     const Vec& save_mean, const Vec& save_inv, Vec& dx, Vec& dgamma, Vec& dbeta) {
   REQUIRE(v.covered);
   REQUIRE(v.mode == ce::kBatchNormSpatial);
   REQUIRE(v.bn.c == v.x.c);
@@ -116,7 +115,9 @@ struct BnCase {
 
 }  // namespace
 
-TEST_CASE("cuDNN batch-norm seam: forward training values (saved and running statistics) match the host") {
+TEST_CASE(
+    "cuDNN batch-norm seam: forward training values (saved and running statistics) match the "
+    "host") {
   const BnCase cases[] = {
       {"parity: [4,3,5,5] eps 1e-5 momentum 0.1", {4, 3, 5, 5}, 1e-5f, 0.1f, true, true},
       {"momentum 0.7 (factor, not 1 - factor)", {2, 4, 3, 3}, 1e-3f, 0.7f, true, true},
@@ -135,9 +136,15 @@ TEST_CASE("cuDNN batch-norm seam: forward training values (saved and running sta
     a.momentum = bc.momentum;
     a.training = true;
     float dummy = 0;
-    calls::BatchNormForward call{a, nullptr, bc.affine ? &dummy : nullptr, bc.affine ? &dummy : nullptr,
-                                 bc.running ? &dummy : nullptr, bc.running ? &dummy : nullptr,
-                                 &dummy, &dummy, &dummy};
+    calls::BatchNormForward call{a,
+                                 nullptr,
+                                 bc.affine ? &dummy : nullptr,
+                                 bc.affine ? &dummy : nullptr,
+                                 bc.running ? &dummy : nullptr,
+                                 bc.running ? &dummy : nullptr,
+                                 &dummy,
+                                 &dummy,
+                                 &dummy};
     const BnForwardValues v = bn_forward_values(call);
     REQUIRE(v.covered);
     CHECK(v.x.n == a.n);
@@ -174,7 +181,9 @@ TEST_CASE("cuDNN batch-norm seam: forward training values (saved and running sta
   }
 }
 
-TEST_CASE("cuDNN batch-norm seam: backward values (dx overwritten, dgamma/dbeta accumulated) match the host") {
+TEST_CASE(
+    "cuDNN batch-norm seam: backward values (dx overwritten, dgamma/dbeta accumulated) match the "
+    "host") {
   for (bool affine : {true, false}) {
     CAPTURE(affine);
     const Shape xs{4, 3, 5, 5};
@@ -214,15 +223,16 @@ TEST_CASE("cuDNN batch-norm seam: backward values (dx overwritten, dgamma/dbeta 
   }
 }
 
-TEST_CASE("cuDNN batch-norm seam: what cuDNN does not cover is declined; outputs not asked for go to scratch") {
+TEST_CASE(
+    "cuDNN batch-norm seam: what cuDNN does not cover is declined; outputs not asked for go to "
+    "scratch") {
   float p = 0;
   BatchNormArgs a;
   a.n = 4;
   a.c = 3;
   a.inner = 25;
   auto fwd = [&](const BatchNormArgs& args) {
-    return bn_forward_values(
-        calls::BatchNormForward{args, &p, &p, &p, &p, &p, &p, &p, &p});
+    return bn_forward_values(calls::BatchNormForward{args, &p, &p, &p, &p, &p, &p, &p, &p});
   };
   CHECK(fwd(a).covered);
   BatchNormArgs eval = a;
@@ -237,11 +247,13 @@ TEST_CASE("cuDNN batch-norm seam: what cuDNN does not cover is declined; outputs
   big.c = 1 << 8;
   big.inner = 1 << 8;  // 2^32 elements
   CHECK_FALSE(fwd(big).covered);
-  CHECK_FALSE(bn_backward_values(calls::BatchNormBackward{big, &p, &p, &p, &p, &p, &p, &p, &p}).covered);
-  CHECK_THROWS_WITH_AS(bn_forward_values(calls::BatchNormForward{a, &p, &p, &p, &p, nullptr, &p, &p, &p}),
-                       doctest::Contains("running_mean and running_var come together"), Error);
-  const BnBackwardValues v =
-      bn_backward_values(calls::BatchNormBackward{a, &p, &p, nullptr, &p, &p, nullptr, nullptr, &p});
+  CHECK_FALSE(
+      bn_backward_values(calls::BatchNormBackward{big, &p, &p, &p, &p, &p, &p, &p, &p}).covered);
+  CHECK_THROWS_WITH_AS(
+      bn_forward_values(calls::BatchNormForward{a, &p, &p, &p, &p, nullptr, &p, &p, &p}),
+      doctest::Contains("running_mean and running_var come together"), Error);
+  const BnBackwardValues v = bn_backward_values(
+      calls::BatchNormBackward{a, &p, &p, nullptr, &p, &p, nullptr, nullptr, &p});
   CHECK(v.unit_scale);
   CHECK(v.dx_scratch);
   CHECK(v.dgamma_scratch);
@@ -285,8 +297,8 @@ TEST_CASE("cuDNN softmax seam: CHANNEL mode over [outer, C, inner, 1] matches th
           sdyy += double(dyv[at(c)]) * yv[at(c)];
         }
         for (int c = 0; c < C; ++c) {
-          const double d = lg ? dyv[at(c)] - std::exp(double(yv[at(c)])) * sdy
-                              : yv[at(c)] * (dyv[at(c)] - sdyy);
+          const double d =
+              lg ? dyv[at(c)] - std::exp(double(yv[at(c)])) * sdy : yv[at(c)] * (dyv[at(c)] - sdyy);
           rdx[at(c)] = blend(v.alpha, d, v.beta, rdx[at(c)]);
         }
       }
