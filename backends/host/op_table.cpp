@@ -133,6 +133,24 @@ void run(HostExec& e, const calls::BiasActBackward& c) {
   if (c.d.inner != 1) return kernels::run(e, c);
   e.for_each("cohort::bias_act_backward", bias_act_grad_block_count(c), BiasActGradBlocks{c});
 }
+// Batch norm over planes shorter than kSumBlock: blocks of channels (statistics, backward) and
+// whole images (the affine map), the same bits as the shared per-channel items
+// (common/ops/norm.hpp says why).
+void run(HostExec& e, const calls::BatchNormForward& c) {
+  if (!kernels::bn_short_planes(c.a)) return kernels::run(e, c);
+  const kernels::BatchNormStats stats{c.a,       c.x,           c.running_mean, c.running_var,
+                                      c.save_mean, c.save_invstd};
+  e.for_each("cohort::batch_norm_stats", kernels::bn_channel_blocks(c.a),
+             kernels::BatchNormStatsBlock{stats});
+  e.for_each("cohort::batch_norm_apply", c.a.n,
+             kernels::BatchNormApplyImage{kernels::BatchNormApply{
+                 c.a, c.x, c.gamma, c.beta, c.save_mean, c.save_invstd, c.y}});
+}
+void run(HostExec& e, const calls::BatchNormBackward& c) {
+  if (!kernels::bn_short_planes(c.a)) return kernels::run(e, c);
+  e.for_each("cohort::batch_norm_backward", kernels::bn_channel_blocks(c.a),
+             kernels::BatchNormBackwardBlock{c});
+}
 void run(HostExec& e, const calls::Conv2dForward& c) {
   if (!onednn_conv_forward(c)) return kernels::run(e, c);
   kernels::conv2d_bias_act_pass(e, c.a, nullptr, c.y);  // oneDNN added the bias
@@ -193,6 +211,12 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
   X(bias_act_backward, BiasActBackward, "span loops per CPU (host/activation.cpp)",              \
     "blocks of 64 features over every row, built for AVX-512, AVX2 and baseline x86-64; same "   \
     "bits; the NCHW layout on the shared items")                                                 \
+  X(batch_norm_forward, BatchNormForward, "channel blocks (host/op_table.cpp)",                 \
+    "planes shorter than 32 (late ResNet stages): 16 channels per item, the map per image; "     \
+    "same bits; longer planes on the shared per-channel items")                                  \
+  X(batch_norm_backward, BatchNormBackward, "channel blocks (host/op_table.cpp)",               \
+    "planes shorter than 32: 16 channels per item; same bits; longer planes on the shared "      \
+    "per-channel items")                                                                         \
   X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \
     "heads split across OpenMP threads, each head's scores in the thread's scratch")             \
   X(attention_backward, AttentionBackward, "oneDNN sgemm per head (host/attention.cpp)",         \

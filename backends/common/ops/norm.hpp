@@ -15,6 +15,46 @@ namespace cohort::kernels {
 // ---------------------------------------------------------------------------------------------
 // Batch normalisation: statistics per channel, then the affine map per (image, channel) plane.
 
+// The per-channel ends of batch norm, shared by the per-channel items and the channel blocks below
+// so both give the same bits: the statistics from a channel's mean and biased variance (and the
+// running averages, unbiased), the backward's coefficients from its two sums, and dx's formula.
+COHORT_HD void bn_store_stats(const BatchNormArgs& a, i64 c, double mean, double var,
+                                     float* running_mean, float* running_var, float* save_mean,
+                                     float* save_invstd) {
+  const double m = static_cast<double>(a.n * a.inner);
+  save_mean[c] = static_cast<float>(mean);
+  save_invstd[c] = static_cast<float>(1.0 / ::sqrt(var + a.eps));
+  if (running_mean) {
+    running_mean[c] = static_cast<float>((1.0 - a.momentum) * running_mean[c] + a.momentum * mean);
+    running_var[c] = static_cast<float>((1.0 - a.momentum) * running_var[c] +
+                                        a.momentum * var * m / (m - 1.0));
+  }
+}
+COHORT_HD void bn_eval_stats(const BatchNormArgs& a, i64 c, const float* running_mean,
+                                    const float* running_var, float* save_mean,
+                                    float* save_invstd) {
+  save_mean[c] = running_mean[c];
+  save_invstd[c] = static_cast<float>(1.0 / ::sqrt(static_cast<double>(running_var[c]) + a.eps));
+}
+struct BnBackwardCoeffs {
+  float g, k1, k2;
+};
+// dgamma / dbeta accumulated from the sums, and dx = g (dy - k1 - xhat k2)'s coefficients.
+COHORT_HD BnBackwardCoeffs bn_backward_coeffs(const calls::BatchNormBackward& call, i64 c,
+                                                     double sdy, double sdyx) {
+  const BatchNormArgs& a = call.a;
+  if (call.dgamma) call.dgamma[c] += static_cast<float>(sdyx);
+  if (call.dbeta) call.dbeta[c] += static_cast<float>(sdy);
+  const double m = static_cast<double>(a.n * a.inner);
+  // Training: the batch statistics depend on x too (the two mean terms); eval: a fixed affine map.
+  return {(call.gamma ? call.gamma[c] : 1.0f) * call.save_invstd[c],
+          a.training ? static_cast<float>(sdy / m) : 0.0f,
+          a.training ? static_cast<float>(sdyx / m) : 0.0f};
+}
+COHORT_HD float bn_dx(const BnBackwardCoeffs& k, float dy, float x, float mu, float is) {
+  return k.g * (dy - k.k1 - (x - mu) * is * k.k2);
+}
+
 struct BatchNormStats {  // item: channel
   BatchNormArgs a;
   const float* x;
@@ -24,25 +64,14 @@ struct BatchNormStats {  // item: channel
   float* save_invstd;
   i64 cost() const { return 2 * a.n * a.inner; }
   COHORT_HD void operator()(i64 c) const {
-    if (!a.training) {
-      save_mean[c] = running_mean[c];
-      save_invstd[c] = static_cast<float>(1.0 / ::sqrt(static_cast<double>(running_var[c]) + a.eps));
-      return;
-    }
+    if (!a.training) return bn_eval_stats(a, c, running_mean, running_var, save_mean, save_invstd);
     const double m = static_cast<double>(a.n * a.inner);
     double sum = 0.0;
     for (i64 b = 0; b < a.n; ++b) sum += sum_of(x + (b * a.c + c) * a.inner, a.inner);
     const double mean = sum / m;
     double sq = 0.0;  // two passes: no cancellation for data far from zero
     for (i64 b = 0; b < a.n; ++b) sq += sum_sq_dev(x + (b * a.c + c) * a.inner, a.inner, mean);
-    const double var = sq / m;
-    save_mean[c] = static_cast<float>(mean);
-    save_invstd[c] = static_cast<float>(1.0 / ::sqrt(var + a.eps));
-    if (running_mean) {
-      running_mean[c] = static_cast<float>((1.0 - a.momentum) * running_mean[c] + a.momentum * mean);
-      running_var[c] = static_cast<float>((1.0 - a.momentum) * running_var[c] +
-                                          a.momentum * var * m / (m - 1.0));
-    }
+    bn_store_stats(a, c, mean, sq / m, running_mean, running_var, save_mean, save_invstd);
   }
 };
 
@@ -70,26 +99,126 @@ struct BatchNormBackwardChannel {  // item: channel; the call's operands as they
   i64 cost() const { return 3 * call.a.n * call.a.inner; }
   COHORT_HD void operator()(i64 c) const {
     const BatchNormArgs& a = call.a;
-    const float *x = call.x, *dy = call.dy, *gamma = call.gamma;
-    float *dx = call.dx, *dgamma = call.dgamma, *dbeta = call.dbeta;
+    const float *x = call.x, *dy = call.dy;
     const float mu = call.save_mean[c], is = call.save_invstd[c];
     double sdy = 0.0, sdyx = 0.0;  // sum dy, sum dy * xhat
     for (i64 b = 0; b < a.n; ++b) {
       const i64 off = (b * a.c + c) * a.inner;
       sum_g_gxhat(dy + off, x + off, a.inner, mu, is, sdy, sdyx);
     }
-    if (dgamma) dgamma[c] += static_cast<float>(sdyx);
-    if (dbeta) dbeta[c] += static_cast<float>(sdy);
-    if (!dx) return;
-    const float g = (gamma ? gamma[c] : 1.0f) * is;
-    const double m = static_cast<double>(a.n * a.inner);
-    // Training: the batch statistics depend on x too (the two mean terms); eval: a fixed affine map.
-    const float k1 = a.training ? static_cast<float>(sdy / m) : 0.0f;
-    const float k2 = a.training ? static_cast<float>(sdyx / m) : 0.0f;
+    const BnBackwardCoeffs k = bn_backward_coeffs(call, c, sdy, sdyx);
+    if (!call.dx) return;
     for (i64 b = 0; b < a.n; ++b) {
       const i64 off = (b * a.c + c) * a.inner;
+      for (i64 i = 0; i < a.inner; ++i) call.dx[off + i] = bn_dx(k, dy[off + i], x[off + i], mu, is);
+    }
+  }
+};
+
+// Batch norm over short planes (inner < kSumBlock: a ResNet's late stages, 4x4 down to 1x1 maps),
+// where the items above read a channel's plane of each image C * inner floats apart: at inner 1
+// and 2048 channels every read of one channel falls in the same L1 set, and the apply item does
+// one element. These take kBnChannels neighbouring channels per item (the apply: one image per
+// item) and walk the batch image by image, across the block's channels innermost (at inner 1,
+// neighbouring floats). Per channel they add the same
+// terms in the same order, in double, as the items above do for planes shorter than kSumBlock
+// (sum_of's and sum_sq_dev's per-image totals, sum_g_gxhat's running sums), so the results are the
+// same bits. The host takes them (backends/host/op_table.cpp); the GPU keeps the items above,
+// whose neighbouring threads already read neighbouring channels.
+constexpr i64 kBnChannels = 16;
+inline bool bn_short_planes(const BatchNormArgs& a) { return a.inner < kSumBlock; }
+inline i64 bn_channel_blocks(const BatchNormArgs& a) {
+  return (a.c + kBnChannels - 1) / kBnChannels;
+}
+
+struct BatchNormStatsBlock {  // item: kBnChannels channels; short planes only
+  BatchNormStats s;
+  i64 cost() const { return 2 * kBnChannels * s.a.n * s.a.inner; }
+  COHORT_HD void operator()(i64 block) const {
+    const i64 c0 = block * kBnChannels;
+    if (s.a.c - c0 >= kBnChannels) return channels<kBnChannels>(c0, kBnChannels);
+    channels<0>(c0, s.a.c - c0);
+  }
+  // N: the block's channel count when it is the full kBnChannels (a constant the compiler unrolls
+  // and vectorises by), else 0 and `nc` says.
+  template <i64 N>
+  COHORT_HD void channels(i64 c0, i64 nc) const {
+    const BatchNormArgs& a = s.a;
+    if (N) nc = N;
+    if (!a.training) {
+      for (i64 j = 0; j < nc; ++j)
+        bn_eval_stats(a, c0 + j, s.running_mean, s.running_var, s.save_mean, s.save_invstd);
+      return;
+    }
+    const double m = static_cast<double>(a.n * a.inner);
+    double sum[kBnChannels] = {}, mean[kBnChannels], sq[kBnChannels] = {}, part[kBnChannels];
+    for (i64 b = 0; b < a.n; ++b) {
+      const float* p = s.x + (b * a.c + c0) * a.inner;
+      for (i64 j = 0; j < nc; ++j) part[j] = 0.0;
       for (i64 i = 0; i < a.inner; ++i)
-        dx[off + i] = g * (dy[off + i] - k1 - (x[off + i] - mu) * is * k2);
+        for (i64 j = 0; j < nc; ++j) part[j] += p[j * a.inner + i];
+      for (i64 j = 0; j < nc; ++j) sum[j] += part[j];
+    }
+    for (i64 j = 0; j < nc; ++j) mean[j] = sum[j] / m;
+    for (i64 b = 0; b < a.n; ++b) {
+      const float* p = s.x + (b * a.c + c0) * a.inner;
+      for (i64 j = 0; j < nc; ++j) part[j] = 0.0;
+      for (i64 i = 0; i < a.inner; ++i)
+        for (i64 j = 0; j < nc; ++j) {
+          const double d = p[j * a.inner + i] - mean[j];
+          part[j] += d * d;
+        }
+      for (i64 j = 0; j < nc; ++j) sq[j] += part[j];
+    }
+    for (i64 j = 0; j < nc; ++j)
+      bn_store_stats(a, c0 + j, mean[j], sq[j] / m, s.running_mean, s.running_var, s.save_mean,
+                     s.save_invstd);
+  }
+};
+
+struct BatchNormApplyImage {  // item: image (all its channels); short planes only
+  BatchNormApply p;
+  i64 cost() const { return p.a.c * p.a.inner; }
+  COHORT_HD void operator()(i64 b) const {
+    for (i64 c = 0; c < p.a.c; ++c) p(b * p.a.c + c);
+  }
+};
+
+struct BatchNormBackwardBlock {  // item: kBnChannels channels; short planes only
+  calls::BatchNormBackward call;
+  i64 cost() const { return 3 * kBnChannels * call.a.n * call.a.inner; }
+  COHORT_HD void operator()(i64 block) const {
+    const i64 c0 = block * kBnChannels;
+    if (call.a.c - c0 >= kBnChannels) return channels<kBnChannels>(c0, kBnChannels);
+    channels<0>(c0, call.a.c - c0);
+  }
+  template <i64 N>  // as BatchNormStatsBlock's
+  COHORT_HD void channels(i64 c0, i64 nc) const {
+    const BatchNormArgs& a = call.a;
+    if (N) nc = N;
+    const float* mu = call.save_mean + c0;
+    const float* is = call.save_invstd + c0;
+    double sdy[kBnChannels] = {}, sdyx[kBnChannels] = {};
+    for (i64 b = 0; b < a.n; ++b) {
+      const i64 off = (b * a.c + c0) * a.inner;
+      const float *g = call.dy + off, *x = call.x + off;
+      for (i64 i = 0; i < a.inner; ++i)
+        for (i64 j = 0; j < nc; ++j) {
+          const i64 k = j * a.inner + i;
+          sdy[j] += g[k];
+          sdyx[j] += static_cast<double>(g[k]) * ((x[k] - mu[j]) * is[j]);
+        }
+    }
+    BnBackwardCoeffs k[kBnChannels];
+    for (i64 j = 0; j < nc; ++j) k[j] = bn_backward_coeffs(call, c0 + j, sdy[j], sdyx[j]);
+    if (!call.dx) return;
+    for (i64 b = 0; b < a.n; ++b) {
+      const i64 off = (b * a.c + c0) * a.inner;
+      for (i64 i = 0; i < a.inner; ++i)
+        for (i64 j = 0; j < nc; ++j) {
+          const i64 q = off + j * a.inner + i;
+          call.dx[q] = bn_dx(k[j], call.dy[q], call.x[q], mu[j], is[j]);
+        }
     }
   }
 };
