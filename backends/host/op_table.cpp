@@ -138,8 +138,8 @@ void run(HostExec& e, const calls::BiasActBackward& c) {
 // (common/ops/norm.hpp says why).
 void run(HostExec& e, const calls::BatchNormForward& c) {
   if (!kernels::bn_short_planes(c.a)) return kernels::run(e, c);
-  const kernels::BatchNormStats stats{c.a,       c.x,           c.running_mean, c.running_var,
-                                      c.save_mean, c.save_invstd};
+  const kernels::BatchNormStats stats{c.a,           c.x,         c.running_mean,
+                                      c.running_var, c.save_mean, c.save_invstd};
   e.for_each("cohort::batch_norm_stats", kernels::bn_channel_blocks(c.a),
              kernels::BatchNormStatsBlock{stats});
   e.for_each("cohort::batch_norm_apply", c.a.n,
@@ -211,10 +211,10 @@ void run(HostExec& e, const calls::Conv2dBackwardFilter& c) {
   X(bias_act_backward, BiasActBackward, "span loops per CPU (host/activation.cpp)",              \
     "blocks of 64 features over every row, built for AVX-512, AVX2 and baseline x86-64; same "   \
     "bits; the NCHW layout on the shared items")                                                 \
-  X(batch_norm_forward, BatchNormForward, "channel blocks (host/op_table.cpp)",                 \
+  X(batch_norm_forward, BatchNormForward, "channel blocks (host/op_table.cpp)",                  \
     "planes shorter than 32 (late ResNet stages): 16 channels per item, the map per image; "     \
     "same bits; longer planes on the shared per-channel items")                                  \
-  X(batch_norm_backward, BatchNormBackward, "channel blocks (host/op_table.cpp)",               \
+  X(batch_norm_backward, BatchNormBackward, "channel blocks (host/op_table.cpp)",                \
     "planes shorter than 32: 16 channels per item; same bits; longer planes on the shared "      \
     "per-channel items")                                                                         \
   X(attention_forward, AttentionForward, "oneDNN sgemm per head (host/attention.cpp)",           \

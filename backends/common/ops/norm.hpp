@@ -19,20 +19,19 @@ namespace cohort::kernels {
 // so both give the same bits: the statistics from a channel's mean and biased variance (and the
 // running averages, unbiased), the backward's coefficients from its two sums, and dx's formula.
 COHORT_HD void bn_store_stats(const BatchNormArgs& a, i64 c, double mean, double var,
-                                     float* running_mean, float* running_var, float* save_mean,
-                                     float* save_invstd) {
+                              float* running_mean, float* running_var, float* save_mean,
+                              float* save_invstd) {
   const double m = static_cast<double>(a.n * a.inner);
   save_mean[c] = static_cast<float>(mean);
   save_invstd[c] = static_cast<float>(1.0 / ::sqrt(var + a.eps));
   if (running_mean) {
     running_mean[c] = static_cast<float>((1.0 - a.momentum) * running_mean[c] + a.momentum * mean);
-    running_var[c] = static_cast<float>((1.0 - a.momentum) * running_var[c] +
-                                        a.momentum * var * m / (m - 1.0));
+    running_var[c] =
+        static_cast<float>((1.0 - a.momentum) * running_var[c] + a.momentum * var * m / (m - 1.0));
   }
 }
 COHORT_HD void bn_eval_stats(const BatchNormArgs& a, i64 c, const float* running_mean,
-                                    const float* running_var, float* save_mean,
-                                    float* save_invstd) {
+                             const float* running_var, float* save_mean, float* save_invstd) {
   save_mean[c] = running_mean[c];
   save_invstd[c] = static_cast<float>(1.0 / ::sqrt(static_cast<double>(running_var[c]) + a.eps));
 }
@@ -41,7 +40,7 @@ struct BnBackwardCoeffs {
 };
 // dgamma / dbeta accumulated from the sums, and dx = g (dy - k1 - xhat k2)'s coefficients.
 COHORT_HD BnBackwardCoeffs bn_backward_coeffs(const calls::BatchNormBackward& call, i64 c,
-                                                     double sdy, double sdyx) {
+                                              double sdy, double sdyx) {
   const BatchNormArgs& a = call.a;
   if (call.dgamma) call.dgamma[c] += static_cast<float>(sdyx);
   if (call.dbeta) call.dbeta[c] += static_cast<float>(sdy);
@@ -110,7 +109,8 @@ struct BatchNormBackwardChannel {  // item: channel; the call's operands as they
     if (!call.dx) return;
     for (i64 b = 0; b < a.n; ++b) {
       const i64 off = (b * a.c + c) * a.inner;
-      for (i64 i = 0; i < a.inner; ++i) call.dx[off + i] = bn_dx(k, dy[off + i], x[off + i], mu, is);
+      for (i64 i = 0; i < a.inner; ++i)
+        call.dx[off + i] = bn_dx(k, dy[off + i], x[off + i], mu, is);
     }
   }
 };

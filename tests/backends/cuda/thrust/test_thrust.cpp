@@ -239,7 +239,9 @@ TEST_CASE("pooling one element per item equals the host's rows and planes bit fo
 // training with running statistics and eval; dx, dgamma and dbeta (accumulated onto a nonzero
 // start). (From 32 elements on both run the per-channel items, whose sums the host vectorises in
 // its own order: there the two agree within rounding, as the parity table checks.)
-TEST_CASE("batch norm over short planes: the host's channel blocks equal the per-channel items bit for bit") {
+TEST_CASE(
+    "batch norm over short planes: the host's channel blocks equal the per-channel items bit for "
+    "bit") {
   struct Case {
     std::int64_t n, c, h, w;
   };
@@ -277,7 +279,8 @@ TEST_CASE("batch norm over short planes: the host's channel blocks equal the per
                                    "running_var", "dx",        "dgamma",      "dbeta"};
       for (std::size_t i = 0; i < out[0].size(); ++i) {
         CAPTURE(names[i]);
-        CHECK(std::memcmp(out[0][i].data(), out[1][i].data(), out[0][i].size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(out[0][i].data(), out[1][i].data(), out[0][i].size() * sizeof(float)) ==
+              0);
       }
     }
   }
