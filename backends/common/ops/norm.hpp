@@ -119,13 +119,26 @@ struct BatchNormBackwardChannel {  // item: channel; the call's operands as they
 // where the items above read a channel's plane of each image C * inner floats apart: at inner 1
 // and 2048 channels every read of one channel falls in the same L1 set, and the apply item does
 // one element. These take kBnChannels neighbouring channels per item (the apply: one image per
-// item) and walk the batch image by image, across the block's channels innermost (at inner 1,
-// neighbouring floats). Per channel they add the same
+// item) and walk the batch image by image (bn_block_loop says in which order within an image). Per channel they add the same
 // terms in the same order, in double, as the items above do for planes shorter than kSumBlock
 // (sum_of's and sum_sq_dev's per-image totals, sum_g_gxhat's running sums), so the results are the
 // same bits. The host takes them (backends/host/op_table.cpp); the GPU keeps the items above,
 // whose neighbouring threads already read neighbouring channels.
 constexpr i64 kBnChannels = 16;
+// f(j, i) over the block's nc channels and each plane's inner elements: across the channels
+// innermost for planes under 8 elements (at 1x1 and 2x2, neighbouring j are neighbouring floats),
+// along each plane innermost from 8 on (contiguous runs). Either way one channel's elements come
+// in order, so its sums are the same.
+template <class F>
+COHORT_HD void bn_block_loop(i64 nc, i64 inner, const F& f) {
+  if (inner >= 8) {
+    for (i64 j = 0; j < nc; ++j)
+      for (i64 i = 0; i < inner; ++i) f(j, i);
+  } else {
+    for (i64 i = 0; i < inner; ++i)
+      for (i64 j = 0; j < nc; ++j) f(j, i);
+  }
+}
 inline bool bn_short_planes(const BatchNormArgs& a) { return a.inner < kSumBlock; }
 inline i64 bn_channel_blocks(const BatchNormArgs& a) {
   return (a.c + kBnChannels - 1) / kBnChannels;
@@ -155,19 +168,17 @@ struct BatchNormStatsBlock {  // item: kBnChannels channels; short planes only
     for (i64 b = 0; b < a.n; ++b) {
       const float* p = s.x + (b * a.c + c0) * a.inner;
       for (i64 j = 0; j < nc; ++j) part[j] = 0.0;
-      for (i64 i = 0; i < a.inner; ++i)
-        for (i64 j = 0; j < nc; ++j) part[j] += p[j * a.inner + i];
+      bn_block_loop(nc, a.inner, [&](i64 j, i64 i) { part[j] += p[j * a.inner + i]; });
       for (i64 j = 0; j < nc; ++j) sum[j] += part[j];
     }
     for (i64 j = 0; j < nc; ++j) mean[j] = sum[j] / m;
     for (i64 b = 0; b < a.n; ++b) {
       const float* p = s.x + (b * a.c + c0) * a.inner;
       for (i64 j = 0; j < nc; ++j) part[j] = 0.0;
-      for (i64 i = 0; i < a.inner; ++i)
-        for (i64 j = 0; j < nc; ++j) {
-          const double d = p[j * a.inner + i] - mean[j];
-          part[j] += d * d;
-        }
+      bn_block_loop(nc, a.inner, [&](i64 j, i64 i) {
+        const double d = p[j * a.inner + i] - mean[j];
+        part[j] += d * d;
+      });
       for (i64 j = 0; j < nc; ++j) sq[j] += part[j];
     }
     for (i64 j = 0; j < nc; ++j)
@@ -202,23 +213,21 @@ struct BatchNormBackwardBlock {  // item: kBnChannels channels; short planes onl
     for (i64 b = 0; b < a.n; ++b) {
       const i64 off = (b * a.c + c0) * a.inner;
       const float *g = call.dy + off, *x = call.x + off;
-      for (i64 i = 0; i < a.inner; ++i)
-        for (i64 j = 0; j < nc; ++j) {
-          const i64 k = j * a.inner + i;
-          sdy[j] += g[k];
-          sdyx[j] += static_cast<double>(g[k]) * ((x[k] - mu[j]) * is[j]);
-        }
+      bn_block_loop(nc, a.inner, [&](i64 j, i64 i) {
+        const i64 k = j * a.inner + i;
+        sdy[j] += g[k];
+        sdyx[j] += static_cast<double>(g[k]) * ((x[k] - mu[j]) * is[j]);
+      });
     }
     BnBackwardCoeffs k[kBnChannels];
     for (i64 j = 0; j < nc; ++j) k[j] = bn_backward_coeffs(call, c0 + j, sdy[j], sdyx[j]);
     if (!call.dx) return;
     for (i64 b = 0; b < a.n; ++b) {
       const i64 off = (b * a.c + c0) * a.inner;
-      for (i64 i = 0; i < a.inner; ++i)
-        for (i64 j = 0; j < nc; ++j) {
-          const i64 q = off + j * a.inner + i;
-          call.dx[q] = bn_dx(k[j], call.dy[q], call.x[q], mu[j], is[j]);
-        }
+      bn_block_loop(nc, a.inner, [&](i64 j, i64 i) {
+        const i64 q = off + j * a.inner + i;
+        call.dx[q] = bn_dx(k[j], call.dy[q], call.x[q], mu[j], is[j]);
+      });
     }
   }
 };
