@@ -119,11 +119,11 @@ struct BatchNormBackwardChannel {  // item: channel; the call's operands as they
 // where the items above read a channel's plane of each image C * inner floats apart: at inner 1
 // and 2048 channels every read of one channel falls in the same L1 set, and the apply item does
 // one element. These take kBnChannels neighbouring channels per item (the apply: one image per
-// item) and walk the batch image by image (bn_block_loop says in which order within an image). Per channel they add the same
-// terms in the same order, in double, as the items above do for planes shorter than kSumBlock
-// (sum_of's and sum_sq_dev's per-image totals, sum_g_gxhat's running sums), so the results are the
-// same bits. The host takes them (backends/host/op_table.cpp); the GPU keeps the items above,
-// whose neighbouring threads already read neighbouring channels.
+// item) and walk the batch image by image (bn_block_loop says in which order within an image). Per
+// channel they add the same terms in the same order, in double, as the items above do for planes
+// shorter than kSumBlock (sum_of's and sum_sq_dev's per-image totals, sum_g_gxhat's running sums),
+// so the results are the same bits. The host takes them (backends/host/op_table.cpp); the GPU keeps
+// the items above, whose neighbouring threads already read neighbouring channels.
 constexpr i64 kBnChannels = 16;
 // f(j, i) over the block's nc channels and each plane's inner elements: across the channels
 // innermost for planes under 8 elements (at 1x1 and 2x2, neighbouring j are neighbouring floats),
