@@ -9,15 +9,17 @@
 //                 (both against torch.nn.MultiheadAttention(batch_first=True), need_weights=False,
 //                 which calls scaled_dot_product_attention)
 // Method as bench/layers_bench (median_time.hpp): a fixed random input and output gradient; one
-// iteration is forward + backward; the figure is the median over iterations run for at least
-// --min-time seconds after 3 warm-up iterations. Prints "<row> <median ms>" per row.
+// iteration is forward + backward, ended by a device synchronisation (a no-op on the host); the
+// figure is the median over iterations run for at least --min-time seconds after 3 warm-up
+// iterations. Prints "<row> <median ms>" per row. tools/gpu_check.sh runs it with --device cuda.
 //
 //   build/bin/attention_bench [--batch 64] [--tokens 65] [--embed 256] [--heads 8]
-//                             [--min-time 1] [--threads 1]
+//                             [--min-time 1] [--threads 1] [--device host|cuda]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "cohort/core/layer_ops.hpp"
@@ -36,6 +38,11 @@ long arg(int argc, char** argv, const char* name, long def) {
     if (std::strcmp(argv[i], name) == 0) return std::strtol(argv[i + 1], nullptr, 10);
   return def;
 }
+std::string str_arg(int argc, char** argv, const char* name, const char* def) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return def;
+}
 
 }  // namespace
 
@@ -46,7 +53,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--min-time") == 0) min_time = std::atof(argv[i + 1]);
   cohort::set_host_threads(static_cast<int>(arg(argc, argv, "--threads", 1)));
-  cohort::Device& dev = cohort::host_device();
+  cohort::Device& dev = cohort::device(str_arg(argc, argv, "--device", "host"));
+  auto timed = [&](const std::function<void()>& work) {
+    return median_ms(
+        [&] {
+          work();
+          dev.synchronize();
+        },
+        min_time);
+  };
   const long dh = e / h;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
 
@@ -55,13 +70,10 @@ int main(int argc, char** argv) {
   Tensor out = Tensor::empty({n, t, h, dh}, cohort::DType::f32, dev);
   Tensor lse = Tensor::empty({n, h, t}, cohort::DType::f32, dev);
   Tensor dqkv = Tensor::empty({n, t, 3, h, dh}, cohort::DType::f32, dev);
-  std::printf("sdpa %.4f\n", median_ms(
-                                 [&] {
-                                   cohort::ops::attention_forward(qkv, out, lse, scale);
-                                   cohort::ops::attention_backward(qkv, out, lse, dout, dqkv,
-                                                                   scale);
-                                 },
-                                 min_time));
+  std::printf("sdpa %.4f\n", timed([&] {
+                cohort::ops::attention_forward(qkv, out, lse, scale);
+                cohort::ops::attention_backward(qkv, out, lse, dout, dqkv, scale);
+              }));
 
   const Tensor x = Tensor::uniform({n, t, e}, -1.f, 1.f, 3, dev);
   const Tensor dy = Tensor::uniform({n, t, e}, -1.f, 1.f, 4, dev);
@@ -69,13 +81,10 @@ int main(int argc, char** argv) {
     nn::manual_seed(5);
     nn::MultiheadAttention m(e, h, dev);
     m.set_fused(fused);
-    std::printf("%s %.4f\n", fused ? "mha_fused" : "mha_unfused",
-                median_ms(
-                    [&] {
-                      m.forward(x);
-                      m.backward(dy);
-                    },
-                    min_time));
+    std::printf("%s %.4f\n", fused ? "mha_fused" : "mha_unfused", timed([&] {
+                  m.forward(x);
+                  m.backward(dy);
+                }));
   }
   return 0;
 }

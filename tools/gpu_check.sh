@@ -16,7 +16,8 @@
 #                     zoo       every zoo model a few steps on cuda, ResNet-50 also bf16, f16   240 s
 #                     nccl      1-rank nccl: mnist_cnn and the np1 nccl ctest entries          150 s
 #                     speed     images/s and per-layer times against PyTorch on this GPU
-#                               (MNIST f32; ResNet-50 f32 and --amp f16 against autocast),
+#                               (MNIST f32; attention vs F.sdpa at the ViT's shapes;
+#                               ResNet-50 f32 and --amp f16 against autocast),
 #                               nccl against nccl-tests when its source was carried           420 s
 #   --fresh         start a new table (--stage all always does)
 #   --deps DIR      Debian packages carried by `tools/gpu_deps.sh download DIR` (default .gpu when
@@ -465,6 +466,25 @@ stage_speed() {
         row "layers_bench vs torch (model)" info "$(awk '$1 == "model" { print "cohort " $2 " ms, torch " $3 " ms, " $4 " (lower is faster)" }' "$build/layers_bench_cuda.log"); table in $build/layers_bench_cuda.log" "$secs"
       else
         row "layers_bench vs torch" FAIL "${why:-exit $rc}; see $build/layers_bench_cuda.log" "$secs"
+      fi
+    fi
+    # Attention at the ViT's shapes against F.scaled_dot_product_attention and
+    # nn.MultiheadAttention on this GPU (bench/attention_bench.cpp and its torch peer; issue 34):
+    # info, since cohort's CUDA attention is the shared fused items, not a tuned kernel.
+    if need "attention vs torch sdpa" attention_bench; then
+      local la="$build/attention_cuda.log" lt2="$build/attention_cuda_torch.log" ac at ac_end=""
+      run_capped 60 "$la" "$bin/attention_bench" --device cuda --min-time 0.5
+      ac=$(awk '$1 == "sdpa" { s = $2 } $1 == "mha_fused" { m = $2 } END { if (s != "") print s, m }' "$la")
+      [ -n "$ac" ] || ac_end=$(how_ended "$la")
+      run_capped 60 "$lt2" python3 bench/attention_bench_torch.py --device cuda --min-time 0.5
+      at=$(awk '$1 == "sdpa" { s = $2 } $1 == "mha" { m = $2 } END { if (s != "") print s, m }' "$lt2")
+      if [ -n "$ac" ] && [ -n "$at" ]; then
+        row "attention vs torch sdpa (ViT shapes)" info "$(awk -v c="$ac" -v t="$at" 'BEGIN {
+          split(c, a, " "); split(t, b, " ");
+          printf "sdpa op: cohort %.3f ms, torch %.3f ms, %.2fx; MultiheadAttention: cohort %.3f ms, torch %.3f ms, %.2fx (torch time / cohort time)",
+                 a[1], b[1], b[1] / a[1], a[2], b[2], b[2] / a[2] }'); see $la, $lt2"
+      else
+        row "attention vs torch sdpa (ViT shapes)" FAIL "no figure (cohort: ${ac:-${ac_end:-none}}; torch: ${at:-$(how_ended "$lt2")}); see $la, $lt2"
       fi
     fi
     # Mixed precision (issue 33): ResNet-50 with --amp f16 (autocast + GradScaler) against PyTorch's

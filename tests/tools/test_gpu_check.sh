@@ -152,6 +152,7 @@ mk "$fake/python3" <<'EOF'
 [ "${FAKE_TORCH:-0}" = 1 ] || { echo "ModuleNotFoundError: No module named 'torch'"; exit 1; }
 case "$1" in
   -c) echo "2.9.0+cu130" ;;
+  */attention_bench_torch.py) printf 'sdpa 0.500\nmha 1.200\n' ;;
   *) echo "torch images/s: 20000.0" ;;
 esac
 EOF
@@ -186,6 +187,10 @@ mk "$build/bin/cohortrun" <<'EOF'
 #!/bin/bash
 while [ "${1#--}" != "$1" ]; do shift 2; done
 exec "$@"
+EOF
+mk "$build/bin/attention_bench" <<'EOF'
+#!/bin/bash
+printf 'sdpa 0.250\nmha_fused 1.500\nmha_unfused 2.000\n'
 EOF
 mk "$build/bin/layers_bench" <<'EOF'
 #!/bin/bash
@@ -258,6 +263,7 @@ expect "the ctest row of the earlier call is still there" '^ctest +ctest -L gpu 
 expect "the table is whole: no stage missing" '^rows: [0-9]+ ok, 0 FAIL, 2 skipped \(not run\), [0-9]+ info$' "$tmp/out"
 check FAKE_GPU=1 FAKE_TORCH=1 "$gc" "${at[@]}" --stage speed
 expect "speed against torch" '^speed +mnist images/s vs torch 2.9.0\+cu130 +ok +[0-9]* +cohort 25000.0 / torch 20000.0 = 1.25x' "$tmp/out"
+expect "speed: attention against torch's sdpa" '^speed +attention vs torch sdpa \(ViT shapes\) +info +sdpa op: cohort 0.250 ms, torch 0.500 ms, 2.00x; MultiheadAttention: cohort 1.500 ms, torch 1.200 ms, 0.80x' "$tmp/out"
 check FAKE_GPU=1 FAKE_AMP_F16_CRASH=1 "$gc" "${at[@]}" --stage zoo
 expect "zoo: resnet50 under bf16 trains" '^zoo +zoo resnet50 amp bf16 on cuda +ok' "$tmp/out"
 expect "zoo: a crash says how the run ended" '^zoo +zoo resnet50 amp f16 on cuda +FAIL +[0-9]+ +killed by SIGSEGV \(exit 139\), last line: amp f16 with a GradScaler; see ' "$tmp/out"
