@@ -16,6 +16,7 @@
 
 #include "cohort/core/math_mode.hpp"
 #include "cuda/seams/cudnn_conv.hpp"
+#include "cuda/seams/cudnn_status.hpp"
 #include "cudnn_state.hpp"
 
 namespace cohort::cuda {
@@ -296,12 +297,23 @@ bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp, bo
   if (v.fused_bias_act && bias_act) {
     const TensorDesc b = tensor_desc(v.bias);
     const ActivationDesc act = activation_desc(v);
-    // z is y with alpha2 0, as cuDNN's samples and TensorFlow's fused convolution pass it.
+    // z is y with alpha2 0, as cuDNN's samples and TensorFlow's fused convolution pass it. A
+    // status the fused call may decline with (seams::fused_status_action) reads as NOT_SUPPORTED
+    // to run_conv: that algorithm is dropped for the fused call only.
     if (run_conv(*s_, ConvDir::forward, true, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
-          return cudnnConvolutionBiasActivationForward(
+          const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
               s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
               static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.alpha2, d.y.get(), y,
               b.get(), c.bias, act.get(), d.y.get(), y);
+          if (st != CUDNN_STATUS_SUCCESS &&
+              seams::fused_status_action(static_cast<int>(st)) == seams::StatusAction::decline) {
+            if (log_enabled())
+              std::fprintf(stderr, "cohort cudnn: conv forward + bias + relu %s: %s declined it (%s)\n",
+                           shape_of(c.a).c_str(), seams::conv_algo_name(ConvDir::forward, algo),
+                           cudnnGetErrorString(st));
+            return CUDNN_STATUS_NOT_SUPPORTED;
+          }
+          return st;
         })) {
       *bias_act = true;
       return true;

@@ -185,4 +185,32 @@ TEST_CASE("cuDNN execute status: NOT_SUPPORTED and its sub-codes decline, other 
   CHECK(ce::kStatusNotSupportedLast == 3014);
 }
 
+TEST_CASE("cuDNN fused conv + bias + ReLU status: BAD_PARAM declines too, the rest as any execute call") {
+#if COHORT_VENDOR_CUDNN_HEADERS
+  const int bad_param[] = {CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
+                           CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+                           CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE};
+  const int failures[] = {CUDNN_STATUS_NOT_INITIALIZED, CUDNN_STATUS_INTERNAL_ERROR,
+                          CUDNN_STATUS_EXECUTION_FAILED,
+                          CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED};
+  CHECK(fused_status_action(CUDNN_STATUS_SUCCESS) == StatusAction::done);
+  CHECK(fused_status_action(CUDNN_STATUS_NOT_SUPPORTED) == StatusAction::decline);
+#else
+  const int bad_param[] = {2000, 2002, 2008, 2012};
+  const int failures[] = {1001, 4000, 5000, 5003};
+  CHECK(fused_status_action(0) == StatusAction::done);
+  CHECK(fused_status_action(3000) == StatusAction::decline);
+#endif
+  for (int s : bad_param) {
+    CAPTURE(s);
+    CHECK(fused_status_action(s) == StatusAction::decline);
+    CHECK(execute_status_action(s) == StatusAction::fail);  // only the fused call declines them
+  }
+  for (int s : failures) {
+    CAPTURE(s);
+    CHECK(fused_status_action(s) == StatusAction::fail);
+  }
+  CHECK(ce::kStatusBadParam == 2000);
+}
+
 TEST_SUITE_END();

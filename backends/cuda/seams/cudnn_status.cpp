@@ -14,4 +14,10 @@ StatusAction execute_status_action(int status) {
   return StatusAction::fail;
 }
 
+StatusAction fused_status_action(int status) {
+  if (status >= cudnn_enum::kStatusBadParam && status < cudnn_enum::kStatusBadParam + 1000)
+    return StatusAction::decline;
+  return execute_status_action(status);
+}
+
 }  // namespace cohort::cuda::seams

@@ -17,4 +17,11 @@ enum class StatusAction : int {
 
 StatusAction execute_status_action(int status);
 
+// cudnnConvolutionBiasActivationForward (conv2d.cpp's fused forward, never run on a GPU when it was
+// written): as execute_status_action, and a BAD_PARAM status (2000-2999) declines too. cuDNN
+// documents combinations the fused call refuses that way (an activation its algorithm lacks, z or
+// bias descriptors it will not take); the plain convolution and the bias + ReLU pass then compute
+// the same op, so declining costs speed, never a result.
+StatusAction fused_status_action(int status);
+
 }  // namespace cohort::cuda::seams

@@ -34,6 +34,7 @@ constexpr int kActivationRelu = 1;
 constexpr int kPropagateNan = 1;
 // cudnnStatus_t (cudnn_graph.h): success, and the NOT_SUPPORTED category with its sub-codes.
 constexpr int kStatusSuccess = 0;
+constexpr int kStatusBadParam = 2000;
 constexpr int kStatusNotSupported = 3000;
 constexpr int kStatusNotSupportedLast = 3014;  // ..._INVALID_DYNAMIC_SHAPE in cuDNN 9.19
 }  // namespace cudnn_enum
