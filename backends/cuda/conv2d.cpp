@@ -308,7 +308,8 @@ bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp, bo
           if (st != CUDNN_STATUS_SUCCESS &&
               seams::fused_status_action(static_cast<int>(st)) == seams::StatusAction::decline) {
             if (log_enabled())
-              std::fprintf(stderr, "cohort cudnn: conv forward + bias + relu %s: %s declined it (%s)\n",
+              std::fprintf(stderr,
+                           "cohort cudnn: conv forward + bias + relu %s: %s declined it (%s)\n",
                            shape_of(c.a).c_str(), seams::conv_algo_name(ConvDir::forward, algo),
                            cudnnGetErrorString(st));
             return CUDNN_STATUS_NOT_SUPPORTED;

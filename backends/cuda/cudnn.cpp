@@ -22,7 +22,8 @@ static_assert(e::kActivationRelu == CUDNN_ACTIVATION_RELU &&
 static_assert(CUDNN_BN_MIN_EPSILON <= 0.0, "cuda/seams/cudnn_norm.cpp assumes a minimum epsilon of 0");
 static_assert(e::kSoftmaxAccurate == CUDNN_SOFTMAX_ACCURATE && e::kSoftmaxLog == CUDNN_SOFTMAX_LOG &&
               e::kSoftmaxModeChannel == CUDNN_SOFTMAX_MODE_CHANNEL);
-static_assert(e::kStatusSuccess == CUDNN_STATUS_SUCCESS && e::kStatusBadParam == CUDNN_STATUS_BAD_PARAM &&
+static_assert(e::kStatusSuccess == CUDNN_STATUS_SUCCESS &&
+              e::kStatusBadParam == CUDNN_STATUS_BAD_PARAM &&
               e::kStatusNotSupported == CUDNN_STATUS_NOT_SUPPORTED &&
               e::kStatusNotSupportedLast == CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE);
 // The algorithm name tables of seams/cudnn_conv_algo.cpp are indexed by these enums.

@@ -185,7 +185,8 @@ TEST_CASE("cuDNN execute status: NOT_SUPPORTED and its sub-codes decline, other 
   CHECK(ce::kStatusNotSupportedLast == 3014);
 }
 
-TEST_CASE("cuDNN fused conv + bias + ReLU status: BAD_PARAM declines too, the rest as any execute call") {
+TEST_CASE(
+    "cuDNN fused conv + bias + ReLU status: BAD_PARAM declines too, the rest as any execute call") {
 #if COHORT_VENDOR_CUDNN_HEADERS
   const int bad_param[] = {CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
                            CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH,
