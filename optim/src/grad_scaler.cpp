@@ -50,11 +50,11 @@ void GradScaler::unscale(Optimizer& optimizer) {
     Tensor& g = grads[i];
     ops::scale(inv, g, g);
     Tensor hi = maxima.slice(static_cast<std::int64_t>(2 * i), static_cast<std::int64_t>(2 * i + 1));
-    ops::reduce_max(g.reshape({1, g.numel()}), hi);
+    ops::max_all(g, hi);  // in stages: as one [1, n] row it would be one GPU thread
     Tensor neg = Tensor::empty(g.shape(), DType::f32, dev);
     ops::scale(-1.0f, g, neg);
     Tensor lo = maxima.slice(static_cast<std::int64_t>(2 * i + 1), static_cast<std::int64_t>(2 * i + 2));
-    ops::reduce_max(neg.reshape({1, neg.numel()}), lo);
+    ops::max_all(neg, lo);
   }
   for (const float v : maxima.to_vector<float>())
     if (!std::isfinite(v)) found_inf_ = true;

@@ -1,5 +1,5 @@
 // Reduction front ends over the last axis (reduce_sum, reduce_max, argmax) and the whole-tensor
-// sum and max built on them (backends/common/ops/reduce.hpp).
+// sum and max built on them (backends/common/ops/reduce.hpp); the max in stages (max_all).
 #include "cohort/core/ops.hpp"
 
 #include <type_traits>
@@ -62,11 +62,33 @@ float sum(const Tensor& x) {
   return static_cast<float>(out.item());
 }
 
+void max_all(const Tensor& x, Tensor& out) {
+  req_defined("max_all", "x", x);
+  req_defined("max_all", "out", out);
+  COHORT_CHECK(x.numel() > 0, "max_all of an empty tensor (shape ", x.shape().str(), ")");
+  COHORT_CHECK(out.numel() == 1, "max_all: out has ", out.numel(), " elements (shape ",
+               out.shape().str(), "), expected 1");
+  constexpr std::int64_t kRow = 1024;
+  Tensor cur = x.reshape({x.numel()});
+  while (cur.numel() > kRow) {
+    const std::int64_t n = cur.numel(), rows = n / kRow, tail = n - rows * kRow;
+    Tensor part = Tensor::empty({rows + (tail > 0 ? 1 : 0)}, DType::f32, x.device());
+    Tensor head = part.slice(0, rows);
+    reduce_max(cur.slice(0, rows * kRow).reshape({rows, kRow}), head);
+    if (tail > 0) {
+      Tensor last = part.slice(rows, rows + 1);
+      reduce_max(cur.slice(rows * kRow, n).reshape({1, tail}), last);
+    }
+    cur = part;
+  }
+  reduce_max(cur.reshape({1, cur.numel()}), out);
+}
+
 float max(const Tensor& x) {
   req_defined("max", "x", x);
   COHORT_CHECK(x.numel() > 0, "max of an empty tensor (shape ", x.shape().str(), ")");
   Tensor out = Tensor::empty({1}, DType::f32, x.device());
-  reduce_max(x.reshape({1, x.numel()}), out);
+  max_all(x, out);
   return static_cast<float>(out.item());
 }
 

@@ -33,8 +33,14 @@ void argmax(const Tensor& x, Tensor& out);         // out dtype i64; the first m
 void fill_uniform(Tensor& x, float lo, float hi, std::uint64_t seed, std::uint64_t offset = 0);
 void fill_normal(Tensor& x, float mean, float stddev, std::uint64_t seed, std::uint64_t offset = 0);
 
+// The maximum of every element of x (NaN wins) into the one-element `out`, on x's device (no copy
+// to the host). In stages over rows of at most 1024 elements, then the rows' maxima, and so on: a
+// [1, n] reduce_max is one work item, on a GPU one thread reading all n elements. The result is
+// exact, so the staging changes no value.
+void max_all(const Tensor& x, Tensor& out);
+
 float sum(const Tensor& x);
-float max(const Tensor& x);
+float max(const Tensor& x);  // max_all, read back to the host
 
 // C = alpha * op(A) @ op(B) + beta * C for 2-D tensors.
 void gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c,

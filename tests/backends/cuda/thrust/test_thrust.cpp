@@ -285,3 +285,20 @@ TEST_CASE(
     }
   }
 }
+
+// On the GPU's executor a whole-tensor max runs in stages of rows (ops::max_all): 3 M elements are
+// 3072 rows and a tail, then 3 rows and a tail, then one: five reduce_max launches, not one item
+// reading all of them (the GradScaler's inf check; before, one GPU thread per gradient).
+TEST_CASE("max_all on thrust-host: staged launches, the host's value") {
+  const std::int64_t n = 3 * 1024 * 1024 + 7;
+  const Tensor host_x = Tensor::uniform({n}, -1.0f, 1.0f, 41, host_device());
+  Tensor hout = Tensor::empty({1}, DType::f32, host_device());
+  ops::max_all(host_x, hout);
+  const Tensor x = host_x.to(dev());
+  Tensor out = Tensor::empty({1}, DType::f32, dev());
+  const std::uint64_t before = testing::thrust_calls(Op::reduce_max);
+  ops::max_all(x, out);
+  CHECK(testing::thrust_calls(Op::reduce_max) - before == 5);
+  CHECK(out.to(host_device()).item() == hout.item());
+}
+
