@@ -116,13 +116,14 @@ TEST_CASE("argmax ties pick the first index; NaN propagates like torch") {
   CHECK(std::isnan(m.item(1)));
 }
 
-// max_all reduces in stages of 1024-element rows (so a GPU runs it in many threads); a max is exact,
-// so every size, and where the largest, an inf or a NaN sits, gives the naive loop's answer.
+// max_all reduces in stages of 1024-element rows (so a GPU runs it in many threads); a max is
+// exact, so every size, and where the largest, an inf or a NaN sits, gives the naive loop's answer.
 TEST_CASE("max_all: every element's max in stages, NaN wins, the bad inputs named") {
   auto& dev = cohort::host_device();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  for (std::int64_t n : {1, 2, 1023, 1024, 1025, 3 * 1024 + 5, 1024 * 1024 + 1, 3 * 1024 * 1024 + 7}) {
+  for (std::int64_t n :
+       {1, 2, 1023, 1024, 1025, 3 * 1024 + 5, 1024 * 1024 + 1, 3 * 1024 * 1024 + 7}) {
     CAPTURE(n);
     auto xv = random_vector(static_cast<std::size_t>(n), 11);
     Tensor out = Tensor::empty({1}, DType::f32, dev);
@@ -132,7 +133,8 @@ TEST_CASE("max_all: every element's max in stages, NaN wins, the bad inputs name
     };
     const float naive = *std::max_element(xv.begin(), xv.end());
     CHECK(max_of(xv) == naive);
-    for (std::size_t at : {std::size_t{0}, static_cast<std::size_t>(n / 2), static_cast<std::size_t>(n - 1)}) {
+    for (std::size_t at :
+         {std::size_t{0}, static_cast<std::size_t>(n / 2), static_cast<std::size_t>(n - 1)}) {
       CAPTURE(at);
       auto v = xv;
       v[at] = 1e30f;  // the largest in the first row, a middle row and the tail
@@ -151,8 +153,9 @@ TEST_CASE("max_all: every element's max in stages, NaN wins, the bad inputs name
   Tensor t = Tensor::from_vector<float>({1, -2, 3, 9, 5, -6, 7, 8}, {2, 2, 2}, dev);
   CHECK(ops::max(t) == 9.0f);
   Tensor one = Tensor::empty({1}, DType::f32, dev), two = Tensor::empty({2}, DType::f32, dev);
-  CHECK(error_of([&] { ops::max_all(Tensor::empty({0}, DType::f32, dev), one); })
-            .find("max_all of an empty tensor") != std::string::npos);
+  CHECK(error_of([&] {
+          ops::max_all(Tensor::empty({0}, DType::f32, dev), one);
+        }).find("max_all of an empty tensor") != std::string::npos);
   CHECK(error_of([&] { ops::max_all(t, two); }).find("max_all: out has 2 elements") !=
         std::string::npos);
 }

@@ -301,4 +301,3 @@ TEST_CASE("max_all on thrust-host: staged launches, the host's value") {
   CHECK(testing::thrust_calls(Op::reduce_max) - before == 5);
   CHECK(out.to(host_device()).item() == hout.item());
 }
-
