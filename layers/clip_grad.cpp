@@ -1,6 +1,7 @@
 // clip_grad_norm and clip_grad_value (clip_grad.hpp). The per-tensor norms come from device
 // reductions over rows of kRowLength elements (short rows keep the work parallel on every
-// device), into one small buffer per call that is read back once; everything after that is a
+// device; the infinity norm through ops::max_abs_all, staged alike), into one small buffer per
+// call that is read back once; everything after that is a
 // handful of host arithmetic in the order torch uses, so the coefficient matches torch's f32 value
 // for the same total.
 #include "cohort/layers/clip_grad.hpp"
@@ -85,20 +86,15 @@ std::vector<double> tensor_norms(const std::vector<Grad>& grads, double p) {
       norms.push_back(std::sqrt(s));
     }
   } else if (std::isinf(p)) {
-    // max |g| = max(max g, max -g), two reads back; reduce_max lets NaN win, as torch's norm does.
-    const auto hi = row_values(grads, [](const Tensor& x, Tensor& o) { ops::reduce_max(x, o); });
-    const auto lo = row_values(grads, [](const Tensor& x, Tensor& o) {
-      Tensor neg = Tensor::empty(x.shape(), DType::f32, x.device());
-      ops::scale(-1.0f, x, neg);
-      ops::reduce_max(neg, o);
-    });
+    // max |g| per gradient on the device (ops::max_abs_all: NaN wins, as torch's norm does), all
+    // read back together.
+    Tensor m = Tensor::empty({static_cast<std::int64_t>(grads.size())}, DType::f32,
+                             grads.front().g.device());
     for (std::size_t k = 0; k < grads.size(); ++k) {
-      double m = 0;
-      for (std::size_t r = 0; r < hi[k].size(); ++r)
-        for (const float v : {hi[k][r], lo[k][r]})
-          m = std::isnan(m) || std::isnan(v) ? std::nan("") : std::max(m, static_cast<double>(v));
-      norms.push_back(m);
+      Tensor out = m.slice(static_cast<std::int64_t>(k), static_cast<std::int64_t>(k + 1));
+      ops::max_abs_all(grads[k].g, out);
     }
+    for (const float v : m.to_vector<float>()) norms.push_back(v);
   } else {
     for (const Grad& gr : grads) {
       double s = 0;

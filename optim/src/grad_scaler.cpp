@@ -1,6 +1,6 @@
 // GradScaler (grad_scaler.hpp): the unscale-and-check pass over the optimizer's gradients (one
-// device op to scale each gradient, and a max over g and -g per gradient, read back together, to
-// see an inf or NaN; reduce_max lets NaN win), the skip decision and torch's scale update.
+// device op to scale each gradient, and max |g| per gradient, read back together, to see an inf
+// or NaN; ops::max_abs_all lets NaN win), the skip decision and torch's scale update.
 #include "cohort/optim/grad_scaler.hpp"
 
 #include <cmath>
@@ -43,18 +43,15 @@ void GradScaler::unscale(Optimizer& optimizer) {
         grads.push_back(p->grad.reshape({p->grad.numel()}));
       }
   if (grads.empty()) return;
-  // Per gradient: max(g) and max(-g) after unscaling; any inf or NaN shows in one of them.
+  // Per gradient: max |g| after unscaling (ops::max_abs_all: NaN wins, an inf gives inf), all read
+  // back together.
   Device& dev = grads.front().device();
-  Tensor maxima = Tensor::empty({static_cast<std::int64_t>(2 * grads.size())}, DType::f32, dev);
+  Tensor maxima = Tensor::empty({static_cast<std::int64_t>(grads.size())}, DType::f32, dev);
   for (std::size_t i = 0; i < grads.size(); ++i) {
     Tensor& g = grads[i];
     ops::scale(inv, g, g);
-    Tensor hi = maxima.slice(static_cast<std::int64_t>(2 * i), static_cast<std::int64_t>(2 * i + 1));
-    ops::max_all(g, hi);  // in stages: as one [1, n] row it would be one GPU thread
-    Tensor neg = Tensor::empty(g.shape(), DType::f32, dev);
-    ops::scale(-1.0f, g, neg);
-    Tensor lo = maxima.slice(static_cast<std::int64_t>(2 * i + 1), static_cast<std::int64_t>(2 * i + 2));
-    ops::max_all(neg, lo);
+    Tensor m = maxima.slice(static_cast<std::int64_t>(i), static_cast<std::int64_t>(i + 1));
+    ops::max_abs_all(g, m);
   }
   for (const float v : maxima.to_vector<float>())
     if (!std::isfinite(v)) found_inf_ = true;

@@ -1,5 +1,6 @@
 // Reduction front ends over the last axis (reduce_sum, reduce_max, argmax) and the whole-tensor
-// sum and max built on them (backends/common/ops/reduce.hpp); the max in stages (max_all).
+// sum and max built on them (backends/common/ops/reduce.hpp); the max in stages (max_all,
+// max_abs_all).
 #include "cohort/core/ops.hpp"
 
 #include <type_traits>
@@ -82,6 +83,17 @@ void max_all(const Tensor& x, Tensor& out) {
     cur = part;
   }
   reduce_max(cur.reshape({1, cur.numel()}), out);
+}
+
+void max_abs_all(const Tensor& x, Tensor& out) {
+  req_defined("max_abs_all", "x", x);
+  Tensor both = Tensor::empty({2}, DType::f32, x.device());
+  Tensor hi = both.slice(0, 1), lo = both.slice(1, 2);
+  max_all(x, hi);
+  Tensor neg = Tensor::empty(x.shape(), DType::f32, x.device());
+  scale(-1.0f, x, neg);
+  max_all(neg, lo);
+  reduce_max(both.reshape({1, 2}), out);
 }
 
 float max(const Tensor& x) {

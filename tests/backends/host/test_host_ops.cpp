@@ -118,7 +118,7 @@ TEST_CASE("argmax ties pick the first index; NaN propagates like torch") {
 
 // max_all reduces in stages of 1024-element rows (so a GPU runs it in many threads); a max is
 // exact, so every size, and where the largest, an inf or a NaN sits, gives the naive loop's answer.
-TEST_CASE("max_all: every element's max in stages, NaN wins, the bad inputs named") {
+TEST_CASE("max_all and max_abs_all: every element's max in stages, NaN wins, the bad inputs named") {
   auto& dev = cohort::host_device();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -148,6 +148,25 @@ TEST_CASE("max_all: every element's max in stages, NaN wins, the bad inputs name
     for (float& f : neg) f = -std::fabs(f) - 1.0f;
     neg[static_cast<std::size_t>(n - 1)] = -inf;
     CHECK(max_of(neg) == *std::max_element(neg.begin(), neg.end()));
+  }
+  // max_abs_all: the largest magnitude, negative or positive, NaN and inf as max_all.
+  for (std::int64_t n : {1, 1025, 3 * 1024 + 5}) {
+    CAPTURE(n);
+    auto v = random_vector(static_cast<std::size_t>(n), 12);
+    Tensor out = Tensor::empty({1}, DType::f32, dev);
+    auto abs_of = [&](const std::vector<float>& w) {
+      ops::max_abs_all(Tensor::from_vector(w, {n}, dev), out);
+      return out.item();
+    };
+    float naive = 0;
+    for (float f : v) naive = std::max(naive, std::fabs(f));
+    CHECK(abs_of(v) == naive);
+    v[static_cast<std::size_t>(n - 1)] = -1e30f;
+    CHECK(abs_of(v) == 1e30f);
+    v[0] = -inf;
+    CHECK(abs_of(v) == inf);
+    v[static_cast<std::size_t>(n / 2)] = nan;
+    CHECK(std::isnan(abs_of(v)));
   }
   // A 3-D tensor is every element too; ops::max reads it back.
   Tensor t = Tensor::from_vector<float>({1, -2, 3, 9, 5, -6, 7, 8}, {2, 2, 2}, dev);

@@ -38,6 +38,9 @@ void fill_normal(Tensor& x, float mean, float stddev, std::uint64_t seed, std::u
 // [1, n] reduce_max is one work item, on a GPU one thread reading all n elements. The result is
 // exact, so the staging changes no value.
 void max_all(const Tensor& x, Tensor& out);
+// max |x| over every element into the one-element `out` (NaN wins; an inf gives inf): max_all of
+// x and of -x, then the larger. The GradScaler's inf check and clip_grad_norm's infinity norm.
+void max_abs_all(const Tensor& x, Tensor& out);
 
 float sum(const Tensor& x);
 float max(const Tensor& x);  // max_all, read back to the host
