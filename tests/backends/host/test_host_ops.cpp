@@ -118,7 +118,8 @@ TEST_CASE("argmax ties pick the first index; NaN propagates like torch") {
 
 // max_all reduces in stages of 1024-element rows (so a GPU runs it in many threads); a max is
 // exact, so every size, and where the largest, an inf or a NaN sits, gives the naive loop's answer.
-TEST_CASE("max_all and max_abs_all: every element's max in stages, NaN wins, the bad inputs named") {
+TEST_CASE(
+    "max_all and max_abs_all: every element's max in stages, NaN wins, the bad inputs named") {
   auto& dev = cohort::host_device();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
