@@ -588,6 +588,20 @@ std::vector<Row> rows() {
       return std::vector<Vec>{o.dx, o.dgamma, o.dbeta};
     });
   });
+  // 300 rows: on the GPU dgamma and dbeta sum in stages of 64 rows (a partial last block), and
+  // they accumulate onto what they held.
+  add(Op::layer_norm_backward, "layer_norm backward [300, 40]", 1e-5, [](Case& c) {
+    const HostTensor x = uni({300, 40}, 64), g = uni({40}, 65), dy = uni({300, 40}, 66);
+    const HostTensor dg0 = uni({40}, 67), db0 = uni({40}, 68);
+    Tensor xd = c.in(x), gd = c.in(g), y = c.out({300, 40}), m = c.out({300}), rs = c.out({300});
+    ops::layer_norm_forward(xd, 40, &gd, nullptr, y, m, rs, 1e-5f);
+    Tensor dx = c.out({300, 40}), dg = c.out(dg0), db = c.out(db0);
+    ops::layer_norm_backward(xd, c.in(dy), 40, &gd, m, rs, &dx, &dg, &db);
+    c.check({dx, dg, db}, [=] {
+      const ref::NormGrads o = ref::layer_norm_backward(x.v, dy.v, 300, 40, g.v, 1e-5f, dg0.v, db0.v);
+      return std::vector<Vec>{o.dx, o.dgamma, o.dbeta};
+    });
+  });
 
   // ---- dropout (the reference draws the mask itself; a kept element is one f32 product) ----
   DropoutArgs d1;

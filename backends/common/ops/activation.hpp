@@ -146,6 +146,23 @@ struct BiasActRow {  // item: one row of `channels` elements
   }
 };
 
+// One element per item, for executors with kFineItems (the GPU): BiasActPlane's and BiasActRow's
+// expression for that element (y + b, b = +0 without a bias), so the bits are theirs. A plane or
+// row per item would be one GPU thread walking hundreds of elements, neighbouring threads a plane
+// apart (GPU review G2).
+template <Activation F>
+struct BiasActElement {  // item: element; items = outer * channels * inner
+  ChannelDims d;
+  const float* bias;  // nullable: activation only
+  float* y;
+  float alpha;
+  i64 cost() const { return 1; }
+  COHORT_HD_ALWAYS_INLINE void operator()(i64 i) const {
+    const float b = bias ? bias[(i / d.inner) % d.channels] : 0.0f;
+    y[i] = Act<F>::f(y[i] + b, alpha);
+  }
+};
+
 struct BiasGradChannel {  // item: channel; dbias[c] += sum over (outer, inner)
   ChannelDims d;
   const float* dy;
@@ -248,7 +265,10 @@ void run(Exec& e, const calls::ActivationBackward& c) {
 template <class Exec>
 void run(Exec& e, const calls::BiasAdd& c) {
   with_activation(c.f, [&](auto tag) {
-    if (c.d.inner == 1)
+    if constexpr (has_fine_items_v<Exec>)
+      e.for_each("cohort::bias_add", c.d.outer * c.d.channels * c.d.inner,
+                 BiasActElement<decltype(tag)::value>{c.d, c.bias, c.y, c.alpha});
+    else if (c.d.inner == 1)
       e.for_each("cohort::bias_add", c.d.outer,
                  BiasActRow<decltype(tag)::value>{c.d, c.bias, c.y, c.alpha});
     else

@@ -174,9 +174,15 @@ void run(Exec& e, const calls::Conv2dForward& c) {
       [&](i64 b, float*) {  // bias + activation while the image's output is in cache
         if (c.bias || a.act != Activation::identity)
           with_activation(a.act, [&](auto tag) {
-            e.for_each("cohort::conv2d_bias_act", a.k,
-                       BiasActPlane<decltype(tag)::value>{ChannelDims{1, a.k, ohw}, c.bias,
-                                                          c.y + b * a.k * ohw, a.act_alpha});
+            constexpr Activation F = decltype(tag)::value;
+            const ChannelDims d{1, a.k, ohw};
+            float* y = c.y + b * a.k * ohw;
+            if constexpr (has_fine_items_v<Exec>)
+              e.for_each("cohort::conv2d_bias_act", a.k * ohw,
+                         BiasActElement<F>{d, c.bias, y, a.act_alpha});
+            else
+              e.for_each("cohort::conv2d_bias_act", a.k,
+                         BiasActPlane<F>{d, c.bias, y, a.act_alpha});
           });
       });
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "cohort/backend/op_calls.hpp"
@@ -83,13 +84,29 @@ struct BatchNormApply {  // item: (image, channel) plane
   const float* invstd;
   float* y;
   i64 cost() const { return a.inner; }
+  // Channel c's map y = x * scale + shift.
+  COHORT_HD void affine(i64 c, float& scale, float& shift) const {
+    scale = invstd[c] * (gamma ? gamma[c] : 1.0f);
+    shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
+  }
   COHORT_HD void operator()(i64 plane) const {
-    const i64 c = plane % a.c;
-    const float scale = invstd[c] * (gamma ? gamma[c] : 1.0f);
-    const float shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
+    float scale, shift;
+    affine(plane % a.c, scale, shift);
     const float* in = x + plane * a.inner;
     float* out = y + plane * a.inner;
     for (i64 i = 0; i < a.inner; ++i) out[i] = in[i] * scale + shift;
+  }
+};
+
+// BatchNormApply one element per item, for executors with kFineItems (the GPU: eval mode and the
+// cases cuDNN declines); the same scale and shift, so the same bits.
+struct BatchNormApplyElement {  // item: element; items = n * c * inner
+  BatchNormApply p;
+  i64 cost() const { return 1; }
+  COHORT_HD void operator()(i64 i) const {
+    float scale, shift;
+    p.affine((i / p.a.inner) % p.a.c, scale, shift);
+    p.y[i] = p.x[i] * scale + shift;
   }
 };
 
@@ -341,12 +358,86 @@ struct LayerNormParamGradCols {
   }
 };
 
+// LayerNormParamGradCols's sums in two stages, for executors with kFineItems (the GPU), where its
+// ceil(cols / 16) items would be a handful of threads each reading every row (the ViT's 256
+// columns: 16 threads over 4160 rows; GPU review G2). Stage one: an item per (block of kRows rows,
+// column), neighbouring items neighbouring columns (coalesced reads), its double sums written to
+// scratch; stage two: an item per column adds its blocks' sums in block order. Each term is
+// LayerNormParamGradCols's, in double; only the grouping of the additions differs, so dgamma and
+// dbeta agree with it within double rounding before the final rounding to float.
+struct LayerNormParamGradPartial {  // item: (row block, column); items = blocks(a) * cols
+  static constexpr i64 kRows = 64;
+  static i64 blocks(const LayerNormArgs& a) { return (a.rows + kRows - 1) / kRows; }
+  LayerNormArgs a;
+  const float* x;
+  const float* dy;
+  const float* mean;
+  const float* rstd;
+  double* part_g;  // [blocks, cols]: sum dy * xhat over the block's rows
+  double* part_b;  // [blocks, cols]: sum dy
+  i64 cost() const { return kRows; }
+  COHORT_HD void operator()(i64 item) const {
+    const i64 j = item % a.cols, r0 = item / a.cols * kRows;
+    const i64 r1 = a.rows - r0 < kRows ? a.rows : r0 + kRows;
+    double sg = 0.0, sb = 0.0;
+    for (i64 r = r0; r < r1; ++r) {
+      const float g = dy[r * a.cols + j];
+      sb += g;
+      sg += static_cast<double>(g) * ((x[r * a.cols + j] - mean[r]) * rstd[r]);
+    }
+    part_g[item] = sg;
+    part_b[item] = sb;
+  }
+};
+
+struct LayerNormParamGradFinish {  // item: column
+  i64 cols, blocks;
+  const double* part_g;
+  const double* part_b;
+  float* dgamma;  // nullable
+  float* dbeta;   // nullable
+  i64 cost() const { return blocks; }
+  COHORT_HD void operator()(i64 j) const {
+    double sg = 0.0, sb = 0.0;
+    for (i64 b = 0; b < blocks; ++b) {
+      sg += part_g[b * cols + j];
+      sb += part_b[b * cols + j];
+    }
+    if (dgamma) dgamma[j] += static_cast<float>(sg);
+    if (dbeta) dbeta[j] += static_cast<float>(sb);
+  }
+};
+
+template <class Exec>
+void layer_norm_param_grad(Exec& e, const calls::LayerNormBackward& c) {
+  if constexpr (has_fine_items_v<Exec>) {
+    const i64 blocks = LayerNormParamGradPartial::blocks(c.a), items = blocks * c.a.cols;
+    if (items == 0) return;  // no rows: nothing to add
+    // Two arrays of `items` doubles; scratch comes in floats, aligned for any type.
+    double* part = reinterpret_cast<double*>(e.scratch(static_cast<std::size_t>(4 * items)));
+    e.for_each("cohort::layer_norm_param_grad", items,
+               LayerNormParamGradPartial{c.a, c.x, c.dy, c.save_mean, c.save_rstd, part,
+                                         part + items});
+    e.for_each("cohort::layer_norm_param_grad", c.a.cols,
+               LayerNormParamGradFinish{c.a.cols, blocks, part, part + items, c.dgamma, c.dbeta});
+  } else {
+    e.for_each("cohort::layer_norm_param_grad",
+               (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,
+               LayerNormParamGradCols{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma,
+                                      c.dbeta});
+  }
+}
+
 template <class Exec>
 void run(Exec& e, const calls::BatchNormForward& c) {
   e.for_each("cohort::batch_norm_stats", c.a.c,
              BatchNormStats{c.a, c.x, c.running_mean, c.running_var, c.save_mean, c.save_invstd});
-  e.for_each("cohort::batch_norm_apply", c.a.n * c.a.c,
-             BatchNormApply{c.a, c.x, c.gamma, c.beta, c.save_mean, c.save_invstd, c.y});
+  const BatchNormApply apply{c.a, c.x, c.gamma, c.beta, c.save_mean, c.save_invstd, c.y};
+  if constexpr (has_fine_items_v<Exec>)
+    e.for_each("cohort::batch_norm_apply", c.a.n * c.a.c * c.a.inner,
+               BatchNormApplyElement{apply});
+  else
+    e.for_each("cohort::batch_norm_apply", c.a.n * c.a.c, apply);
 }
 template <class Exec>
 void run(Exec& e, const calls::BatchNormBackward& c) {
@@ -364,11 +455,7 @@ void run(Exec& e, const calls::LayerNormBackward& c) {
     e.for_each(
         "cohort::layer_norm_backward", c.a.rows,
         LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx, c.dx_add});
-  if (c.dgamma || c.dbeta)
-    e.for_each("cohort::layer_norm_param_grad",
-               (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,
-               LayerNormParamGradCols{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma,
-                                      c.dbeta});
+  if (c.dgamma || c.dbeta) layer_norm_param_grad(e, c);
 }
 
 }  // namespace cohort::kernels

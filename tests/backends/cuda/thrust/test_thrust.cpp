@@ -4,6 +4,7 @@
 // thrust-host against its reference as well.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -238,7 +239,8 @@ TEST_CASE("pooling one element per item equals the host's rows and planes bit fo
 // agree bit for bit. Channel counts that leave a partial block, planes of 1 to 16 elements;
 // training with running statistics and eval; dx, dgamma and dbeta (accumulated onto a nonzero
 // start). (From 32 elements on both run the per-channel items, whose sums the host vectorises in
-// its own order: there the two agree within rounding, as the parity table checks.)
+// its own order: there the two agree within rounding, as the parity table checks.) Thrust's affine
+// map runs an item per element (BatchNormApplyElement), the host's one per image.
 TEST_CASE(
     "batch norm over short planes: the host's channel blocks equal the per-channel items bit for "
     "bit") {
@@ -269,7 +271,11 @@ TEST_CASE(
         Tensor trm = t(rm, {k.c}), trv = t(rv, {k.c}), tdg = t(dg0, {k.c}), tdb = t(db0, {k.c});
         Tensor y = Tensor::zeros(xs, DType::f32, *d), dx = Tensor::zeros(xs, DType::f32, *d);
         Tensor sm = Tensor::zeros({k.c}, DType::f32, *d), si = Tensor::zeros({k.c}, DType::f32, *d);
+        const std::uint64_t before = testing::thrust_items(Op::batch_norm_forward);
         ops::batch_norm_forward(tx, &tg, &tb, &trm, &trv, y, sm, si, 1e-5f, 0.1f, training);
+        if (d == &dev())  // statistics per channel, the affine map per element (BatchNormApplyElement)
+          CHECK(testing::thrust_items(Op::batch_norm_forward) - before ==
+                static_cast<std::uint64_t>(k.c + k.n * k.c * k.h * k.w));
         ops::batch_norm_backward(tx, tdy, &tg, sm, si, &dx, &tdg, &tdb, training);
         for (const Tensor* r : {&y, &sm, &si, &trm, &trv, &dx, &tdg, &tdb})
           out[side].push_back(r->to(host_device()).to_vector<float>());
@@ -300,4 +306,132 @@ TEST_CASE("max_all on thrust-host: staged launches, the host's value") {
   ops::max_all(x, out);
   CHECK(testing::thrust_calls(Op::reduce_max) - before == 5);
   CHECK(out.to(host_device()).item() == hout.item());
+}
+
+// bias_add runs one element per item on Thrust (kFineItems: BiasActElement) and one plane or row
+// per item on the host. Each element must find its own channel (NCHW: (i / inner) % C; [N, F]:
+// i % F) and be written once: checked against y + b and the activation computed here, exactly,
+// for NCHW planes of 63 and a linear layer's [13, 37] (NaN and -0 among the inputs).
+TEST_CASE("bias_add one element per item: each element's channel, each element once") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    Shape s;
+    int axis;
+    std::int64_t channels, inner;
+  };
+  for (const Case& k : {Case{{3, 5, 7, 9}, 1, 5, 63}, Case{{13, 37}, -1, 37, 1}}) {
+    std::vector<float> y0 = Tensor::uniform(k.s, -2.0f, 2.0f, 51, host_device()).to_vector<float>();
+    y0[3] = nan;
+    y0[4] = -0.0f;
+    const std::vector<float> b =
+        Tensor::uniform({k.channels}, -1.0f, 1.0f, 52, host_device()).to_vector<float>();
+    for (Activation f : {Activation::identity, Activation::relu, Activation::leaky_relu}) {
+      CAPTURE(k.channels);
+      CAPTURE(static_cast<int>(f));
+      const float alpha = 0.125f;
+      Tensor y = on_dev(y0, k.s);
+      const std::uint64_t before = testing::thrust_items(Op::bias_add);
+      ops::bias_add(on_dev(b, {k.channels}), y, k.axis, f, alpha);
+      CHECK(testing::thrust_items(Op::bias_add) - before == y0.size());  // one item per element
+      const std::vector<float> got = y.to(host_device()).to_vector<float>();
+      REQUIRE(got.size() == y0.size());
+      int wrong = 0;
+      for (std::size_t i = 0; i < y0.size(); ++i) {
+        const float v = y0[i] + b[(static_cast<std::int64_t>(i) / k.inner) % k.channels];
+        const float want = f == Activation::identity ? v
+                           : f == Activation::relu   ? (v <= 0.0f ? 0.0f : v)
+                                                     : (v > 0.0f ? v : v * alpha);
+        wrong += !(std::memcmp(&want, &got[i], sizeof(float)) == 0 ||
+                   (std::isnan(want) && std::isnan(got[i])));
+      }
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+// Layer norm's dgamma and dbeta run in two stages on Thrust (LayerNormParamGradPartial over blocks
+// of 64 rows, then LayerNormParamGradFinish per column, adding the blocks in order); the host sums
+// every row of a column in order. Checked here: the staged order computed independently (the same
+// terms in double, grouped by 64 rows) gives the same bits; the host's all-rows order and a
+// reference in double agree within float rounding; the gradients are added to what dgamma and
+// dbeta held; dx has the host's row items' bits; the launches are those stages (items counted).
+// Row counts under one block, at a block boundary and with a partial last block; 1, 40 and 257
+// columns.
+TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") {
+  struct Case {
+    std::int64_t rows, cols;
+  };
+  for (const Case k : {Case{5, 40}, Case{64, 40}, Case{300, 40}, Case{130, 257}, Case{200, 1}}) {
+    CAPTURE(k.rows);
+    CAPTURE(k.cols);
+    const Shape xs{k.rows, k.cols};
+    const auto vec = [](const Shape& s, std::uint64_t seed, float lo, float hi) {
+      return Tensor::uniform(s, lo, hi, seed, host_device()).to_vector<float>();
+    };
+    const std::vector<float> x = vec(xs, 61, -2.0f, 3.0f), dy = vec(xs, 62, -1.0f, 1.0f);
+    const std::vector<float> g = vec({k.cols}, 63, 0.5f, 1.5f), b = vec({k.cols}, 64, -0.5f, 0.5f);
+    const std::vector<float> dg0 = vec({k.cols}, 65, -1.0f, 1.0f), db0 = vec({k.cols}, 66, -1.0f, 1.0f);
+    std::vector<float> mean, rstd, dx, dg, db, host_dx;
+    for (Device* d : {&dev(), &host_device()}) {
+      auto t = [&](const std::vector<float>& v, const Shape& s) {
+        return Tensor::from_vector(v, s, host_device()).to(*d);
+      };
+      Tensor tx = t(x, xs), tg = t(g, {k.cols}), tb = t(b, {k.cols});
+      Tensor y = Tensor::zeros(xs, DType::f32, *d), tdx = Tensor::zeros(xs, DType::f32, *d);
+      Tensor m = Tensor::zeros({k.rows}, DType::f32, *d), rs = Tensor::zeros({k.rows}, DType::f32, *d);
+      Tensor tdg = t(dg0, {k.cols}), tdb = t(db0, {k.cols});
+      ops::layer_norm_forward(tx, k.cols, &tg, &tb, y, m, rs, 1e-5f);
+      if (d == &host_device()) {  // the host's row items on thrust-host's statistics
+        Tensor tm = t(mean, {k.rows}), trs = t(rstd, {k.rows});
+        ops::layer_norm_backward(tx, t(dy, xs), k.cols, &tg, tm, trs, &tdx, nullptr, nullptr);
+        host_dx = tdx.to_vector<float>();
+        break;
+      }
+      const std::uint64_t before = testing::thrust_items(Op::layer_norm_backward);
+      ops::layer_norm_backward(tx, t(dy, xs), k.cols, &tg, m, rs, &tdx, &tdg, &tdb);
+      // dx's row items, then an item per (block of 64 rows, column) and one per column.
+      const std::int64_t blocks = (k.rows + 63) / 64;
+      CHECK(testing::thrust_items(Op::layer_norm_backward) - before ==
+            static_cast<std::uint64_t>(k.rows + blocks * k.cols + k.cols));
+      mean = m.to(host_device()).to_vector<float>();
+      rstd = rs.to(host_device()).to_vector<float>();
+      dx = tdx.to(host_device()).to_vector<float>();
+      dg = tdg.to(host_device()).to_vector<float>();
+      db = tdb.to(host_device()).to_vector<float>();
+    }
+    CHECK(std::memcmp(dx.data(), host_dx.data(), dx.size() * sizeof(float)) == 0);
+    int staged_wrong = 0, rounding_wrong = 0;
+    for (std::int64_t j = 0; j < k.cols; ++j) {
+      double sg = 0, sb = 0, all_g = 0, all_b = 0, ref_g = 0, ref_b = 0;
+      for (std::int64_t r0 = 0; r0 < k.rows; r0 += 64) {
+        double pg = 0, pb = 0;
+        for (std::int64_t r = r0; r < std::min(k.rows, r0 + 64); ++r) {
+          const float gv = dy[r * k.cols + j];
+          const double term = static_cast<double>(gv) * ((x[r * k.cols + j] - mean[r]) * rstd[r]);
+          pg += term;
+          pb += gv;
+          all_g += term;
+          all_b += gv;
+          ref_g += static_cast<double>(gv) * ((x[r * k.cols + j] - static_cast<double>(mean[r])) *
+                                              static_cast<double>(rstd[r]));
+          ref_b += gv;
+        }
+        sg += pg;
+        sb += pb;
+      }
+      const float want_g = dg0[j] + static_cast<float>(sg), want_b = db0[j] + static_cast<float>(sb);
+      staged_wrong += std::memcmp(&want_g, &dg[j], sizeof(float)) != 0;
+      staged_wrong += std::memcmp(&want_b, &db[j], sizeof(float)) != 0;
+      // The host's order and the double reference: within a float ulp of the sum and of the total.
+      auto near = [](double want, float got, double scale) {
+        return std::fabs(want - got) <= 1.2e-7 * (std::fabs(want) + scale) + 1e-30;
+      };
+      rounding_wrong += !near(dg0[j] + all_g, dg[j], std::fabs(dg0[j]) + std::fabs(all_g));
+      rounding_wrong += !near(db0[j] + all_b, db[j], std::fabs(db0[j]) + std::fabs(all_b));
+      rounding_wrong += !(std::fabs(dg0[j] + ref_g - dg[j]) <= 1e-5 * (1 + std::fabs(ref_g)));
+      rounding_wrong += !(std::fabs(db0[j] + ref_b - db[j]) <= 1e-5 * (1 + std::fabs(ref_b)));
+    }
+    CHECK(staged_wrong == 0);
+    CHECK(rounding_wrong == 0);
+  }
 }

@@ -17,7 +17,8 @@
 namespace cohort::testing {
 namespace {
 
-std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Op::count_)> g_thrust_calls{};
+std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Op::count_)> g_thrust_calls{},
+    g_thrust_items{};
 
 using CppPolicy = decltype(thrust::cpp::par);
 
@@ -28,10 +29,12 @@ class ThrustHostExec : public cuda::ThrustExec<CppPolicy> {
  public:
   ThrustHostExec() : cuda::ThrustExec<CppPolicy>(thrust::cpp::par) {}
   bool used = false;
+  std::uint64_t items = 0;  // work items for_each launched
 
   template <class F>
   void for_each(const char* label, kernels::i64 count, const F& f) {
     used = true;
+    if (count > 0) items += static_cast<std::uint64_t>(count);
     ThrustExec::for_each(label, count, f);
   }
   template <class... A>
@@ -71,6 +74,7 @@ class ThrustHostDevice final : public HostMemoryDevice {
     ThrustHostExec e;
     kernels::run_call(e, call);
     if (e.used) ++g_thrust_calls[static_cast<std::size_t>(op_of(call))];
+    g_thrust_items[static_cast<std::size_t>(op_of(call))] += e.items;
   }
 };
 
@@ -84,5 +88,7 @@ Device& thrust_host_device() {
 bool thrust_covers(Op op) { return op != Op::gemm && op != Op::gemm_batched; }
 
 std::uint64_t thrust_calls(Op op) { return g_thrust_calls[static_cast<std::size_t>(op)]; }
+
+std::uint64_t thrust_items(Op op) { return g_thrust_items[static_cast<std::size_t>(op)]; }
 
 }  // namespace cohort::testing

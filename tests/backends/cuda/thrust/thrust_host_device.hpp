@@ -21,4 +21,8 @@ bool thrust_covers(Op op);
 // How many calls of `op` thrust_host_device() has run through Thrust since the program started.
 std::uint64_t thrust_calls(Op op);
 
+// How many work items the for_each launches of `op`'s calls have run in all (which decomposition
+// a family chose: an item per element or per row, stages).
+std::uint64_t thrust_items(Op op);
+
 }  // namespace cohort::testing
