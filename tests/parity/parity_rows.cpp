@@ -598,7 +598,8 @@ std::vector<Row> rows() {
     Tensor dx = c.out({300, 40}), dg = c.out(dg0), db = c.out(db0);
     ops::layer_norm_backward(xd, c.in(dy), 40, &gd, m, rs, &dx, &dg, &db);
     c.check({dx, dg, db}, [=] {
-      const ref::NormGrads o = ref::layer_norm_backward(x.v, dy.v, 300, 40, g.v, 1e-5f, dg0.v, db0.v);
+      const ref::NormGrads o =
+          ref::layer_norm_backward(x.v, dy.v, 300, 40, g.v, 1e-5f, dg0.v, db0.v);
       return std::vector<Vec>{o.dx, o.dgamma, o.dbeta};
     });
   });

@@ -58,8 +58,8 @@ inline constexpr bool has_transforms_v = has_transforms<Exec>::value;
 // plane (the host, where an item is a core's loop the compiler vectorises). A family that offers
 // both decompositions computes every element with the same operations in the same order in both,
 // so results are bit-identical whichever runs. The exception is a sum over many rows split into
-// stages for the GPU (layer norm's parameter gradients, norm.hpp): the same terms in double, grouped
-// differently, so equal within double rounding; the family says so where it does it.
+// stages for the GPU (layer norm's parameter gradients, norm.hpp): the same terms in double,
+// grouped differently, so equal within double rounding; the family says so where it does it.
 template <class Exec, class = void>
 struct has_fine_items : std::false_type {};
 template <class Exec>

@@ -415,16 +415,15 @@ void layer_norm_param_grad(Exec& e, const calls::LayerNormBackward& c) {
     if (items == 0) return;  // no rows: nothing to add
     // Two arrays of `items` doubles; scratch comes in floats, aligned for any type.
     double* part = reinterpret_cast<double*>(e.scratch(static_cast<std::size_t>(4 * items)));
-    e.for_each("cohort::layer_norm_param_grad", items,
-               LayerNormParamGradPartial{c.a, c.x, c.dy, c.save_mean, c.save_rstd, part,
-                                         part + items});
+    e.for_each(
+        "cohort::layer_norm_param_grad", items,
+        LayerNormParamGradPartial{c.a, c.x, c.dy, c.save_mean, c.save_rstd, part, part + items});
     e.for_each("cohort::layer_norm_param_grad", c.a.cols,
                LayerNormParamGradFinish{c.a.cols, blocks, part, part + items, c.dgamma, c.dbeta});
   } else {
     e.for_each("cohort::layer_norm_param_grad",
                (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,
-               LayerNormParamGradCols{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma,
-                                      c.dbeta});
+               LayerNormParamGradCols{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma, c.dbeta});
   }
 }
 
@@ -434,8 +433,7 @@ void run(Exec& e, const calls::BatchNormForward& c) {
              BatchNormStats{c.a, c.x, c.running_mean, c.running_var, c.save_mean, c.save_invstd});
   const BatchNormApply apply{c.a, c.x, c.gamma, c.beta, c.save_mean, c.save_invstd, c.y};
   if constexpr (has_fine_items_v<Exec>)
-    e.for_each("cohort::batch_norm_apply", c.a.n * c.a.c * c.a.inner,
-               BatchNormApplyElement{apply});
+    e.for_each("cohort::batch_norm_apply", c.a.n * c.a.c * c.a.inner, BatchNormApplyElement{apply});
   else
     e.for_each("cohort::batch_norm_apply", c.a.n * c.a.c, apply);
 }

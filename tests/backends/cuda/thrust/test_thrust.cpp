@@ -273,7 +273,8 @@ TEST_CASE(
         Tensor sm = Tensor::zeros({k.c}, DType::f32, *d), si = Tensor::zeros({k.c}, DType::f32, *d);
         const std::uint64_t before = testing::thrust_items(Op::batch_norm_forward);
         ops::batch_norm_forward(tx, &tg, &tb, &trm, &trv, y, sm, si, 1e-5f, 0.1f, training);
-        if (d == &dev())  // statistics per channel, the affine map per element (BatchNormApplyElement)
+        if (d ==
+            &dev())  // statistics per channel, the affine map per element (BatchNormApplyElement)
           CHECK(testing::thrust_items(Op::batch_norm_forward) - before ==
                 static_cast<std::uint64_t>(k.c + k.n * k.c * k.h * k.w));
         ops::batch_norm_backward(tx, tdy, &tg, sm, si, &dx, &tdg, &tdb, training);
@@ -370,7 +371,8 @@ TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") 
     };
     const std::vector<float> x = vec(xs, 61, -2.0f, 3.0f), dy = vec(xs, 62, -1.0f, 1.0f);
     const std::vector<float> g = vec({k.cols}, 63, 0.5f, 1.5f), b = vec({k.cols}, 64, -0.5f, 0.5f);
-    const std::vector<float> dg0 = vec({k.cols}, 65, -1.0f, 1.0f), db0 = vec({k.cols}, 66, -1.0f, 1.0f);
+    const std::vector<float> dg0 = vec({k.cols}, 65, -1.0f, 1.0f),
+                             db0 = vec({k.cols}, 66, -1.0f, 1.0f);
     std::vector<float> mean, rstd, dx, dg, db, host_dx;
     for (Device* d : {&dev(), &host_device()}) {
       auto t = [&](const std::vector<float>& v, const Shape& s) {
@@ -378,7 +380,8 @@ TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") 
       };
       Tensor tx = t(x, xs), tg = t(g, {k.cols}), tb = t(b, {k.cols});
       Tensor y = Tensor::zeros(xs, DType::f32, *d), tdx = Tensor::zeros(xs, DType::f32, *d);
-      Tensor m = Tensor::zeros({k.rows}, DType::f32, *d), rs = Tensor::zeros({k.rows}, DType::f32, *d);
+      Tensor m = Tensor::zeros({k.rows}, DType::f32, *d),
+             rs = Tensor::zeros({k.rows}, DType::f32, *d);
       Tensor tdg = t(dg0, {k.cols}), tdb = t(db0, {k.cols});
       ops::layer_norm_forward(tx, k.cols, &tg, &tb, y, m, rs, 1e-5f);
       if (d == &host_device()) {  // the host's row items on thrust-host's statistics
@@ -419,7 +422,8 @@ TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") 
         sg += pg;
         sb += pb;
       }
-      const float want_g = dg0[j] + static_cast<float>(sg), want_b = db0[j] + static_cast<float>(sb);
+      const float want_g = dg0[j] + static_cast<float>(sg),
+                  want_b = db0[j] + static_cast<float>(sb);
       staged_wrong += std::memcmp(&want_g, &dg[j], sizeof(float)) != 0;
       staged_wrong += std::memcmp(&want_b, &db[j], sizeof(float)) != 0;
       // The host's order and the double reference: within a float ulp of the sum and of the total.
