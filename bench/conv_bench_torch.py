@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.2)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--pipelined", type=int, default=1)
+    ap.add_argument("--cudnn-benchmark", action="store_true",
+                    help="torch.backends.cudnn.benchmark = True (cohort: COHORT_CUDNN_BENCHMARK=1)")
     a = ap.parse_args()
     if a.pipelined < 1:
         ap.error(f"--pipelined {a.pipelined}: needs a whole number >= 1")
@@ -41,7 +43,10 @@ def main():
     if cuda:
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.benchmark = a.cudnn_benchmark
     pipe = f" pipelined {a.pipelined}" if a.pipelined > 1 else ""
+    if cuda and a.cudnn_benchmark:
+        pipe += " cudnn.benchmark"
     print(f"threads {torch.get_num_threads()} path torch-{torch.__version__}{' ' + a.device if cuda else ''}{pipe}",
           flush=True)
 

@@ -28,6 +28,8 @@
 #include "cohort/backend/routes.hpp"
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/collectives/registry.hpp"
+#include "cohort/core/error.hpp"
+#include "cohort/core/math_mode.hpp"
 #include "cohort/devices.hpp"
 #include "detail/backoff.hpp"
 #include "shm/segment.hpp"
@@ -200,6 +202,26 @@ void check_amp() {
            "use a CPU with AVX-512 BF16 (Cooper Lake, Sapphire Rapids, Zen 4) or AMX for bf16");
 }
 
+// The GPU math modes the environment sets (cohort/core/math_mode.hpp): each variable's value is
+// checked, so a typo is reported here rather than at the job's first convolution.
+void check_math() {
+  const char* vars[] = {"COHORT_ALLOW_TF32", "COHORT_DETERMINISTIC", "COHORT_CUDNN_BENCHMARK"};
+  const char* what[] = {"TF32", "deterministic algorithms", "cuDNN benchmark"};
+  std::string d, bad;
+  for (int i = 0; i < 3; ++i) {
+    try {
+      d += std::string(d.empty() ? "" : ", ") + what[i] +
+           (cohort::math_mode_from_env(vars[i]) ? " on" : " off");
+    } catch (const cohort::Error& e) {
+      bad += std::string(bad.empty() ? "" : "; ") + e.why();
+    }
+  }
+  if (!bad.empty())
+    report("FAIL", "math", bad, "unset the variable or give it 1 (on) or 0 (off)");
+  else
+    report("ok", "math", d + " (GPU only; COHORT_ALLOW_TF32, COHORT_DETERMINISTIC, COHORT_CUDNN_BENCHMARK)");
+}
+
 void check_threads(int local) {
   const auto& ht = cohort::host_threads();
   const int cpus = cohort::comm::detail::usable_cpus();
@@ -274,6 +296,7 @@ int main(int argc, char** argv) {
     check_gpus(local);
     check_gemm();
     check_amp();
+    check_math();
     check_threads(local);
   } catch (const std::exception& e) {
     report("FAIL", "doctor", e.what());

@@ -440,6 +440,9 @@ speed_row() {  # CHECK MINE THEIRS TARGET DETAIL MISSING
   row "$1" "$res" "cohort $2 / torch $3 = ${ratio}x ($5; target >= $4)"
 }
 
+# The sum of conv_bench's (or its torch peer's) three columns over every shape row, "" if none.
+conv_sum() { awk 'NF == 4 && $2 ~ /^[0-9.]+$/ { s += $2 + $3 + $4; n++ } END { if (n) printf "%.3f", s }' "$1"; }
+
 stage_speed() {
   local tv t c ips_t="" ips_c="" round lt lc
   run_capped 60 "$build/torch_check.log" python3 -c \
@@ -509,6 +512,30 @@ stage_speed() {
         "$(med "${amp_t[f16]}")" 0.9 \
         "f32: cohort $(med "${amp_c[off]}"), torch $(med "${amp_t[off]}"); batch 64, 40 steps, median of 3" \
         "cohort:${amp_c[f16]:-} torch:${amp_t[f16]:-}${amp_end:-}; see $build/speed_amp_*.log"
+    fi
+    # cuDNN's algorithm choice: heuristics (the default) against benchmark mode
+    # (COHORT_CUDNN_BENCHMARK=1, cudnnFind*Ex timing), beside PyTorch's default and its
+    # cudnn.benchmark, over bench/conv_shapes.txt (20 calls per synchronisation). Info: which
+    # default serves users is read from this row.
+    if need "conv cudnn benchmark vs torch" conv_bench; then
+      local lcb="$build/conv_bench_cuda" cb_h cb_b tb_h tb_b
+      run_capped 90 "$lcb.heuristic.log" "$bin/conv_bench" --device cuda --pipelined 20 --min-time 0.05
+      cb_h=$(conv_sum "$lcb.heuristic.log")
+      COHORT_CUDNN_BENCHMARK=1 run_capped 90 "$lcb.benchmark.log" "$bin/conv_bench" --device cuda \
+        --pipelined 20 --min-time 0.05
+      cb_b=$(conv_sum "$lcb.benchmark.log")
+      run_capped 90 "$lcb.torch.log" python3 bench/conv_bench_torch.py --device cuda --pipelined 20 --min-time 0.05
+      tb_h=$(conv_sum "$lcb.torch.log")
+      run_capped 90 "$lcb.torch_benchmark.log" python3 bench/conv_bench_torch.py --device cuda \
+        --pipelined 20 --min-time 0.05 --cudnn-benchmark
+      tb_b=$(conv_sum "$lcb.torch_benchmark.log")
+      if [ -n "$cb_h" ] && [ -n "$cb_b" ] && [ -n "$tb_h" ] && [ -n "$tb_b" ]; then
+        row "conv cudnn benchmark vs torch" info "$(awk -v ch="$cb_h" -v cb="$cb_b" -v th="$tb_h" -v tb="$tb_b" 'BEGIN {
+          printf "ms summed over the shapes (fwd + bwd data + bwd filter): heuristics cohort %s, torch %s (%.2fx); benchmark cohort %s, torch %s (%.2fx) (torch time / cohort time)",
+                 ch, th, th / ch, cb, tb, tb / cb }'); see $lcb.*.log"
+      else
+        row "conv cudnn benchmark vs torch" FAIL "no figure (cohort heuristics ${cb_h:-$(how_ended "$lcb.heuristic.log")}; benchmark ${cb_b:-$(how_ended "$lcb.benchmark.log")}; torch ${tb_h:-$(how_ended "$lcb.torch.log")}; torch benchmark ${tb_b:-$(how_ended "$lcb.torch_benchmark.log")}); see $lcb.*.log"
+      fi
     fi
   fi
   # nccl against NVIDIA's nccl-tests on the same GPUs (when its source was carried).

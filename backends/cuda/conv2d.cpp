@@ -25,6 +25,13 @@ namespace {
 using namespace cudnn_detail;
 using seams::ConvDir;
 
+// The math type the heuristics (and the timing of benchmark mode) rank under; each algorithm's own
+// is set before it runs. CUDNN_DEFAULT_MATH lets cuDNN use TF32 for f32 on Ampere and later;
+// FMA_MATH forbids it. 16-bit data rank under TENSOR_OP_MATH, the tensor cores autocast is for.
+int ranking_math(bool lowp) {
+  return lowp ? e::kTensorOpMath : allow_tf32() ? e::kDefaultMath : e::kFmaMath;
+}
+
 ConvDesc conv_desc(const seams::ConvValues& v) {
   cudnnConvolutionDescriptor_t raw = nullptr;
   COHORT_CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&raw));
@@ -33,13 +40,13 @@ ConvDesc conv_desc(const seams::ConvValues& v) {
       d.get(), v.pad_h, v.pad_w, v.stride_h, v.stride_w, v.dil_h, v.dil_w,
       static_cast<cudnnConvolutionMode_t>(v.mode), static_cast<cudnnDataType_t>(v.compute_type)));
   COHORT_CHECK_CUDNN(cudnnSetConvolutionGroupCount(d.get(), v.groups));
-  // The heuristics rank under this math type; each algorithm's own is set before it runs.
-  // CUDNN_DEFAULT_MATH lets cuDNN use TF32 for f32 on Ampere and later; FMA_MATH forbids it.
-  // 16-bit data rank under TENSOR_OP_MATH, the tensor cores autocast is for.
-  const int math = v.lowp ? e::kTensorOpMath : allow_tf32() ? e::kDefaultMath : e::kFmaMath;
-  COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(d.get(), static_cast<cudnnMathType_t>(math)));
+  COHORT_CHECK_CUDNN(
+      cudnnSetConvolutionMathType(d.get(), static_cast<cudnnMathType_t>(ranking_math(v.lowp))));
   return d;
 }
+
+// Bytes per element of the convolution's data (f32, or autocast's bf16 / f16 copies).
+std::size_t elem_bytes(const seams::ConvValues& v) { return v.lowp ? 2 : 4; }
 
 // Every descriptor of one convolution, from the seam's values.
 struct ConvDescs {
@@ -53,6 +60,15 @@ struct ConvDescs {
         conv(conv_desc(v)) {}
 };
 
+// The operands benchmark mode times the algorithms on: the call's two inputs (forward x and w,
+// backward data w and dy, backward filter x and dy) and the output's size in bytes. The timing
+// writes a scratch output of that size, never the call's own (backward filter adds to dw).
+struct FindIo {
+  const void* a;
+  const void* b;
+  std::size_t out_bytes;
+};
+
 // What the algorithm cache is keyed on (cudnn_state.hpp's ConvKey): a change of mode or data type
 // picks again rather than reusing a choice made under other rules.
 // The fused forward (bias and ReLU in the call) has its own entry: an algorithm that declines the
@@ -61,7 +77,7 @@ ConvKey key_of(ConvDir dir, bool fused, const Conv2dArgs& a) {
   // clang-format off
   return {static_cast<i64>(dir) + (fused ? 3 : 0), a.n, a.c, a.h, a.w, a.k, a.r, a.s, a.stride_h, a.stride_w,
           a.pad_h, a.pad_w, a.dil_h, a.dil_w, a.groups, a.oh, a.ow, allow_tf32() ? 1 : 0,
-          deterministic_algorithms() ? 1 : 0, static_cast<i64>(a.compute)};
+          deterministic_algorithms() ? 1 : 0, static_cast<i64>(a.compute), cudnn_benchmark() ? 1 : 0};
   // clang-format on
 }
 
@@ -112,8 +128,64 @@ std::vector<seams::AlgoPerf> to_plain(const Perf* perf, int returned, const Conv
   return out;
 }
 
+// The exact workspace of one algorithm of a direction (its enum type picks the query), as
+// to_plain asks it for each entry.
+struct WorkspaceQuery {
+  Cudnn::State& s;
+  const ConvDescs& d;
+  cudnnStatus_t operator()(cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) const {
+    return cudnnGetConvolutionForwardWorkspaceSize(s.handle, d.x.get(), d.w.get(), d.conv.get(),
+                                                   d.y.get(), algo, bytes);
+  }
+  cudnnStatus_t operator()(cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) const {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(s.handle, d.w.get(), d.y.get(),
+                                                        d.conv.get(), d.x.get(), algo, bytes);
+  }
+  cudnnStatus_t operator()(cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) const {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(s.handle, d.x.get(), d.y.get(),
+                                                          d.conv.get(), d.w.get(), algo, bytes);
+  }
+};
+
+// Benchmark mode's timing: cudnnFindConvolution*AlgorithmEx over every algorithm, on the call's
+// inputs, a scratch output and a workspace of `ws_bytes`, converted as the heuristic's entries are.
+// It runs on the handle's stream (after the work that made the inputs) and waits for its timings.
+std::vector<seams::AlgoPerf> measure(Cudnn::State& s, ConvDir dir, const ConvDescs& d,
+                                     const FindIo& io, std::size_t ws_bytes,
+                                     const seams::AlgoRules& rules) {
+  const Cudnn::State::Scratch out(s.device, io.out_bytes), ws(s.device, ws_bytes);
+  int returned = 0;
+  COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(
+      d.conv.get(), static_cast<cudnnMathType_t>(ranking_math(rules.lowp))));
+  switch (dir) {
+    case ConvDir::forward: {
+      std::array<cudnnConvolutionFwdAlgoPerf_t, 2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf{};
+      COHORT_CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+          s.handle, d.x.get(), io.a, d.w.get(), io.b, d.conv.get(), d.y.get(), out.p,
+          static_cast<int>(perf.size()), &returned, perf.data(), ws.p, ws_bytes));
+      return to_plain(perf.data(), returned, d, rules, WorkspaceQuery{s, d});
+    }
+    case ConvDir::backward_data: {
+      std::array<cudnnConvolutionBwdDataAlgoPerf_t, 2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
+      COHORT_CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          s.handle, d.w.get(), io.a, d.y.get(), io.b, d.conv.get(), d.x.get(), out.p,
+          static_cast<int>(perf.size()), &returned, perf.data(), ws.p, ws_bytes));
+      return to_plain(perf.data(), returned, d, rules, WorkspaceQuery{s, d});
+    }
+    case ConvDir::backward_filter: {
+      std::array<cudnnConvolutionBwdFilterAlgoPerf_t, 2 * CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
+          perf{};
+      COHORT_CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          s.handle, d.x.get(), io.a, d.y.get(), io.b, d.conv.get(), d.w.get(), out.p,
+          static_cast<int>(perf.size()), &returned, perf.data(), ws.p, ws_bytes));
+      return to_plain(perf.data(), returned, d, rules, WorkspaceQuery{s, d});
+    }
+  }
+  return {};
+}
+
 std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a,
-                                      const ConvDescs& d) {
+                                      const ConvDescs& d, const FindIo& io) {
   const ConvKey key = key_of(dir, fused, a);
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -133,10 +205,7 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, 
       COHORT_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
           s.handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), static_cast<int>(perf.size()),
           &returned, perf.data()));
-      plain = to_plain(perf.data(), returned, d, rules, [&](auto algo, std::size_t* bytes) {
-        return cudnnGetConvolutionForwardWorkspaceSize(s.handle, d.x.get(), d.w.get(),
-                                                       d.conv.get(), d.y.get(), algo, bytes);
-      });
+      plain = to_plain(perf.data(), returned, d, rules, WorkspaceQuery{s, d});
       break;
     }
     case ConvDir::backward_data: {
@@ -144,10 +213,7 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, 
       COHORT_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           s.handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), static_cast<int>(perf.size()),
           &returned, perf.data()));
-      plain = to_plain(perf.data(), returned, d, rules, [&](auto algo, std::size_t* bytes) {
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(
-            s.handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo, bytes);
-      });
+      plain = to_plain(perf.data(), returned, d, rules, WorkspaceQuery{s, d});
       break;
     }
     case ConvDir::backward_filter: {
@@ -156,14 +222,33 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, 
       COHORT_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           s.handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), static_cast<int>(perf.size()),
           &returned, perf.data()));
-      plain = to_plain(perf.data(), returned, d, rules, [&](auto algo, std::size_t* bytes) {
-        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            s.handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), algo, bytes);
-      });
+      plain = to_plain(perf.data(), returned, d, rules, WorkspaceQuery{s, d});
       break;
     }
   }
   std::vector<seams::RankedAlgo> ranked = seams::rank_algorithms(plain, rules);
+  if (cudnn_benchmark() && !ranked.empty()) {
+    // Time what the heuristics allow, fastest first; the heuristic order stays when the timing
+    // leaves nothing usable.
+    std::vector<seams::AlgoPerf> timed =
+        measure(s, dir, d, io, seams::benchmark_workspace(ranked), rules);
+    std::vector<seams::RankedAlgo> fastest = seams::rank_measured(timed, rules);
+    if (log_enabled()) {
+      std::string list;
+      for (const seams::AlgoPerf& p : timed)
+        list += ::cohort::detail::concat(list.empty() ? "" : ", ",
+                                         seams::conv_algo_name(dir, p.algo), " ", p.time, " ms");
+      std::fprintf(stderr, "cohort cudnn: conv %s %s benchmark: %s; timed: %s\n",
+                   dir_name(dir, fused), shape_of(a).c_str(),
+                   fastest.empty() ? "nothing usable, heuristic order kept"
+                                   : seams::conv_algo_name(dir, fastest[0].algo),
+                   list.c_str());
+    }
+    if (!fastest.empty()) {
+      ranked = std::move(fastest);
+      plain = std::move(timed);
+    }
+  }
   if (log_enabled()) {
     std::string list;
     for (const seams::AlgoPerf& p : plain) {
@@ -214,8 +299,8 @@ void record(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a,
 // `fused`: the forward call with bias and ReLU, ranked as the plain forward but cached apart.
 template <class Exec>
 bool run_conv(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a, const ConvDescs& d,
-              Exec exec) {
-  const std::vector<seams::RankedAlgo> ranked = choose(s, dir, fused, a, d);
+              const FindIo& io, Exec exec) {
+  const std::vector<seams::RankedAlgo> ranked = choose(s, dir, fused, a, d, io);
   std::size_t i = 0;
   while (i < ranked.size()) {
     const seams::RankedAlgo& r = ranked[i];
@@ -294,13 +379,14 @@ bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp, bo
   const void* w = lowp ? lowp->w : c.w;
   void* y = lowp ? lowp->out : c.y;
   const ConvDescs d(v);
+  const FindIo io{x, w, static_cast<std::size_t>(c.a.n * c.a.k * c.a.oh * c.a.ow) * elem_bytes(v)};
   if (v.fused_bias_act && bias_act) {
     const TensorDesc b = tensor_desc(v.bias);
     const ActivationDesc act = activation_desc(v);
     // z is y with alpha2 0, as cuDNN's samples and TensorFlow's fused convolution pass it. A
     // status the fused call may decline with (seams::fused_status_action) reads as NOT_SUPPORTED
     // to run_conv: that algorithm is dropped for the fused call only.
-    if (run_conv(*s_, ConvDir::forward, true, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+    if (run_conv(*s_, ConvDir::forward, true, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
           const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
               s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
               static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.alpha2, d.y.get(), y,
@@ -321,7 +407,7 @@ bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp, bo
     }
     note_unfused(c.a);
   }
-  return run_conv(*s_, ConvDir::forward, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+  return run_conv(*s_, ConvDir::forward, false, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
     return cudnnConvolutionForward(s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.beta,
                                    d.y.get(), y);
@@ -337,8 +423,9 @@ bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLow
   const void* dy = lowp ? lowp->dy : c.dy;
   void* dx = lowp ? lowp->out : c.dx;
   const ConvDescs d(v);
+  const FindIo io{w, dy, static_cast<std::size_t>(c.a.n * c.a.c * c.a.h * c.a.w) * elem_bytes(v)};
   return run_conv(
-      *s_, ConvDir::backward_data, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+      *s_, ConvDir::backward_data, false, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
         return cudnnConvolutionBackwardData(
             s_->handle, &v.alpha, d.w.get(), w, d.y.get(), dy, d.conv.get(),
             static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &v.beta, d.x.get(), dx);
@@ -354,8 +441,11 @@ bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c, const Con
   const void* dy = lowp ? lowp->dy : c.dy;
   void* dw = lowp ? lowp->out : c.dw;  // under autocast overwritten (beta 0), the caller adds it
   const ConvDescs d(v);
+  const FindIo io{x, dy,
+                  static_cast<std::size_t>(c.a.k * (c.a.c / c.a.groups) * c.a.r * c.a.s) *
+                      elem_bytes(v)};
   return run_conv(
-      *s_, ConvDir::backward_filter, false, c.a, d, [&](int algo, void* ws, std::size_t bytes) {
+      *s_, ConvDir::backward_filter, false, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
         return cudnnConvolutionBackwardFilter(
             s_->handle, &v.alpha, d.x.get(), x, d.y.get(), dy, d.conv.get(),
             static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &v.beta, d.w.get(), dw);

@@ -75,9 +75,9 @@ inline FilterDesc filter_desc(const seams::Filter4d& f, int data_type = e::kData
 }
 
 // What the algorithm cache is keyed on (conv2d.cpp): the direction (forward fused with bias and
-// ReLU apart from plain forward), every extent, the two math modes and the data type (f32, or
+// ReLU apart from plain forward), every extent, the three math modes and the data type (f32, or
 // autocast's bf16 / f16).
-using ConvKey = std::array<i64, 20>;
+using ConvKey = std::array<i64, 21>;
 
 // COHORT_CUDNN_LOG=1: one stderr line per algorithm choice and per fallback, so a failure on a GPU
 // can be read against the algorithm that produced it (GPU review G4).

@@ -33,6 +33,10 @@ expect "rank 1 reaches the store's port" 0 "ok +master +the store at 127.0.0.1 .
 kill "$holder" 2>/dev/null; rm -f "${TMPDIR:-/tmp}/doctor_port.$$"
 expect "/dev/shm too small for 128 local ranks with 64 MiB slots" 1 "FAIL +/dev/shm +[0-9]+ MiB free; the shm backend needs [0-9]+ MiB for 128" \
   -u MASTER_ADDR COHORT_SHM_SLOT_BYTES=67108864 "$doctor" --nproc-per-node 128
+expect "the math modes are reported" 0 "^ok +math +TF32 off, deterministic algorithms on, cuDNN benchmark on" \
+  -u MASTER_ADDR COHORT_ALLOW_TF32=0 COHORT_DETERMINISTIC=1 COHORT_CUDNN_BENCHMARK=1 "$doctor"
+expect "a math-mode typo names the variable and value" 1 "FAIL +math +COHORT_CUDNN_BENCHMARK='yes' is not a math-mode setting: use 1 \(on\) or 0 \(off\)" \
+  -u MASTER_ADDR COHORT_CUDNN_BENCHMARK=yes "$doctor"
 expect "oversubscribed threads are a warning" 0 "WARN +threads .*oversubscribed" \
   -u MASTER_ADDR OMP_NUM_THREADS=4 "$doctor" --nproc-per-node 4
 expect "--ops: the host routes convolutions to oneDNN" 0 "conv2d_forward +conv2d.hpp .*oneDNN primitive \(host/conv2d.cpp\)" "$doctor" --ops

@@ -153,6 +153,12 @@ mk "$fake/python3" <<'EOF'
 case "$1" in
   -c) echo "2.9.0+cu130" ;;
   */attention_bench_torch.py) printf 'sdpa 0.500\nmha 1.200\n' ;;
+  */conv_bench_torch.py)
+    echo "threads 1 path torch-2.9.0 cuda pipelined 20"
+    case " $* " in
+      *" --cudnn-benchmark "*) printf 'a 0.5000 0.5000 0.5000\nb 0.2500 0.2500 0.2500\n' ;;
+      *) printf 'a 1.0000 1.0000 1.0000\nb 1.0000 1.0000 1.0000\n' ;;
+    esac ;;
   *) echo "torch images/s: 20000.0" ;;
 esac
 EOF
@@ -191,6 +197,15 @@ EOF
 mk "$build/bin/attention_bench" <<'EOF'
 #!/bin/bash
 printf 'sdpa 0.250\nmha_fused 1.500\nmha_unfused 2.000\n'
+EOF
+mk "$build/bin/conv_bench" <<'EOF'
+#!/bin/bash
+echo "threads 1 path cuda pipelined 20"
+if [ "${COHORT_CUDNN_BENCHMARK:-0}" = 1 ]; then
+  printf 'a 0.5000 0.5000 0.5000\nb 0.5000 0.5000 0.5000\n'
+else
+  printf 'a 1.0000 2.0000 3.0000\nb 0.5000 0.5000 0.5000\n'
+fi
 EOF
 mk "$build/bin/layers_bench" <<'EOF'
 #!/bin/bash
@@ -264,6 +279,7 @@ expect "the table is whole: no stage missing" '^rows: [0-9]+ ok, 0 FAIL, 2 skipp
 check FAKE_GPU=1 FAKE_TORCH=1 "$gc" "${at[@]}" --stage speed
 expect "speed against torch" '^speed +mnist images/s vs torch 2.9.0\+cu130 +ok +[0-9]* +cohort 25000.0 / torch 20000.0 = 1.25x' "$tmp/out"
 expect "speed: attention against torch's sdpa" '^speed +attention vs torch sdpa \(ViT shapes\) +info +sdpa op: cohort 0.250 ms, torch 0.500 ms, 2.00x; MultiheadAttention: cohort 1.500 ms, torch 1.200 ms, 0.80x' "$tmp/out"
+expect "speed: cuDNN's heuristics and benchmark mode beside torch's" '^speed +conv cudnn benchmark vs torch +info +ms summed over the shapes \(fwd \+ bwd data \+ bwd filter\): heuristics cohort 7.500, torch 6.000 \(0.80x\); benchmark cohort 3.000, torch 2.250 \(0.75x\)' "$tmp/out"
 check FAKE_GPU=1 FAKE_AMP_F16_CRASH=1 "$gc" "${at[@]}" --stage zoo
 expect "zoo: resnet50 under bf16 trains" '^zoo +zoo resnet50 amp bf16 on cuda +ok' "$tmp/out"
 expect "zoo: a crash says how the run ended" '^zoo +zoo resnet50 amp f16 on cuda +FAIL +[0-9]+ +killed by SIGSEGV \(exit 139\), last line: amp f16 with a GradScaler; see ' "$tmp/out"

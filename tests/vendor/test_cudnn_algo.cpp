@@ -117,6 +117,47 @@ TEST_CASE(
   CHECK(next_after_out_of_memory({}, 0) == -1);
 }
 
+// Benchmark mode (cohort::cudnn_benchmark()): cudnnFind*AlgorithmEx's entries as measured, some
+// failed (time -1, as cuDNN reports an algorithm it could not run in the workspace given).
+TEST_CASE("cuDNN benchmark mode: measured entries fastest first under the same rules") {
+  const std::size_t MiB = std::size_t{1} << 20;
+  const std::vector<AlgoPerf> measured = {
+      {1, ce::kStatusSuccess, 0.30f, 2 * MiB, ce::kDeterministic, ce::kFmaMath},
+      {4, ce::kStatusNotSupported, -1.0f, 0, ce::kDeterministic, ce::kFmaMath},  // did not run
+      {0, ce::kStatusSuccess, 0.12f, 0, ce::kNonDeterministic, ce::kFmaMath},   // atomics
+      {6, ce::kStatusSuccess, 0.05f, 8 * MiB, ce::kDeterministic, ce::kDefaultMath},  // TF32
+      {2, ce::kStatusSuccess, 0.12f, 16 * MiB, ce::kDeterministic, ce::kFmaMath},
+      {3, ce::kStatusSuccess, 0.90f, 0, ce::kDeterministic, ce::kFmaMath},
+  };
+  auto algos = [](const std::vector<RankedAlgo>& r) {
+    std::vector<int> a;
+    for (const RankedAlgo& x : r) a.push_back(x.algo);
+    return a;
+  };
+  AlgoRules rules;
+  rules.workspace_cap = kMaxWorkspace;
+  // Fastest first; 0 and 2 tie at 0.12 and keep cuDNN's order; failed and TF32 entries dropped.
+  CHECK(algos(rank_measured(measured, rules)) == std::vector<int>{0, 2, 1, 3});
+  const std::vector<RankedAlgo> r = rank_measured(measured, rules);
+  CHECK(r[1].workspace == 16 * MiB);  // each entry keeps its own workspace
+  rules.allow_tf32 = true;
+  CHECK(algos(rank_measured(measured, rules)) == std::vector<int>{6, 0, 2, 1, 3});
+  rules.allow_tf32 = false;
+  rules.deterministic = true;
+  CHECK(algos(rank_measured(measured, rules)) == std::vector<int>{2, 1, 3});
+  rules.workspace_cap = 4 * MiB;  // the cap holds for measured entries too
+  CHECK(algos(rank_measured(measured, rules)) == std::vector<int>{1, 3});
+  // Nothing usable (or nothing measured): empty, and the caller keeps the heuristic list.
+  CHECK(rank_measured({measured[1], measured[3]}, AlgoRules{}).empty());
+  CHECK(rank_measured({}, rules).empty());
+
+  // The timing's workspace: the largest among the heuristic's usable entries.
+  CHECK(benchmark_workspace({{1, 500, ce::kFmaMath}, {6, 700, ce::kFmaMath}, {3, 0, ce::kFmaMath}}) ==
+        700);
+  CHECK(benchmark_workspace({{3, 0, ce::kFmaMath}}) == 0);
+  CHECK(benchmark_workspace({}) == 0);
+}
+
 TEST_CASE("cuDNN algorithm names and tolerance families") {
   CHECK(std::string(conv_algo_name(ConvDir::forward, 1)) == "IMPLICIT_PRECOMP_GEMM");
   CHECK(std::string(conv_algo_name(ConvDir::forward, 7)) == "WINOGRAD_NONFUSED");

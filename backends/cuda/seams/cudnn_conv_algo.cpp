@@ -30,6 +30,21 @@ std::vector<RankedAlgo> rank_algorithms(const std::vector<AlgoPerf>& perf,
   return out;
 }
 
+std::vector<RankedAlgo> rank_measured(const std::vector<AlgoPerf>& perf, const AlgoRules& rules) {
+  std::vector<AlgoPerf> usable;
+  for (const AlgoPerf& p : perf)
+    if (!rejection(p, rules)) usable.push_back(p);
+  std::stable_sort(usable.begin(), usable.end(),
+                   [](const AlgoPerf& a, const AlgoPerf& b) { return a.time < b.time; });
+  return rank_algorithms(usable, rules);
+}
+
+std::size_t benchmark_workspace(const std::vector<RankedAlgo>& heuristic) {
+  std::size_t most = 0;
+  for (const RankedAlgo& r : heuristic) most = std::max(most, r.workspace);
+  return most;
+}
+
 int next_after_out_of_memory(const std::vector<RankedAlgo>& ranked, std::size_t failed) {
   if (failed >= ranked.size()) return -1;
   for (std::size_t i = failed + 1; i < ranked.size(); ++i)

@@ -61,6 +61,18 @@ const char* rejection(const AlgoPerf& p, const AlgoRules& rules);
 // The usable entries in cuDNN's heuristic order (best first).
 std::vector<RankedAlgo> rank_algorithms(const std::vector<AlgoPerf>& perf, const AlgoRules& rules);
 
+// Benchmark mode (cohort::cudnn_benchmark(), as torch.backends.cudnn.benchmark): the first call of
+// a shape times the algorithms with cudnnFindConvolution*AlgorithmEx, and its entries (converted
+// as the heuristic's are) rank by measured time, fastest first; entries with equal times keep
+// cuDNN's order. The same rules pass over what may not run. Empty when none is usable (or the
+// timing returned nothing): the caller keeps the heuristic ranking.
+std::vector<RankedAlgo> rank_measured(const std::vector<AlgoPerf>& perf, const AlgoRules& rules);
+
+// The workspace the timing gets: the largest of the heuristic ranking's usable entries, each
+// already within the cap, so the timing can run every algorithm the heuristics would allow and
+// never asks for more memory than they could.
+std::size_t benchmark_workspace(const std::vector<RankedAlgo>& heuristic);
+
 // After allocating ranked[failed].workspace ran out of memory: the index of the next entry with a
 // smaller workspace, or -1 when there is none.
 int next_after_out_of_memory(const std::vector<RankedAlgo>& ranked, std::size_t failed);

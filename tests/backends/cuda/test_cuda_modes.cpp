@@ -6,7 +6,9 @@
 //     TF32's rounding of the inputs;
 //   - out of memory: an error naming the bytes asked and the bytes free, not a crash;
 //   - a batched GEMM large enough for cuBLAS's tensor-core paths matches the host;
-//   - the cuDNN backward passes at the MNIST CNN's conv2 size are f32 sums.
+//   - the cuDNN backward passes at the MNIST CNN's conv2 size are f32 sums;
+//   - benchmark mode (set_cudnn_benchmark): the timed algorithms meet the same bounds, and backward
+//     filter still accumulates onto dw (the timing writes a scratch output).
 //
 // The convolutions are checked against an exact reference (double sums on the host, below), not
 // against the host device: a comparison of two f32 results cannot say which one is off, and its
@@ -161,6 +163,27 @@ int main(int argc, char** argv) {
     const std::string dalgo = conv_algo(*gpu, Dir::backward_data, &transform);
     check_exact(dx, exact_backward_data(uni(h, ys, 2), uni(h, ws, 3), xs), transform,
                 "conv2d_backward_data dx" + dalgo);
+  }
+  if (!reference_only) {  // benchmark mode: the timed choice, the same exact bounds; the timing
+                          // writes a scratch output, so dw still accumulates onto its start
+    set_cudnn_benchmark(true);
+    Tensor dw = uni(*gpu, ws, 7);
+    ops::conv2d_backward_filter(uni(*gpu, xs, 1), uni(*gpu, ys, 2), dw, nullptr, p);
+    bool transform = false;
+    const std::string algo = conv_algo(*gpu, Dir::backward_filter, &transform);
+    const auto want = exact_backward_filter(uni(h, xs, 1), uni(h, ys, 2), uni(h, ws, 7), uni(h, {64}, 8));
+    check_exact(dw, want.first, transform, "benchmark mode: conv2d_backward_filter dw" + algo);
+    Tensor dx = Tensor::zeros(xs, DType::f32, *gpu);
+    ops::conv2d_backward_data(uni(*gpu, ys, 2), uni(*gpu, ws, 3), dx, p);
+    const std::string dalgo = conv_algo(*gpu, Dir::backward_data, &transform);
+    check_exact(dx, exact_backward_data(uni(h, ys, 2), uni(h, ws, 3), xs), transform,
+                "benchmark mode: conv2d_backward_data dx" + dalgo);
+    Tensor y = Tensor::zeros(ys, DType::f32, *gpu), b = uni(*gpu, {64}, 4);
+    ops::conv2d_forward(uni(*gpu, xs, 1), uni(*gpu, ws, 3), &b, y, p, Activation::relu);
+    const std::string falgo = conv_algo(*gpu, Dir::forward, &transform);
+    check_exact(y, exact_forward(uni(h, xs, 1), uni(h, ws, 3), uni(h, {64}, 4), true), transform,
+                "benchmark mode: conv2d_forward + bias + relu" + falgo);
+    set_cudnn_benchmark(false);
   }
   auto conv_on = [&](Device& d) {
     Tensor y = Tensor::zeros(ys, DType::f32, d);

@@ -1,8 +1,10 @@
 // Process-wide numeric modes that the vendor backends honour (cuDNN, cuBLAS). The host backend is
 // always FP32 with FMA-free shared kernels and deterministic; these only change what a GPU may do.
 //
-// Both are read at every op, so a change applies to the next op enqueued. Initial values come from
-// the environment when the process first asks: COHORT_ALLOW_TF32=1, COHORT_DETERMINISTIC=1.
+// Each is read at every op, so a change applies to the next op enqueued. Initial values come from
+// the environment when the process first asks: COHORT_ALLOW_TF32, COHORT_DETERMINISTIC and
+// COHORT_CUDNN_BENCHMARK, each 1 (on) or 0 (off, the default when unset); any other value is an
+// error (cohort::Error naming the variable and the value) at the first op that reads it.
 #pragma once
 
 namespace cohort {
@@ -18,5 +20,18 @@ bool allow_tf32();
 // default (cuDNN's fastest algorithm wins), as torch.use_deterministic_algorithms.
 void set_deterministic_algorithms(bool on);
 bool deterministic_algorithms();
+
+// cuDNN convolution algorithms chosen by timing them (cudnnFindConvolution*AlgorithmEx) the first
+// time each shape runs, rather than by cuDNN's heuristics: as torch.backends.cudnn.benchmark. The
+// first step of each shape is slower; which algorithm wins may change from run to run, and with it
+// the rounding (use deterministic_algorithms() too for repeatable bits). Off by default, as in
+// PyTorch. The other modes' rules still apply to what the timing may pick.
+void set_cudnn_benchmark(bool on);
+bool cudnn_benchmark();
+
+// The setting an environment variable of the modes above gives: unset or empty -> `unset`, "1"
+// -> true, "0" -> false; anything else throws cohort::Error naming the variable and its value.
+// (What the modes read on first use; cohort-doctor reports all three.)
+bool math_mode_from_env(const char* name, bool unset = false);
 
 }  // namespace cohort
