@@ -219,7 +219,8 @@ void check_math() {
   if (!bad.empty())
     report("FAIL", "math", bad, "unset the variable or give it 1 (on) or 0 (off)");
   else
-    report("ok", "math", d + " (GPU only; COHORT_ALLOW_TF32, COHORT_DETERMINISTIC, COHORT_CUDNN_BENCHMARK)");
+    report("ok", "math",
+           d + " (GPU only; COHORT_ALLOW_TF32, COHORT_DETERMINISTIC, COHORT_CUDNN_BENCHMARK)");
 }
 
 void check_threads(int local) {

@@ -166,7 +166,8 @@ std::vector<seams::AlgoPerf> measure(Cudnn::State& s, ConvDir dir, const ConvDes
       return to_plain(perf.data(), returned, d, rules, WorkspaceQuery{s, d});
     }
     case ConvDir::backward_data: {
-      std::array<cudnnConvolutionBwdDataAlgoPerf_t, 2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
+      std::array<cudnnConvolutionBwdDataAlgoPerf_t, 2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>
+          perf{};
       COHORT_CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
           s.handle, d.w.get(), io.a, d.y.get(), io.b, d.conv.get(), d.x.get(), out.p,
           static_cast<int>(perf.size()), &returned, perf.data(), ws.p, ws_bytes));
@@ -386,32 +387,34 @@ bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp, bo
     // z is y with alpha2 0, as cuDNN's samples and TensorFlow's fused convolution pass it. A
     // status the fused call may decline with (seams::fused_status_action) reads as NOT_SUPPORTED
     // to run_conv: that algorithm is dropped for the fused call only.
-    if (run_conv(*s_, ConvDir::forward, true, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
-          const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
-              s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
-              static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.alpha2, d.y.get(), y,
-              b.get(), c.bias, act.get(), d.y.get(), y);
-          if (st != CUDNN_STATUS_SUCCESS &&
-              seams::fused_status_action(static_cast<int>(st)) == seams::StatusAction::decline) {
-            if (log_enabled())
-              std::fprintf(stderr,
-                           "cohort cudnn: conv forward + bias + relu %s: %s declined it (%s)\n",
-                           shape_of(c.a).c_str(), seams::conv_algo_name(ConvDir::forward, algo),
-                           cudnnGetErrorString(st));
-            return CUDNN_STATUS_NOT_SUPPORTED;
-          }
-          return st;
-        })) {
+    if (run_conv(
+            *s_, ConvDir::forward, true, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
+              const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+                  s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
+                  static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.alpha2, d.y.get(), y,
+                  b.get(), c.bias, act.get(), d.y.get(), y);
+              if (st != CUDNN_STATUS_SUCCESS && seams::fused_status_action(static_cast<int>(st)) ==
+                                                    seams::StatusAction::decline) {
+                if (log_enabled())
+                  std::fprintf(stderr,
+                               "cohort cudnn: conv forward + bias + relu %s: %s declined it (%s)\n",
+                               shape_of(c.a).c_str(), seams::conv_algo_name(ConvDir::forward, algo),
+                               cudnnGetErrorString(st));
+                return CUDNN_STATUS_NOT_SUPPORTED;
+              }
+              return st;
+            })) {
       *bias_act = true;
       return true;
     }
     note_unfused(c.a);
   }
-  return run_conv(*s_, ConvDir::forward, false, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
-    return cudnnConvolutionForward(s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
-                                   static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &v.beta,
-                                   d.y.get(), y);
-  });
+  return run_conv(
+      *s_, ConvDir::forward, false, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
+        return cudnnConvolutionForward(s_->handle, &v.alpha, d.x.get(), x, d.w.get(), w,
+                                       d.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                       ws, bytes, &v.beta, d.y.get(), y);
+      });
 }
 
 bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLowp* lowp) {
@@ -441,9 +444,9 @@ bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c, const Con
   const void* dy = lowp ? lowp->dy : c.dy;
   void* dw = lowp ? lowp->out : c.dw;  // under autocast overwritten (beta 0), the caller adds it
   const ConvDescs d(v);
-  const FindIo io{x, dy,
-                  static_cast<std::size_t>(c.a.k * (c.a.c / c.a.groups) * c.a.r * c.a.s) *
-                      elem_bytes(v)};
+  const FindIo io{
+      x, dy,
+      static_cast<std::size_t>(c.a.k * (c.a.c / c.a.groups) * c.a.r * c.a.s) * elem_bytes(v)};
   return run_conv(
       *s_, ConvDir::backward_filter, false, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
         return cudnnConvolutionBackwardFilter(

@@ -14,7 +14,8 @@ bool math_mode_from_env(const char* name, bool unset) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return unset;
   if (std::strcmp(v, "1") == 0) return true;
-  COHORT_CHECK(std::strcmp(v, "0") == 0, name, "='", v, "' is not a math-mode setting: use 1 (on) or 0 (off)");
+  COHORT_CHECK(std::strcmp(v, "0") == 0, name, "='", v,
+               "' is not a math-mode setting: use 1 (on) or 0 (off)");
   return false;
 }
 

@@ -123,8 +123,8 @@ TEST_CASE("cuDNN benchmark mode: measured entries fastest first under the same r
   const std::size_t MiB = std::size_t{1} << 20;
   const std::vector<AlgoPerf> measured = {
       {1, ce::kStatusSuccess, 0.30f, 2 * MiB, ce::kDeterministic, ce::kFmaMath},
-      {4, ce::kStatusNotSupported, -1.0f, 0, ce::kDeterministic, ce::kFmaMath},  // did not run
-      {0, ce::kStatusSuccess, 0.12f, 0, ce::kNonDeterministic, ce::kFmaMath},   // atomics
+      {4, ce::kStatusNotSupported, -1.0f, 0, ce::kDeterministic, ce::kFmaMath},       // did not run
+      {0, ce::kStatusSuccess, 0.12f, 0, ce::kNonDeterministic, ce::kFmaMath},         // atomics
       {6, ce::kStatusSuccess, 0.05f, 8 * MiB, ce::kDeterministic, ce::kDefaultMath},  // TF32
       {2, ce::kStatusSuccess, 0.12f, 16 * MiB, ce::kDeterministic, ce::kFmaMath},
       {3, ce::kStatusSuccess, 0.90f, 0, ce::kDeterministic, ce::kFmaMath},
@@ -152,8 +152,8 @@ TEST_CASE("cuDNN benchmark mode: measured entries fastest first under the same r
   CHECK(rank_measured({}, rules).empty());
 
   // The timing's workspace: the largest among the heuristic's usable entries.
-  CHECK(benchmark_workspace({{1, 500, ce::kFmaMath}, {6, 700, ce::kFmaMath}, {3, 0, ce::kFmaMath}}) ==
-        700);
+  CHECK(benchmark_workspace(
+            {{1, 500, ce::kFmaMath}, {6, 700, ce::kFmaMath}, {3, 0, ce::kFmaMath}}) == 700);
   CHECK(benchmark_workspace({{3, 0, ce::kFmaMath}}) == 0);
   CHECK(benchmark_workspace({}) == 0);
 }

@@ -19,9 +19,9 @@
 // and direct algorithms get n u, rigorous. FFT and Winograd round in a transform domain and have
 // only normwise bounds; they get max(n, 1024) u, which measured errors of about 14 u (H100, cuDNN
 // 9, FFT backward filter) clear by far, and which still rejects inputs rounded to TF32's 10-bit
-// mantissa (1603 u on this test's data, as --check-reference shows; 2^-10 = 16384 u at worst). Where a comparison ran on cuDNN, its line names the algorithm
-// (Cudnn::last_algorithms); cuDNN's heuristics pick per GPU and version, so the family is read
-// after the run rather than assumed.
+// mantissa (1603 u on this test's data, as --check-reference shows; 2^-10 = 16384 u at worst).
+// Where a comparison ran on cuDNN, its line names the algorithm (Cudnn::last_algorithms); cuDNN's
+// heuristics pick per GPU and version, so the family is read after the run rather than assumed.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
     ops::conv2d_backward_filter(uni(*gpu, xs, 1), uni(*gpu, ys, 2), dw, nullptr, p);
     bool transform = false;
     const std::string algo = conv_algo(*gpu, Dir::backward_filter, &transform);
-    const auto want = exact_backward_filter(uni(h, xs, 1), uni(h, ys, 2), uni(h, ws, 7), uni(h, {64}, 8));
+    const auto want =
+        exact_backward_filter(uni(h, xs, 1), uni(h, ys, 2), uni(h, ws, 7), uni(h, {64}, 8));
     check_exact(dw, want.first, transform, "benchmark mode: conv2d_backward_filter dw" + algo);
     Tensor dx = Tensor::zeros(xs, DType::f32, *gpu);
     ops::conv2d_backward_data(uni(*gpu, ys, 2), uni(*gpu, ws, 3), dx, p);
