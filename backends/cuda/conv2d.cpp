@@ -9,6 +9,7 @@
 // from the device's allocator and go back to it in stream order right after the call is enqueued.
 #include <array>
 #include <atomic>
+#include <memory>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -48,8 +49,11 @@ ConvDesc conv_desc(const seams::ConvValues& v) {
 // Bytes per element of the convolution's data (f32, or autocast's bf16 / f16 copies).
 std::size_t elem_bytes(const seams::ConvValues& v) { return v.lowp ? 2 : 4; }
 
-// Every descriptor of one convolution, from the seam's values.
-struct ConvDescs {
+}  // namespace
+
+// Every descriptor of one convolution shape, from the seam's values (cudnn_state.hpp declares it
+// for State's cache).
+struct cudnn_detail::ConvDescs {
   TensorDesc x, y;
   FilterDesc w;
   ConvDesc conv;
@@ -59,6 +63,25 @@ struct ConvDescs {
         w(filter_desc(v.w, v.data_type)),
         conv(conv_desc(v)) {}
 };
+
+namespace {
+
+ConvKey key_of(ConvDir dir, bool fused, const Conv2dArgs& a);
+
+// The descriptors of `a`'s shape, made on its first call and kept (State::conv_descs): creating
+// and setting five descriptors per call was about half of a small convolution's host time on the
+// H100 (27 us per call against PyTorch's 14, which caches them too). One entry serves the three
+// directions; the key holds every extent, the data type and the math modes the descriptors
+// encode. The convolution descriptor's math type changes per algorithm run (run_conv), so
+// rankings set it back first.
+std::shared_ptr<ConvDescs> descs_for(Cudnn::State& s, const Conv2dArgs& a,
+                                     const seams::ConvValues& v) {
+  const ConvKey key = key_of(ConvDir::forward, false, a);
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::shared_ptr<ConvDescs>& d = s.conv_descs[key];
+  if (!d) d = std::make_shared<ConvDescs>(v);
+  return d;
+}
 
 // The operands benchmark mode times the algorithms on: the call's two inputs (forward x and w,
 // backward data w and dy, backward filter x and dy) and the output's size in bytes. The timing
@@ -200,6 +223,8 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, 
   rules.workspace_cap = seams::workspace_cap(s.free_bytes());
   std::vector<seams::AlgoPerf> plain;
   int returned = 0;
+  COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(
+      d.conv.get(), static_cast<cudnnMathType_t>(ranking_math(rules.lowp))));
   switch (dir) {
     case ConvDir::forward: {
       std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf{};
@@ -379,7 +404,8 @@ bool Cudnn::conv_forward(const calls::Conv2dForward& c, const ConvLowp* lowp, bo
   const void* x = lowp ? lowp->x : c.x;
   const void* w = lowp ? lowp->w : c.w;
   void* y = lowp ? lowp->out : c.y;
-  const ConvDescs d(v);
+  const std::shared_ptr<ConvDescs> dp = descs_for(*s_, c.a, v);
+  const ConvDescs& d = *dp;
   const FindIo io{x, w, static_cast<std::size_t>(c.a.n * c.a.k * c.a.oh * c.a.ow) * elem_bytes(v)};
   if (v.fused_bias_act && bias_act) {
     const TensorDesc b = tensor_desc(v.bias);
@@ -425,7 +451,8 @@ bool Cudnn::conv_backward_data(const calls::Conv2dBackwardData& c, const ConvLow
   const void* w = lowp ? lowp->w : c.w;
   const void* dy = lowp ? lowp->dy : c.dy;
   void* dx = lowp ? lowp->out : c.dx;
-  const ConvDescs d(v);
+  const std::shared_ptr<ConvDescs> dp = descs_for(*s_, c.a, v);
+  const ConvDescs& d = *dp;
   const FindIo io{w, dy, static_cast<std::size_t>(c.a.n * c.a.c * c.a.h * c.a.w) * elem_bytes(v)};
   return run_conv(
       *s_, ConvDir::backward_data, false, c.a, d, io, [&](int algo, void* ws, std::size_t bytes) {
@@ -443,7 +470,8 @@ bool Cudnn::conv_backward_filter(const calls::Conv2dBackwardFilter& c, const Con
   const void* x = lowp ? lowp->x : c.x;
   const void* dy = lowp ? lowp->dy : c.dy;
   void* dw = lowp ? lowp->out : c.dw;  // under autocast overwritten (beta 0), the caller adds it
-  const ConvDescs d(v);
+  const std::shared_ptr<ConvDescs> dp = descs_for(*s_, c.a, v);
+  const ConvDescs& d = *dp;
   const FindIo io{
       x, dy,
       static_cast<std::size_t>(c.a.k * (c.a.c / c.a.groups) * c.a.r * c.a.s) * elem_bytes(v)};

@@ -79,6 +79,8 @@ inline FilterDesc filter_desc(const seams::Filter4d& f, int data_type = e::kData
 // autocast's bf16 / f16).
 using ConvKey = std::array<i64, 21>;
 
+struct ConvDescs;  // every descriptor of one convolution shape (conv2d.cpp)
+
 // COHORT_CUDNN_LOG=1: one stderr line per algorithm choice and per fallback, so a failure on a GPU
 // can be read against the algorithm that produced it (GPU review G4).
 bool log_enabled();
@@ -93,6 +95,8 @@ struct Cudnn::State {
   mutable std::mutex mu;
   std::map<cudnn_detail::ConvKey, std::vector<seams::RankedAlgo>> algos;  // empty list: shared kernels
   std::map<seams::ConvDir, ConvAlgorithmUsed> last;
+  // Descriptors per convolution shape (conv2d.cpp's descs_for; the direction is not in the key).
+  std::map<cudnn_detail::ConvKey, std::shared_ptr<cudnn_detail::ConvDescs>> conv_descs;
 
   explicit State(CudaDevice& d) : device(d) {}
 
