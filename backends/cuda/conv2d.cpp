@@ -9,8 +9,8 @@
 // from the device's allocator and go back to it in stream order right after the call is enqueued.
 #include <array>
 #include <atomic>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
