@@ -81,6 +81,23 @@ void emit_lines(Stream& s, const std::string& prefix, bool flush) {
   }
 }
 
+// A death that is the likely consequence of another rank's: a non-zero exit (cohort's error for a
+// lost peer), SIGABRT (a library's fatal error on a lost peer: UCX aborts when a transport read
+// from a dead process fails), SIGPIPE (a write to a dead peer's socket) or SIGTERM (ours, when
+// stopping the group). A rank killed by anything else (SIGKILL, SIGSEGV, SIGBUS, ...) did not die
+// of a peer's death.
+bool looks_secondary(int wstatus) {
+  if (!WIFSIGNALED(wstatus)) return true;
+  const int sig = WTERMSIG(wstatus);
+  return sig == SIGABRT || sig == SIGPIPE || sig == SIGTERM;
+}
+
+// How long after the first failure a rank killed outright still counts as the cause: a peer
+// that aborts on the lost connection can be reaped before the killed rank's own exit completes
+// (seen with UCX: the killed rank's teardown took longer than its peer's abort). Short, so that
+// a later, unrelated death while stopping never takes the blame.
+constexpr std::chrono::milliseconds kCauseWindow{250};
+
 int shell_status(int wstatus) {
   if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
@@ -176,6 +193,9 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
   bool killing = false;
   Clock::time_point group_done_at{};  // elastic: when waiting joiners are stopped
   Clock::time_point kill_at{};
+  Clock::time_point first_failure_at{};
+  int failed_wstatus = 0;
+  bool sent_kill = false;  // our SIGKILL after the grace: deaths from then on are ours
   Clock::time_point drain_until{};
   bool drain_deadline_set = false;
   const auto grace = std::chrono::milliseconds(static_cast<long long>(o.kill_grace * 1000));
@@ -272,6 +292,7 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       std::exit(1);
     }
     if (killing && any_running && Clock::now() >= kill_at) {
+      sent_kill = true;
       signal_all(SIGKILL);
       kill_at = Clock::now() + std::chrono::seconds(1);  // repeat only if one survives that
     }
@@ -324,14 +345,25 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
             if (next == ElasticLauncher::Next::respawn) respawns.push_back(i);
             if (next != ElasticLauncher::Next::stop_job) continue;
           }
-          if (r.status != 0 && out.failed_rank < 0 && !out.got_signal && !killing) {
+          const bool first = out.failed_rank < 0 && !killing;
+          // The first failure reaped may be a peer's reaction to the real one (looks_secondary):
+          // a rank killed outright and reaped within kCauseWindow takes the blame instead. The
+          // time of death stays the first one's.
+          const bool cause = out.failed_rank >= 0 && !sent_kill && looks_secondary(failed_wstatus) &&
+                             !looks_secondary(wstatus) &&
+                             Clock::now() - first_failure_at <= kCauseWindow;
+          if (r.status != 0 && !out.got_signal && (first || cause)) {
             out.failed_rank = r.rank;
             out.failed_local = static_cast<int>(i);
             out.failed_slot = r.slot;
             out.failed_status = r.status;
             out.failed_how = describe_status(wstatus);
             out.failed_pid = pid;
-            out.failed_ns = now_ns();
+            failed_wstatus = wstatus;
+            if (first) {
+              out.failed_ns = now_ns();
+              first_failure_at = Clock::now();
+            }
             start_stopping();
           }
         }

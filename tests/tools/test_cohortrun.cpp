@@ -215,6 +215,26 @@ TEST_SUITE("cohortrun") {
     CHECK(r.err.find("rank 1 was killed by signal 11") != std::string::npos);
   }
 
+  // A peer that aborts because a rank was killed can be reaped first (UCX aborts on a read from
+  // the dead process before the killed rank's exit completes): a rank killed outright within
+  // 250 ms of the first failure is named instead. Here rank 1 aborts at 0.2 s and rank 0, which
+  // ignores cohortrun's SIGTERM, is killed by SIGKILL 50 ms later.
+  TEST_CASE("a rank killed outright is named, not the peer that aborted just before it") {
+    const Result r = run({"--nproc-per-node", "2", "sh", "-c",
+                          "if [ $RANK = 1 ]; then sleep 0.2; kill -ABRT $$; fi; "
+                          "trap '' TERM; sleep 0.25; kill -KILL $$"});
+    CHECK(r.status == 128 + SIGKILL);
+    CHECK(r.err.find("cohortrun: rank 0 was killed by signal 9") != std::string::npos);
+    CHECK(r.err.find("rank 1 was killed by signal 6") == std::string::npos);
+    // Outside the window the first failure keeps the blame: a SIGKILL 1 s after the abort is
+    // something else (here: a rank stopped late).
+    const Result late = run({"--nproc-per-node", "2", "sh", "-c",
+                             "if [ $RANK = 1 ]; then sleep 0.2; kill -ABRT $$; fi; "
+                             "trap '' TERM; sleep 1.2; kill -KILL $$"});
+    CHECK(late.status == 128 + SIGABRT);
+    CHECK(late.err.find("cohortrun: rank 1 was killed by signal 6") != std::string::npos);
+  }
+
   TEST_CASE("a failing rank stops the others at once") {
     const Result r = run({"--nproc-per-node", "3", "sh", "-c",
                           "if [ $RANK = 2 ]; then sleep 0.3; exit 3; fi; exec sleep 60"});
