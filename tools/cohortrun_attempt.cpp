@@ -349,8 +349,8 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
           // The first failure reaped may be a peer's reaction to the real one (looks_secondary):
           // a rank killed outright and reaped within kCauseWindow takes the blame instead. The
           // time of death stays the first one's.
-          const bool cause = out.failed_rank >= 0 && !sent_kill && looks_secondary(failed_wstatus) &&
-                             !looks_secondary(wstatus) &&
+          const bool cause = out.failed_rank >= 0 && !sent_kill &&
+                             looks_secondary(failed_wstatus) && !looks_secondary(wstatus) &&
                              Clock::now() - first_failure_at <= kCauseWindow;
           if (r.status != 0 && !out.got_signal && (first || cause)) {
             out.failed_rank = r.rank;
