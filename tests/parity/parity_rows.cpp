@@ -486,7 +486,7 @@ std::vector<Row> rows() {
 
   // ---- attention: qkv [n, t, 3, h, dh] ----
   // Each output is a sum of t products of probabilities and values, after dh-long dot products in
-  // f32 (sgemm's blocked order on the host, the items' in-order loop on Thrust): a few f32
+  // f32 (sgemm's blocked order on the host and, per head, on Thrust and the GPU): a few f32
   // roundings of each term, 1e-6 at t = 5 (measured 8e-8); at the ViT's t = 65 and dh = 32, from
   // inputs in [-2, 2], 5e-6 (measured 7e-7).
   struct AttentionCase {
@@ -497,6 +497,8 @@ std::vector<Row> rows() {
   };
   for (const AttentionCase& k :
        {AttentionCase{"[2, 5, 3, 2, 4]", 2, 5, 2, 4, -1.0f, 1.0f, 1e-6},
+        // Three entries and three heads: the GPU's batched GEMMs per head (their strides).
+        AttentionCase{"[3, 7, 3, 3, 8]", 3, 7, 3, 8, -1.0f, 1.0f, 1e-6},
         AttentionCase{"ViT's [1, 65, 3, 2, 32]", 1, 65, 2, 32, -2.0f, 2.0f, 5e-6}}) {
     const Shape qs{k.n, k.t, 3, k.h, k.dh}, os{k.n, k.t, k.h, k.dh}, ls{k.n, k.h, k.t};
     const float scale = 1.0f / std::sqrt(static_cast<float>(k.dh));

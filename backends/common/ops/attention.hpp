@@ -4,10 +4,12 @@
 // written to memory; forward keeps each query row's log-sum-exp and backward recomputes the
 // probabilities from it, as FlashAttention and PyTorch's CPU flash kernel do.
 //
-// The shared code here is one work item per query row (forward, backward's dq) and per key row
+// Two forms here. The items: one per query row (forward, backward's dq) and per key row
 // (backward's dk and dv), each looping over the other side's rows with dh-long dot products: no
-// scratch, no atomics, the same order on every executor. The host takes both ops first with
-// oneDNN sgemm per head (backends/host/attention.cpp); the GPU runs these items.
+// scratch, no atomics. The GEMM form (below, for executors with kFineItems: the GPU and its
+// Thrust test device): per head, batched GEMMs over the batch entries with the T x T scores in
+// scratch, and the passes over the scores as items. The host takes both ops first with oneDNN
+// sgemm per head and thread (backends/host/attention.cpp), the GEMM form's algorithm.
 //
 // Each row's softmax: forward makes one online pass for the maximum m and the sum l of
 // exp(s_j - m) (l rescaled when m grows), lse = m + log(l), then a second pass for
@@ -19,11 +21,14 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "cohort/backend/op_calls.hpp"
 #include "common/fast_math.hpp"
 #include "common/ops/common.hpp"
+#include "common/ops/gemm.hpp"
+#include "common/ops/softmax_loss.hpp"
 
 namespace cohort::kernels {
 
@@ -136,14 +141,161 @@ struct AttentionBackwardKey {  // item: key row; reads delta, writes dk and dv
   }
 };
 
+// ---------------------------------------------------------------------------------------------
+// The GEMM form, for executors with kFineItems (the GPU). There a query row per item is one
+// thread doing 2 T dh-long dot products in series (4 T for backward), and threads of one head all
+// read the same keys and values. Instead, per head, the products run as batched GEMMs over the
+// batch entries (the host's per-head algorithm, backends/host/attention.cpp), with the T x T
+// scores of every (entry, head) in scratch ([n, h, t, t]: 4.3 MB at the ViT's shapes, 8.7 MB for
+// backward's two), and the passes over them as items: the softmax per row, exp(s - lse) and dS
+// per element, delta per row. The same math as the items above; the sums differ in order only
+// (the GEMM's blocking), as the host's do.
+
+struct AttentionSoftmaxRow {  // item: row of the scores; softmax in place, lse[row] written
+  float* s;
+  i64 t;
+  float* lse;
+  i64 cost() const { return 3 * t; }
+  COHORT_HD void operator()(i64 item) const {
+    float* row = s + item * t;
+    float m = -INFINITY;
+    for (i64 j = 0; j < t; ++j)
+      if (row[j] > m || row[j] != row[j]) m = row[j];
+    exp_shifted(row, 1, row, 1, t, m);
+    double sum = 0.0;
+    for (i64 j = 0; j < t; ++j) sum += row[j];
+    const float inv = static_cast<float>(1.0 / sum);
+    for (i64 j = 0; j < t; ++j) row[j] *= inv;
+    lse[item] = m + static_cast<float>(::log(sum));
+  }
+};
+
+struct AttentionProbElement {  // item: score; the probability again, exp(s - lse[row])
+  float* p;
+  i64 t;
+  const float* lse;
+  i64 cost() const { return 1; }
+  COHORT_HD void operator()(i64 i) const { p[i] = fast_exp(p[i] - lse[i / t]); }
+};
+
+struct AttentionDeltaRow {  // item: query row; delta = dout . out
+  AttentionIndex ix;
+  const float* out;
+  const float* dout;
+  float* delta;
+  i64 cost() const { return ix.a.dh; }
+  COHORT_HD void operator()(i64 item) const {
+    const i64 t = ix.a.t, b = item / t, i = item % t, nn = b / ix.a.h, hh = b % ix.a.h;
+    delta[item] = dot_of(dout + ix.out(nn, i, hh), out + ix.out(nn, i, hh), ix.a.dh);
+  }
+};
+
+struct AttentionScoreGradElement {  // item: score; dP turned into dS = P (dP - delta[row])
+  float* dp;
+  const float* p;
+  i64 t;
+  const float* delta;
+  i64 cost() const { return 1; }
+  COHORT_HD void operator()(i64 i) const { dp[i] = p[i] * (dp[i] - delta[i / t]); }
+};
+
+// One head's product over the batch entries: c_nn = alpha op(a_nn) op(b_nn) for nn < n, row-major
+// with the leading dimensions given; entry nn's operands lie sa, sb, sc floats after entry 0's.
+struct HeadGemm {
+  bool ta, tb;
+  i64 m, n, k;
+  float alpha;
+  const float* a;
+  i64 lda, sa;
+  const float* b;
+  i64 ldb, sb;
+  float* c;
+  i64 ldc, sc;
+};
+template <class Exec>
+void head_gemm(Exec& e, i64 batch, const HeadGemm& h) {
+  calls::GemmBatched g;
+  g.trans_a = h.ta;
+  g.trans_b = h.tb;
+  g.m = h.m;
+  g.n = h.n;
+  g.k = h.k;
+  g.alpha = h.alpha;
+  g.a = h.a;
+  g.lda = h.lda;
+  g.b = h.b;
+  g.ldb = h.ldb;
+  g.beta = 0.0f;
+  g.c = h.c;
+  g.ldc = h.ldc;
+  g.batch = batch;
+  g.stride_a = h.sa;
+  g.stride_b = h.sb;
+  g.stride_c = h.sc;
+  run(e, g);
+}
+
+template <class Exec>
+void attention_forward_gemm(Exec& e, const calls::AttentionForward& c) {
+  const AttentionIndex ix{c.a};
+  const i64 n = c.a.n, h = c.a.h, t = c.a.t, dh = c.a.dh, e3 = 3 * ix.width(), tt = t * t;
+  float* s = e.scratch(static_cast<std::size_t>(n * h * tt));  // [n, h, t, t]
+  for (i64 hh = 0; hh < h; ++hh)  // S = scale Q K^T
+    head_gemm(e, n, {false, true, t, t, dh, c.a.scale, c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3,
+                     c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, s + hh * tt, t, h * tt});
+  e.for_each("cohort::attention_forward", n * h * t, AttentionSoftmaxRow{s, t, c.lse});
+  for (i64 hh = 0; hh < h; ++hh)  // out = P V
+    head_gemm(e, n, {false, false, t, dh, t, 1.0f, s + hh * tt, t, h * tt,
+                     c.qkv + ix.qkv(0, 0, 2, hh), e3, t * e3, c.out + ix.out(0, 0, hh),
+                     ix.width(), t * ix.width()});
+}
+
+template <class Exec>
+void attention_backward_gemm(Exec& e, const calls::AttentionBackward& c) {
+  const AttentionIndex ix{c.a};
+  const i64 n = c.a.n, h = c.a.h, t = c.a.t, dh = c.a.dh, e1 = ix.width(), e3 = 3 * e1;
+  const i64 tt = t * t, all = n * h * tt;
+  float* p = e.scratch(static_cast<std::size_t>(2 * all));  // P and dP, each [n, h, t, t]
+  float* dp = p + all;
+  for (i64 hh = 0; hh < h; ++hh)  // the scores again
+    head_gemm(e, n, {false, true, t, t, dh, c.a.scale, c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3,
+                     c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, p + hh * tt, t, h * tt});
+  e.for_each("cohort::attention_backward", all, AttentionProbElement{p, t, c.lse});
+  for (i64 hh = 0; hh < h; ++hh) {
+    const float* v = c.qkv + ix.qkv(0, 0, 2, hh);
+    const float* go = c.dout + ix.out(0, 0, hh);
+    // dV = P^T dO; dP = dO V^T
+    head_gemm(e, n, {true, false, t, dh, t, 1.0f, p + hh * tt, t, h * tt, go, e1, t * e1,
+                     c.dqkv + ix.qkv(0, 0, 2, hh), e3, t * e3});
+    head_gemm(e, n, {false, true, t, t, dh, 1.0f, go, e1, t * e1, v, e3, t * e3, dp + hh * tt, t,
+                     h * tt});
+  }
+  e.for_each("cohort::attention_backward", n * h * t,
+             AttentionDeltaRow{ix, c.out, c.dout, c.delta});
+  e.for_each("cohort::attention_backward", all, AttentionScoreGradElement{dp, p, t, c.delta});
+  for (i64 hh = 0; hh < h; ++hh) {  // dQ = scale dS K; dK = scale dS^T Q
+    head_gemm(e, n, {false, false, t, dh, t, c.a.scale, dp + hh * tt, t, h * tt,
+                     c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, c.dqkv + ix.qkv(0, 0, 0, hh), e3,
+                     t * e3});
+    head_gemm(e, n, {true, false, t, dh, t, c.a.scale, dp + hh * tt, t, h * tt,
+                     c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3, c.dqkv + ix.qkv(0, 0, 1, hh), e3,
+                     t * e3});
+  }
+}
+
 template <class Exec>
 void run(Exec& e, const calls::AttentionForward& c) {
-  const AttentionIndex ix{c.a};
-  e.for_each("cohort::attention_forward", c.a.n * c.a.h * c.a.t,
-             AttentionForwardRow{ix, c.qkv, c.out, c.lse});
+  if constexpr (has_fine_items_v<Exec>) {
+    attention_forward_gemm(e, c);
+  } else {
+    const AttentionIndex ix{c.a};
+    e.for_each("cohort::attention_forward", c.a.n * c.a.h * c.a.t,
+               AttentionForwardRow{ix, c.qkv, c.out, c.lse});
+  }
 }
 template <class Exec>
 void run(Exec& e, const calls::AttentionBackward& c) {
+  if constexpr (has_fine_items_v<Exec>) return attention_backward_gemm(e, c);
   const AttentionIndex ix{c.a};
   const i64 rows = c.a.n * c.a.h * c.a.t;
   e.for_each("cohort::attention_backward_query", rows,

@@ -439,3 +439,58 @@ TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") 
     CHECK(rounding_wrong == 0);
   }
 }
+
+// Attention on the GPU's executor runs in the GEMM form (attention.hpp): per head, batched GEMMs
+// over the batch entries, and the passes over the [n, h, t, t] scores as items; on the host, its
+// own per-head sgemm form. Counted here: 2 GEMMs per (entry, head) forward and 5 backward, and the
+// items (softmax rows forward; probabilities, delta rows and dS backward). Values: the host's
+// within f32 rounding of the sums' order, for several entries and heads (the heads' strides), and
+// a NaN query's row NaN in both.
+TEST_CASE("attention on thrust-host: the GEMM form, per head and batch entry") {
+  const std::int64_t n = 3, t = 7, h = 3, dh = 8;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const Shape qs{n, t, 3, h, dh}, os{n, t, h, dh}, ls{n, h, t};
+  std::vector<float> qkv = Tensor::uniform(qs, -2.0f, 2.0f, 71, host_device()).to_vector<float>();
+  qkv[((1 * t + 4) * 3 + 0) * h * dh + 2 * dh + 5] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> dout = Tensor::uniform(os, -1.0f, 1.0f, 72, host_device()).to_vector<float>();
+  std::vector<float> got[2][3];
+  for (int side = 0; side < 2; ++side) {
+    Device& d = side == 0 ? host_device() : dev();
+    Tensor q = Tensor::from_vector(qkv, qs, host_device()).to(d);
+    Tensor out = Tensor::zeros(os, DType::f32, d), lse = Tensor::zeros(ls, DType::f32, d);
+    Tensor dq = Tensor::zeros(qs, DType::f32, d);
+    const std::uint64_t f_items = testing::thrust_items(Op::attention_forward);
+    const std::uint64_t f_gemms = testing::thrust_gemms(Op::attention_forward);
+    ops::attention_forward(q, out, lse, scale);
+    const std::uint64_t b_items = testing::thrust_items(Op::attention_backward);
+    const std::uint64_t b_gemms = testing::thrust_gemms(Op::attention_backward);
+    ops::attention_backward(q, out, lse, Tensor::from_vector(dout, os, host_device()).to(d), dq, scale);
+    if (side == 1) {
+      CHECK(testing::thrust_gemms(Op::attention_forward) - f_gemms == 2 * n * h);
+      CHECK(testing::thrust_items(Op::attention_forward) - f_items == n * h * t);
+      CHECK(testing::thrust_gemms(Op::attention_backward) - b_gemms == 5 * n * h);
+      CHECK(testing::thrust_items(Op::attention_backward) - b_items ==
+            2 * n * h * t * t + n * h * t);
+    }
+    got[side][0] = out.to(host_device()).to_vector<float>();
+    got[side][1] = lse.to(host_device()).to_vector<float>();
+    got[side][2] = dq.to(host_device()).to_vector<float>();
+  }
+  const char* names[] = {"out", "lse", "dqkv"};
+  for (int k = 0; k < 3; ++k) {
+    CAPTURE(names[k]);
+    REQUIRE(got[0][k].size() == got[1][k].size());
+    int nans = 0, wrong = 0;
+    for (std::size_t i = 0; i < got[0][k].size(); ++i) {
+      const float a = got[0][k][i], b = got[1][k][i];
+      if (std::isnan(a) || std::isnan(b)) {
+        nans += std::isnan(a) && std::isnan(b);
+        wrong += std::isnan(a) != std::isnan(b);
+      } else {
+        wrong += !(std::fabs(a - b) <= 1e-5f * (1.0f + std::fabs(a)));
+      }
+    }
+    CHECK(wrong == 0);
+    CHECK(nans > 0);  // the NaN query's row (and, backward, what it reaches)
+  }
+}

@@ -18,7 +18,7 @@ namespace cohort::testing {
 namespace {
 
 std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Op::count_)> g_thrust_calls{},
-    g_thrust_items{};
+    g_thrust_items{}, g_thrust_gemms{};
 
 using CppPolicy = decltype(thrust::cpp::par);
 
@@ -30,6 +30,7 @@ class ThrustHostExec : public cuda::ThrustExec<CppPolicy> {
   ThrustHostExec() : cuda::ThrustExec<CppPolicy>(thrust::cpp::par) {}
   bool used = false;
   std::uint64_t items = 0;  // work items for_each launched
+  std::uint64_t gemms = 0;  // GEMMs handed to the host device
 
   template <class F>
   void for_each(const char* label, kernels::i64 count, const F& f) {
@@ -53,6 +54,7 @@ class ThrustHostExec : public cuda::ThrustExec<CppPolicy> {
     ThrustExec::generate(x, n, offset, g);
   }
   void gemm(const GemmArgs& g) {
+    ++gemms;
     calls::Gemm c;
     static_cast<GemmArgs&>(c) = g;
     host_device().run(OpCall{c});  // this device's memory is host memory
@@ -75,6 +77,7 @@ class ThrustHostDevice final : public HostMemoryDevice {
     kernels::run_call(e, call);
     if (e.used) ++g_thrust_calls[static_cast<std::size_t>(op_of(call))];
     g_thrust_items[static_cast<std::size_t>(op_of(call))] += e.items;
+    g_thrust_gemms[static_cast<std::size_t>(op_of(call))] += e.gemms;
   }
 };
 
@@ -90,5 +93,7 @@ bool thrust_covers(Op op) { return op != Op::gemm && op != Op::gemm_batched; }
 std::uint64_t thrust_calls(Op op) { return g_thrust_calls[static_cast<std::size_t>(op)]; }
 
 std::uint64_t thrust_items(Op op) { return g_thrust_items[static_cast<std::size_t>(op)]; }
+
+std::uint64_t thrust_gemms(Op op) { return g_thrust_gemms[static_cast<std::size_t>(op)]; }
 
 }  // namespace cohort::testing

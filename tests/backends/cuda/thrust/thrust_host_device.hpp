@@ -25,4 +25,8 @@ std::uint64_t thrust_calls(Op op);
 // a family chose: an item per element or per row, stages).
 std::uint64_t thrust_items(Op op);
 
+// How many GEMMs calls of `op` have handed to the host device's GEMM (cuBLAS's place), a batched
+// GEMM counting one per batch entry.
+std::uint64_t thrust_gemms(Op op);
+
 }  // namespace cohort::testing
