@@ -240,14 +240,15 @@ void attention_forward_gemm(Exec& e, const calls::AttentionForward& c) {
   const AttentionIndex ix{c.a};
   const i64 n = c.a.n, h = c.a.h, t = c.a.t, dh = c.a.dh, e3 = 3 * ix.width(), tt = t * t;
   float* s = e.scratch(static_cast<std::size_t>(n * h * tt));  // [n, h, t, t]
-  for (i64 hh = 0; hh < h; ++hh)  // S = scale Q K^T
-    head_gemm(e, n, {false, true, t, t, dh, c.a.scale, c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3,
-                     c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, s + hh * tt, t, h * tt});
+  for (i64 hh = 0; hh < h; ++hh)                               // S = scale Q K^T
+    head_gemm(e, n,
+              {false, true, t, t, dh, c.a.scale, c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3,
+               c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, s + hh * tt, t, h * tt});
   e.for_each("cohort::attention_forward", n * h * t, AttentionSoftmaxRow{s, t, c.lse});
   for (i64 hh = 0; hh < h; ++hh)  // out = P V
-    head_gemm(e, n, {false, false, t, dh, t, 1.0f, s + hh * tt, t, h * tt,
-                     c.qkv + ix.qkv(0, 0, 2, hh), e3, t * e3, c.out + ix.out(0, 0, hh),
-                     ix.width(), t * ix.width()});
+    head_gemm(e, n,
+              {false, false, t, dh, t, 1.0f, s + hh * tt, t, h * tt, c.qkv + ix.qkv(0, 0, 2, hh),
+               e3, t * e3, c.out + ix.out(0, 0, hh), ix.width(), t * ix.width()});
 }
 
 template <class Exec>
@@ -258,28 +259,31 @@ void attention_backward_gemm(Exec& e, const calls::AttentionBackward& c) {
   float* p = e.scratch(static_cast<std::size_t>(2 * all));  // P and dP, each [n, h, t, t]
   float* dp = p + all;
   for (i64 hh = 0; hh < h; ++hh)  // the scores again
-    head_gemm(e, n, {false, true, t, t, dh, c.a.scale, c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3,
-                     c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, p + hh * tt, t, h * tt});
+    head_gemm(e, n,
+              {false, true, t, t, dh, c.a.scale, c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3,
+               c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, p + hh * tt, t, h * tt});
   e.for_each("cohort::attention_backward", all, AttentionProbElement{p, t, c.lse});
   for (i64 hh = 0; hh < h; ++hh) {
     const float* v = c.qkv + ix.qkv(0, 0, 2, hh);
     const float* go = c.dout + ix.out(0, 0, hh);
     // dV = P^T dO; dP = dO V^T
-    head_gemm(e, n, {true, false, t, dh, t, 1.0f, p + hh * tt, t, h * tt, go, e1, t * e1,
-                     c.dqkv + ix.qkv(0, 0, 2, hh), e3, t * e3});
-    head_gemm(e, n, {false, true, t, t, dh, 1.0f, go, e1, t * e1, v, e3, t * e3, dp + hh * tt, t,
-                     h * tt});
+    head_gemm(e, n,
+              {true, false, t, dh, t, 1.0f, p + hh * tt, t, h * tt, go, e1, t * e1,
+               c.dqkv + ix.qkv(0, 0, 2, hh), e3, t * e3});
+    head_gemm(
+        e, n,
+        {false, true, t, t, dh, 1.0f, go, e1, t * e1, v, e3, t * e3, dp + hh * tt, t, h * tt});
   }
   e.for_each("cohort::attention_backward", n * h * t,
              AttentionDeltaRow{ix, c.out, c.dout, c.delta});
   e.for_each("cohort::attention_backward", all, AttentionScoreGradElement{dp, p, t, c.delta});
   for (i64 hh = 0; hh < h; ++hh) {  // dQ = scale dS K; dK = scale dS^T Q
-    head_gemm(e, n, {false, false, t, dh, t, c.a.scale, dp + hh * tt, t, h * tt,
-                     c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, c.dqkv + ix.qkv(0, 0, 0, hh), e3,
-                     t * e3});
-    head_gemm(e, n, {true, false, t, dh, t, c.a.scale, dp + hh * tt, t, h * tt,
-                     c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3, c.dqkv + ix.qkv(0, 0, 1, hh), e3,
-                     t * e3});
+    head_gemm(e, n,
+              {false, false, t, dh, t, c.a.scale, dp + hh * tt, t, h * tt,
+               c.qkv + ix.qkv(0, 0, 1, hh), e3, t * e3, c.dqkv + ix.qkv(0, 0, 0, hh), e3, t * e3});
+    head_gemm(e, n,
+              {true, false, t, dh, t, c.a.scale, dp + hh * tt, t, h * tt,
+               c.qkv + ix.qkv(0, 0, 0, hh), e3, t * e3, c.dqkv + ix.qkv(0, 0, 1, hh), e3, t * e3});
   }
 }
 

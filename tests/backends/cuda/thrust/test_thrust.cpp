@@ -452,7 +452,8 @@ TEST_CASE("attention on thrust-host: the GEMM form, per head and batch entry") {
   const Shape qs{n, t, 3, h, dh}, os{n, t, h, dh}, ls{n, h, t};
   std::vector<float> qkv = Tensor::uniform(qs, -2.0f, 2.0f, 71, host_device()).to_vector<float>();
   qkv[((1 * t + 4) * 3 + 0) * h * dh + 2 * dh + 5] = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> dout = Tensor::uniform(os, -1.0f, 1.0f, 72, host_device()).to_vector<float>();
+  const std::vector<float> dout =
+      Tensor::uniform(os, -1.0f, 1.0f, 72, host_device()).to_vector<float>();
   std::vector<float> got[2][3];
   for (int side = 0; side < 2; ++side) {
     Device& d = side == 0 ? host_device() : dev();
@@ -464,7 +465,8 @@ TEST_CASE("attention on thrust-host: the GEMM form, per head and batch entry") {
     ops::attention_forward(q, out, lse, scale);
     const std::uint64_t b_items = testing::thrust_items(Op::attention_backward);
     const std::uint64_t b_gemms = testing::thrust_gemms(Op::attention_backward);
-    ops::attention_backward(q, out, lse, Tensor::from_vector(dout, os, host_device()).to(d), dq, scale);
+    ops::attention_backward(q, out, lse, Tensor::from_vector(dout, os, host_device()).to(d), dq,
+                            scale);
     if (side == 1) {
       CHECK(testing::thrust_gemms(Op::attention_forward) - f_gemms == 2 * n * h);
       CHECK(testing::thrust_items(Op::attention_forward) - f_items == n * h * t);
