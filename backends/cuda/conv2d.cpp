@@ -73,7 +73,8 @@ ConvKey key_of(ConvDir dir, bool fused, const Conv2dArgs& a);
 // H100 (27 us per call against PyTorch's 14, which caches them too). One entry serves the three
 // directions; the key holds every extent, the data type and the math modes the descriptors
 // encode. The convolution descriptor's math type changes per algorithm run (run_conv), so
-// rankings set it back first.
+// rankings set it back first; like the handle, the descriptors serve one thread at a time (the
+// one enqueuing on the device's stream).
 std::shared_ptr<ConvDescs> descs_for(Cudnn::State& s, const Conv2dArgs& a,
                                      const seams::ConvValues& v) {
   const ConvKey key = key_of(ConvDir::forward, false, a);
