@@ -263,9 +263,10 @@ struct LayerNormForwardRow {  // item: row
   const float* residual;  // nullable: sum = x + residual is written and normalised
   float* sum;
   i64 cost() const { return 3 * a.cols; }
-  COHORT_HD void operator()(i64 r) const {
+  // Row r's statistics into save_mean / save_rstd, after writing x + residual to sum when there
+  // is a residual; returns the row they are of.
+  COHORT_HD const float* stats(i64 r) const {
     const float* in = x + r * a.cols;
-    float* out = y + r * a.cols;
     if (residual) {  // the add's pass, one row at a time: the norm reads it back from L1
       float* s = sum + r * a.cols;
       const float* res = residual + r * a.cols;
@@ -274,12 +275,37 @@ struct LayerNormForwardRow {  // item: row
     }
     const double mean = sum_of(in, a.cols) / static_cast<double>(a.cols);
     const double sq = sum_sq_dev(in, a.cols, mean);
-    const float mu = static_cast<float>(mean);
-    const float rs = static_cast<float>(1.0 / ::sqrt(sq / static_cast<double>(a.cols) + a.eps));
-    save_mean[r] = mu;
-    save_rstd[r] = rs;
-    for (i64 j = 0; j < a.cols; ++j)
-      out[j] = (in[j] - mu) * rs * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+    save_mean[r] = static_cast<float>(mean);
+    save_rstd[r] = static_cast<float>(1.0 / ::sqrt(sq / static_cast<double>(a.cols) + a.eps));
+    return in;
+  }
+  // Column j's output for the value v of a row with statistics mu, rs.
+  COHORT_HD float value(float v, float mu, float rs, i64 j) const {
+    return (v - mu) * rs * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+  }
+  COHORT_HD void operator()(i64 r) const {
+    const float* in = stats(r);
+    const float mu = save_mean[r], rs = save_rstd[r];
+    float* out = y + r * a.cols;
+    for (i64 j = 0; j < a.cols; ++j) out[j] = value(in[j], mu, rs, j);
+  }
+};
+
+// LayerNormForwardRow in two launches, for executors with kFineItems (the GPU): the statistics per
+// row, then the affine map per element (coalesced, and a third of the row item's serial work off
+// each thread). The same functions, so the same bits.
+struct LayerNormStatsRow {  // item: row
+  LayerNormForwardRow f;
+  i64 cost() const { return 2 * f.a.cols; }
+  COHORT_HD void operator()(i64 r) const { (void)f.stats(r); }
+};
+struct LayerNormApplyElement {  // item: element; items = rows * cols
+  LayerNormForwardRow f;
+  i64 cost() const { return 1; }
+  COHORT_HD void operator()(i64 i) const {
+    const i64 r = i / f.a.cols, j = i % f.a.cols;
+    const float* in = (f.residual ? f.sum : f.x) + r * f.a.cols;
+    f.y[i] = f.value(in[j], f.save_mean[r], f.save_rstd[r], j);
   }
 };
 
@@ -443,9 +469,14 @@ void run(Exec& e, const calls::BatchNormBackward& c) {
 }
 template <class Exec>
 void run(Exec& e, const calls::LayerNormForward& c) {
-  e.for_each("cohort::layer_norm_forward", c.a.rows,
-             LayerNormForwardRow{c.a, c.x, c.gamma, c.beta, c.y, c.save_mean, c.save_rstd,
-                                 c.residual, c.sum});
+  const LayerNormForwardRow f{c.a,         c.x,         c.gamma,    c.beta, c.y,
+                              c.save_mean, c.save_rstd, c.residual, c.sum};
+  if constexpr (has_fine_items_v<Exec>) {
+    e.for_each("cohort::layer_norm_forward", c.a.rows, LayerNormStatsRow{f});
+    e.for_each("cohort::layer_norm_forward", c.a.rows * c.a.cols, LayerNormApplyElement{f});
+  } else {
+    e.for_each("cohort::layer_norm_forward", c.a.rows, f);
+  }
 }
 template <class Exec>
 void run(Exec& e, const calls::LayerNormBackward& c) {

@@ -496,3 +496,48 @@ TEST_CASE("attention on thrust-host: the GEMM form, per head and batch entry") {
     CHECK(nans > 0);  // the NaN query's row (and, backward, what it reaches)
   }
 }
+
+// Layer norm's forward on Thrust: the statistics per row, then the affine map one element per item
+// (LayerNormStatsRow, LayerNormApplyElement). Each output checked exactly against (v - mean) * rstd
+// * gamma + beta computed here from the statistics the device wrote (v = x + residual with a
+// residual, whose sum must be written too), and the launches' items counted.
+TEST_CASE("layer_norm_forward on thrust-host: statistics per row, the map per element") {
+  const std::int64_t rows = 37, cols = 45;
+  const Shape xs{rows, cols};
+  const auto vec = [](const Shape& s, std::uint64_t seed, float lo, float hi) {
+    return Tensor::uniform(s, lo, hi, seed, host_device()).to_vector<float>();
+  };
+  const std::vector<float> x = vec(xs, 81, -2.0f, 3.0f), res = vec(xs, 82, -1.0f, 1.0f);
+  const std::vector<float> g = vec({cols}, 83, 0.5f, 1.5f), b = vec({cols}, 84, -0.5f, 0.5f);
+  for (bool with_residual : {false, true}) {
+    CAPTURE(with_residual);
+    Tensor tg = on_dev(g, {cols}), tb = on_dev(b, {cols}), tres = on_dev(res, xs);
+    Tensor y = Tensor::zeros(xs, DType::f32, dev()), sum = Tensor::zeros(xs, DType::f32, dev());
+    Tensor m = Tensor::zeros({rows}, DType::f32, dev()), rs = Tensor::zeros({rows}, DType::f32, dev());
+    const std::uint64_t before = testing::thrust_items(Op::layer_norm_forward);
+    ops::layer_norm_forward(on_dev(x, xs), cols, &tg, &tb, y, m, rs, 1e-5f,
+                            with_residual ? &tres : nullptr, with_residual ? &sum : nullptr);
+    CHECK(testing::thrust_items(Op::layer_norm_forward) - before ==
+          static_cast<std::uint64_t>(rows + rows * cols));
+    const std::vector<float> yv = y.to(host_device()).to_vector<float>();
+    const std::vector<float> mv = m.to(host_device()).to_vector<float>();
+    const std::vector<float> rv = rs.to(host_device()).to_vector<float>();
+    const std::vector<float> sv = sum.to(host_device()).to_vector<float>();
+    int wrong = 0, sum_wrong = 0, stats_wrong = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double s1 = 0;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const std::size_t i = static_cast<std::size_t>(r * cols + j);
+        const float v = with_residual ? x[i] + res[i] : x[i];
+        if (with_residual) sum_wrong += std::memcmp(&v, &sv[i], sizeof(float)) != 0;
+        const float want = (v - mv[r]) * rv[r] * g[j] + b[j];
+        wrong += std::memcmp(&want, &yv[i], sizeof(float)) != 0;
+        s1 += v;
+      }
+      stats_wrong += !(std::fabs(s1 / cols - mv[r]) <= 1e-6 * (1 + std::fabs(s1 / cols)));
+    }
+    CHECK(wrong == 0);
+    CHECK(sum_wrong == 0);
+    CHECK(stats_wrong == 0);
+  }
+}
