@@ -513,7 +513,8 @@ TEST_CASE("layer_norm_forward on thrust-host: statistics per row, the map per el
     CAPTURE(with_residual);
     Tensor tg = on_dev(g, {cols}), tb = on_dev(b, {cols}), tres = on_dev(res, xs);
     Tensor y = Tensor::zeros(xs, DType::f32, dev()), sum = Tensor::zeros(xs, DType::f32, dev());
-    Tensor m = Tensor::zeros({rows}, DType::f32, dev()), rs = Tensor::zeros({rows}, DType::f32, dev());
+    Tensor m = Tensor::zeros({rows}, DType::f32, dev()),
+           rs = Tensor::zeros({rows}, DType::f32, dev());
     const std::uint64_t before = testing::thrust_items(Op::layer_norm_forward);
     ops::layer_norm_forward(on_dev(x, xs), cols, &tg, &tb, y, m, rs, 1e-5f,
                             with_residual ? &tres : nullptr, with_residual ? &sum : nullptr);
