@@ -319,10 +319,11 @@ struct LayerNormBackwardRow {  // item: row; dx only
   float* dx;
   const float* dx_add;  // nullable: added to each dx element
   i64 cost() const { return 3 * a.cols; }
-  COHORT_HD void operator()(i64 r) const {
+  // Row r's coefficients of dx = rstd (g - k1 - xhat k2), g = dy * gamma: k1 = mean of g, k2 =
+  // mean of g * xhat.
+  COHORT_HD void coeffs(i64 r, float& k1, float& k2) const {
     const float* in = x + r * a.cols;
     const float* g = dy + r * a.cols;
-    float* out = dx + r * a.cols;
     const float mu = mean[r], rs = rstd[r];
     double sg = 0.0, sgx = 0.0;  // sum of (dy * gamma) and of (dy * gamma * xhat)
     for (i64 j = 0; j < a.cols; ++j) {
@@ -330,16 +331,44 @@ struct LayerNormBackwardRow {  // item: row; dx only
       sg += gj;
       sgx += static_cast<double>(gj) * ((in[j] - mu) * rs);
     }
-    const float k1 = static_cast<float>(sg / static_cast<double>(a.cols));
-    const float k2 = static_cast<float>(sgx / static_cast<double>(a.cols));
-    for (i64 j = 0; j < a.cols; ++j) {
-      const float gj = g[j] * (gamma ? gamma[j] : 1.0f);
-      out[j] = rs * (gj - k1 - (in[j] - mu) * rs * k2);
-    }
+    k1 = static_cast<float>(sg / static_cast<double>(a.cols));
+    k2 = static_cast<float>(sgx / static_cast<double>(a.cols));
+  }
+  // dx's element i (row r, column j), before dx_add.
+  COHORT_HD float grad(i64 i, i64 r, i64 j, float k1, float k2) const {
+    const float mu = mean[r], rs = rstd[r];
+    const float gj = dy[i] * (gamma ? gamma[j] : 1.0f);
+    return rs * (gj - k1 - (x[i] - mu) * rs * k2);
+  }
+  COHORT_HD void operator()(i64 r) const {
+    float k1, k2;
+    coeffs(r, k1, k2);
+    float* out = dx + r * a.cols;
+    for (i64 j = 0; j < a.cols; ++j) out[j] = grad(r * a.cols + j, r, j, k1, k2);
     if (dx_add) {
       const float* add = dx_add + r * a.cols;
       for (i64 j = 0; j < a.cols; ++j) out[j] = add[j] + out[j];
     }
+  }
+};
+
+// LayerNormBackwardRow in two launches, for executors with kFineItems (the GPU): the coefficients
+// per row (into scratch), then dx one element per item. The same functions, and dx_add added to
+// the rounded element as the row item does, so the same bits.
+struct LayerNormGradCoeffsRow {  // item: row; k[2 r], k[2 r + 1] = k1, k2
+  LayerNormBackwardRow b;
+  float* k;
+  i64 cost() const { return 2 * b.a.cols; }
+  COHORT_HD void operator()(i64 r) const { b.coeffs(r, k[2 * r], k[2 * r + 1]); }
+};
+struct LayerNormGradElement {  // item: element; items = rows * cols
+  LayerNormBackwardRow b;
+  const float* k;
+  i64 cost() const { return 1; }
+  COHORT_HD void operator()(i64 i) const {
+    const i64 r = i / b.a.cols;
+    const float v = b.grad(i, r, i % b.a.cols, k[2 * r], k[2 * r + 1]);
+    b.dx[i] = b.dx_add ? b.dx_add[i] + v : v;
   }
 };
 
@@ -434,23 +463,30 @@ struct LayerNormParamGradFinish {  // item: column
   }
 };
 
+// The fine executors' layer_norm_backward: dx through LayerNormGradCoeffsRow and
+// LayerNormGradElement, dgamma / dbeta through the two stages above. One scratch request (the
+// executor contract): the coefficients (2 floats per row), then the stages' partial sums (2
+// arrays of doubles; 2 * rows floats keep them 8-byte aligned).
 template <class Exec>
-void layer_norm_param_grad(Exec& e, const calls::LayerNormBackward& c) {
-  if constexpr (has_fine_items_v<Exec>) {
-    const i64 blocks = LayerNormParamGradPartial::blocks(c.a), items = blocks * c.a.cols;
-    if (items == 0) return;  // no rows: nothing to add
-    // Two arrays of `items` doubles; scratch comes in floats, aligned for any type.
-    double* part = reinterpret_cast<double*>(e.scratch(static_cast<std::size_t>(4 * items)));
-    e.for_each(
-        "cohort::layer_norm_param_grad", items,
-        LayerNormParamGradPartial{c.a, c.x, c.dy, c.save_mean, c.save_rstd, part, part + items});
-    e.for_each("cohort::layer_norm_param_grad", c.a.cols,
-               LayerNormParamGradFinish{c.a.cols, blocks, part, part + items, c.dgamma, c.dbeta});
-  } else {
-    e.for_each("cohort::layer_norm_param_grad",
-               (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,
-               LayerNormParamGradCols{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma, c.dbeta});
+void layer_norm_backward_fine(Exec& e, const calls::LayerNormBackward& c) {
+  const bool params = c.dgamma || c.dbeta;
+  const i64 rows = c.a.rows, blocks = LayerNormParamGradPartial::blocks(c.a);
+  const i64 items = params ? blocks * c.a.cols : 0, coeffs = c.dx ? 2 * rows : 0;
+  if (coeffs + items == 0) return;  // no rows, or nothing asked
+  float* k = e.scratch(static_cast<std::size_t>(coeffs + 4 * items));
+  double* part = reinterpret_cast<double*>(k + coeffs);
+  if (c.dx) {
+    const LayerNormBackwardRow b{c.a,         c.x,      c.dy, c.gamma, c.save_mean,
+                                 c.save_rstd, c.dx, c.dx_add};
+    e.for_each("cohort::layer_norm_backward", rows, LayerNormGradCoeffsRow{b, k});
+    e.for_each("cohort::layer_norm_backward", rows * c.a.cols, LayerNormGradElement{b, k});
   }
+  if (items == 0) return;
+  e.for_each(
+      "cohort::layer_norm_param_grad", items,
+      LayerNormParamGradPartial{c.a, c.x, c.dy, c.save_mean, c.save_rstd, part, part + items});
+  e.for_each("cohort::layer_norm_param_grad", c.a.cols,
+             LayerNormParamGradFinish{c.a.cols, blocks, part, part + items, c.dgamma, c.dbeta});
 }
 
 template <class Exec>
@@ -480,11 +516,15 @@ void run(Exec& e, const calls::LayerNormForward& c) {
 }
 template <class Exec>
 void run(Exec& e, const calls::LayerNormBackward& c) {
+  if constexpr (has_fine_items_v<Exec>) return layer_norm_backward_fine(e, c);
   if (c.dx)
     e.for_each(
         "cohort::layer_norm_backward", c.a.rows,
         LayerNormBackwardRow{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx, c.dx_add});
-  if (c.dgamma || c.dbeta) layer_norm_param_grad(e, c);
+  if (c.dgamma || c.dbeta)
+    e.for_each("cohort::layer_norm_param_grad",
+               (c.a.cols + LayerNormParamGradCols::block - 1) / LayerNormParamGradCols::block,
+               LayerNormParamGradCols{c.a, c.x, c.dy, c.save_mean, c.save_rstd, c.dgamma, c.dbeta});
 }
 
 }  // namespace cohort::kernels

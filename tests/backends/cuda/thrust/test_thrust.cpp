@@ -33,6 +33,10 @@ Tensor uni(std::int64_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f
   return Tensor::uniform({n}, lo, hi, seed, host_device()).to(dev());
 }
 Tensor zeros(std::int64_t n, DType t = DType::f32) { return Tensor::zeros({n}, t, dev()); }
+// Uniform values in [lo, hi) as a host vector (the same on every device they are copied to).
+std::vector<float> host_uniform(const Shape& s, std::uint64_t seed, float lo, float hi) {
+  return Tensor::uniform(s, lo, hi, seed, host_device()).to_vector<float>();
+}
 
 // One call of each element-wise, reduction, random, activation and optimizer op (and a GEMM, which
 // does not launch Thrust).
@@ -254,9 +258,7 @@ TEST_CASE(
       CAPTURE(k.h * k.w);
       CAPTURE(training);
       const Shape xs{k.n, k.c, k.h, k.w};
-      const auto vec = [](const Shape& s, std::uint64_t seed, float lo, float hi) {
-        return Tensor::uniform(s, lo, hi, seed, host_device()).to_vector<float>();
-      };
+      const auto vec = host_uniform;
       const std::vector<float> x = vec(xs, 31, -2.0f, 3.0f), dy = vec(xs, 32, -1.0f, 1.0f);
       const std::vector<float> g = vec({k.c}, 33, 0.5f, 1.5f), b = vec({k.c}, 34, -0.5f, 0.5f);
       const std::vector<float> rm = vec({k.c}, 35, -0.1f, 0.1f), rv = vec({k.c}, 36, 0.5f, 2.0f);
@@ -355,7 +357,8 @@ TEST_CASE("bias_add one element per item: each element's channel, each element o
 // every row of a column in order. Checked here: the staged order computed independently (the same
 // terms in double, grouped by 64 rows) gives the same bits; the host's all-rows order and a
 // reference in double agree within float rounding; the gradients are added to what dgamma and
-// dbeta held; dx has the host's row items' bits; the launches are those stages (items counted).
+// dbeta held; dx (coefficients per row, then one element per item) has the host's row items'
+// bits; the launches are those stages (items counted).
 // Row counts under one block, at a block boundary and with a partial last block; 1, 40 and 257
 // columns.
 TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") {
@@ -366,9 +369,7 @@ TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") 
     CAPTURE(k.rows);
     CAPTURE(k.cols);
     const Shape xs{k.rows, k.cols};
-    const auto vec = [](const Shape& s, std::uint64_t seed, float lo, float hi) {
-      return Tensor::uniform(s, lo, hi, seed, host_device()).to_vector<float>();
-    };
+    const auto vec = host_uniform;
     const std::vector<float> x = vec(xs, 61, -2.0f, 3.0f), dy = vec(xs, 62, -1.0f, 1.0f);
     const std::vector<float> g = vec({k.cols}, 63, 0.5f, 1.5f), b = vec({k.cols}, 64, -0.5f, 0.5f);
     const std::vector<float> dg0 = vec({k.cols}, 65, -1.0f, 1.0f),
@@ -392,10 +393,11 @@ TEST_CASE("layer_norm_backward's parameter gradients in stages on thrust-host") 
       }
       const std::uint64_t before = testing::thrust_items(Op::layer_norm_backward);
       ops::layer_norm_backward(tx, t(dy, xs), k.cols, &tg, m, rs, &tdx, &tdg, &tdb);
-      // dx's row items, then an item per (block of 64 rows, column) and one per column.
+      // dx: coefficients per row, then an item per element; dgamma / dbeta: an item per (block of
+      // 64 rows, column), then one per column.
       const std::int64_t blocks = (k.rows + 63) / 64;
       CHECK(testing::thrust_items(Op::layer_norm_backward) - before ==
-            static_cast<std::uint64_t>(k.rows + blocks * k.cols + k.cols));
+            static_cast<std::uint64_t>(k.rows + k.rows * k.cols + blocks * k.cols + k.cols));
       mean = m.to(host_device()).to_vector<float>();
       rstd = rs.to(host_device()).to_vector<float>();
       dx = tdx.to(host_device()).to_vector<float>();
@@ -504,9 +506,7 @@ TEST_CASE("attention on thrust-host: the GEMM form, per head and batch entry") {
 TEST_CASE("layer_norm_forward on thrust-host: statistics per row, the map per element") {
   const std::int64_t rows = 37, cols = 45;
   const Shape xs{rows, cols};
-  const auto vec = [](const Shape& s, std::uint64_t seed, float lo, float hi) {
-    return Tensor::uniform(s, lo, hi, seed, host_device()).to_vector<float>();
-  };
+  const auto vec = host_uniform;
   const std::vector<float> x = vec(xs, 81, -2.0f, 3.0f), res = vec(xs, 82, -1.0f, 1.0f);
   const std::vector<float> g = vec({cols}, 83, 0.5f, 1.5f), b = vec({cols}, 84, -0.5f, 0.5f);
   for (bool with_residual : {false, true}) {
@@ -541,4 +541,28 @@ TEST_CASE("layer_norm_forward on thrust-host: statistics per row, the map per el
     CHECK(sum_wrong == 0);
     CHECK(stats_wrong == 0);
   }
+}
+
+// layer_norm_backward's dx with dx_add (a residual's gradient passed through): on Thrust the
+// coefficients per row, then dx_add + the element's gradient one element per item; on the host the
+// row item. The same statistics on both sides, so the same bits.
+TEST_CASE("layer_norm_backward with dx_add: Thrust's elements equal the host's rows bit for bit") {
+  const std::int64_t rows = 29, cols = 33;
+  const Shape xs{rows, cols};
+  const auto vec = host_uniform;
+  const std::vector<float> x = vec(xs, 91, -2.0f, 3.0f), dy = vec(xs, 92, -1.0f, 1.0f);
+  const std::vector<float> add = vec(xs, 93, -1.0f, 1.0f), g = vec({cols}, 94, 0.5f, 1.5f);
+  const std::vector<float> mean = vec({rows}, 95, -0.5f, 0.5f), rstd = vec({rows}, 96, 0.5f, 2.0f);
+  std::vector<float> out[2];
+  for (int side = 0; side < 2; ++side) {
+    Device& d = side == 0 ? host_device() : dev();
+    auto t = [&](const std::vector<float>& v, const Shape& s) {
+      return Tensor::from_vector(v, s, host_device()).to(d);
+    };
+    Tensor tg = t(g, {cols}), tadd = t(add, xs), dx = Tensor::zeros(xs, DType::f32, d);
+    ops::layer_norm_backward(t(x, xs), t(dy, xs), cols, &tg, t(mean, {rows}), t(rstd, {rows}), &dx,
+                             nullptr, nullptr, &tadd);
+    out[side] = dx.to(host_device()).to_vector<float>();
+  }
+  CHECK(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0);
 }
