@@ -476,8 +476,7 @@ void layer_norm_backward_fine(Exec& e, const calls::LayerNormBackward& c) {
   float* k = e.scratch(static_cast<std::size_t>(coeffs + 4 * items));
   double* part = reinterpret_cast<double*>(k + coeffs);
   if (c.dx) {
-    const LayerNormBackwardRow b{c.a,         c.x,      c.dy, c.gamma, c.save_mean,
-                                 c.save_rstd, c.dx, c.dx_add};
+    const LayerNormBackwardRow b{c.a, c.x, c.dy, c.gamma, c.save_mean, c.save_rstd, c.dx, c.dx_add};
     e.for_each("cohort::layer_norm_backward", rows, LayerNormGradCoeffsRow{b, k});
     e.for_each("cohort::layer_norm_backward", rows * c.a.cols, LayerNormGradElement{b, k});
   }
