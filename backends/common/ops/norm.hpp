@@ -334,17 +334,19 @@ struct LayerNormBackwardRow {  // item: row; dx only
     k1 = static_cast<float>(sg / static_cast<double>(a.cols));
     k2 = static_cast<float>(sgx / static_cast<double>(a.cols));
   }
-  // dx's element i (row r, column j), before dx_add.
-  COHORT_HD float grad(i64 i, i64 r, i64 j, float k1, float k2) const {
-    const float mu = mean[r], rs = rstd[r];
+  // dx's element i (column j of a row with statistics mu, rs), before dx_add. The caller loads
+  // the row's values once: dx is a float* as mean and rstd are, so the compiler must assume a
+  // store to dx can change them.
+  COHORT_HD float grad(i64 i, i64 j, float mu, float rs, float k1, float k2) const {
     const float gj = dy[i] * (gamma ? gamma[j] : 1.0f);
     return rs * (gj - k1 - (x[i] - mu) * rs * k2);
   }
   COHORT_HD void operator()(i64 r) const {
     float k1, k2;
     coeffs(r, k1, k2);
+    const float mu = mean[r], rs = rstd[r];
     float* out = dx + r * a.cols;
-    for (i64 j = 0; j < a.cols; ++j) out[j] = grad(r * a.cols + j, r, j, k1, k2);
+    for (i64 j = 0; j < a.cols; ++j) out[j] = grad(r * a.cols + j, j, mu, rs, k1, k2);
     if (dx_add) {
       const float* add = dx_add + r * a.cols;
       for (i64 j = 0; j < a.cols; ++j) out[j] = add[j] + out[j];
@@ -367,7 +369,7 @@ struct LayerNormGradElement {  // item: element; items = rows * cols
   i64 cost() const { return 1; }
   COHORT_HD void operator()(i64 i) const {
     const i64 r = i / b.a.cols;
-    const float v = b.grad(i, r, i % b.a.cols, k[2 * r], k[2 * r + 1]);
+    const float v = b.grad(i, i % b.a.cols, b.mean[r], b.rstd[r], k[2 * r], k[2 * r + 1]);
     b.dx[i] = b.dx_add ? b.dx_add[i] + v : v;
   }
 };
