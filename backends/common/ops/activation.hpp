@@ -3,7 +3,7 @@
 // the activation's backward and the bias gradient together). exp and erf are
 // fast_exp / fast_erf (fast_math.hpp): inline and branch-free on the host so the element loops
 // vectorise; CUDA's expf / erff on a GPU. The CUDA device sends the linear bias gradient to
-// cuBLAS's sgemv (backends/cuda/activation.cu).
+// cuBLAS's sgemv (backends/cuda/activation.cpp).
 #pragma once
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // GEMM family: gemm and gemm_batched. The product itself is always the executor's gemm() (oneDNN
-// on the host: backends/host/gemm.cpp; cuBLAS: backends/cuda/gemm.cu); here are the edge cases
+// on the host: backends/host/gemm.cpp; cuBLAS: backends/cuda/gemm.cpp); here are the edge cases
 // every backend shares (an empty product, k == 0) and the batched loop a backend without a batched
 // GEMM runs.
 #pragma once

@@ -1,7 +1,7 @@
 // Normalisation family: batch_norm_forward / backward (statistics per channel, then the affine map
 // per (image, channel) plane) and layer_norm_forward / backward (over the last `cols` elements of
 // each row). Statistics accumulate in double. The CUDA device sends training-mode batch norm to
-// cuDNN (backends/cuda/norm.cu).
+// cuDNN (backends/cuda/norm.cpp).
 #pragma once
 
 #include <cmath>

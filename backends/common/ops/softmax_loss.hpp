@@ -1,6 +1,6 @@
 // Softmax and loss family: softmax_forward / softmax_backward (log or not, over any axis as
 // [outer, channels, inner]), nll_forward, nll_backward, cross_entropy_backward. The CUDA device
-// sends softmax to cuDNN where it covers the case (backends/cuda/softmax_loss.cu).
+// sends softmax to cuDNN where it covers the case (backends/cuda/softmax_loss.cpp).
 #pragma once
 
 #include <cmath>

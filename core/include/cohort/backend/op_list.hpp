@@ -9,7 +9,8 @@
 //   host              backends/host/<family>.cpp where oneDNN takes the op; backends/host/op_table.cpp
 //                     routes it (and lists the route)
 //   CUDA              backends/cuda/<family>.cpp where cuDNN or cuBLAS takes it; op_table.cu routes
-//   parity row        tests/parity/parity_rows.cpp; reference tests/parity/reference/<family>.cpp
+//   parity row        tests/parity/parity_rows.cpp; reference in tests/parity/reference/ (one file
+//                     per family, named by its subject: normalisation.cpp for norm.hpp, ...)
 //   what runs where   `cohort-doctor --ops`
 // docs/ARCHITECTURE.md, "How to add an op", walks through one.
 //

@@ -3,7 +3,7 @@
 //
 // Each span belongs to a track ("compute", "comm", "data"); one process is one rank, so a trace
 // of a data-parallel job shows every rank's compute and communication as separate tracks. Ranks
-// write their own files; tools/merge_traces.py (or the trainer on rank 0) can join them.
+// write their own files; the Trainer on rank 0 joins them (--trace FILE, docs/TRAINING.md).
 #pragma once
 
 #include <chrono>
