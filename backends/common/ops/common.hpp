@@ -17,8 +17,8 @@
 //
 // Functors are "work items" (operator()(i64 item)): an element, a row, a plane or a channel.
 // `i64 cost() const` (host only) says about how many elements one item touches, so the host
-// splits a launch between threads only when it pays (HostExec in backends/host/op_table.cpp). Items never
-// write memory another item writes: no atomics, results independent of the thread count.
+// splits a launch between threads only when it pays (HostExec in backends/host/op_table.cpp). Items
+// never write memory another item writes: no atomics, results independent of the thread count.
 //
 // Rules for everything under ops/: no allocation, no exceptions, only <cmath> functions nvcc also
 // provides on the device. Random numbers come from the constexpr Philox of cohort/core/rng.hpp.

@@ -1,11 +1,12 @@
 // Convolution family: conv2d_forward, conv2d_backward_data, conv2d_backward_filter as im2col +
 // GEMM per image, what runs where the vendor library does not (the host sends convolutions to
-// oneDNN, backends/host/conv2d.cpp; CUDA to cuDNN, backends/cuda/conv2d.cpp; COHORT_HOST_CONV=im2col
-// and the deterministic backward filter keep this path on the host). It is the layout PyTorch's
-// own CPU fallback (slow_conv2d) uses: the column matrix of one image stays in cache (conv2 of the
-// MNIST CNN: 288 x 576 floats, 660 KB), the GEMMs write NCHW directly (no transposes), and bias +
-// activation run on each image's output right after its GEMM, while it is still in cache. 1x1
-// convolutions with stride 1 and no padding skip im2col (the image already is its column matrix).
+// oneDNN, backends/host/conv2d.cpp; CUDA to cuDNN, backends/cuda/conv2d.cpp;
+// COHORT_HOST_CONV=im2col and the deterministic backward filter keep this path on the host). It is
+// the layout PyTorch's own CPU fallback (slow_conv2d) uses: the column matrix of one image stays in
+// cache (conv2 of the MNIST CNN: 288 x 576 floats, 660 KB), the GEMMs write NCHW directly (no
+// transposes), and bias + activation run on each image's output right after its GEMM, while it is
+// still in cache. 1x1 convolutions with stride 1 and no padding skip im2col (the image already is
+// its column matrix).
 #pragma once
 
 #include <cstddef>

@@ -3,10 +3,11 @@
 // Device::run() take, and through it every backend's op table (a std::visit over the variant).
 //
 // Where each op's pieces are, one hop from here (the group comments below name the family):
-//   call struct       cohort/backend/op_calls.hpp (extents: layer_args.hpp; scalars: optim_args.hpp)
-//   front end         cohort/core/{ops,layer_ops,optim_ops}.hpp, checked in core/src/ops/<family>.cpp
-//   shared code       backends/common/ops/<family>.hpp, forward and backward side by side
-//   host              backends/host/<family>.cpp where oneDNN takes the op; backends/host/op_table.cpp
+//   call struct       cohort/backend/op_calls.hpp (extents: layer_args.hpp; scalars:
+//   optim_args.hpp) front end         cohort/core/{ops,layer_ops,optim_ops}.hpp, checked in
+//   core/src/ops/<family>.cpp shared code       backends/common/ops/<family>.hpp, forward and
+//   backward side by side host              backends/host/<family>.cpp where oneDNN takes the op;
+//   backends/host/op_table.cpp
 //                     routes it (and lists the route)
 //   CUDA              backends/cuda/<family>.cpp where cuDNN or cuBLAS takes it; op_table.cu routes
 //   parity row        tests/parity/parity_rows.cpp; reference in tests/parity/reference/ (one file
