@@ -146,7 +146,7 @@ struct AttentionBackwardKey {  // item: key row; reads delta, writes dk and dv
 // thread doing 2 T dh-long dot products in series (4 T for backward), and threads of one head all
 // read the same keys and values. Instead, per head, the products run as batched GEMMs over the
 // batch entries (the host's per-head algorithm, backends/host/attention.cpp), with the T x T
-// scores of every (entry, head) in scratch ([n, h, t, t]: 4.3 MB at the ViT's shapes, 8.7 MB for
+// scores of every (entry, head) in scratch ([n, h, t, t]: 8.7 MB at the ViT's shapes, 17.3 MB for
 // backward's two), and the passes over them as items: the softmax per row, exp(s - lse) and dS
 // per element, delta per row. The same math as the items above; the sums differ in order only
 // (the GEMM's blocking), as the host's do.
