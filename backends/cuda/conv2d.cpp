@@ -218,8 +218,9 @@ void note_untimed(ConvDir dir, const Conv2dArgs& a, const Error& err) {
                "cohort cudnn: benchmark mode could not time conv %s %s (%s); cuDNN's heuristic "
                "order runs it%s\n",
                dir_name(dir), shape_of(a).c_str(), err.what(),
-               log_enabled() ? "" : " (further such shapes are not reported; COHORT_CUDNN_LOG=1 "
-                                    "lists each)");
+               log_enabled() ? ""
+                             : " (further such shapes are not reported; COHORT_CUDNN_LOG=1 "
+                               "lists each)");
 }
 
 std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, const Conv2dArgs& a,
