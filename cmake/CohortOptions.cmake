@@ -49,6 +49,31 @@ foreach(_hdr nlohmann/json.hpp CLI/CLI.hpp)
   mark_as_advanced(COHORT_${_id}_DIR)
 endforeach()
 
+# cohort_check_cuda_architectures(NVCC LIST): fails at configure time, naming the entry, when an
+# entry of LIST is neither native, all, all-major nor an architecture this nvcc compiles for
+# (`nvcc --list-gpu-arch`, with -real / -virtual and the a / f suffixes as CMake spells them).
+# Without it a bad entry surfaces as CMake's failed compiler test, dozens of lines of nvcc output.
+function(cohort_check_cuda_architectures nvcc archs)
+  execute_process(COMMAND ${nvcc} --list-gpu-arch OUTPUT_VARIABLE _known RESULT_VARIABLE _rc
+                  ERROR_QUIET TIMEOUT 60)
+  if(NOT _rc EQUAL 0)
+    return()  # an nvcc too old to list them: CMake's own test decides
+  endif()
+  string(REGEX MATCHALL "compute_[0-9]+" _known "${_known}")
+  string(REPLACE "compute_" "" _known "${_known}")
+  foreach(_a IN LISTS archs)
+    if(_a MATCHES "^(native|all|all-major)$")
+      continue()
+    endif()
+    if(NOT _a MATCHES "^([0-9]+)[af]?(-real|-virtual)?$" OR NOT CMAKE_MATCH_1 IN_LIST _known)
+      string(REPLACE ";" " " _k "${_known}")
+      message(FATAL_ERROR "CMAKE_CUDA_ARCHITECTURES entry '${_a}' is not an architecture ${nvcc} "
+                          "compiles for (it knows: ${_k}; also native, all, all-major; suffixes "
+                          "-real, -virtual)")
+    endif()
+  endforeach()
+endfunction()
+
 # --- CUDA: nvcc from the toolkit at /usr/local/cuda unless the user points elsewhere ---
 set(_cuda_found FALSE)
 set(_cuda_why "no CUDA compiler (set CMAKE_CUDA_COMPILER)")
@@ -59,14 +84,34 @@ if(NOT COHORT_ENABLE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # Machine code for Turing (sm_75: T4), Ampere (sm_80) and Hopper (sm_90) plus sm_90 PTX, which
-    # the driver compiles for newer GPUs at load time; override with -DCMAKE_CUDA_ARCHITECTURES=...
-    # (no GPU here to detect "native"). sm_75 is the oldest CUDA 13 supports; PTX cannot run on a
-    # GPU older than itself, so without 75-real a T4 has no image. It costs about 6 s of nvcc CPU
-    # time per build of backends/cuda/op_table.cu (21 -> 27 s, 2 cores, nvcc 13.0).
+    # Which GPUs to compile for (docs/GPU.md, "Build"). Unless the user sets
+    # CMAKE_CUDA_ARCHITECTURES: `native` where nvidia-smi lists a GPU (this machine's GPUs only),
+    # else `90` (sm_90 machine code for the H100/H200 plus sm_90 PTX that newer GPUs compile at
+    # load time), a build that is mostly a compile check: one architecture instead of three costs a
+    # third of nvcc's time. A build carried to other GPUs names them, e.g. `75-real;80-real;90`
+    # (T4, A100, H100); tools/gpu_deps.sh bundle checks that its build has an sm_90 image.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES "75-real;80-real;90")
+      set(_cohort_gpus "")
+      find_program(COHORT_NVIDIA_SMI nvidia-smi)
+      mark_as_advanced(COHORT_NVIDIA_SMI)
+      if(COHORT_NVIDIA_SMI)
+        execute_process(COMMAND ${COHORT_NVIDIA_SMI} -L OUTPUT_VARIABLE _cohort_gpus
+                        ERROR_QUIET RESULT_VARIABLE _cohort_smi_rc TIMEOUT 20)
+        if(NOT _cohort_smi_rc EQUAL 0)
+          set(_cohort_gpus "")
+        endif()
+      endif()
+      if(_cohort_gpus MATCHES "GPU [0-9]+:")
+        set(CMAKE_CUDA_ARCHITECTURES native)
+        set(_cohort_arch_why "native: nvidia-smi lists a GPU")
+      else()
+        set(CMAKE_CUDA_ARCHITECTURES 90)
+        set(_cohort_arch_why "no GPU seen: sm_90 only, a compile check; set CMAKE_CUDA_ARCHITECTURES for other GPUs")
+      endif()
+    else()
+      set(_cohort_arch_why "CMAKE_CUDA_ARCHITECTURES")
     endif()
+    cohort_check_cuda_architectures("${CMAKE_CUDA_COMPILER}" "${CMAKE_CUDA_ARCHITECTURES}")
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
@@ -76,7 +121,7 @@ if(NOT COHORT_ENABLE_CUDA STREQUAL "OFF")
       set(_cuda_why "cuDNN not found (set CUDNN_ROOT to a folder with include/cudnn.h and lib/libcudnn.so*)")
     elseif(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND TARGET CUDA::cudart)
       set(_cuda_found TRUE)
-      set(_cuda_why "nvcc ${CMAKE_CUDA_COMPILER_VERSION} at ${CMAKE_CUDA_COMPILER}, archs ${CMAKE_CUDA_ARCHITECTURES}, cuDNN ${CUDNN_VERSION} at ${CUDNN_LIBRARY}")
+      set(_cuda_why "nvcc ${CMAKE_CUDA_COMPILER_VERSION} at ${CMAKE_CUDA_COMPILER}, archs ${CMAKE_CUDA_ARCHITECTURES} (${_cohort_arch_why}), cuDNN ${CUDNN_VERSION} at ${CUDNN_LIBRARY}")
     else()
       set(_cuda_why "nvcc found but the CUDA toolkit libraries (cudart, cublas) were not")
     endif()

@@ -40,16 +40,17 @@
 namespace cohort::kernels {
 
 using i64 = std::int64_t;
-using rng::U32x4;
 using rng::philox_block;
 using rng::u32_to_unit;
 using rng::u32_to_unit_open0;
+using rng::U32x4;
 
 // Whether an executor runs maps and fills its own way (has transform/fill_n/generate members).
 template <class Exec, class = void>
 struct has_transforms : std::false_type {};
 template <class Exec>
-struct has_transforms<Exec, std::void_t<decltype(&Exec::template fill_n<float>)>> : std::true_type {};
+struct has_transforms<Exec, std::void_t<decltype(&Exec::template fill_n<float>)>> : std::true_type {
+};
 template <class Exec>
 inline constexpr bool has_transforms_v = has_transforms<Exec>::value;
 
@@ -137,6 +138,15 @@ COHORT_HD void sum_g_gxhat(const float* g, const float* x, i64 n, float mu, floa
     sg += g[i];
     sgx += static_cast<double>(g[i]) * ((x[i] - mu) * is);
   }
+}
+
+// Windowed ops (convolution, pooling): the output columns j in [lo, hi) whose tap lands inside [0,
+// extent): 0 <= j*stride + off < extent.
+COHORT_HD void valid_range(i64 off, i64 stride, i64 extent, i64 outs, i64& lo, i64& hi) {
+  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  hi = extent - 1 - off < 0 ? 0 : (extent - 1 - off) / stride + 1;
+  if (hi > outs) hi = outs;
+  if (lo > hi) lo = hi;
 }
 
 }  // namespace cohort::kernels

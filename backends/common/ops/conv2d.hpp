@@ -24,14 +24,6 @@ namespace cohort::kernels {
 // the tap falls in the padding. Then y_g = W_g col_g per group (one GEMM), dW_g += dy_g col_g^T,
 // and col_g = W_g^T dy_g followed by col2im gives dx.
 
-// The output columns j in [lo, hi) whose tap lands inside [0, extent): 0 <= j*stride + off < extent.
-COHORT_HD void valid_range(i64 off, i64 stride, i64 extent, i64 outs, i64& lo, i64& hi) {
-  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-  hi = extent - 1 - off < 0 ? 0 : (extent - 1 - off) / stride + 1;
-  if (hi > outs) hi = outs;
-  if (lo > hi) lo = hi;
-}
-
 struct Im2colRow {  // item: one row (ci, p, q) of col, all oh * ow outputs: items = c * r * s
   Conv2dArgs a;
   const float* x;  // one image [c, h, w]
@@ -111,8 +103,7 @@ void conv2d_bias_grad_pass(Exec& e, const calls::Conv2dBackwardFilter& c) {
 }
 
 inline bool pointwise(const Conv2dArgs& a) {
-  return a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 &&
-         a.pad_w == 0;
+  return a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
 }
 
 // The loop the three directions share: for each image b, `per_image(b, col)` with col the
@@ -122,8 +113,7 @@ template <class Exec, class PerImage, class GroupGemm, class AfterImage>
 void for_each_image_group(Exec& e, const Conv2dArgs& a, PerImage per_image, GroupGemm group_gemm,
                           AfterImage after_image) {
   const i64 ohw = a.oh * a.ow;
-  float* col = pointwise(a) ? nullptr
-                            : e.scratch(static_cast<std::size_t>(a.c * a.r * a.s * ohw));
+  float* col = pointwise(a) ? nullptr : e.scratch(static_cast<std::size_t>(a.c * a.r * a.s * ohw));
   for (i64 b = 0; b < a.n; ++b) {
     per_image(b, col);
     for (i64 g = 0; g < a.groups; ++g) e.gemm(group_gemm(b, g, col));
