@@ -13,7 +13,8 @@
 #   tools/gpu_deps.sh bundle [DIR] [BUILD]
 #                                      on this machine, instead of download: the run-time packages
 #                                      only, plus BUILD (default build, a CUDA build made here; its
-#                                      default architectures include sm_90) packed as
+#                                      architectures must include sm_90: the default without a
+#                                      GPU, 90, does; checked in its build.ninja) packed as
 #                                      DIR/build.tar.xz, so the GPU machine spends none of its
 #                                      minutes compiling. tools/gpu_check.sh unpacks it there when
 #                                      BUILD/bin is missing; run its stages but build.
@@ -66,6 +67,11 @@ case "$cmd" in
     build=${3:-build}
     [ -x "$build/bin/test_parity" ] && [ -f "$build/lib/libcohort_cuda.so" ] ||
       { echo "gpu_deps.sh: $build has no CUDA build (cmake --preset default with CUDA found, then build)" >&2; exit 1; }
+    # The H100 and H200 are sm_90: the build must hold sm_90 machine code (or PTX of 90 or older,
+    # which the driver compiles at load time), else every kernel fails with "no kernel image".
+    archs=$(grep -o 'generate-code=arch=compute_[0-9a-z]*,code=[^ ]*' "$build/build.ninja" | sort -u | tr '\n' ' ')
+    echo "$archs" | grep -Eq 'sm_90a?[],]|[[,]compute_(75|80|86|87|88|89|90)[],]' ||
+      { echo "gpu_deps.sh: $build is compiled for ${archs:-no CUDA architecture}, without sm_90 (H100/H200): configure it with -DCMAKE_CUDA_ARCHITECTURES=90 (or a list holding 90) and build again" >&2; exit 1; }
     rm -rf "$dir/debs" "$dir/prefix" && mkdir -p "$dir/debs"
     (cd "$dir/debs" && apt-get download "${runtime_packages[@]}")
     # Programs, libraries, CMakeCache.txt (its source path) and ctest's files and working folders;

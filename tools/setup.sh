@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Installs every Debian package cohort needs to build and test, skipping what is already there.
-# Idempotent; safe to run before every build. Run as root (or with sudo available).
+# Installs the Debian packages cohort needs, skipping what is already there. Idempotent; safe to run
+# before every build. Run as root (or with sudo available).
 #
-#   tools/setup.sh            build + test dependencies
-#   tools/setup.sh --peers    also the peers the side-by-side benchmarks compare against
-#                             (PyTorch 1.13 CPU, Open MPI, Gloo) and .venv-peers/, a virtual
-#                             environment with the current torch, torchvision, safetensors and tensorboard,
-#                             and torch-tb-profiler 0.4.3 (the PyTorch profiler plugin, for --profile-dir)
-#                             from PyPI (the CUDA build: about 5.5 GB, 1.5 min here)
+#   tools/setup.sh            what the library, its examples and the main job need (README's first
+#                             command)
+#   tools/setup.sh --tests    also what the test suite needs: the launchers it runs cohort under
+#                             (Open MPI, a one-node Slurm, network namespaces), clang's libFuzzer,
+#                             matplotlib (README's test command; CI)
+#   tools/setup.sh --peers    also the test packages and the peers the side-by-side benchmarks
+#                             compare against (PyTorch 1.13 CPU, Open MPI, Gloo) and .venv-peers/,
+#                             a virtual environment with the current torch, torchvision,
+#                             safetensors and tensorboard, and torch-tb-profiler 0.4.3 (the PyTorch
+#                             profiler plugin, for --profile-dir) from PyPI (the CUDA build: about
+#                             5.5 GB, 1.5 min here)
 #
 # The CUDA toolkit (nvcc, cuBLAS, cuDNN, NCCL) is not a Debian package: it is used from
 # /usr/local/cuda when present, and the CUDA backend is simply left out of the build when not.
@@ -18,12 +23,15 @@ packages=(
   libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev  # host execution (Kokkos Serial)
   libdnnl-dev                                            # host GEMM (oneDNN sgemm)
   libopenblas-dev                                        # the GEMM peer in bench/gemm_bench
-  doctest-dev                                            # unit tests
+  doctest-dev                                            # unit tests (configured by default)
   libucx-dev ucx-utils                                   # UCX communicator backend
   zlib1g-dev dataset-fashion-mnist                       # IDX data (gzip) and the real data set
   libjpeg62-turbo-dev                                    # TinyImageNet's JPEGs (libjpeg-turbo)
   nlohmann-json3-dev libcli11-dev
-  python3 python3-matplotlib                             # tools/plot_metrics.py
+  python3                                                # configure: the docs' snippets
+)
+tests=(
+  python3-matplotlib                                     # tools/plot_metrics.py
   openmpi-bin iproute2 bc                                # launcher tests: mpirun, netns hosts
   slurm-wlm munge                                        # launcher tests: a one-node Slurm
   clang libclang-rt-14-dev                               # libFuzzer targets (tools/fuzz.sh)
@@ -33,9 +41,10 @@ peers=(python3-torch python3-torchvision libopenmpi-dev openmpi-bin libgloo-dev)
 want_venv=0
 for arg in "$@"; do
   case "$arg" in
-    --peers) packages+=("${peers[@]}"); want_venv=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown argument '$arg' (known: --peers, --help)" >&2; exit 2 ;;
+    --tests) packages+=("${tests[@]}") ;;
+    --peers) packages+=("${tests[@]}" "${peers[@]}"); want_venv=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$arg' (known: --tests, --peers, --help)" >&2; exit 2 ;;
   esac
 done
 
