@@ -30,6 +30,10 @@ slurm_up() {
   while ss -Htln "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null | grep -q .; do
     port=$((port + 2))
   done
+  # cred_expire=5 (Slurm's least): a requeued job waits that long before it may start again.
+  # MinJobAge=4: sbatch --wait polls every 2 s only while MinJobAge/2 exceeds its interval, else
+  # it backs off 2 -> 8 -> 32 s (src/sbatch/sbatch.c, _job_wait), and a job that ends just after
+  # 10 s was seen done only at 42 s. Records of ended jobs still outlive two polls.
   cat >"$work/slurm.conf" <<EOF
 ClusterName=cohorttest
 SlurmctldHost=$host
@@ -38,7 +42,8 @@ SlurmdUser=root
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
-AuthInfo=socket=$work/munge/munge.socket,cred_expire=10
+AuthInfo=socket=$work/munge/munge.socket,cred_expire=5
+MinJobAge=4
 CredType=cred/munge
 SchedulerParameters=sched_interval=2
 StateSaveLocation=$work/state

@@ -29,8 +29,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'own_mnist_pids | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
-steps=40
-job=(--epochs 1 --max-steps $steps --log-interval 1 --test-batch-size 1000 --deterministic)
+# The jobs' data (launch_data.py): the same training split, gunzipped once; a tenth of the test
+# split, which only the closing evaluation reads.
+data=$(python3 "$here/launch_data.py" /usr/share/datasets/fashion-mnist "$work/data") ||
+  data=/usr/share/datasets/fashion-mnist
+# set_steps N: the jobs from here on train N steps ($steps, $job). 30 where every fault lands by
+# step 20; 40 for the reference (the sample counts of every case) and the cases where a rank is
+# started again and must start, queue and join before the group finishes.
+set_steps() {
+  steps=$1
+  job=(--epochs 1 --max-steps $steps --log-interval 1 --test-batch-size 1000 --deterministic
+       --data "$data")
+}
+set_steps 40
 fail=0
 digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
 
@@ -115,7 +126,8 @@ check_grow() {
 n=3 comm=shm range=2:3
 timeout 300 "$bin/cohortrun" --nproc-per-node 3 --master-port 0 "$bin/mnist_cnn" --comm shm \
   "${job[@]}" --sample-log "$work/ref" >"$work/ref.log" 2>&1 || { echo "FAIL  the uninterrupted reference run"; tail -n 5 "$work/ref.log"; exit 1; }
-kill_step=$((5 + (seed * 13) % 25)) victim=$((seed % 3))
+set_steps 30
+kill_step=$((5 + (seed * 13) % 15)) victim=$((seed % 3))  # steps 5-19 (seed 1: 18, as before)
 start kill3 3 shm 2:3 --membership-log "$work/kill3.jsonl" --sample-log "$work/kill3"
 signal_at "$work/kill3.log" "$kill_step" "$victim" KILL >/dev/null
 wait "$job_pid"
@@ -130,6 +142,7 @@ fi
 # 1b. Growing back: the same job with --elastic-respawn 1: rank 1 SIGKILLed at step 10 is started
 # again, joins at a step boundary and takes the state from rank 0 over the communicator; the run
 # ends with 3 ranks holding identical weights, and every global batch still the reference's.
+set_steps 40
 respawn=1 start grow3 3 shm 2:3 --membership-log "$work/grow3.jsonl" --sample-log "$work/grow3"
 signal_at "$work/grow3.log" 10 1 KILL >/dev/null
 wait "$job_pid"
@@ -137,17 +150,19 @@ check_grow "shm 3 ranks, rank 1 SIGKILLed at step 10 and started again (--elasti
 
 if [ -z "${ELASTIC_LIGHT:-}" ]; then
 # 2. 4 ranks over shm, two killed at two steps.
+set_steps 30
 n=4 comm=shm range=2:4
 a=$(( (seed + 1) % 4 )) b=$(( (seed + 3) % 4 ))
 start kill4 4 shm 2:4 --membership-log "$work/kill4.jsonl"
 signal_at "$work/kill4.log" 8 "$a" KILL >/dev/null
-signal_at "$work/kill4.log" 24 "$b" KILL >/dev/null
+signal_at "$work/kill4.log" 20 "$b" KILL >/dev/null
 wait "$job_pid"
-check_run "shm 4 ranks, ranks $a and $b SIGKILLed at steps 8 and 24" kill4 2 $?
+check_run "shm 4 ranks, ranks $a and $b SIGKILLed at steps 8 and 20" kill4 2 $?
 
 fi
 
 # 3. 3 ranks over ucx.
+set_steps 30
 n=3 comm=ucx range=2:3
 start ucx3 3 ucx 2:3 --membership-log "$work/ucx3.jsonl"
 signal_at "$work/ucx3.log" 12 2 KILL >/dev/null
@@ -171,11 +186,13 @@ else
   echo "FAIL  per-rank, samples counted: $out"; fail=1
 fi
 if [ -z "${ELASTIC_LIGHT:-}" ]; then
+set_steps 40
 respawn=1 start perrank_grow 3 shm 2:3 "${extra[@]}" --membership-log "$work/perrank_grow.jsonl" \
   --sample-log "$work/perrank_grow"
 signal_at "$work/perrank_grow.log" 10 1 KILL >/dev/null
 wait "$job_pid"
 check_grow "per-rank, rank 1 SIGKILLed at step 10 and started again" perrank_grow $? --per-rank
+set_steps 30
 fi
 unset extra
 
@@ -237,6 +254,7 @@ else
 fi
 # A process that joins with another batch size (started by hand with a running rank's variables,
 # as a new process with the job's id): refused at the join by name; the group goes on unharmed.
+set_steps 40
 COHORT_ELASTIC_GROW=1 start refuse 3 shm 2:3 --membership-log "$work/refuse.jsonl"
 signal_at "$work/refuse.log" 8 1 KILL >/dev/null
 r0=""

@@ -42,8 +42,20 @@ netns_up_switched "$ns0" "$ns1" "$sw" "$veth" "$net" ||
   skip "could not create network namespaces and a bridge (ip netns add / ip link add type bridge failed)"
 echo "hosts: $ns0 = $net.1, $ns1 = $net.2, on a bridge in $sw"
 export OMP_NUM_THREADS=1 COHORT_JOB_TOKEN=elastic-netns-$tag
-steps=60
-job=(--epochs 1 --max-steps $steps --log-interval 1 --test-batch-size 1000 --deterministic)
+# The jobs' data (launch_data.py): the same training split, gunzipped once; a tenth of the test
+# split, which only the closing evaluation reads.
+data=$(python3 "$here/launch_data.py" /usr/share/datasets/fashion-mnist "$work/data") ||
+  data=/usr/share/datasets/fashion-mnist
+# set_steps N: the jobs from here on train N steps ($steps, $job). 40 where every fault lands by
+# step 29; 60 for the reference (the sample counts of every case) and the link cuts, where host 1's
+# ranks reach the store again only after the link (5 s) and TCP's retransmission back-off, and
+# (with the rejoin) must then start again and join before host 0 finishes.
+set_steps() {
+  steps=$1
+  job=(--epochs 1 --max-steps $steps --log-interval 1 --test-batch-size 1000 --deterministic
+       --data "$data")
+}
+set_steps 60
 fail=0
 port=$((29700 + tag % 200))
 digest_of() { sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p' "$1" | tail -n1; }
@@ -127,6 +139,7 @@ timeout 300 "$bin/cohortrun" --nproc-per-node 4 --master-port 0 "$bin/mnist_cnn"
   { echo "FAIL  the uninterrupted reference run"; tail -n 5 "$work/ref.log"; exit 1; }
 
 # 1. SIGKILL a rank of host 1 at a seeded step.
+set_steps 40
 kill_step=$((5 + (seed * 13) % 25)) victim=$((2 + seed % 2))
 hosts kill 0
 at_step kill "$kill_step" && kill -KILL "$(pid_of "$victim")"
@@ -153,6 +166,7 @@ cut() {
 }
 
 # 3. Host 1's link down for 5 s, then up: host 0 goes on alone; host 1's ranks are refused.
+set_steps 60
 cut link 0
 why=""
 grep -q "was left out of membership 1" "$work/link.1.log" || why="; host 1's ranks were not refused by name"
@@ -169,6 +183,7 @@ joined=$(grep -o "rank [23] joined membership [0-9]* at step [0-9]*: [0-9.]* MB 
 judge "host 1's link down for 5 s and up again, --elastic-respawn 1: $joined" grow $rc0 $rc1 0 2-3 no yes "$why"
 # 5. The hierarchical communicator (shm on each host, ucx between the hosts' leaders): host 1's
 # leader, rank 2, SIGKILLed; the group goes on with a host of 2 and a host of 1.
+set_steps 40
 comm=hier hosts hier 0
 at_step hier "$kill_step" && kill -KILL "$(pid_of 2)"
 wait "$hpid0"; rc0=$?; wait "$hpid1"; rc1=$?
