@@ -1,16 +1,16 @@
 // The CUDA device's executor (CudaExec: the shared op families of backends/common/ops/ on Thrust
 // with thrust::cuda::par_nosync on the compute stream, plus the vendor helpers the routes use) and
-// the declarations that tie the op table together across its files:
-//   - run(CudaExec&, const calls::X&) for each op a vendor library takes first (cuDNN, cuBLAS).
-//   They
-//     are declared here, not only in their family's file, because a shared family template may
-//     call another family's op (attention's GEMMs are gemm_batched): every file that instantiates
-//     the templates must see every vendor overload, or the same call would route differently in
-//     different files.
-//   - run_op(CudaExec&, const calls::X&) for every op of cohort/backend/op_list.hpp: one
-//     definition each, in ops/<family>.cu, the file of the op's family; op_table.cu dispatches to
-//     them. One nvcc translation unit per family keeps a CUDA edit's rebuild to its family and
-//     lets a build compile the families in parallel (docs/GPU.md, "Build").
+// the declarations that tie the op table together across its files.
+//
+// run(CudaExec&, const calls::X&) for each op a vendor library takes first (cuDNN, cuBLAS) is
+// declared here, not only in its family's file, because a shared family template may call another
+// family's op (attention's GEMMs are gemm_batched): every file that instantiates the templates
+// must see every vendor overload, or the same call would route differently in different files.
+//
+// run_op(CudaExec&, const calls::X&) for every op of cohort/backend/op_list.hpp: one definition
+// each, in ops/<family>.cu (COHORT_CUDA_RUN_OP_DEF); op_table.cu dispatches to them. One file per
+// family keeps an op's CUDA code one hop from its family; backends/cuda/CMakeLists.txt compiles
+// them as two nvcc units, since each unit pays Thrust's headers again (docs/GPU.md, "Build").
 //
 // Included only by .cu files (nvcc). Built with --fmad=false so element-wise results equal the
 // host's bit for bit. Ops enqueue on the compute stream and return without waiting: none of the
@@ -197,7 +197,7 @@ void run(CudaExec& e, const calls::BatchNormBackward& c);     // ops/norm.cu
 void run(CudaExec& e, const calls::SoftmaxForward& c);        // ops/softmax_loss.cu: cuDNN
 void run(CudaExec& e, const calls::SoftmaxBackward& c);       // ops/softmax_loss.cu
 
-// Every op, one definition each in its family's file (COHORT_CUDA_RUN_OPS below).
+// Every op, one definition each in its family's file (COHORT_CUDA_RUN_OP_DEF below).
 #define COHORT_CUDA_DECLARE_RUN_OP(name, Call) void run_op(CudaExec& e, const calls::Call& c);
 COHORT_OP_LIST(COHORT_CUDA_DECLARE_RUN_OP)
 #undef COHORT_CUDA_DECLARE_RUN_OP

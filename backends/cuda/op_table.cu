@@ -29,7 +29,7 @@ namespace {
     "cublasSgemmStridedBatched_64; k == 0 runs the shared beta scaling")                           \
   X(bias_grad, BiasGrad, "cuBLAS sgemv (cuda/activation.cpp)",                                     \
     "cublasSgemv_64 times a ones vector, for [N, F] only; NCHW runs the shared per-channel sum")   \
-  X(bias_act_backward, BiasActBackward, "shared + cuBLAS sgemv (cuda/op_table.cu)",                \
+  X(bias_act_backward, BiasActBackward, "shared + cuBLAS sgemv (cuda/activation.cpp)",             \
     "for [N, F]: the shared element-wise backward, then bias_grad's sgemv over its dx; NCHW runs " \
     "the shared fused items")                                                                      \
   X(batch_norm_forward, BatchNormForward, "cuDNN (cuda/norm.cpp)",                                 \
