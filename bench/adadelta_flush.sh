@@ -5,6 +5,8 @@
 # ms/step and images/s, and checks that both end with byte-identical model files.
 #   bench/adadelta_flush.sh [ROUNDS]     (default 2)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-2}
 work=$(mktemp -d)

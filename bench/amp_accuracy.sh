@@ -7,6 +7,8 @@
 #
 #   bench/amp_accuracy.sh [SEEDS...]        (default 1 2 3)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin
 data=/usr/share/datasets/fashion-mnist

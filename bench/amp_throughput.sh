@@ -13,6 +13,8 @@
 #                                                             mnist resnet9 resnet50)
 # AMP_STEPS=N overrides every model's step count (the defaults below keep a run short).
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$root/.venv-peers/bin/python
 [ -x "$py" ] || { echo "amp_throughput: no $py (run tools/setup.sh --peers)" >&2; exit 2; }

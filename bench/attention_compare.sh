@@ -7,6 +7,8 @@
 #
 #   bench/attention_compare.sh [BUILD_DIR] [ROUNDS] [THREADS]
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 build="${1:-build}"
 rounds="${2:-3}"
 threads="${3:-1}"

@@ -7,6 +7,8 @@
 # cohortrun's "training again N s after rank 1 died" line.
 #   bench/checkpoint_cost.sh [ROUNDS] [MNIST_STEPS] [RESNET50_STEPS]    (default 3 300 100)
 set -uo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 rounds=${1:-3} msteps=${2:-300} rsteps=${3:-100} every=50
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin

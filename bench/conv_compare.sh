@@ -8,6 +8,8 @@
 #
 #   bench/conv_compare.sh [ROUNDS] [THREADS]      (default 3 rounds, 1 thread on every side)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$root/.venv-peers/bin/python
 [ -x "$py" ] || { echo "conv_compare: no $py (run tools/setup.sh --peers)" >&2; exit 2; }

@@ -13,6 +13,8 @@
 # MODELS: mnist (examples/mnist_cnn, 200 steps) and any cifar_cnn --model name (resnet9: 12 steps,
 # others 20), on Fashion-MNIST. BACKENDS (environment, default "shm ucx").
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin
 rounds=${1:-3}

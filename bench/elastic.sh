@@ -18,6 +18,8 @@
 #   bench/elastic.sh [ROUNDS] [STEPS]   (default 3 rounds, 200 steps for the steady state;
 #                                        HEAL_ONLY=1: part 3 alone)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin
 rounds=${1:-3}

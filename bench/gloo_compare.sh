@@ -13,6 +13,8 @@
 # 256 KiB; defaults 200 / 10), MAX (largest size, default 64M), COMM (shm or ucx; default shm),
 # PY (the Python with torch; default .venv-peers/bin/python, made by tools/setup.sh --peers).
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 
 build=${1:-build}
 np=${NP:-2}

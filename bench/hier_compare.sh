@@ -24,6 +24,8 @@
 # COHORT_YIELD_WHEN_IDLE
 # (defaults: --mca mpi_yield_when_idle 1 and 1 when there are more ranks than cores, else none).
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 build=$(cd "${1:-build}" && pwd)
 bin=$build/bin
 rate=${RATE:-10gbit}

@@ -12,6 +12,8 @@
 #   bench/hier_ddp.sh [BUILD_DIR]     RATE (10gbit), ROUNDS (3), STEPS (300), MODEL (mnist: the
 #                                     MNIST CNN; resnet9: cifar_cnn --model resnet9 on Fashion-MNIST)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 build=$(cd "${1:-build}" && pwd)
 bin=$build/bin
 rate=${RATE:-10gbit}

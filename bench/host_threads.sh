@@ -6,6 +6,8 @@
 # than OMP_NUM_THREADS=1.
 #   bench/host_threads.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 build=${1:-build}
 rounds=${2:-3}
 bin=$build/bin/mnist_cnn

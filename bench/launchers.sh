@@ -7,6 +7,8 @@
 #
 #   bench/launchers.sh [BUILD_DIR] [STEPS] [ROUNDS]
 set -uo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 build=$(cd "${1:-build}" && pwd)
 steps=${2:-200}
 rounds=${3:-3}

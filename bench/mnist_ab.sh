@@ -9,6 +9,8 @@
 # A build copied away from its tree keeps working: A's own lib/ is put first on LD_LIBRARY_PATH
 # (the binaries carry RUNPATH, which that variable overrides).
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 a="$1"; b="$2"; steps="${3:-150}"; rounds="${4:-3}"; epoch="${5:-}"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 

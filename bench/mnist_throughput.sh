@@ -15,6 +15,8 @@
 #
 #   bench/mnist_throughput.sh [BUILD_DIR] [STEPS] [ROUNDS]
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 build="${1:-build}"
 steps="${2:-200}"
 rounds="${3:-3}"

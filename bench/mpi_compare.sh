@@ -18,6 +18,8 @@
 # e.g. "--mca btl_vader_single_copy_mechanism none"), REG (1: cohort's buffers come from
 # Communicator::alloc_buffer, cohort-bench -R 1, as DDP's buckets do; default 0: malloc, as MPI's).
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 
 build=${1:-build}
 np=${NP:-2}

@@ -18,6 +18,8 @@
 # python3 can import, else /usr/local/cuda). Without a GPU it builds all_reduce_perf, says so and
 # exits 0 (a check that the peer builds here).
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 cd "$(dirname "$0")/.."
 
 src=.gpu/nccl-tests

@@ -6,6 +6,8 @@
 #
 #   bench/norm_compare.sh [ROUNDS] [THREADS]      (default 3 rounds, 2 threads on each side)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$root/.venv-peers/bin/python
 [ -x "$py" ] || { echo "norm_compare: no $py (run tools/setup.sh --peers)" >&2; exit 2; }

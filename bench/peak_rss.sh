@@ -4,6 +4,8 @@
 # thread, then the 10,000 test images in batches of TEST_BATCH.
 #   bench/peak_rss.sh [STEPS] [TEST_BATCH]     (defaults 200, 1000)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 steps=${1:-200} tb=${2:-1000}
 py=$root/.venv-peers/bin/python

@@ -11,6 +11,8 @@
 # (docs/benchmarks/allreduce.md, "All-reduce: cohort shm vs Open MPI"): compare rounds only with
 # their neighbours.
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 build=$(cd "${1:-build}" && pwd)
 rounds=${ROUNDS:-7}
 iters=${ITERS:-200000}

@@ -10,6 +10,8 @@
 #   bench/switch_ab.sh BUILD_DIR ROUNDS VAR A B [MODELS...]
 #   e.g. bench/switch_ab.sh build 5 COHORT_FUSION on off mnist vit
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 [ $# -ge 5 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
 build=$1 rounds=$2 var=$3 a=$4 b=$5
 shift 5

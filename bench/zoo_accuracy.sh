@@ -8,6 +8,8 @@
 # between them is float rounding and dropout's random masks.
 # Needs tools/setup.sh --peers (.venv-peers with the current torch). Both sides run 2 threads.
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 model=$1 steps=$2 seeds=$3
 shift 3
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -6,6 +6,8 @@
 #   bench/zoo_recipes.sh STEPS "MODELS" ["RECIPES"]     e.g. bench/zoo_recipes.sh 200 "cnn_a resnet9"
 # Needs tools/setup.sh --peers (.venv-peers with the current torch).
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 steps=$1 models=$2 recipes=${3:-"sgd adamw"}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$root/.venv-peers/bin/python

@@ -9,6 +9,8 @@
 #
 #   bench/zoo_throughput.sh [ROUNDS] [MODELS...]     (default 3, all models)
 set -euo pipefail
+# shellcheck source=bench/cpu_line.sh
+. "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$root/.venv-peers/bin/python
 [ -x "$py" ] || { echo "zoo_throughput: no $py (run tools/setup.sh --peers)" >&2; exit 2; }
