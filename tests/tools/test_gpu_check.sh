@@ -182,6 +182,8 @@ EOF
 mk "$build/bin/cifar_cnn" <<'EOF'
 #!/bin/bash
 # FAKE_AMP_F16_CRASH: a run with --amp f16 prints its schedule line and dies of SIGSEGV.
+# FAKE_CALLS: each call's arguments appended to that file.
+[ -n "${FAKE_CALLS:-}" ] && echo "cifar_cnn $*" >>"$FAKE_CALLS"
 if [ -n "${FAKE_AMP_F16_CRASH:-}" ]; then
   case " $* " in *" --amp f16 "*) echo "amp f16 with a GradScaler"; kill -SEGV $$ ;; esac
 fi
@@ -284,6 +286,15 @@ check FAKE_GPU=1 FAKE_AMP_F16_CRASH=1 "$gc" "${at[@]}" --stage zoo
 expect "zoo: resnet50 under bf16 trains" '^zoo +zoo resnet50 amp bf16 on cuda +ok' "$tmp/out"
 expect "zoo: a crash says how the run ended" '^zoo +zoo resnet50 amp f16 on cuda +FAIL +[0-9]+ +killed by SIGSEGV \(exit 139\), last line: amp f16 with a GradScaler; see ' "$tmp/out"
 expect "zoo: the f32 row is separate" '^zoo +zoo resnet50 on cuda +ok' "$tmp/out"
+expect "zoo: an autocast row's images/s beside the f32 row's" '^zoo +zoo resnet50 amp bf16 on cuda +ok +[0-9]+ +.* 9000.0 images/s \(1.00x the f32 row.s\)' "$tmp/out"
+# The speed stage's f16 rounds stop at the first without a figure (GPU review 2, H3): one cohort
+# f16 run, not three, and the row says so.
+: >"$tmp/calls"
+check FAKE_GPU=1 FAKE_TORCH=1 FAKE_AMP_F16_CRASH=1 FAKE_CALLS="$tmp/calls" "$gc" "${at[@]}" --stage speed
+f16_runs=$(grep -c -- '--model resnet50 .*--amp f16' "$tmp/calls")
+if [ "$f16_runs" = 1 ]; then pass "speed: one cohort f16 round after a crash"
+else fail "speed: $f16_runs cohort f16 rounds after a crash, expected 1"; fi
+expect "speed: the f16 row says the later rounds did not run" '^speed +resnet50 amp f16 vs torch autocast\+GradScaler +FAIL .*round 1: killed by SIGSEGV.*f16 rounds 2-3 not run' "$tmp/out"
 check FAKE_GPU=1 "$gc" "${at[@]}" --stage mnist --fresh
 expect "--fresh: a new table lists the stages not run yet" 'stages not run yet: build ctest parity sanitize ddp zoo nccl speed$' "$tmp/out"
 
