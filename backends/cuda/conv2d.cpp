@@ -211,13 +211,13 @@ std::vector<seams::AlgoPerf> measure(Cudnn::State& s, ConvDir dir, const ConvDes
 }
 
 // Benchmark mode could not time a shape: said once per process (COHORT_CUDNN_LOG=1 names each).
-void note_untimed(ConvDir dir, const Conv2dArgs& a, const Error& err) {
+void note_untimed(ConvDir dir, bool fused, const Conv2dArgs& a, const Error& err) {
   static std::atomic<bool> said{false};
   if (!log_enabled() && said.exchange(true)) return;
   std::fprintf(stderr,
-               "cohort cudnn: benchmark mode could not time conv %s %s (%s); cuDNN's heuristic "
+               "cohort cudnn: benchmark mode could not time conv %s%s %s (%s); cuDNN's heuristic "
                "order runs it%s\n",
-               dir_name(dir), shape_of(a).c_str(), err.what(),
+               dir_name(dir), fused ? " + bias + relu (fused)" : "", shape_of(a).c_str(), err.what(),
                log_enabled() ? ""
                              : " (further such shapes are not reported; COHORT_CUDNN_LOG=1 "
                                "lists each)");
@@ -277,7 +277,7 @@ std::vector<seams::RankedAlgo> choose(Cudnn::State& s, ConvDir dir, bool fused, 
     try {
       timed = measure(s, dir, d, io, seams::benchmark_workspace(ranked), rules);
     } catch (const Error& err) {
-      note_untimed(dir, a, err);
+      note_untimed(dir, fused, a, err);
     }
     std::vector<seams::RankedAlgo> fastest = seams::rank_measured(timed, rules);
     if (log_enabled()) {

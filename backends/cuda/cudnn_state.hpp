@@ -33,8 +33,9 @@ using i64 = std::int64_t;
 namespace e = seams::cudnn_enum;
 
 // RAII descriptors, owned from the moment they are created: a Set* call that throws destroys the
-// descriptor on the way out (GPU review G15). Created per call (host-side calls, no device work),
-// so nothing about a shape outlives the op except the chosen algorithms.
+// descriptor on the way out (GPU review G15). A convolution shape's descriptors are made once and
+// kept with the chosen algorithms (State::descs, conv2d.cpp's descs_for); the others are made per
+// call (host-side calls, no device work).
 struct TensorDeleter {
   void operator()(cudnnTensorStruct* d) const noexcept { cudnnDestroyTensorDescriptor(d); }
 };

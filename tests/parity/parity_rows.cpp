@@ -326,6 +326,27 @@ std::vector<Row> rows() {
       });
     });
   }
+  // A NaN in x reaches every output whose window holds it, through the bias and the ReLU, as
+  // torch.relu passes NaN (GPU review 2, Q1: cuDNN's fused conv + bias + ReLU must too). The output
+  // starts as NaN everywhere, so an output the route leaves unwritten shows as well (Q3: the fused
+  // call gets y as z with alpha2 = 0 and must not read it).
+  {
+    const ConvCase& cc = convs[0];  // 3x3 pad 1 bias relu
+    const ref::Conv rc = ref_conv(cc.x, cc.w, cc.p);
+    const Shape ys = ops::conv2d_output_shape(cc.x, cc.w, cc.p);
+    add(Op::conv2d_forward, "conv2d " + cc.name + ", NaN in x, y NaN before", cc.tol_y,
+        [cc, rc, ys](Case& c) {
+          HostTensor x = uni(cc.x, 21);
+          x.v[(0 * 3 + 1) * 7 * 6 + 3 * 6 + 2] = std::nan("");  // image 0, channel 1, (3, 2)
+          const HostTensor w = uni(cc.w, 22), b = uni({cc.w[0]}, 23);
+          HostTensor y0{ys, Vec(static_cast<std::size_t>(ys.numel()), std::nan(""))};
+          Tensor y = c.out(y0), bias = c.in(b);
+          ops::conv2d_forward(c.in(x), c.in(w), &bias, y, cc.p, Activation::relu);
+          c.check({y}, [=] {
+            return one(ref::conv2d_forward(rc, x.v, w.v, b.v, ref_act(Activation::relu), 0.0));
+          });
+        });
+  }
   // The convolutions under autocast bf16 and f16, with the GEMMs' reasoning: 2^-8 sqrt(n) + 1e-5
   // (f16: 2^-10 sqrt(n) + 1e-5) of (1 + |want|) for sums of n products (per output: C/groups R S;
   // per input gradient: K/groups R S; per weight gradient: N OH OW). cuDNN also rounds its output
@@ -532,6 +553,16 @@ std::vector<Row> rows() {
       const ref::AttentionOut r = ref::attention_forward(qkv.v, 1, 5, 1, 4, 0.5);
       return std::vector<Vec>{r.out, r.lse};
     });
+  });
+
+  // Head size 0, which the front end allows: every score is 0, so each lse is log t and the
+  // output is empty. The CUDA device's batched GEMM must take the empty P.V product as the family
+  // does, not refuse it (GPU review 2, H4: cuBLAS's argument check threw on cuda only).
+  add(Op::attention_forward, "attention head size 0", 1e-6, [](Case& c) {
+    const HostTensor qkv = uni({2, 5, 3, 2, 0}, 94);
+    Tensor out = c.out({2, 5, 2, 0}), lse = c.out({2, 2, 5});
+    ops::attention_forward(c.in(qkv), out, lse, 1.0f);
+    c.check({lse}, [] { return one(Vec(20, std::log(5.0))); });
   });
 
   // ---- normalisation: statistics over 100 elements per channel; 1e-5 ----

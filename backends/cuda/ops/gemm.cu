@@ -8,7 +8,10 @@
 
 namespace cohort::cuda {
 
+// An empty product (m, n or batch 0: attention with head size 0 calls it) has nothing to write,
+// as in the family's run(Gemm); cuBLAS's argument check (seams/cublas_gemm.cpp) would refuse it.
 void run(CudaExec& e, const calls::GemmBatched& c) {
+  if (c.m == 0 || c.n == 0 || c.batch == 0) return;
   if (c.k == 0) return kernels::run(e, c);
   e.gemm_batched(c);
 }

@@ -64,11 +64,15 @@ double rel_diff(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-// The cuDNN algorithm behind the latest convolution of `dir` on `gpu` (" [cuDNN FFT_TILING (fft)]"),
-// and whether it rounds in a transform domain (FFT, Winograd, or a family cuDNN did not name).
+// The cuDNN algorithm behind the latest convolution of `dir` on `gpu` (" [cuDNN FFT_TILING (fft)]",
+// with ", fused bias + relu" when a forward's bias and ReLU ran in the same cuDNN call), whether it
+// rounds in a transform domain (FFT, Winograd, or a family cuDNN did not name), and in *fused
+// whether the forward ran fused (GPU review 2, H1: a fused call cuDNN declines on every shape
+// would otherwise pass every value check on the unfused route).
 enum class Dir { forward, backward_data, backward_filter };
-std::string conv_algo(Device& gpu, Dir dir, bool* transform) {
+std::string conv_algo(Device& gpu, Dir dir, bool* transform, bool* fused = nullptr) {
   *transform = false;
+  if (fused) *fused = false;
 #if COHORT_TEST_CUDNN_ALGOS
   namespace s = cohort::cuda::seams;
   auto* cuda = dynamic_cast<cohort::cuda::CudaDevice*>(&gpu);
@@ -79,12 +83,15 @@ std::string conv_algo(Device& gpu, Dir dir, bool* transform) {
   for (const auto& used : cuda->cudnn().last_algorithms())
     if (used.dir == want) {
       *transform = used.family != s::AlgoFamily::gemm && used.family != s::AlgoFamily::direct;
-      return " [cuDNN " + used.name + " (" + s::algo_family_name(used.family) + ")]";
+      if (fused) *fused = used.fused_bias_act;
+      return " [cuDNN " + used.name + " (" + s::algo_family_name(used.family) + ")" +
+             (used.fused_bias_act ? ", fused bias + relu" : "") + "]";
     }
   return " [shared kernels]";
 #else
   (void)gpu;
   (void)dir;
+  if (fused) *fused = true;  // not visible in this build: nothing to check
   return "";
 #endif
 }
@@ -181,9 +188,12 @@ int main(int argc, char** argv) {
                 "benchmark mode: conv2d_backward_data dx" + dalgo);
     Tensor y = Tensor::zeros(ys, DType::f32, *gpu), b = uni(*gpu, {64}, 4);
     ops::conv2d_forward(uni(*gpu, xs, 1), uni(*gpu, ws, 3), &b, y, p, Activation::relu);
-    const std::string falgo = conv_algo(*gpu, Dir::forward, &transform);
+    bool fused = false;
+    const std::string falgo = conv_algo(*gpu, Dir::forward, &transform, &fused);
     check_exact(y, exact_forward(uni(h, xs, 1), uni(h, ws, 3), uni(h, {64}, 4), true), transform,
                 "benchmark mode: conv2d_forward + bias + relu" + falgo);
+    check(fused, "benchmark mode: the f32 conv2d_forward + bias + relu ran as one fused cuDNN call" +
+                     falgo + " (COHORT_CUDNN_LOG=1 prints each decline's status)");
     set_cudnn_benchmark(false);
   }
   auto conv_on = [&](Device& d) {
@@ -197,8 +207,12 @@ int main(int argc, char** argv) {
     set_allow_tf32(false);
     const Tensor y = conv_on(*gpu);
     bool transform = false;
-    const std::string algo = conv_algo(*gpu, Dir::forward, &transform);
+    bool fused = false;
+    const std::string algo = conv_algo(*gpu, Dir::forward, &transform, &fused);
     check_exact(y, want, transform, "TF32 off: conv2d_forward [64,32,26,26] x [64,32,3,3] + bias, relu" + algo);
+    if (!reference_only)
+      check(fused, "heuristics: the f32 conv2d_forward + bias + relu ran as one fused cuDNN call" +
+                       algo + " (COHORT_CUDNN_LOG=1 prints each decline's status)");
     if (reference_only) {
       // The bound has teeth: the same convolution with x and w rounded to TF32 (10-bit mantissa,
       // what TF32 tensor cores multiply) must fail it.

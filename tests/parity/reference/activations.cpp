@@ -12,8 +12,8 @@ double activate(Act f, double alpha, double x) {
   switch (f) {
     case Act::identity:
       return x;
-    case Act::relu:
-      return x > 0 ? x : 0.0;
+    case Act::relu:  // NaN passes through, as torch.relu
+      return x > 0 || std::isnan(x) ? x : 0.0;
     case Act::leaky_relu:
       return x > 0 ? x : alpha * x;
     case Act::gelu:
