@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite under the sanitizers (CI runs this from .ci/run):
-#   1. AddressSanitizer + UndefinedBehaviorSanitizer (preset asan, build-asan/): every ctest entry
-#      except those listed in ASAN_SKIP below (and the GPU ones, which skip without a GPU);
+#   1. AddressSanitizer + UndefinedBehaviorSanitizer (preset asan, build-asan/, -O1 -g1): the ctest
+#      entries chosen below (ASAN_LABELS_OUT, ASAN_SKIP: the reasons are there), building only the
+#      programs they run (tools/test_programs.py);
 #   2. ThreadSanitizer (preset tsan, build-tsan/): the collectives (shm, ucx, store, conformance,
 #      failures) and the data loader, the code with threads of its own.
 # Any report fails the run (halt_on_error / -fno-sanitize-recover). Prints each part's time.
@@ -12,18 +13,22 @@ cd "$(dirname "$0")/.."
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(asan tsan)
 
-# Left out under ASan, with the reason: the launcher tests start real Slurm daemons, torchrun and
-# network namespaces (minutes each; they test launchers, and the programs they start are the same
-# ones the other entries check under ASan); launch_restart runs eight 2- and 3-rank training jobs
-# (about 2 minutes, several times that under ASan) whose checkpoint and resume code train_unit
-# runs under ASan in seconds, and whose cohortrun restarts cohortrun_tests runs; launch_elastic
-# runs thirteen 2- to 4-rank jobs with timing bounds (a recovery within 3 s, a 1.5 s settle time)
-# that ASan's slowdown would turn into false failures (its loader regrouping and membership log
-# run under ASan in data_unit and cohort_parallel_tests), so its light set runs instead, below;
-# launch_elastic_netns and comm_ucx_keepalive_netns are namespace tests like launch_netns_hosts
-# (the latter also holds live ranks to a 2 s keep-alive under load, which ASan's slowdown would
-# break for no fault of the code).
-ASAN_SKIP='^(launch_slurm|launch_torchrun|launch_netns_hosts|launch_hier_netns|launch_restart|launch_elastic|launch_elastic_netns|comm_ucx_keepalive_netns)$'
+# What runs under ASan: the unit entries, the collectives at 2-3 processes on every backend (and
+# hier across 2 simulated hosts, at 4, pipelined too), the failure cases, DDP, cohortrun and the
+# elastic light set (below): the code this project wrote, each path once. Left out, with the reason
+# (CI's time: under ASan every entry takes 2-4x, and the suite above already ran them all):
+#   labels examples, launchers, netns (minutes each; real Slurm daemons, torchrun and network
+#     namespaces starting the same programs the kept entries run; namespace tests and
+#     launch_elastic also hold live ranks to time bounds that ASan's slowdown would break);
+#     gpu and vendor (no GPU here);
+#   models_train (a few hundred training steps of the zoo: the layers' code, which the unit
+#     entries run under ASan in seconds); collectives_ucx (ucx with ranks as threads: TSan's, below;
+#     the ucx engine runs here in conformance_ucx_np2/np3 and comm_failures_ucx_*);
+#   conformance at 1 process (no peer: a subset of 2) and at 4 on one host (the code paths of 3);
+#   tools_cuda_arch, tools_gpu_check, tools_doc_snippets (shell and Python around CMake, no code of
+#     ours to instrument).
+ASAN_LABELS_OUT='examples|launchers|netns|gpu|vendor'
+ASAN_SKIP='^(models_train|collectives_ucx|conformance_(shm|ucx|hier)_np1|conformance_(shm|ucx|hier|hier_interleaved)_np4|tools_(cuda_arch|gpu_check|doc_snippets))$'
 # Under TSan (5-15x slower): the collectives' unit suites (store, shm with ranks as threads,
 # self, ucx with ranks as threads), the data loader, conformance at 1-3 processes on every
 # backend (hier also on 2 + 1 simulated hosts, 65 s) and the failure cases at 2 (hier also on 2
@@ -46,10 +51,15 @@ for part in "${parts[@]}"; do
   case "$part" in
     asan)
       cmake --preset asan >/dev/null
-      cmake --build --preset asan
+      # Only what the chosen entries run (their programs, named in their commands) and the
+      # elastic set's: about half the build.
+      mapfile -t targets < <(ctest --preset asan -N -LE "$ASAN_LABELS_OUT" -E "$ASAN_SKIP" \
+        --show-only=json-v1 | python3 tools/test_programs.py build-asan)
+      echo "sanitize.sh: asan builds ${#targets[@]} programs: ${targets[*]}"
+      cmake --build --preset asan --target "${targets[@]}" cohortrun mnist_cnn
       ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --preset asan -j2 -E "$ASAN_SKIP"
+        ctest --preset asan -j2 -LE "$ASAN_LABELS_OUT" -E "$ASAN_SKIP"
       # Elastic training's fault paths (a rank killed over shm and ucx, a rejoin, per-rank, a
       # poison batch: the Trainer's recovery, the membership protocol, the state's transfer)
       # under ASan + UBSan with leak checks, without launch_elastic's time bounds.

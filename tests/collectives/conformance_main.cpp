@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "../common/comm_backend.hpp"
@@ -40,6 +41,40 @@ std::unique_ptr<cohort::comm::Communicator> make_communicator(const std::string&
 
 using namespace cohort::comm;
 using namespace std::chrono_literals;
+
+namespace {
+// A case that throws (an op failed, timed out, or a peer was declared dead) leaves the ops it
+// issued after the failing one in flight, and its buffers are freed as the exception unwinds:
+// running the next case on the same communicator lets those ops read and write freed memory
+// (ASan reported exactly that once, with the first error lost in a pipe's buffer when ASan
+// aborted). So the rank stops here, saying which case threw and why, on stderr (unbuffered);
+// cohortrun then ends the other ranks and the entry fails with this message.
+struct StopAtException final : doctest::IReporter {
+  explicit StopAtException(const doctest::ContextOptions&) {}
+  void test_case_start(const doctest::TestCaseData& tc) override { current_ = tc.m_name; }
+  void test_case_exception(const doctest::TestCaseException& e) override {
+    std::fflush(stdout);
+    std::fprintf(stderr, "conformance: case \"%s\" threw: %s\nconformance: stopping this rank: "
+                 "the case's ops still in flight use buffers it freed\n",
+                 current_.c_str(), e.error_string.c_str());
+    std::_Exit(1);
+  }
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats&) override {}
+  void test_case_reenter(const doctest::TestCaseData&) override {}
+  void test_case_end(const doctest::CurrentTestCaseStats&) override {}
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData&) override {}
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+
+ private:
+  std::string current_;
+};
+REGISTER_LISTENER("stop_at_exception", 1, StopAtException);
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace conformance;
