@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 command -v clang++ >/dev/null || { echo "fuzz: clang++ missing (tools/setup.sh installs clang)"; exit 1; }
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCOHORT_ENABLE_CUDA=OFF \
   -DCOHORT_BUILD_TESTS=OFF -DCOHORT_BUILD_BENCH=OFF -DCOHORT_BUILD_EXAMPLES=OFF -DCOHORT_FUZZ=ON \
   -DCMAKE_CXX_FLAGS="$san" -DCMAKE_C_FLAGS="$san" \
