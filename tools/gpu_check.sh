@@ -2,8 +2,8 @@
 # One command for a GPU machine's first contact: build cohort with CUDA, check it on the GPU, print
 # one table (docs/GPU.md).
 #
-#   tools/gpu_check.sh [--stage LIST] [--fresh] [--deps DIR|none] [--build DIR] [--summary FILE]
-#                      [--steps N]
+#   tools/gpu_check.sh [--stage LIST | --window N] [--fresh] [--deps DIR|none] [--build DIR]
+#                      [--summary FILE] [--steps N]
 #
 #   --stage LIST    comma-separated stages, run in the order below whatever the order given
 #                   (default all):
@@ -25,6 +25,15 @@
 #   --build DIR     build folder (default build-gpu)
 #   --summary FILE  where the table goes as well as stdout (default BUILD/gpu_check.txt)
 #   --steps N       steps of the timed MNIST runs of the speed stage (default 300)
+#   --window N      one of the three prepared calls of a short GPU window (docs/GPU.md, "A window
+#                   in three calls"): its stages, tighter limits and a total under 5 minutes,
+#                   ordered by what a window must learn first (instead of --stage):
+#                     1  parity,zoo (COHORT_CUDNN_LOG=1: every cuDNN decline logged; the zoo's
+#                        f16 row prints its ratio to f32)                          60 + 150, 200 s
+#                     2  ctest,mnist,ddp,nccl (ctest -L gpu with the fused-route rows) 90 + 120
+#                        + 60 + 60, 240 s
+#                     3  speed (a variant stops at its first failed round)                  240 s
+#                   A GPU_CHECK_LIMIT_<STAGE> or GPU_CHECK_TOTAL_S set by the caller still wins.
 #
 # Each stage runs under its time limit (right column; GPU_CHECK_LIMIT_<STAGE>=S overrides, e.g.
 # GPU_CHECK_LIMIT_MNIST=300), each command in it under `timeout`, and one invocation stops
@@ -54,13 +63,16 @@ build="build-gpu"
 summary=""
 steps=300
 stage_arg=all
+stage_given=0
+window=""
 fresh=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --stage|--deps|--build|--summary|--steps)
+    --stage|--deps|--build|--summary|--steps|--window)
       [ $# -ge 2 ] || usage_error "$1 needs a value (see --help)"
       case "$1" in
-        --stage) stage_arg=$2 ;;
+        --stage) stage_arg=$2; stage_given=1 ;;
+        --window) window=$2 ;;
         --deps) deps=$2; [ "$deps" = none ] && deps="" ;;
         --build) build=$2 ;;
         --summary) summary=$2 ;;
@@ -73,6 +85,21 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$steps" =~ ^[1-9][0-9]*$ ]] || usage_error "--steps '$steps' is not a positive whole number"
+# The prepared calls of a short window (--help): stages, limits, total; the caller's variables win.
+if [ -n "$window" ]; then
+  [ "$stage_given" = 0 ] || usage_error "--window and --stage together: a window names its stages"
+  case "$window" in
+    1) stage_arg=parity,zoo; window_limits=(parity=60 zoo=150); window_total=200
+       export COHORT_CUDNN_LOG=${COHORT_CUDNN_LOG:-1} ;;
+    2) stage_arg=ctest,mnist,ddp,nccl; window_limits=(ctest=90 mnist=120 ddp=60 nccl=60)
+       window_total=240 ;;
+    3) stage_arg=speed; window_limits=(speed=240); window_total=240 ;;
+    *) usage_error "--window '$window': the prepared calls are 1, 2 and 3" ;;
+  esac
+  for l in "${window_limits[@]}"; do default_limit[${l%%=*}]=${l#*=}; done
+  GPU_CHECK_TOTAL_S=${GPU_CHECK_TOTAL_S:-$window_total}
+  echo "== window $window: stages $stage_arg, limits ${window_limits[*]}, total ${GPU_CHECK_TOTAL_S} s"
+fi
 declare -A want=()
 IFS=, read -r -a asked <<<"$stage_arg"
 [ ${#asked[@]} -gt 0 ] || usage_error "--stage '' names no stage (${all_stages[*]}, all)"

@@ -169,6 +169,27 @@ class CachingAllocator {
     }
   }
 
+  // Gives a block back to the driver at once instead of to the cache, after the compute stream
+  // (the work queued on it may still use the block): for one-off large blocks whose size class
+  // nothing else asks for, such as benchmark mode's timing workspace (cuDNN's Find), which
+  // PyTorch releases by emptying its whole cache after every Find. Cached, that block would stay
+  // reserved for the life of the process, out of reach of another process on the same GPU.
+  // nullptr and pointers this allocator did not hand out are ignored, as in deallocate().
+  void release(void* p) {
+    if (p == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(p);
+    if (it == live_.end()) return;
+    const std::size_t size = it->second;
+    raw_.synchronize();  // may throw: the block then stays live, its owner's to free again
+    live_.erase(it);
+    ++stats_.frees;
+    stats_.bytes_in_use -= size;
+    raw_.raw_free(p, size);
+    ++stats_.raw_frees;
+    stats_.bytes_reserved -= size;
+  }
+
   // Waits for the compute stream, then returns every cached block to the driver.
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mu_);

@@ -175,10 +175,11 @@ struct WorkspaceQuery {
 // Benchmark mode's timing: cudnnFindConvolution*AlgorithmEx over every algorithm, on the call's
 // inputs, a scratch output and a workspace of `ws_bytes`, converted as the heuristic's entries are.
 // It runs on the handle's stream (after the work that made the inputs) and waits for its timings.
+// The workspace goes back to the driver afterwards, not to the cache (Scratch's to_driver).
 std::vector<seams::AlgoPerf> measure(Cudnn::State& s, ConvDir dir, const ConvDescs& d,
                                      const FindIo& io, std::size_t ws_bytes,
                                      const seams::AlgoRules& rules) {
-  const Cudnn::State::Scratch out(s.device, io.out_bytes), ws(s.device, ws_bytes);
+  const Cudnn::State::Scratch out(s.device, io.out_bytes), ws(s.device, ws_bytes, true);
   int returned = 0;
   COHORT_CHECK_CUDNN(cudnnSetConvolutionMathType(
       d.conv.get(), static_cast<cudnnMathType_t>(ranking_math(rules.lowp))));
@@ -402,15 +403,18 @@ ActivationDesc activation_desc(const seams::ConvValues& v) {
   return d;
 }
 
-// The fused forward declined by every ranked algorithm of a shape: said once per process (the
-// unfused call and the bias + ReLU pass run it, as with fusion off).
+// The fused forward did not run for a shape: every ranked algorithm declined it, or the rules left
+// none to try (GPU review 2, H6: both end here). Said once per process; the convolution then runs
+// unfused (cuDNN's plain call, or the shared kernels where cuDNN has no algorithm either), and the
+// bias + ReLU as a pass of its own, as with fusion off.
 void note_unfused(const Conv2dArgs& a) {
   static std::atomic<bool> said{false};
   if (said.exchange(true)) return;
   std::fprintf(stderr,
                "cohort cudnn: conv + bias + relu %s not fused: cuDNN's fused call declined every "
-               "algorithm; the plain convolution and a bias + relu pass run it (further such "
-               "shapes are not reported; COHORT_CUDNN_LOG=1 lists each)\n",
+               "algorithm tried, or none was eligible; the convolution runs unfused and the bias "
+               "+ relu as a pass of its own (further such shapes are not reported; "
+               "COHORT_CUDNN_LOG=1 lists each decline)\n",
                shape_of(a).c_str());
 }
 

@@ -160,6 +160,11 @@ void CudaDevice::deallocate(void* p, std::size_t) noexcept {
   cache_->deallocate(p);
 }
 
+void CudaDevice::release(void* p) {
+  activate();
+  cache_->release(p);
+}
+
 MemoryStats CudaDevice::memory_stats() const {
   MemoryStats s = cache_->stats();
   s.host_waits = host_waits_.load(std::memory_order_relaxed);

@@ -101,13 +101,27 @@ struct Cudnn::State {
 
   explicit State(CudaDevice& d) : device(d) {}
 
-  // Device memory that goes back to the allocator, in stream order, when the op has been enqueued.
+  // Device memory that goes back to the allocator, in stream order, when the op has been enqueued;
+  // with `to_driver`, back to the driver after the stream instead (benchmark mode's Find
+  // workspace: a one-off size that would otherwise stay reserved for the life of the process,
+  // GPU review 2 H5; PyTorch empties its whole cache after each Find).
   struct Scratch {
     CudaDevice& device;
     void* p = nullptr;
     std::size_t bytes = 0;
-    Scratch(CudaDevice& d, std::size_t n) : device(d), p(d.allocate(n)), bytes(n) {}
-    ~Scratch() { device.deallocate(p, bytes); }
+    bool to_driver = false;
+    Scratch(CudaDevice& d, std::size_t n, bool release_to_driver = false)
+        : device(d), p(d.allocate(n)), bytes(n), to_driver(release_to_driver) {}
+    ~Scratch() {
+      if (to_driver) {
+        try {
+          device.release(p);
+          return;
+        } catch (...) {  // the stream's wait failed: the op's own error says why
+        }
+      }
+      device.deallocate(p, bytes);
+    }
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;
     float* f() const { return static_cast<float*>(p); }

@@ -834,6 +834,17 @@ std::vector<Row> rows() {
             return std::vector<Vec>{pv, sv, gv, bv};
           });
         });
+  // The GradScaler's pass: 1000 elements in blocks of 64 (the last one 40), scale 2^10.
+  add(Op::unscale_max_abs, "unscale 1/1024, blocks of 64", 0, [](Case& c) {
+    const HostTensor x0 = uni({1000}, 97, -4096, 4096);
+    Tensor x = c.out(x0), out = c.out(Shape{16});
+    ops::unscale_max_abs(1.0f / 1024, x, out, 64);
+    c.check({x, out}, [=] {
+      Vec xv = x0.v;
+      const Vec m = ref::unscale_max_abs(1.0 / 1024, xv, 64);
+      return std::vector<Vec>{xv, m};
+    });
+  });
   add_fused_rows(r);
   return r;
 }

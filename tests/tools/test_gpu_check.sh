@@ -12,7 +12,8 @@
 #    (what CI relies on); with one, a run where every gpu test skipped, one stage times out and
 #    compute-sanitizer is missing keeps going through every stage, prints the driver's and the
 #    toolkit's versions, and exits 1; stages run one by one add to one table and replace their own
-#    rows; an old driver is a FAIL; bad usage exits 2 naming the argument.
+#    rows; the three prepared window calls (--window 1-3) run their stages under their limits; an
+#    old driver is a FAIL; bad usage exits 2 naming the argument.
 set -uo pipefail
 src=${1:?usage: test_gpu_check.sh SOURCE_DIR}
 src=$(cd "$src" && pwd)
@@ -183,7 +184,7 @@ mk "$build/bin/cifar_cnn" <<'EOF'
 #!/bin/bash
 # FAKE_AMP_F16_CRASH: a run with --amp f16 prints its schedule line and dies of SIGSEGV.
 # FAKE_CALLS: each call's arguments appended to that file.
-[ -n "${FAKE_CALLS:-}" ] && echo "cifar_cnn $*" >>"$FAKE_CALLS"
+[ -n "${FAKE_CALLS:-}" ] && echo "cifar_cnn $* (COHORT_CUDNN_LOG=${COHORT_CUDNN_LOG:-})" >>"$FAKE_CALLS"
 if [ -n "${FAKE_AMP_F16_CRASH:-}" ]; then
   case " $* " in *" --amp f16 "*) echo "amp f16 with a GradScaler"; kill -SEGV $$ ;; esac
 fi
@@ -297,6 +298,31 @@ else fail "speed: $f16_runs cohort f16 rounds after a crash, expected 1"; fi
 expect "speed: the f16 row says the later rounds did not run" '^speed +resnet50 amp f16 vs torch autocast\+GradScaler +FAIL .*round 1: killed by SIGSEGV.*f16 rounds 2-3 not run' "$tmp/out"
 check FAKE_GPU=1 "$gc" "${at[@]}" --stage mnist --fresh
 expect "--fresh: a new table lists the stages not run yet" 'stages not run yet: build ctest parity sanitize ddp zoo nccl speed$' "$tmp/out"
+
+# The three prepared calls of a short window (docs/GPU.md): each runs its stages alone under its
+# own limits and total, window 1 with every cuDNN decline logged; together they fill the table but
+# for build and sanitize.
+: >"$tmp/calls"
+check FAKE_GPU=1 FAKE_CALLS="$tmp/calls" "$gc" "${at[@]}" --window 1 --fresh
+expect_rc "--window 1: exit 0" 0 "$rc"
+expect "--window 1: says its stages, limits and total" '^== window 1: stages parity,zoo, limits parity=60 zoo=150, total 200 s$' "$tmp/out"
+expect "--window 1: the parity row" '^parity ' "$tmp/out"
+expect "--window 1: the f16 zoo row with its ratio" '^zoo +zoo resnet50 amp f16 on cuda +ok .*x the f32 row.s\)' "$tmp/out"
+expect "--window 1: the zoo runs log cuDNN's declines" 'amp f16 .*\(COHORT_CUDNN_LOG=1\)$' "$tmp/calls"
+expect_not "--window 1: no other stage ran" '^(ctest|mnist|ddp|nccl|speed|sanitize) ' "$tmp/out"
+check FAKE_GPU=1 FAKE_CTEST_LOG="$tmp/one_gpu_ok.log" "$gc" "${at[@]}" --window 2
+expect_rc "--window 2: exit 0" 0 "$rc"
+expect "--window 2: says its stages" '^== window 2: stages ctest,mnist,ddp,nccl, limits ctest=90 mnist=120 ddp=60 nccl=60, total 240 s$' "$tmp/out"
+expect "--window 2: the ctest row" '^ctest +ctest -L gpu +ok' "$tmp/out"
+expect "--window 2: window 1's rows kept" '^zoo +zoo resnet50 on cuda +ok' "$tmp/out"
+check FAKE_GPU=1 FAKE_TORCH=1 "$gc" "${at[@]}" --window 3
+expect_rc "--window 3: exit 1 (the fakes' f16 row is below its 0.9x target)" 1 "$rc"
+expect "--window 3: the speed rows" '^speed +mnist images/s vs torch' "$tmp/out"
+expect "--window 3: only build and sanitize not run" 'stages not run yet: build sanitize$' "$tmp/out"
+check "$gc" --window 1 --stage zoo
+expect_rc "--window with --stage" 2 "$rc"; expect "--window with --stage named" '^gpu_check.sh: --window and --stage together' "$tmp/err"
+check "$gc" --window 4
+expect_rc "--window 4" 2 "$rc"; expect "--window 4 named" "^gpu_check.sh: --window '4': the prepared calls are 1, 2 and 3" "$tmp/err"
 
 # An old driver: the likeliest reason for G3's skips, a FAIL of its own.
 check FAKE_GPU=1 FAKE_DRIVER_CUDA=12.4 "$gc" "${at[@]}" --stage parity

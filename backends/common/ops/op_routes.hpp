@@ -71,6 +71,7 @@ inline const char* op_family(Op op) {
     case Op::adam_step:
     case Op::adadelta_step:
     case Op::rmsprop_step:
+    case Op::unscale_max_abs:
       return "optim.hpp";
     case Op::count_:
       break;

@@ -204,4 +204,33 @@ void run(Exec& e, const calls::RmspropStep& c) {
              RmspropUpdate{c.a, c.param, c.grad, c.square_avg, c.grad_avg, c.momentum_buffer});
 }
 
+// The GradScaler's pass (calls::UnscaleMaxAbs): item = block. Scales its elements in place and
+// keeps the largest |x|, NaN winning (once m is NaN no comparison replaces it); every element is
+// scaled, so no early exit.
+struct UnscaleMaxAbsItem {
+  float inv;
+  float* x;
+  i64 n, block;
+  float* out;
+  i64 cost() const { return block; }
+  COHORT_HD void operator()(i64 b) const {
+    const i64 lo = b * block, hi = lo + block < n ? lo + block : n;
+    float m = 0.0f;
+    for (i64 i = lo; i < hi; ++i) {
+      const float v = x[i] * inv;
+      x[i] = v;
+      const float a = v < 0.0f ? -v : v;
+      if (a > m || a != a) m = a;
+    }
+    out[b] = m;
+  }
+};
+
+template <class Exec>
+void run(Exec& e, const calls::UnscaleMaxAbs& c) {
+  const i64 n = static_cast<i64>(c.n), block = static_cast<i64>(c.block);
+  e.for_each("cohort::unscale_max_abs", (n + block - 1) / block,
+             UnscaleMaxAbsItem{c.inv, c.x, n, block, c.out});
+}
+
 }  // namespace cohort::kernels

@@ -19,7 +19,7 @@
 //                                 layer_norm_backward
 //   attention.hpp                 attention_forward attention_backward
 //   reshape.hpp                   permute slice_copy
-//   optim.hpp                     sgd_step adam_step adadelta_step rmsprop_step
+//   optim.hpp                     sgd_step adam_step adadelta_step rmsprop_step unscale_max_abs
 #pragma once
 
 #include <string>

@@ -17,6 +17,8 @@ StatusAction execute_status_action(int status) {
 StatusAction fused_status_action(int status) {
   if (status >= cudnn_enum::kStatusBadParam && status < cudnn_enum::kStatusBadParam + 1000)
     return StatusAction::decline;
+  if (status >= cudnn_enum::kStatusInternalError && status < cudnn_enum::kStatusInternalError + 1000)
+    return StatusAction::decline;
   return execute_status_action(status);
 }
 

@@ -21,7 +21,11 @@ StatusAction execute_status_action(int status);
 // written): as execute_status_action, and a BAD_PARAM status (2000-2999) declines too. cuDNN
 // documents combinations the fused call refuses that way (an activation its algorithm lacks, z or
 // bias descriptors it will not take); the plain convolution and the bias + ReLU pass then compute
-// the same op, so declining costs speed, never a result.
+// the same op, so declining costs speed, never a result. An INTERNAL_ERROR status (4000-4999: a
+// runtime-compiled engine that failed to build, an allocation inside cuDNN) declines as well
+// (GPU review 2, Q2): the fused call is only an optimisation of what the plain route computes, and
+// that route reports its own error if the cause is not the fusion. EXECUTION_FAILED (5xxx) and the
+// rest still fail the op.
 StatusAction fused_status_action(int status);
 
 }  // namespace cohort::cuda::seams

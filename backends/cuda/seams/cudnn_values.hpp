@@ -37,6 +37,7 @@ constexpr int kStatusSuccess = 0;
 constexpr int kStatusBadParam = 2000;
 constexpr int kStatusNotSupported = 3000;
 constexpr int kStatusNotSupportedLast = 3014;  // ..._INVALID_DYNAMIC_SHAPE in cuDNN 9.19
+constexpr int kStatusInternalError = 4000;  // 4000-4999: CUDNN_STATUS_INTERNAL_ERROR_*
 }  // namespace cudnn_enum
 
 // A 4-D NCHW tensor descriptor (f32 unless a seam says otherwise) (cudnnSetTensor4dDescriptor's n,

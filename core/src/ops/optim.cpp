@@ -1,6 +1,6 @@
-// Optimizer front ends (sgd_step, adam_step, adadelta_step, rmsprop_step): every state tensor the
-// arguments use checked against the parameter, then one fused call of the op table
-// (backends/common/ops/optim.hpp).
+// Optimizer front ends (sgd_step, adam_step, adadelta_step, rmsprop_step, and the GradScaler's
+// unscale_max_abs): every state tensor the arguments use checked against the parameter, then one
+// fused call of the op table (backends/common/ops/optim.hpp).
 #include "cohort/core/optim_ops.hpp"
 
 #include "cohort/backend/dispatch.hpp"
@@ -109,6 +109,27 @@ void rmsprop_step(Tensor& param, const Tensor& grad, Tensor& square_avg, Tensor&
                                             o.out<float>(buffer),
                                             count(param)};
                 });
+}
+
+void unscale_max_abs(float inv, Tensor& x, Tensor& out, std::int64_t block) {
+  const char* op = "unscale_max_abs";
+  COHORT_CHECK(x.defined(), op, ": argument 'x' is an undefined tensor");
+  COHORT_CHECK(out.defined(), op, ": argument 'out' is an undefined tensor");
+  COHORT_CHECK(x.dtype() == DType::f32, op, ": argument 'x' must be f32, got ",
+               dtype_name(x.dtype()));
+  COHORT_CHECK(out.dtype() == DType::f32, op, ": argument 'out' must be f32, got ",
+               dtype_name(out.dtype()));
+  COHORT_CHECK(block >= 1, op, ": block must be >= 1, got ", block);
+  const std::int64_t blocks = (x.numel() + block - 1) / block;
+  COHORT_CHECK(out.numel() == blocks, op, ": 'out' has ", out.numel(), " elements (shape ",
+               out.shape().str(), "), expected ceil(", x.numel(), " / ", block, ") = ", blocks);
+  COHORT_CHECK(&out.device() == &x.device(), op, ": 'x' is on ", x.device().name(),
+               " but 'out' is on ", out.device().name());
+  if (x.numel() == 0) return;
+  dispatch::run(x.device(), {}, {&x, &out}, [&](const dispatch::Operands& o) {
+    return calls::UnscaleMaxAbs{inv, o.out<float>(x), count(x), static_cast<std::size_t>(block),
+                                o.out<float>(out)};
+  });
 }
 
 }  // namespace cohort::ops

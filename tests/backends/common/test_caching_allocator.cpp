@@ -146,6 +146,41 @@ TEST_CASE("caching allocator: a freed block is reused by the next request of its
   check_consistent(a, raw, {});
 }
 
+// Benchmark mode's timing workspace (GPU review 2, H5): released to the driver after the stream,
+// so the bytes reserved come back to what they were, while the ordinary blocks stay cached.
+TEST_CASE("caching allocator: release() gives a block to the driver after a sync, not the cache") {
+  FakeRaw raw;
+  CachingAllocator a(raw);
+  void* act = a.allocate(3 * MiB);  // an activation: cached when freed
+  a.deallocate(act);
+  const MemoryStats before = a.stats();
+  raw.log.clear();
+  void* ws = a.allocate(700 * MiB);   // Find's workspace: a class nothing else asks for
+  void* out = a.allocate(3 * MiB);    // Find's scratch output: reuses the cached block
+  CHECK(out == act);
+  CHECK(a.stats().bytes_reserved == before.bytes_reserved + CachingAllocator::round_size(700 * MiB));
+  check_consistent(a, raw, {{ws, 700 * MiB}, {out, 3 * MiB}});
+  a.release(ws);
+  a.deallocate(out);
+  // The stream is waited for before the driver frees (queued timing kernels may still use it).
+  CHECK(raw.log == std::vector<std::string>{"alloc", "sync", "free"});
+  CHECK(a.stats().bytes_reserved == before.bytes_reserved);  // the workspace did not stay
+  CHECK(a.bytes_cached() == CachingAllocator::round_size(3 * MiB));
+  check_consistent(a, raw, {});
+  // Bad input is ignored, as in deallocate(): nullptr, a pointer not ours, a block freed already.
+  a.release(nullptr);
+  a.release(reinterpret_cast<void*>(64));
+  a.release(ws);
+  CHECK(raw.log.size() == 3);
+  check_consistent(a, raw, {});
+  // A released size class is allocated anew next time (nothing of it was cached).
+  void* again = a.allocate(700 * MiB);
+  CHECK(raw.allocs == 3);
+  a.release(again);
+  CHECK(raw.used == CachingAllocator::round_size(3 * MiB));
+  check_consistent(a, raw, {});
+}
+
 TEST_CASE("caching allocator: a repeated training step calls the driver only in its first pass") {
   // A step's pattern: parameters live throughout; activations allocated in forward, freed in
   // backward in reverse order; gradients and scratch interleaved; sizes of many classes.

@@ -81,4 +81,20 @@ void rmsprop_step(const Rmsprop& a, Vec& p, const Vec& grad, Vec& square_avg, Ve
   }
 }
 
+// torch.amp's unscale (x * inv rounded to float) and, per block, the largest |x| after it
+// (finite values only here; the NaN and inf cases are hand-computed in test_thrust.cpp and the
+// GradScaler's golden test).
+Vec unscale_max_abs(double inv, Vec& x, std::size_t block) {
+  Vec out;
+  for (std::size_t lo = 0; lo < x.size(); lo += block) {
+    double m = 0;
+    for (std::size_t i = lo; i < std::min(x.size(), lo + block); ++i) {
+      x[i] = f32(x[i] * inv);
+      m = std::max(m, std::fabs(x[i]));
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace parity_ref

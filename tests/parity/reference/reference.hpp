@@ -204,5 +204,7 @@ struct Rmsprop {
 };
 void rmsprop_step(const Rmsprop& a, Vec& p, const Vec& grad, Vec& square_avg, Vec& grad_avg,
                   Vec& buf);
+// The GradScaler's pass: x *= inv (in place, rounded to float); returns max |x| per block.
+Vec unscale_max_abs(double inv, Vec& x, std::size_t block);
 
 }  // namespace parity_ref

@@ -375,6 +375,15 @@ struct RmspropStep {
   float* momentum_buffer;
   std::size_t n;
 };
+// The GradScaler's pass over one gradient: x *= inv in place; out[b] = the largest |x| of block b
+// (elements [b * block, min(n, (b + 1) * block)), after scaling), NaN winning; an inf gives inf.
+// n >= 1, block >= 1, out has ceil(n / block) elements.
+struct UnscaleMaxAbs {
+  float inv;
+  float* x;
+  std::size_t n, block;
+  float* out;
+};
 
 }  // namespace calls
 }  // namespace cohort

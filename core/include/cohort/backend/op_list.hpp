@@ -3,16 +3,18 @@
 // Device::run() take, and through it every backend's op table (a std::visit over the variant).
 //
 // Where each op's pieces are, one hop from here (the group comments below name the family):
-//   call struct       cohort/backend/op_calls.hpp (extents: layer_args.hpp; scalars:
-//   optim_args.hpp) front end         cohort/core/{ops,layer_ops,optim_ops}.hpp, checked in
-//   core/src/ops/<family>.cpp shared code       backends/common/ops/<family>.hpp, forward and
-//   backward side by side host              backends/host/<family>.cpp where oneDNN takes the op;
-//   backends/host/op_table.cpp
-//                     routes it (and lists the route)
-//   CUDA              backends/cuda/<family>.cpp where cuDNN or cuBLAS takes it; op_table.cu routes
-//   parity row        tests/parity/parity_rows.cpp; reference in tests/parity/reference/ (one file
-//                     per family, named by its subject: normalisation.cpp for norm.hpp, ...)
-//   what runs where   `cohort-doctor --ops`
+// clang-format off
+//   call struct   cohort/backend/op_calls.hpp (extents: layer_args.hpp; scalars: optim_args.hpp)
+//   front end     cohort/core/{ops,layer_ops,optim_ops}.hpp, checked in core/src/ops/<family>.cpp
+//   shared code   backends/common/ops/<family>.hpp, forward and backward side by side
+//   host          backends/host/<family>.cpp where oneDNN takes the op; backends/host/op_table.cpp
+//                 routes it (and lists the route)
+//   CUDA          backends/cuda/<family>.cpp where cuDNN or cuBLAS takes it, else
+//                 backends/cuda/ops/<family>.cu (the shared code on Thrust); op_table.cu routes
+//   parity row    tests/parity/parity_rows.cpp; reference in tests/parity/reference/ (one file
+//                 per family, named by its subject: normalisation.cpp for norm.hpp, ...)
+//   what runs where  `cohort-doctor --ops`
+// clang-format on
 // docs/ARCHITECTURE.md, "How to add an op", walks through one.
 //
 // X(name, Call): `name` is the op's enum value and printed name, `Call` its argument struct in
@@ -80,7 +82,8 @@
   X(sgd_step, SgdStep)                            \
   X(adam_step, AdamStep)                          \
   X(adadelta_step, AdadeltaStep)                  \
-  X(rmsprop_step, RmspropStep)
+  X(rmsprop_step, RmspropStep)                    \
+  X(unscale_max_abs, UnscaleMaxAbs)
 
 namespace cohort {
 

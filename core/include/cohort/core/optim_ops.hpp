@@ -34,4 +34,13 @@ void adadelta_step(Tensor& param, const Tensor& grad, Tensor& square_avg, Tensor
 void rmsprop_step(Tensor& param, const Tensor& grad, Tensor& square_avg, Tensor& grad_avg,
                   Tensor& momentum_buffer, const RmspropArgs& args);
 
+// The GradScaler's unscale-and-check over one gradient (torch's
+// _amp_foreach_non_finite_check_and_unscale_, which PyTorch runs as one multi-tensor launch): one
+// pass that multiplies x by `inv` in place and writes, for each block of `block` consecutive
+// elements (the last may be shorter), the largest |x| after scaling into out, NaN winning (an inf
+// gives inf). `out` is f32 on x's device with ceil(numel / block) elements; it may be a slice of a
+// larger buffer, so that a scaler lays every gradient's blocks side by side and reduces them with
+// one max_all. x is f32; an empty x writes nothing. block >= 1.
+void unscale_max_abs(float inv, Tensor& x, Tensor& out, std::int64_t block);
+
 }  // namespace cohort::ops

@@ -18,6 +18,8 @@
 #include "cohort/core/optim_ops.hpp"
 #include "cohort/core/tensor.hpp"
 #include "cohort/devices.hpp"
+#include "cohort/models.hpp"
+#include "cohort/optim.hpp"
 #include "thrust_host_device.hpp"
 
 using namespace cohort;
@@ -74,6 +76,8 @@ void tour() {
   ops::adam_step(p, b, s1, s2, s3, AdamArgs{});
   ops::adadelta_step(p, b, s1, s2, AdadeltaArgs{});
   ops::rmsprop_step(p, b, s1, s2, s3, RmspropArgs{});
+  Tensor blocks = zeros(3);
+  ops::unscale_max_abs(0.5f, p, blocks, 16);
   Tensor c = Tensor::zeros({2, 2}, DType::f32, dev());
   ops::gemm(uni(4, 10).reshape({2, 2}), false, uni(4, 11).reshape({2, 2}), false, c, 1.0f, 0.0f);
 }
@@ -86,7 +90,7 @@ TEST_CASE("the ops of the tour run through Thrust on thrust-host; a GEMM does no
                        Op::reduce_sum, Op::reduce_max, Op::argmax, Op::fill_uniform,
                        Op::fill_normal, Op::activation_forward, Op::activation_backward,
                        Op::dropout_forward, Op::dropout_backward, Op::sgd_step, Op::adam_step,
-                       Op::adadelta_step, Op::rmsprop_step};
+                       Op::adadelta_step, Op::rmsprop_step, Op::unscale_max_abs};
   for (Op op : toured) {
     CAPTURE(op_name(op));
     CHECK(testing::thrust_covers(op));
@@ -565,4 +569,98 @@ TEST_CASE("layer_norm_backward with dx_add: Thrust's elements equal the host's r
     out[side] = dx.to(host_device()).to_vector<float>();
   }
   CHECK(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0);
+}
+
+// GPU review 2, H2: the GradScaler's unscale-and-check over ResNet-50's 161 gradients. Before, each
+// gradient cost a scale, a staged max, a negated copy and another staged max (5-13 launches, about
+// 1,000 a step); now one unscale_max_abs launch per gradient, then one staged max over all their
+// block maxima (3 launches for 25.6 M parameters) and one float read back. PyTorch: one
+// multi-tensor launch per device and dtype. The values: every gradient times 1/scale exactly (a
+// power of two), and an inf or a NaN anywhere found, as on the host device.
+TEST_CASE("GradScaler::unscale on ResNet-50's gradients: a launch per gradient and 3, host's values") {
+  auto shapes_of = models::resnet50(host_device());  // the parameter shapes only
+  std::vector<ParameterPtr> params, host_params;
+  std::uint64_t seed = 100;
+  for (const ParameterPtr& w : shapes_of->parameters()) {
+    const Shape& s = w->value.shape();
+    host_params.push_back(make_parameter(Tensor::zeros(s, DType::f32, host_device())));
+    host_params.back()->grad = Tensor::uniform(s, -8.0f, 8.0f, seed++, host_device());
+    params.push_back(make_parameter(Tensor::zeros(s, DType::f32, dev())));
+    params.back()->grad = host_params.back()->grad.to(dev());
+  }
+  REQUIRE(params.size() == 161);
+  optim::SGDOptions so;
+  so.lr = 0.1;
+  optim::SGD sgd(params, so), host_sgd(host_params, so);
+  optim::GradScalerOptions o;
+  o.init_scale = 8.0;
+
+  optim::GradScaler scaler(o), host_scaler(o);
+  const std::uint64_t before = testing::thrust_launches();
+  const std::uint64_t unscale_calls = testing::thrust_calls(Op::unscale_max_abs);
+  scaler.unscale(sgd);
+  const std::uint64_t launches = testing::thrust_launches() - before;
+  MESSAGE("GradScaler::unscale, ResNet-50 (161 gradients): ", launches, " launches");
+  CHECK(testing::thrust_calls(Op::unscale_max_abs) - unscale_calls == 161);
+  CHECK(launches <= 161 + 4);
+  host_scaler.unscale(host_sgd);
+  CHECK_FALSE(scaler.found_inf());
+  CHECK_FALSE(host_scaler.found_inf());
+  for (std::size_t i = 0; i < params.size(); i += 40) {
+    CAPTURE(i);
+    const auto got = params[i]->grad.to_vector<float>();
+    const auto want = host_params[i]->grad.to_vector<float>();
+    CHECK(got == want);
+    const auto orig = Tensor::uniform(params[i]->grad.shape(), -8.0f, 8.0f, 100 + i, host_device())
+                          .to_vector<float>();
+    bool exact = true;
+    for (std::size_t j = 0; j < got.size(); ++j) exact = exact && got[j] == orig[j] * 0.125f;
+    CHECK(exact);
+  }
+  scaler.update();
+  host_scaler.update();
+
+  // An inf in the last element of the last gradient, then a NaN in the middle of the largest one.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const float bad : {inf, nan}) {
+    CAPTURE(bad);
+    ParameterPtr& p = bad == inf ? params.back() : params[params.size() / 2];
+    const Tensor clean = p->grad;
+    std::vector<float> g = clean.to_vector<float>();
+    g[bad == inf ? g.size() - 1 : g.size() / 2] = bad;
+    p->grad = Tensor::from_vector(g, clean.shape(), host_device()).to(dev());
+    scaler.unscale(sgd);
+    CHECK(scaler.found_inf());
+    scaler.update();
+    p->grad = clean;  // only this case's value is bad
+  }
+  scaler.unscale(sgd);
+  CHECK_FALSE(scaler.found_inf());
+}
+
+TEST_CASE("unscale_max_abs: per-block max |x| after scaling, NaN wins, a short last block") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x = on_dev({1, -6, 2, 0.5f, -inf, 3, nan, 4, -8, 1}, {10});
+  Tensor out = zeros(4);
+  ops::unscale_max_abs(0.5f, x, out, 3);  // blocks [0,3) [3,6) [6,9) [9,10)
+  const auto m = out.to_vector<float>();
+  CHECK(m[0] == 3.0f);
+  CHECK(m[1] == inf);
+  CHECK(std::isnan(m[2]));  // NaN before a larger value still wins
+  CHECK(m[3] == 0.5f);
+  const auto v = x.to_vector<float>();
+  CHECK(v[1] == -3.0f);
+  CHECK(v[8] == -4.0f);
+  CHECK(std::isnan(v[6]));
+  // Bad input: a block of 0, an out of the wrong size, a non-f32 x; nothing scaled by them.
+  Tensor y = on_dev({2, 4}, {2});
+  Tensor one = zeros(1), two = zeros(2);
+  CHECK_THROWS_WITH(ops::unscale_max_abs(0.5f, y, one, 0), doctest::Contains("block must be >= 1"));
+  CHECK_THROWS_WITH(ops::unscale_max_abs(0.5f, y, one, 1),
+                    doctest::Contains("expected ceil(2 / 1) = 2"));
+  Tensor yi = zeros(2, DType::i32);
+  CHECK_THROWS_WITH(ops::unscale_max_abs(0.5f, yi, two, 1), doctest::Contains("'x' must be f32"));
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 4});
 }

@@ -19,6 +19,7 @@ namespace {
 
 std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Op::count_)> g_thrust_calls{},
     g_thrust_items{}, g_thrust_gemms{};
+std::atomic<std::uint64_t> g_thrust_launches{0};  // every Thrust algorithm call: a kernel on a GPU
 
 using CppPolicy = decltype(thrust::cpp::par);
 
@@ -35,22 +36,26 @@ class ThrustHostExec : public cuda::ThrustExec<CppPolicy> {
   template <class F>
   void for_each(const char* label, kernels::i64 count, const F& f) {
     used = true;
+    ++g_thrust_launches;
     if (count > 0) items += static_cast<std::uint64_t>(count);
     ThrustExec::for_each(label, count, f);
   }
   template <class... A>
   void transform(A&&... a) {
     used = true;
+    ++g_thrust_launches;
     ThrustExec::transform(std::forward<A>(a)...);
   }
   template <class T>
   void fill_n(T* x, std::size_t n, T v) {
     used = true;
+    ++g_thrust_launches;
     ThrustExec::fill_n(x, n, v);
   }
   template <class G>
   void generate(float* x, std::size_t n, std::uint64_t offset, const G& g) {
     used = true;
+    ++g_thrust_launches;
     ThrustExec::generate(x, n, offset, g);
   }
   void gemm(const GemmArgs& g) {
@@ -95,5 +100,7 @@ std::uint64_t thrust_calls(Op op) { return g_thrust_calls[static_cast<std::size_
 std::uint64_t thrust_items(Op op) { return g_thrust_items[static_cast<std::size_t>(op)]; }
 
 std::uint64_t thrust_gemms(Op op) { return g_thrust_gemms[static_cast<std::size_t>(op)]; }
+
+std::uint64_t thrust_launches() { return g_thrust_launches; }
 
 }  // namespace cohort::testing

@@ -29,4 +29,8 @@ std::uint64_t thrust_items(Op op);
 // GEMM counting one per batch entry.
 std::uint64_t thrust_gemms(Op op);
 
+// How many Thrust algorithms (for_each, transform, fill_n, generate) every op has launched in all
+// since the program started: each is a kernel launch on a GPU (a staged op launches several).
+std::uint64_t thrust_launches();
+
 }  // namespace cohort::testing
