@@ -83,6 +83,10 @@ const char* const kUsage =
     "  --elastic-respawn N  with --elastic: start a rank that died again (at most N times\n"
     "                       per rank); it joins the group at a step boundary and takes the\n"
     "                       state from a live rank (the group grows back)\n"
+    "  --simulate-hosts K   treat this node's ranks as K hosts: local ranks split in K\n"
+    "                       consecutive blocks (sizes differ by at most one), each rank's\n"
+    "                       COHORT_HOSTID set to node<R>-sim<block> (the hier backend\n"
+    "                       and cohort-bench --calibrate read it); 1..nproc-per-node\n"
     "  -h, --help           this text\n";
 
 [[noreturn]] void die_usage(const std::string& msg) {
@@ -150,6 +154,8 @@ Options parse(int argc, char** argv) {
       if (o.elastic_min > o.elastic_max) die_usage("--elastic " + v + ": MIN is above MAX");
     } else if (a == "--elastic-respawn") {
       o.elastic_respawn = static_cast<int>(parse_long(a, take(), 0, 1000));
+    } else if (a == "--simulate-hosts") {
+      o.simulate_hosts = static_cast<int>(parse_long(a, take(), 1, 4096));
     } else if (a == "--kill-grace") {
       const std::string v = take();
       char* end = nullptr;
@@ -183,6 +189,9 @@ Options parse(int argc, char** argv) {
   if (o.elastic_min > o.nproc * o.nnodes)
     die_usage("--elastic MIN " + std::to_string(o.elastic_min) + " is above the " +
               std::to_string(o.nproc * o.nnodes) + " ranks started");
+  if (o.simulate_hosts > o.nproc)
+    die_usage("--simulate-hosts " + std::to_string(o.simulate_hosts) + " is above the " +
+              std::to_string(o.nproc) + " ranks of this node (--nproc-per-node): a host needs a rank");
   if (o.master_port == 0 && o.nnodes > 1)
     die_usage("--master-port 0 (pick a free port) works only with --nnodes 1: the other nodes "
               "could not know the port");

@@ -28,6 +28,7 @@ struct Options {
   int max_restarts = 0;
   int elastic_min = 0, elastic_max = 0;  // --elastic MIN:MAX (0: off)
   int elastic_respawn = 0;               // --elastic-respawn N: start a dead rank again, N times
+  int simulate_hosts = 0;                // --simulate-hosts K: COHORT_HOSTID per rank (0: off)
   std::vector<std::string> argv;
 };
 

@@ -170,6 +170,10 @@ Outcome run_attempt(const Options& o, int world, const std::string& job_id,
       set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
       if (!pages.dir.empty()) set("COHORT_RUN_STATUS", pages.path(i));
       if (!job_token.empty()) set("COHORT_JOB_TOKEN", job_token);
+      // Blocks of consecutive local ranks, as hosts hold them in a real job (i * K / nproc).
+      if (o.simulate_hosts > 0)
+        set("COHORT_HOSTID", "node" + std::to_string(o.node_rank) + "-sim" +
+                                 std::to_string(i * o.simulate_hosts / o.nproc));
       if (elastic) elastic->set_rank_env(incarnation);
       std::vector<std::string> argv_copy = o.argv;
       std::vector<char*> args;

@@ -29,3 +29,19 @@ run_step("build installed examples" ${CMAKE_COMMAND} --build "${WORK_DIR}/exampl
 if(NOT EXISTS "${WORK_DIR}/examples/custom_ddp")
   message(FATAL_ERROR "consumer test: the installed examples built no custom_ddp")
 endif()
+# The installed cohort-swap with the installed zoo program (libexec/cohort) and plot script
+# (share/cohort/tools), as a user runs a backend-swap experiment from the package alone.
+foreach(_f bin/cohort-swap bin/cohortrun libexec/cohort/cifar_cnn share/cohort/tools/plot_swap.py
+           share/cohort/tools/plot_metrics.py share/cohort/tools/plot_backend_swap.py)
+  if(NOT EXISTS "${prefix}/${_f}")
+    message(FATAL_ERROR "consumer test: the package has no ${_f}")
+  endif()
+endforeach()
+run_step("installed cohort-swap" ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=1
+         "${prefix}/bin/cohort-swap" --model cnn_a --backends shm --nproc 2 --rounds 1
+         --out "${WORK_DIR}/swap" -- --synthetic --synthetic-size 128 --epochs 1 --max-steps 2
+         --no-eval)
+if(NOT last_output MATCHES "\\| shm \\| 2 \\| [0-9.]+ \\|.*\\| reference \\|" OR
+   NOT EXISTS "${WORK_DIR}/swap/swap.png")
+  message(FATAL_ERROR "consumer test: installed cohort-swap: no shm row or no plot:\n${last_output}")
+endif()

@@ -21,8 +21,8 @@ echo "$out" | tail -25
 echo "$out" | grep -q "recipe: 10 warm-up steps, then StepLR gamma 0.7 (per step), clip grad norm 0.5" ||
   fail "no recipe line"
 echo "$out" | grep -q "ranks hold identical weights: yes" || fail "ranks differ"
-echo "$out" | grep -qE "evaluate step 5/5 \(100%\) loss [0-9.]+ acc [0-9.]+%" ||
-  fail "no evaluation progress line"
+echo "$out" | grep -qE "evaluate \(rank 0's shard\) step 5/5 \(100%\) loss [0-9.]+ acc [0-9.]+%" ||
+  fail "no evaluation progress line naming whose figures it shows"
 [ "$(echo "$out" | grep -c "Test set (epoch [12]): Average loss")" -eq 2 ] || fail "not 2 evaluated epochs"
 python3 - "$work/m.jsonl" <<'EOF' || fail "metrics"
 import json, sys

@@ -339,6 +339,32 @@ TEST_SUITE("cohortrun") {
           std::string::npos);
   }
 
+  TEST_CASE("--simulate-hosts K: blocks of consecutive local ranks get one COHORT_HOSTID each") {
+    // 5 ranks as 2 hosts: 0..2 on the first, 3..4 on the second (i * K / nproc), named by node.
+    ::setenv("COHORT_HOSTID", "overridden", 1);
+    const Result r = run({"--nnodes", "2", "--node-rank", "1", "--master-addr", "h",
+                          "--master-port", "1", "--nproc-per-node", "5", "--simulate-hosts", "2",
+                          "sh", "-c", "echo \"$LOCAL_RANK=$COHORT_HOSTID\""});
+    ::unsetenv("COHORT_HOSTID");
+    CHECK(r.status == 0);
+    for (const char* want : {"[rank 5] 0=node1-sim0\n", "[rank 6] 1=node1-sim0\n",
+                             "[rank 7] 2=node1-sim0\n", "[rank 8] 3=node1-sim1\n",
+                             "[rank 9] 4=node1-sim1\n"}) {
+      CAPTURE(r.out);
+      CHECK(r.out.find(want) != std::string::npos);
+    }
+    const Result none = run({"--nproc-per-node", "2", "sh", "-c", "echo \"[$COHORT_HOSTID]\""});
+    CHECK(none.out.find("] []\n") != std::string::npos);  // without the flag: not set
+    const Result many = run({"--nproc-per-node", "2", "--simulate-hosts", "3", "true"});
+    CHECK(many.status == 2);
+    CHECK(many.err.find("--simulate-hosts 3 is above the 2 ranks of this node") !=
+          std::string::npos);
+    const Result zero = run({"--simulate-hosts", "0", "true"});
+    CHECK(zero.status == 2);
+    CHECK(zero.err.find("--simulate-hosts expects an integer in 1..4096, got '0'") !=
+          std::string::npos);
+  }
+
   TEST_CASE("argument errors are one clear line and a non-zero status") {
     const Result bogus = run({"--bogus", "3", "true"});
     CHECK(bogus.status == 2);

@@ -52,15 +52,25 @@ std::map<std::string, double> PhaseTimer::mean_ms() const {
   return m;
 }
 
-std::string PhaseTimer::summary() const {
+bool PhaseTimer::nested(const std::string& name) const {
   // A part whose parent never ran is shown, and counted, as a phase of its own.
-  const auto nested = [&](const std::string& name) {
-    const auto p = parent_.find(name);
-    return p != parent_.end() && seconds_.count(p->second) != 0;
-  };
+  const auto p = parent_.find(name);
+  return p != parent_.end() && seconds_.count(p->second) != 0;
+}
+
+double PhaseTimer::step_seconds_total() const {
   double all = 0;
   for (const auto& [k, v] : seconds_)
     if (!nested(k)) all += v;
+  return all;
+}
+
+double PhaseTimer::step_ms() const {
+  return steps_ ? 1e3 * step_seconds_total() / static_cast<double>(steps_) : 0.0;
+}
+
+std::string PhaseTimer::summary() const {
+  const double all = step_seconds_total();
   std::string out;
   char line[192];
   const double per_step = steps_ ? 1e3 / static_cast<double>(steps_) : 0.0;

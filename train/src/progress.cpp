@@ -24,11 +24,11 @@ void ProgressBar::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int6
   drawn_ = false;
 }
 
-void ProgressBar::start_eval(std::int64_t batches, std::int64_t interval) {
+void ProgressBar::start_eval(std::int64_t batches, std::int64_t interval, const std::string& label) {
   steps_ = batches;
   first_ = 0;
   phase_interval_ = interval < 1 ? 1 : interval;
-  label_ = "evaluate";
+  label_ = label;
   start_ = std::chrono::steady_clock::now();
   drawn_ = false;
 }

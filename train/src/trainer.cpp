@@ -22,6 +22,7 @@
 #include "cohort/layers/clip_grad.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
+#include "cohort/train/run_report.hpp"
 #include "metadata_text.hpp"
 #include "pending_losses.hpp"
 #include "trainer_elastic.hpp"
@@ -64,6 +65,8 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                    !options_.checkpoint_dir.empty(),
                "Trainer: checkpoint_every_steps = ", options_.checkpoint_every_steps,
                " needs checkpoint_dir (or checkpoint_path) to save to");
+  if (options_.report_path.empty())
+    if (const char* env = std::getenv("COHORT_RUN_REPORT")) options_.report_path = env;
   if (!options_.checkpoint_path.empty()) checkpoint_file_ = options_.checkpoint_path;
   if (!options_.checkpoint_dir.empty())
     checkpoint_file_ = options_.checkpoint_dir + "/checkpoint.safetensors";
@@ -100,6 +103,8 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
   if (!options_.metrics_path.empty()) metrics_ = MetricsWriter(options_.metrics_path);
   if (!options_.tensorboard_dir.empty())
     tensorboard_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
+  // A report that cannot be written fails now, not after the training it would report.
+  if (!options_.report_path.empty() && is_lead()) check_run_report_path(options_.report_path);
 }
 
 Trainer::~Trainer() {
@@ -422,7 +427,11 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   // Off a terminal about four lines per pass, at most one per log interval.
   ProgressBar bar(stdout, options_.log_interval, options_.show_progress ? -1 : 0);
   if (options_.show_progress)
-    bar.start_eval(batches, std::min(options_.log_interval, std::max<std::int64_t>(1, (batches + 3) / 4)));
+    // With several ranks the running figures are the lead rank's shard's until the sums below
+    // combine every rank's: the label says so, lest its last line read as the result.
+    bar.start_eval(batches,
+                   std::min(options_.log_interval, std::max<std::int64_t>(1, (batches + 3) / 4)),
+                   world_size() > 1 ? "evaluate (rank 0's shard)" : "evaluate");
   std::int64_t done = 0;
   while (test.next(batch)) {
     Tensor out;
@@ -564,7 +573,29 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
   }
   writer_.wait();
   if (is_lead()) report_saves(nullptr);
+  if (!options_.report_path.empty() && !left_group_) write_report();
   return results;
+}
+
+void Trainer::write_report() {
+  RunReport r;
+  r.backend = comm_ ? comm_->backend() : "none";
+  r.world_size = world_size();
+  r.steps = timer_.steps();
+  r.images_per_s = images_per_s();
+  r.step_ms = timer_.step_ms();
+  const auto mean = timer_.mean_ms();
+  if (const auto it = mean.find("comm"); it != mean.end()) r.comm_ms = it->second;
+  if (const auto it = mean.find("overlap"); it != mean.end()) r.overlap_ms = it->second;
+  r.final_loss = history_.empty() ? 0.0 : history_.back();
+  if (ddp_) {
+    r.deterministic = ddp_->options().deterministic;
+    r.weights_identical = ddp_->weights_identical_across_ranks();  // collective
+    r.digest = ddp_->weights_digest();
+  } else {
+    r.digest = parallel::weights_digest(model_);
+  }
+  if (is_lead()) write_run_report(options_.report_path, r);
 }
 
 }  // namespace cohort::train

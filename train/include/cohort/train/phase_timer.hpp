@@ -35,6 +35,8 @@ class PhaseTimer {
   std::int64_t steps() const { return steps_; }
   // Per-step mean of each phase in ms, for metrics.
   std::map<std::string, double> mean_ms() const;
+  // Mean ms per step of the top-level phases (the summary's total row per step; 0 before a step).
+  double step_ms() const;
   // Phase | total s | ms/step | share, in order of first use, each add_within phase right after
   // its parent; the total is the sum of the top-level phases (the step), and every share is of it.
   std::string summary() const;
@@ -54,6 +56,8 @@ class PhaseTimer {
   };
 
  private:
+  bool nested(const std::string& name) const;  // an add_within phase whose parent ran
+  double step_seconds_total() const;            // the top-level phases' seconds
   std::vector<std::string> order_;
   std::map<std::string, double> seconds_;
   std::map<std::string, std::string> parent_;

@@ -20,7 +20,8 @@ class ProgressBar {
   void start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps,
                    std::int64_t first_step = 0);
   // Starts an evaluation pass of `batches` batches, a line every `interval` batches off a terminal.
-  void start_eval(std::int64_t batches, std::int64_t interval);
+  void start_eval(std::int64_t batches, std::int64_t interval,
+                  const std::string& label = "evaluate");
   // Reports step `step` (0-based) of the epoch or evaluation; `extra` follows the loss ("acc
   // 91.20%").
   void update(std::int64_t step, double loss, double images_per_s, const std::string& extra = "");

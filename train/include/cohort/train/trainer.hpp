@@ -58,6 +58,12 @@ struct TrainerOptions {
   bool show_progress = true;           // progress on stdout (rank 0 only in multi-rank runs)
   std::string metrics_path;            // JSON Lines (rank 0), empty: none
   std::string tensorboard_dir;         // TensorBoard event file in DIR (rank 0), empty: none
+  // At the end of fit(), a RunReport (cohort/train/run_report.hpp: backend, ranks, steps,
+  // images/s, step and comm ms, final loss, weights digest) written by rank 0 to this file; empty:
+  // the COHORT_RUN_REPORT environment variable's value (cohort-swap sets it), else none. With a
+  // DistributedDataParallel model, fit() then checks collectively that the ranks' weights agree,
+  // so every rank must see the same setting.
+  std::string report_path;
   // After every epoch, save_checkpoint(checkpoint_path, ...) of the plain model (the one a DDP
   // wraps), its optimizer and scheduler (rank 0); empty: none. Trainer::resume reads it back.
   std::string checkpoint_path;
@@ -207,6 +213,7 @@ class Trainer {
   parallel::DistributedDataParallel* ddp_ = nullptr;
   std::unique_ptr<SummaryWriter> tensorboard_;
   void log_scalars(const std::string& prefix, const std::vector<std::pair<std::string, double>>& v);
+  void write_report();  // options_.report_path, at the end of fit()
   // Checkpoints (trainer_checkpoint.cpp).
   std::string checkpoint_file_;
   CheckpointWriter writer_;
