@@ -16,10 +16,10 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >build-fuzz.log 2>&1 ||
   { cat build-fuzz.log; exit 1; }
-cmake --build build-fuzz --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_store >>build-fuzz.log 2>&1 ||
+cmake --build build-fuzz --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_store fuzz_image >>build-fuzz.log 2>&1 ||
   { tail -n 40 build-fuzz.log; exit 1; }
 status=0
-for t in idx cifar safetensors store; do
+for t in idx cifar safetensors store image; do
   work=build-fuzz/corpus/$t findings=build-fuzz/findings/$t
   mkdir -p "$work" "$findings"
   # -timeout: one input taking longer than 10 s is a hang; -rss_limit_mb bounds memory.

@@ -26,12 +26,14 @@ packages=(
   doctest-dev                                            # unit tests (configured by default)
   libucx-dev ucx-utils                                   # UCX communicator backend
   zlib1g-dev dataset-fashion-mnist                       # IDX data (gzip) and the real data set
-  libjpeg62-turbo-dev                                    # TinyImageNet's JPEGs (libjpeg-turbo)
+  libjpeg62-turbo-dev                                    # TinyImageNet and image folders: JPEG (libjpeg-turbo)
+  libpng-dev                                             # image folders: PNG
   nlohmann-json3-dev libcli11-dev
   python3                                                # configure: the docs' snippets
 )
 tests=(
-  python3-matplotlib                                     # tools/plot_metrics.py
+  python3-matplotlib                                     # tools/plot_metrics.py, plot_swap.py
+  python3-pil python3-numpy                              # tools/make_image_folder.py
   openmpi-bin iproute2 bc                                # launcher tests: mpirun, netns hosts
   slurm-wlm munge                                        # launcher tests: a one-node Slurm
   clang libclang-rt-14-dev                               # libFuzzer targets (tools/fuzz.sh)

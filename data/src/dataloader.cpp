@@ -29,6 +29,44 @@
 
 namespace cohort::data {
 
+namespace detail {
+// The input shape of each transform and the final one (stage_shapes); for a data set of images
+// of different sizes, the transforms before `variable_until` see each sample's own shape (their
+// entries are empty) and the one before it fixes the size.
+Shape transformed_shapes(const Dataset& dataset, const std::vector<TransformPtr>& transforms,
+                         std::vector<Shape>& stage_shapes, std::size_t& variable_until) {
+  for (const auto& tr : transforms) COHORT_CHECK(tr != nullptr, "DataLoader: a transform is null");
+  stage_shapes.clear();
+  variable_until = 0;
+  Shape s = dataset.sample_shape();
+  if (dataset.variable_size()) {
+    std::size_t first = 0;
+    while (first < transforms.size() && !transforms[first]->fixes_size()) ++first;
+    COHORT_CHECK(first < transforms.size(), "DataLoader: ", dataset.describe(),
+                 " holds images of different sizes, and none of the ", transforms.size(),
+                 " transforms fixes the size: add random_resized_crop, center_crop or "
+                 "resize(height, width) before batching");
+    // The size-fixing transform's output for an image of the data set's channels (its own
+    // check of each image comes with every sample).
+    s = transforms[first]->output_shape(Shape{s[0], 1, 1});
+    variable_until = first + 1;
+    stage_shapes.assign(first + 1, Shape{});
+  }
+  stage_shapes.push_back(s);
+  for (std::size_t t = variable_until; t < transforms.size(); ++t) {
+    s = transforms[t]->output_shape(s);
+    stage_shapes.push_back(s);
+  }
+  return s;
+}
+}  // namespace detail
+
+Shape transformed_sample_shape(const Dataset& dataset, const std::vector<TransformPtr>& transforms) {
+  std::vector<Shape> stages;
+  std::size_t variable_until = 0;
+  return detail::transformed_shapes(dataset, transforms, stages, variable_until);
+}
+
 struct DataLoader::Impl {
   // What the prefetch thread is doing, for the timeout message of next() (under mu).
   std::int64_t building = -1;
@@ -40,7 +78,11 @@ struct DataLoader::Impl {
   Device* device;
   DistributedSampler sampler;
   Shape sample_shape;  // after transforms
+  // The input shape of each transform, and the output's. For a data set of images of different
+  // sizes (Dataset::variable_size), the transforms before variable_until see each sample's own
+  // shape (computed per sample; their entries here are empty).
   std::vector<Shape> stage_shapes;
+  std::size_t variable_until = 0;
 
   // Staged uploads (staging.hpp); null when `device` is host-accessible. Its stages' busy flags
   // are guarded by mu.
@@ -85,14 +127,7 @@ struct DataLoader::Impl {
   Impl(DatasetPtr ds, DataLoaderOptions o, std::vector<TransformPtr> t, Device& h, Device* d)
       : dataset(std::move(ds)), opt(o), transforms(std::move(t)), host(&h), device(d ? d : &h),
         sampler(dataset->size(), o.world_size, o.rank, o.shuffle, o.seed, o.sampler_drop_last) {
-    Shape s = dataset->sample_shape();
-    stage_shapes.push_back(s);
-    for (const auto& tr : transforms) {
-      COHORT_CHECK(tr != nullptr, "DataLoader: a transform is null");
-      s = tr->output_shape(s);
-      stage_shapes.push_back(s);
-    }
-    sample_shape = s;
+    sample_shape = detail::transformed_shapes(*dataset, transforms, stage_shapes, variable_until);
     if (device != host && !device->host_accessible())
       stages = std::make_unique<detail::StagedUploads>(*device, opt.batch_size, sample_shape);
     pool = std::make_unique<detail::WorkerPool>(
@@ -179,13 +214,38 @@ struct DataLoader::Impl {
     return static_cast<std::size_t>(biggest);
   }
 
+  // The key of transform t for a sample: depends only on (seed, epoch, sample, position).
+  std::uint64_t transform_key(std::int64_t epoch, std::int64_t sample, std::size_t t) const {
+    const rng::U32x4 r = rng::philox_block(
+        opt.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(epoch + 1)),
+        static_cast<std::uint64_t>(sample) * 16 + t);
+    return (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
+  }
+
   // Sample `sample` (row `row` of batch `k` of `epoch`) through get() and the transforms into
   // `dst` (one sample of sample_shape); returns its label, checked on the host. bufa and bufb
   // are scratch of scratch_size() floats. Thread-safe (the dataset and transforms are).
   std::int64_t build_sample(std::int64_t sample, std::int64_t row, std::int64_t k,
                             std::int64_t epoch, float* bufa, float* bufb, float* dst) const {
     const std::int64_t classes = dataset->num_classes();
-    const std::int64_t label = dataset->get(sample, bufa);
+    std::int64_t label = 0;
+    if (variable_until > 0) {
+      // Decoded at its own size, then through the transforms up to the one that fixes the size,
+      // in per-thread buffers that grow to the largest image seen (memory stays flat).
+      thread_local std::vector<float> va, vb;
+      Shape shape;
+      label = dataset->get_sized(sample, va, shape);
+      for (std::size_t t = 0; t < variable_until; ++t) {
+        const Shape next = transforms[t]->output_shape(shape);
+        vb.resize(static_cast<std::size_t>(next.numel()));
+        float* out = t + 1 == variable_until ? bufa : vb.data();
+        transforms[t]->apply(va.data(), shape, out, transform_key(epoch, sample, t));
+        if (t + 1 < variable_until) std::swap(va, vb);
+        shape = next;
+      }
+    } else {
+      label = dataset->get(sample, bufa);
+    }
     // Checked here, on the host, because the loss ops do not read device labels back (that
     // would stop the device every step); a bad label on a GPU would only show as a NaN loss.
     COHORT_CHECK(label >= 0 && label < classes, "DataLoader: sample ", sample, " of ",
@@ -193,13 +253,8 @@ struct DataLoader::Impl {
                  ") has label ", label, ", not a class index in [0, ", classes, ")");
     float* cur = bufa;
     float* nxt = bufb;
-    for (std::size_t t = 0; t < transforms.size(); ++t) {
-      // The key depends only on (seed, epoch, sample, transform position).
-      const rng::U32x4 r = rng::philox_block(
-          opt.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(epoch + 1)),
-          static_cast<std::uint64_t>(sample) * 16 + t);
-      const std::uint64_t key = (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
-      transforms[t]->apply(cur, stage_shapes[t], nxt, key);
+    for (std::size_t t = variable_until; t < transforms.size(); ++t) {
+      transforms[t]->apply(cur, stage_shapes[t], nxt, transform_key(epoch, sample, t));
       std::swap(cur, nxt);
     }
     std::copy(cur, cur + sample_shape.numel(), dst);

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <csetjmp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,100 +17,14 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include <jpeglib.h>
 
 #include "cohort/core/error.hpp"
+#include "image_decode.hpp"
 
 namespace cohort::data {
 namespace {
 
 constexpr int kSide = 64;
-
-// ---- decoding ----
-
-// libjpeg's error manager, extended: error_exit longjmps back to decode_rgb64 (libjpeg's default
-// calls exit()), warnings are kept instead of printed to stderr (decoding threads share it).
-struct JpegErrors {
-  jpeg_error_mgr pub;  // first: libjpeg sees a jpeg_error_mgr*
-  std::jmp_buf jump;
-  char error[JMSG_LENGTH_MAX];
-  char warning[JMSG_LENGTH_MAX];  // the first warning
-  int warnings;
-};
-
-void on_error(j_common_ptr cinfo) {
-  auto* e = reinterpret_cast<JpegErrors*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, e->error);
-  std::longjmp(e->jump, 1);
-}
-
-void on_message(j_common_ptr cinfo, int level) {
-  if (level >= 0) return;  // trace messages
-  auto* e = reinterpret_cast<JpegErrors*>(cinfo->err);
-  if (e->warnings++ == 0) (*cinfo->err->format_message)(cinfo, e->warning);
-}
-
-enum class Decoded { ok, error, warning, wrong_size };
-
-// Decodes the JPEG in data[0, size) into rgb (64 rows of 64 interleaved R, G, B bytes). Plain C
-// on purpose: no object with a destructor lives here, because on_error longjmps back into this
-// function (a longjmp over a C++ destructor is undefined behaviour). `width` and `height` get the
-// image's size once the header is read.
-Decoded decode_rgb64(const unsigned char* data, std::size_t size, unsigned char* rgb,
-                     JpegErrors& errors, unsigned& width, unsigned& height) {
-  jpeg_decompress_struct cinfo;
-  cinfo.err = jpeg_std_error(&errors.pub);
-  errors.pub.error_exit = on_error;
-  errors.pub.emit_message = on_message;
-  errors.error[0] = errors.warning[0] = '\0';
-  errors.warnings = 0;
-  if (setjmp(errors.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return Decoded::error;
-  }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
-  jpeg_read_header(&cinfo, TRUE);
-  width = cinfo.image_width;
-  height = cinfo.image_height;
-  if (width != unsigned(kSide) || height != unsigned(kSide)) {
-    jpeg_destroy_decompress(&cinfo);
-    return Decoded::wrong_size;
-  }
-  cinfo.out_color_space = JCS_RGB;  // grayscale files too: libjpeg replicates the channel
-  jpeg_start_decompress(&cinfo);
-  if (cinfo.output_width != unsigned(kSide) || cinfo.output_height != unsigned(kSide) ||
-      cinfo.output_components != 3) {
-    std::snprintf(errors.error, sizeof errors.error, "decoded as %ux%u with %d components",
-                  cinfo.output_width, cinfo.output_height, cinfo.output_components);
-    jpeg_destroy_decompress(&cinfo);
-    return Decoded::error;
-  }
-  while (cinfo.output_scanline < cinfo.output_height) {
-    const JDIMENSION y = cinfo.output_scanline;
-    JSAMPROW rows[1] = {rgb + static_cast<std::size_t>(y) * kSide * 3};
-    if (jpeg_read_scanlines(&cinfo, rows, 1) != 1) {  // only a suspending source returns 0
-      std::snprintf(errors.error, sizeof errors.error, "no data for row %u", y);
-      jpeg_destroy_decompress(&cinfo);
-      return Decoded::error;
-    }
-  }
-  jpeg_finish_decompress(&cinfo);
-  jpeg_destroy_decompress(&cinfo);
-  return errors.warnings > 0 ? Decoded::warning : Decoded::ok;
-}
-
-std::vector<unsigned char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  COHORT_CHECK(in.good(), "TinyImageNet: '", path, "' cannot be opened");
-  const std::streamoff size = in.tellg();
-  COHORT_CHECK(size > 0, "TinyImageNet: '", path, "' is empty");
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(bytes.data()), size);
-  COHORT_CHECK(in.good(), "TinyImageNet: '", path, "': read of ", size, " bytes failed");
-  return bytes;
-}
 
 // ---- the index ----
 
@@ -260,25 +173,25 @@ std::int64_t TinyImageNetDataset::get(std::int64_t index, float* out) const {
   COHORT_CHECK(index >= 0 && index < size(), "TinyImageNetDataset: index ", index,
                " out of range [0, ", size(), ")");
   const Item& item = items_[static_cast<std::size_t>(index)];
-  const std::vector<unsigned char> bytes = read_file(item.path);
-  JpegErrors errors;
-  unsigned width = 0, height = 0;
-  unsigned char rgb[kSide * kSide * 3];
-  switch (decode_rgb64(bytes.data(), bytes.size(), rgb, errors, width, height)) {
-    case Decoded::ok:
+  const std::vector<unsigned char> bytes = detail::read_whole_file(item.path, "TinyImageNet");
+  thread_local detail::RgbImage img;
+  const detail::DecodeResult r =
+      detail::decode_jpeg(bytes.data(), bytes.size(), img, kSide, kSide);
+  switch (r.status) {
+    case detail::DecodeStatus::ok:
       break;
-    case Decoded::error:
+    case detail::DecodeStatus::error:
       COHORT_FAIL("TinyImageNet: '", item.path, "' (", bytes.size(),
-                  " bytes) cannot be decoded: ", errors.error, " (libjpeg)");
-    case Decoded::warning:
+                  " bytes) cannot be decoded: ", r.message, " (libjpeg)");
+    case detail::DecodeStatus::corrupt:
       COHORT_FAIL("TinyImageNet: '", item.path, "' (", bytes.size(), " bytes) is corrupt: ",
-                  errors.warning, " (libjpeg", errors.warnings > 1 ? ", and more warnings" : "",
-                  ")");
-    case Decoded::wrong_size:
-      COHORT_FAIL("TinyImageNet: '", item.path, "' is ", width, "x", height,
+                  r.message, " (libjpeg", r.more_warnings > 0 ? ", and more warnings" : "", ")");
+    case detail::DecodeStatus::wrong_size:
+      COHORT_FAIL("TinyImageNet: '", item.path, "' is ", img.width, "x", img.height,
                   " (width x height), not ", kSide, "x", kSide,
                   "; images are not resized here: resize the data set beforehand");
   }
+  const unsigned char* rgb = img.rgb.data();
   // Interleaved bytes to planes, one channel at a time, in a pass of its own: done inside the
   // scanline loop (three stores 16 KB apart per pixel) the conversion took half of the loader's
   // time, and the loader ran at 7000 instead of 9000 to 14000 images/s with num_workers = 0.

@@ -14,6 +14,7 @@
 #include "cohort/train/ascii_plot.hpp"
 #include "cohort/data/cifar10.hpp"
 #include "cohort/data/idx.hpp"
+#include "cohort/data/image_folder.hpp"
 #include "cohort/data/synthetic.hpp"
 #include "cohort/data/tiny_imagenet.hpp"
 #include "cohort/models.hpp"
@@ -30,7 +31,9 @@ namespace optim = cohort::optim;
 
 // Epochs, steps, checkpoint, metrics and TensorBoard are TrainerFlags (trainer_flags.hpp).
 struct Flags : TrainerFlags {
-  std::string model, dataset, data_dir, optimizer = "adam", device, comm;
+  std::string model, dataset, data_dir, data_path, optimizer = "adam", device, comm;
+  // torchvision's reference script's defaults (--data-path: an image folder).
+  std::int64_t train_crop_size = 224, val_resize_size = 256, val_crop_size = 224;
   std::string resume, trace, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000;
   std::int64_t synthetic_size = 2048;
@@ -69,6 +72,24 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     d.test = data::subset(all, n, n + m);
     d.what = "SYNTHETIC data (seeded, --synthetic): " + std::to_string(n) + " training and " +
              std::to_string(m) + " test images of " + all->describe();
+    return d;
+  }
+  if (!f.data_path.empty()) {
+    // torchvision's reference recipe (presets.py, bilinear, antialias): RandomResizedCrop and a
+    // flip for training; Resize of the shorter side and CenterCrop for evaluation; ImageNet's
+    // statistics.
+    d.train = data::load_image_folder(f.data_path, data::Split::train);
+    d.test = data::load_image_folder(f.data_path, data::Split::test);
+    const std::vector<float> m = {0.485f, 0.456f, 0.406f}, sd = {0.229f, 0.224f, 0.225f};
+    d.train_tf = {data::random_resized_crop(f.train_crop_size), data::random_horizontal_flip(),
+                  data::normalize(m, sd)};
+    d.test_tf = {data::resize(f.val_resize_size), data::center_crop(f.val_crop_size),
+                 data::normalize(m, sd)};
+    d.what = d.train->describe() + " | train: RandomResizedCrop(" +
+             std::to_string(f.train_crop_size) + "), flip | val: Resize(" +
+             std::to_string(f.val_resize_size) + "), CenterCrop(" +
+             std::to_string(f.val_crop_size) + ") | " + std::to_string(d.test->size()) +
+             " val images";
     return d;
   }
   if (f.dataset == "fashion-mnist") {
@@ -156,8 +177,7 @@ int run(const Flags& f, const ZooProgram& p) {
 
   auto& host = cohort::host_device();
   DataSets ds = make_data(f, p);
-  cohort::Shape sample = ds.train->sample_shape();
-  for (const auto& t : ds.train_tf) sample = t->output_shape(sample);
+  const cohort::Shape sample = data::transformed_sample_shape(*ds.train, ds.train_tf);
 
   nn::manual_seed(f.seed);
   cohort::models::ModelConfig mc;
@@ -271,6 +291,17 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
                  "training images with --synthetic (test: a quarter)")
       ->check(kPositive);
   app.add_option("--data", f.data_dir, "data directory (default: the data set's own)");
+  app.add_option("--data-path", f.data_path,
+                 "an image folder ROOT with train/<class>/ and val/<class>/ (JPEG, PNG), as "
+                 "torchvision's reference script reads it; overrides --dataset");
+  app.add_option("--train-crop-size", f.train_crop_size,
+                 "with --data-path: RandomResizedCrop's size")
+      ->check(kPositive)->capture_default_str();
+  app.add_option("--val-resize-size", f.val_resize_size,
+                 "with --data-path: evaluation's Resize (shorter side)")
+      ->check(kPositive)->capture_default_str();
+  app.add_option("--val-crop-size", f.val_crop_size, "with --data-path: evaluation's CenterCrop")
+      ->check(kPositive)->capture_default_str();
   app.add_option("--workers", f.workers,
                  "threads decoding and transforming each batch (0: the loader's one thread)")
       ->check(CLI::Range(0, 256));

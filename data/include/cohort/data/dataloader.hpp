@@ -72,6 +72,11 @@ struct Batch {
   std::vector<std::int64_t> samples;  // the dataset index of each row, in row order
 };
 
+// The shape of one sample of `dataset` after `transforms` ([C, H, W]), as the DataLoader batches
+// it: for images of different sizes, what the first transform that fixes the size makes of them
+// (an error naming the data set when none does).
+Shape transformed_sample_shape(const Dataset& dataset, const std::vector<TransformPtr>& transforms);
+
 class DataLoader {
  public:
   // `device` receives the batches (host memory is used to assemble them); nullptr = `host`. For a

@@ -2,7 +2,8 @@
 //
 // Contract: get(i, out) writes sample i as f32 (pixel / 255 for image data) into `out`, which
 // holds sample_shape().numel() floats, and returns its label in [0, num_classes()). It is const
-// and thread-safe, so the DataLoader's prefetch thread can call it while the trainer runs.
+// and thread-safe, so the DataLoader's prefetch thread can call it while the trainer runs. Data
+// sets of images of different sizes implement get_sized() instead (below).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,18 @@ class Dataset {
   virtual std::int64_t num_classes() const = 0;
   virtual std::int64_t get(std::int64_t index, float* out) const = 0;
   virtual std::string describe() const = 0;  // "Fashion-MNIST train (60000 x [1, 28, 28]) from DIR"
+
+  // Data sets whose images differ in size (image folders) return true. Their sample_shape() is
+  // [C, 0, 0]: the channels, with 0 for the height and width that vary; get() is not used, and
+  // get_sized() writes sample `index` into `out` (resized to its [C, H, W], set in `shape`). The
+  // DataLoader then needs a transform that fixes the size (Transform::fixes_size) before batching.
+  virtual bool variable_size() const { return false; }
+  // Default: a fixed-size data set's get() into `out` resized to sample_shape().
+  virtual std::int64_t get_sized(std::int64_t index, std::vector<float>& out, Shape& shape) const {
+    shape = sample_shape();
+    out.resize(static_cast<std::size_t>(shape.numel()));
+    return get(index, out.data());
+  }
 };
 
 using DatasetPtr = std::shared_ptr<const Dataset>;

@@ -19,6 +19,10 @@ class Transform {
   // Reads `in` (shape `in_shape`), writes `out` (output_shape(in_shape)); in != out.
   virtual void apply(const float* in, const Shape& in_shape, float* out,
                      std::uint64_t random_key) const = 0;
+  // True when the output's height and width do not depend on the input's (a crop or resize to a
+  // fixed size): images of different sizes (Dataset::variable_size) need one such transform
+  // before they can be batched; the transforms before it see each image's own size.
+  virtual bool fixes_size() const { return false; }
 };
 using TransformPtr = std::shared_ptr<const Transform>;
 
@@ -33,5 +37,44 @@ TransformPtr normalize(std::vector<float> mean, std::vector<float> stddev);
 TransformPtr random_crop(std::int64_t size, std::int64_t padding);
 // Mirrors left-right with probability p.
 TransformPtr random_horizontal_flip(float p = 0.5f);
+
+// ---- resampling (torchvision.transforms.v2 on tensors, bilinear with antialias=True) ----
+// Bilinear resampling as torchvision's tensor path does it (antialias=True: when shrinking, the
+// triangle filter is widened by the scale factor, PIL's and torch's _upsample_bilinear2d_aa
+// rule; when enlarging, plain bilinear with align_corners=False).
+//
+// Resize(size): the shorter side to `size`, the longer scaled by int(size * long / short), as
+// torchvision computes it (the output's size depends on the input's).
+TransformPtr resize(std::int64_t size);
+// Resize([height, width]): to exactly that size.
+TransformPtr resize(std::int64_t height, std::int64_t width);
+// CenterCrop([height, width]): the centre crop, top = round((H - h) / 2) with Python's rounding
+// (half to even); a crop larger than the image pads it with zeros first, as torchvision does.
+TransformPtr center_crop(std::int64_t height, std::int64_t width);
+inline TransformPtr center_crop(std::int64_t size) { return center_crop(size, size); }
+// RandomResizedCrop(size, scale, ratio): a crop of a random area fraction in [scale_min,
+// scale_max] and aspect ratio in [ratio_min, ratio_max] (log-uniform), drawn as torchvision's
+// get_params does (10 tries, then the central crop that fits the ratio range), resized to
+// size x size. Defaults are torchvision's.
+TransformPtr random_resized_crop(std::int64_t size, float scale_min = 0.08f,
+                                 float scale_max = 1.0f, float ratio_min = 3.0f / 4.0f,
+                                 float ratio_max = 4.0f / 3.0f);
+
+namespace detail {
+// The box RandomResizedCrop draws for an image of height x width from the draws u[0..21] (each
+// uniform in [0, 1): u[2t] and u[2t + 1] try t's area and log ratio, u[20] and u[21] the top and
+// left of the box that fits), as torchvision's get_params: {top, left, height, width}. Exposed
+// for tests.
+struct CropBox {
+  std::int64_t top, left, height, width;
+};
+CropBox random_resized_crop_box(std::int64_t height, std::int64_t width, float scale_min,
+                                float scale_max, float ratio_min, float ratio_max,
+                                const float* u);
+// Resamples the box of `in` ([C, H, W]) to [C, out_h, out_w] into `out` (bilinear, antialias
+// as above); parts of the box outside the image read as 0.
+void resized_crop(const float* in, const Shape& in_shape, const CropBox& box, std::int64_t out_h,
+                  std::int64_t out_w, float* out);
+}  // namespace detail
 
 }  // namespace cohort::data
