@@ -128,6 +128,11 @@ struct DataLoader::Impl {
       : dataset(std::move(ds)), opt(o), transforms(std::move(t)), host(&h), device(d ? d : &h),
         sampler(dataset->size(), o.world_size, o.rank, o.shuffle, o.seed, o.sampler_drop_last) {
     sample_shape = detail::transformed_shapes(*dataset, transforms, stage_shapes, variable_until);
+    if (opt.batch_transform)
+      COHORT_CHECK(opt.batch_transform->num_classes() >= dataset->num_classes(), "DataLoader: ",
+                   opt.batch_transform->describe(), " has ", opt.batch_transform->num_classes(),
+                   " classes, fewer than the ", dataset->num_classes(), " of ",
+                   dataset->describe());
     if (device != host && !device->host_accessible())
       stages = std::make_unique<detail::StagedUploads>(*device, opt.batch_size, sample_shape);
     pool = std::make_unique<detail::WorkerPool>(
@@ -279,6 +284,22 @@ struct DataLoader::Impl {
                                bufa.data(), bufb.data(), out + i * per);
   }
 
+  // The batch transform (MixUp, CutMix) on the assembled rows, in host memory before any upload;
+  // its soft targets go to slot.batch.targets (host; next() moves them to the device). Keyed by
+  // (seed, epoch, the batch's first sample).
+  void mix(Slot& slot, std::int64_t first_sample, std::int64_t rows, std::int64_t epoch,
+           float* images, const std::int64_t* labels) const {
+    if (!opt.batch_transform || rows == 0) return;
+    const std::int64_t classes = opt.batch_transform->num_classes();
+    slot.batch.targets = Tensor::empty({rows, classes}, DType::f32, *host);
+    const rng::U32x4 r = rng::philox_block(
+        opt.seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(epoch + 1)),
+        0x4d4958000000ull + static_cast<std::uint64_t>(first_sample));  // "MIX"
+    opt.batch_transform->apply(images, batch_shape(rows), labels,
+                               slot.batch.targets.data<float>(),
+                               (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1]);
+  }
+
   // Builds batch `k` into the slot: host tensors, or (staged) the stage's pinned buffer and an
   // upload enqueued on the upload stream. The stage was reserved by the caller.
   void build(Slot& slot, const Plan& plan, std::int64_t k, std::int64_t epoch) {
@@ -293,10 +314,13 @@ struct DataLoader::Impl {
       slot.batch.labels = Tensor::empty({count}, DType::i64, *host);
       assemble(plan, k, epoch, slot.batch.images.data<float>(),
                slot.batch.labels.data<std::int64_t>());
+      mix(slot, count > 0 ? *first : 0, count, epoch, slot.batch.images.data<float>(),
+          slot.batch.labels.data<std::int64_t>());
       return;
     }
     const detail::StagedUploads::Pinned p = stages->pinned(slot.stage);
     assemble(plan, k, epoch, p.images, p.labels);
+    mix(slot, count > 0 ? *first : 0, count, epoch, p.images, p.labels);
     stages->upload(slot.stage, count);
   }
 
@@ -476,6 +500,8 @@ bool DataLoader::next(Batch& out) {
   }
   if (slot.stage >= 0) {
     m.hand_out(slot, out);
+    // The soft targets (a few floats per row) are copied here rather than staged with the images.
+    out.targets = slot.batch.targets.defined() ? slot.batch.targets.to(*m.device) : Tensor();
   } else if (m.device == m.host) {
     out = std::move(slot.batch);
   } else {
@@ -484,6 +510,7 @@ bool DataLoader::next(Batch& out) {
     out.samples = std::move(slot.batch.samples);
     out.images = slot.batch.images.to(*m.device);
     out.labels = slot.batch.labels.to(*m.device);
+    out.targets = slot.batch.targets.defined() ? slot.batch.targets.to(*m.device) : Tensor();
   }
   return true;
 }

@@ -34,6 +34,7 @@ struct Flags : TrainerFlags {
   std::string model, dataset, data_dir, data_path, optimizer = "adam", device, comm;
   // torchvision's reference script's defaults (--data-path: an image folder).
   std::int64_t train_crop_size = 224, val_resize_size = 256, val_crop_size = 224;
+  float mixup_alpha = 0, cutmix_alpha = 0;  // torchvision's --mixup-alpha, --cutmix-alpha
   std::string resume, trace, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000;
   std::int64_t synthetic_size = 2048;
@@ -201,6 +202,9 @@ int run(const Flags& f, const ZooProgram& p) {
   to.shuffle = f.shuffle == 1;
   to.seed = f.seed;
   to.num_workers = f.workers;
+  if (f.mixup_alpha > 0 || f.cutmix_alpha > 0)  // per batch: soft targets for the loss
+    to.batch_transform =
+        data::mixup_or_cutmix(ds.train->num_classes(), f.mixup_alpha, f.cutmix_alpha);
   data::DataLoader train_loader(ds.train, to, ds.train_tf, host, &dev);
   shard_training_loader(train_loader, job);  // as the Trainer would: steps per epoch
   data::DataLoaderOptions eo;
@@ -213,7 +217,8 @@ int run(const Flags& f, const ZooProgram& p) {
   nn::CrossEntropyLoss criterion(nn::Reduction::mean, f.label_smoothing);
 
   if (lead) {
-    std::printf("%s: %s\n", p.name.c_str(), ds.what.c_str());
+    std::printf("%s: %s%s\n", p.name.c_str(), ds.what.c_str(),
+                to.batch_transform ? (" | batches: " + to.batch_transform->describe()).c_str() : "");
     std::printf(
         "model %s (%lld parameters, input %s) | device %s | %d rank%s (%s) x batch %lld"
         " | %s lr %g, weight decay %g | %lld epochs\n",
@@ -302,6 +307,12 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
       ->check(kPositive)->capture_default_str();
   app.add_option("--val-crop-size", f.val_crop_size, "with --data-path: evaluation's CenterCrop")
       ->check(kPositive)->capture_default_str();
+  app.add_option("--mixup-alpha", f.mixup_alpha,
+                 "MixUp of each training batch with Beta(alpha, alpha) (0: off; with "
+                 "--cutmix-alpha, one of the two per batch)")
+      ->check(CLI::Range(0.0f, 1000.0f));
+  app.add_option("--cutmix-alpha", f.cutmix_alpha, "CutMix likewise (0: off)")
+      ->check(CLI::Range(0.0f, 1000.0f));
   app.add_option("--workers", f.workers,
                  "threads decoding and transforming each batch (0: the loader's one thread)")
       ->check(CLI::Range(0, 256));

@@ -185,7 +185,11 @@ TEST_CASE("losses: shapes, dtypes, target range") {
                        "[8, 10], got [7] i64") != std::string::npos,
                 e);
   e = error_of([&] { ce.forward(lt::uniform({8, 10}, -1, 1, 1), lt::uniform({8}, 0, 9, 2)); });
-  CHECK_MESSAGE(e.find("got [8] f32") != std::string::npos, e);
+  // An f32 target is read as class probabilities (soft targets), which must be [N, C].
+  CHECK_MESSAGE(e.find("CrossEntropyLoss: soft targets (f32) must have the logits' shape [N, C], "
+                       "got [8] for logits [8, 10] (class indices are i64 [N])") !=
+                    std::string::npos,
+                e);
   e = error_of([&] { ce.forward(lt::uniform({8, 10, 2}, -1, 1, 1), lt::labels(8, 10, 2)); });
   CHECK_MESSAGE(e.find("CrossEntropyLoss: expected input [N, C] (logits), got [8, 10, 2]") !=
                     std::string::npos,

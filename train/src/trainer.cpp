@@ -284,7 +284,9 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
             device_name = out.device().name();
             loss_.set_check_finite(false);
           }
-          pending.add(loss_.forward(out, batch.labels), capacity);
+          // MixUp / CutMix (DataLoaderOptions::batch_transform): the soft targets.
+          pending.add(loss_.forward(out, batch.targets.defined() ? batch.targets : batch.labels),
+                      capacity);
         });
         timer_.time("backward", [&] { model_.backward(loss_.backward(scale), false); });
         samples += batch.images.dim(0);

@@ -58,11 +58,17 @@ struct DataLoaderOptions {
   // How long next() waits for the prefetch thread; 0: cohort::default_timeout() (COHORT_TIMEOUT,
   // 300 s). On expiry next() throws naming the batch, the epoch and what the thread is doing.
   std::chrono::milliseconds timeout{0};
+  // Run on each assembled batch (mixup, cutmix, mixup_or_cutmix): the batch then carries soft
+  // targets (Batch::targets) beside its labels. Its num_classes() must cover the data set's.
+  BatchTransformPtr batch_transform;
 };
 
 struct Batch {
   Tensor images;          // [B, C, H, W] f32 on the loader's device
   Tensor labels;          // [B] i64 on the loader's device
+  // [B, classes] f32 on the loader's device with DataLoaderOptions::batch_transform (the soft
+  // targets MixUp and CutMix make, which CrossEntropyLoss takes); undefined without one.
+  Tensor targets;
   std::int64_t index = 0; // batch number within the epoch
   // This batch's share of its step's global batch, relative to an equal share: rows x ranks /
   // the global batch's rows. 1 unless regroup() split a global batch unevenly; the Trainer scales

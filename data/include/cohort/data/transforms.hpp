@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cohort/core/shape.hpp"
@@ -60,7 +61,51 @@ TransformPtr random_resized_crop(std::int64_t size, float scale_min = 0.08f,
                                  float scale_max = 1.0f, float ratio_min = 3.0f / 4.0f,
                                  float ratio_max = 4.0f / 3.0f);
 
+// ---- batch transforms (torchvision.transforms.v2's MixUp and CutMix) ----
+// Run on a whole batch once its samples are assembled (DataLoaderOptions::batch_transform): they
+// mix each row with the row before it (row 0 with the last: the batch "paired with its roll", as
+// torchvision does) and give soft targets, which CrossEntropyLoss takes in place of class
+// indices. One draw per batch, keyed by (loader seed, epoch, the batch's first sample), so a run
+// is reproducible for any number of worker threads.
+class BatchTransform {
+ public:
+  virtual ~BatchTransform() = default;
+  // images: [rows, C, H, W] (batch_shape), mixed in place; labels: rows class indices, each in
+  // [0, num_classes()); targets: rows x num_classes() floats, written.
+  virtual void apply(float* images, const Shape& batch_shape, const std::int64_t* labels,
+                     float* targets, std::uint64_t key) const = 0;
+  virtual std::int64_t num_classes() const = 0;
+  virtual std::string describe() const = 0;  // "MixUp(alpha=0.2)"
+};
+using BatchTransformPtr = std::shared_ptr<const BatchTransform>;
+
+// MixUp(alpha, num_classes): lam ~ Beta(alpha, alpha); images = lam x + (1 - lam) roll(x);
+// targets = lam onehot(y) + (1 - lam) onehot(roll(y)).
+BatchTransformPtr mixup(std::int64_t num_classes, float alpha = 1.0f);
+// CutMix(alpha, num_classes): lam ~ Beta(alpha, alpha), a box of side sqrt(1 - lam) of the image
+// around a uniform centre (clipped to the image) pasted from roll(x); targets mixed by the box's
+// true share of the image.
+BatchTransformPtr cutmix(std::int64_t num_classes, float alpha = 1.0f);
+// The reference script's RandomChoice([MixUp, CutMix]): one of them per batch, each with
+// probability 1/2; an alpha of 0 leaves that one out (both 0: an error).
+BatchTransformPtr mixup_or_cutmix(std::int64_t num_classes, float mixup_alpha, float cutmix_alpha);
+
 namespace detail {
+// The arithmetic of MixUp and CutMix with lam given, exactly as torchvision's float32 tensors do
+// it (two roundings per element, no fused multiply-add): for tests and the transforms above.
+void mixup_apply(float* images, const Shape& batch_shape, const std::int64_t* labels,
+                 std::int64_t num_classes, double lam, float* targets);
+struct CutBox {
+  std::int64_t x1, y1, x2, y2;  // columns [x1, x2), rows [y1, y2)
+  double lam_adjusted;          // 1 - box area / image area
+};
+CutBox cutmix_box(std::int64_t height, std::int64_t width, double lam, std::int64_t r_x,
+                  std::int64_t r_y);
+void cutmix_apply(float* images, const Shape& batch_shape, const std::int64_t* labels,
+                  std::int64_t num_classes, const CutBox& box, float* targets);
+// A Beta(alpha, alpha) draw from the Philox stream of `key` (Marsaglia and Tsang's gamma method).
+double beta_draw(float alpha, std::uint64_t key);
+
 // The box RandomResizedCrop draws for an image of height x width from the draws u[0..21] (each
 // uniform in [0, 1): u[2t] and u[2t + 1] try t's area and log ratio, u[20] and u[21] the top and
 // left of the box that fits), as torchvision's get_params: {top, left, height, width}. Exposed

@@ -49,9 +49,11 @@ class Loss {
   float value_ = 0.0f;
 };
 
-// input: logits [N, C]; target: class indices [N] (i64). label_smoothing (torch's, in [0, 1])
-// mixes the one-hot target with the uniform distribution: per row, loss = (1 - ls) * -logp[t] +
-// ls / C * sum_c -logp[c].
+// input: logits [N, C]; target: class indices [N] (i64), or class probabilities [N, C] (f32:
+// the soft targets of MixUp and CutMix, torch's "probabilities" target). label_smoothing
+// (torch's, in [0, 1]) mixes the target with the uniform distribution: per row, loss =
+// (1 - ls) * -logp[t] + ls / C * sum_c -logp[c]; for probabilities t' = t (1 - ls) + ls / C and
+// loss = -sum_c t'[c] logp[c].
 class CrossEntropyLoss : public Loss {
  public:
   explicit CrossEntropyLoss(Reduction r = Reduction::mean, double label_smoothing = 0.0);
@@ -62,8 +64,11 @@ class CrossEntropyLoss : public Loss {
   Tensor backward_impl(float scale) override;
 
  private:
+  Tensor forward_soft(const Tensor& input, const Tensor& target);
+  Tensor backward_soft(float scale);
   double label_smoothing_;
   Tensor logp_, target_;
+  Tensor input_, soft_;  // probability targets: the logits and the smoothed targets
 };
 
 // input: log-probabilities [N, C] (LogSoftmax output); target: class indices [N] (i64).
