@@ -7,6 +7,7 @@
 #pragma once
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,6 +16,19 @@
 #include "cohort/core/tensor.hpp"
 
 namespace cohort::testing {
+
+// A golden JSON file of tests/golden (COHORT_GOLDEN_DIR) of any layout, parsed once per name.
+inline const nlohmann::json& golden_json(const std::string& name) {
+  static std::map<std::string, nlohmann::json> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    const std::string path = std::string(COHORT_GOLDEN_DIR) + "/" + name;
+    std::ifstream in(path);
+    COHORT_CHECK(in.good(), "golden file '", path, "' cannot be opened");
+    it = cache.emplace(name, nlohmann::json::parse(in)).first;
+  }
+  return it->second;
+}
 
 struct GoldenTensor {
   std::vector<std::int64_t> shape;

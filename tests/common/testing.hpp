@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -19,6 +20,14 @@ inline std::string error_of(const std::function<void()>& fn) {
     return e.what();
   }
   return "<no error>";
+}
+
+// Whether `msg` holds `part`; prints both when not, so that a failed CHECK(mentions(...)) says
+// what the message was.
+inline bool mentions(const std::string& msg, const std::string& part) {
+  if (msg.find(part) != std::string::npos) return true;
+  std::fprintf(stderr, "'%s' not in: %s\n", part.c_str(), msg.c_str());
+  return false;
 }
 
 // A fresh directory under the system temp dir, removed with everything in it at scope exit.

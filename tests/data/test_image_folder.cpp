@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/golden.hpp"
 #include "../common/testing.hpp"
 #include "cohort/data/dataloader.hpp"
 #include "cohort/data/image_folder.hpp"
@@ -34,19 +35,10 @@ namespace {
 
 const std::string kImages = std::string(COHORT_GOLDEN_DIR) + "/images";
 
-const nlohmann::json& golden() {
-  static const nlohmann::json j = [] {
-    std::ifstream f(std::string(COHORT_GOLDEN_DIR) + "/images.json");
-    REQUIRE(f.good());
-    return nlohmann::json::parse(f);
-  }();
-  return j;
-}
+const nlohmann::json& golden() { return cohort::testing::golden_json("images.json"); }
 
 bool has(const std::string& msg, const std::string& part) {
-  if (msg.find(part) != std::string::npos) return true;
-  MESSAGE("'", part, "' not in: ", msg);
-  return false;
+  return cohort::testing::mentions(msg, part);
 }
 
 // The decoded RGB bytes of a file as [3, H, W] floats / 255 (the data set's get_sized layout).

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "../common/golden.hpp"
 #include "../common/testing.hpp"
 #include "cohort/data/dataloader.hpp"
 #include "cohort/data/synthetic.hpp"
@@ -25,19 +26,10 @@ using cohort::testing::error_of;
 
 namespace {
 
-const nlohmann::json& golden() {
-  static const nlohmann::json j = [] {
-    std::ifstream f(std::string(COHORT_GOLDEN_DIR) + "/mixup.json");
-    REQUIRE(f.good());
-    return nlohmann::json::parse(f);
-  }();
-  return j;
-}
+const nlohmann::json& golden() { return cohort::testing::golden_json("mixup.json"); }
 
 bool has(const std::string& msg, const std::string& part) {
-  if (msg.find(part) != std::string::npos) return true;
-  MESSAGE("'", part, "' not in: ", msg);
-  return false;
+  return cohort::testing::mentions(msg, part);
 }
 
 struct GoldenBatch {
