@@ -369,6 +369,16 @@ TEST_CASE("DataLoader: images of different sizes batch once a transform fixes th
   }
   CHECK(row_total == 9);
 
+  // Subsets keep the parent's sizes rule and names.
+  const DatasetPtr part = subset(ds, {8, 0});
+  CHECK(part->variable_size());
+  CHECK(part->class_names() == ds->classes());
+  DataLoader partial(part, DataLoaderOptions{}, {center_crop(12, 10)}, host);
+  REQUIRE(partial.next(batch));
+  CHECK(batch.samples == std::vector<std::int64_t>{0, 1});
+  CHECK(batch.labels.to_vector<std::int64_t>() ==
+        std::vector<std::int64_t>{ds->items()[8].label, ds->items()[0].label});
+
   // The ImageNet training chain: the same bits with 0 and 2 worker threads, every epoch.
   const std::vector<TransformPtr> chain = {random_resized_crop(16), random_horizontal_flip(),
                                            normalize({0.485f, 0.456f, 0.406f},

@@ -8,7 +8,9 @@
 #      3 epochs is well above chance (10 classes), the ranks hold identical weights;
 #   3. with --mixup-alpha and --cutmix-alpha (soft targets, label smoothing) it still learns; the
 #      JPEG folder (images of different sizes) trains a step at 224 px;
-#   4. bad folders: a root without val/, a class folder with no image, a corrupt image (the
+#   4. the checkpoint holds the class names (run.data.classes), and resuming on a folder whose
+#      classes differ is refused;
+#   5. bad folders: a root without val/, a class folder with no image, a corrupt image (the
 #      error names the file, from the loader's worker thread), each one error and a non-zero exit.
 # usage: test_image_folder.sh CIFAR_CNN COHORTRUN SOURCE_DIR
 set -uo pipefail
@@ -51,6 +53,31 @@ out=$(OMP_NUM_THREADS=2 timeout 300 "$bin" --model resnet50 --data-path "$work/j
   --max-steps 1 --batch-size 4 --test-batch-size 6 --workers 2 2>&1) || fail "224-px JPEG run exited $?: $out"
 echo "$out" | grep -q "model resnet50 ([0-9]* parameters, input \[3, 224, 224\])" || fail "not 224 px: $out"
 echo "ok: the JPEG folder trains at 224 px"
+
+# The class names go into the checkpoint (run.data.classes); a resume on other classes is refused.
+out=$(OMP_NUM_THREADS=2 timeout 300 "$bin" --model cnn_a --data-path "$work/fm" --train-crop-size 28 \
+  --val-resize-size 32 --val-crop-size 28 --epochs 1 --max-steps 3 --batch-size 32 \
+  --checkpoint-dir "$work/ckpt" 2>&1) || fail "checkpointed run exited $?: $out"
+python3 - "$work/ckpt/checkpoint.state.safetensors" <<'PY' || fail "no class names in the checkpoint"
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    meta = json.loads(f.read(n))["__metadata__"]
+names = json.loads(meta["run.data.classes"])
+assert names == sorted(names) and len(names) == 10 and names[0] == "Ankle_boot", names
+print("checkpoint classes:", names)
+PY
+mv "$work/fm/train/Bag" "$work/fm/train/Bag2" && mv "$work/fm/val/Bag" "$work/fm/val/Bag2"
+expect_error_any() {
+  local pattern=$1; shift
+  local o
+  o=$(OMP_NUM_THREADS=1 timeout 120 "$bin" --model cnn_a "$@" 2>&1) && fail "cifar_cnn $* succeeded: $o"
+  echo "$o" | grep -qF -- "$pattern" || fail "cifar_cnn $*: no '$pattern' in: $o"
+  echo "ok: $(echo "$o" | grep -F -- "$pattern" | head -1)"
+}
+expect_error_any 'cannot resume from' --data-path "$work/fm" --train-crop-size 28 --epochs 2 \
+  --checkpoint-dir "$work/ckpt"
+mv "$work/fm/train/Bag2" "$work/fm/train/Bag" && mv "$work/fm/val/Bag2" "$work/fm/val/Bag"
 
 expect_error() {  # expect_error PATTERN ARGS...: cifar_cnn ARGS fails with one line holding PATTERN
   local pattern=$1; shift

@@ -19,6 +19,8 @@
 #include "cohort/train/trainer.hpp"
 #include "metadata_text.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace cohort::train {
 namespace {
 
@@ -66,6 +68,9 @@ std::map<std::string, std::string> Trainer::run_info(const data::DataLoader& tra
   m["loader.batches"] = std::to_string(train.num_batches());
   // Elastic, each rank's batch kept: how this epoch's samples are dealt out since the changes.
   if (const std::string layout = train.layout(); !layout.empty()) m["loader.layout"] = layout;
+  // What the class indices mean (image folders): a JSON array of the names, class i at i.
+  if (const auto names = train.dataset().class_names(); !names.empty())
+    m["data.classes"] = nlohmann::json(names).dump();
   return m;
 }
 
@@ -121,6 +126,10 @@ void Trainer::check_resume(const data::DataLoader& train) {
     const auto it = resumed_.run.find(key);
     if (it == resumed_.run.end() || it->second == value) continue;  // older saves lack some keys
     if (key.rfind("epoch.", 0) == 0) continue;
+    // Other classes (or another order of them): the model's outputs would mean other things.
+    COHORT_CHECK(key != "data.classes", "Trainer: cannot resume from ", file, ": it was trained "
+                 "on the classes ", it->second, ", this run's data set has ", value,
+                 " (class i is the i-th name: the model's outputs would change meaning)");
     if (!mid_epoch) {
       changed += (changed.empty() ? "" : ", ") + key + " '" + it->second + "' -> '" + value + "'";
       continue;

@@ -29,6 +29,9 @@ class Dataset {
   // get_sized() writes sample `index` into `out` (resized to its [C, H, W], set in `shape`). The
   // DataLoader then needs a transform that fixes the size (Transform::fixes_size) before batching.
   virtual bool variable_size() const { return false; }
+  // The classes' names, class i = class_names()[i] (image folders: the folders'); empty when the
+  // data set has none. The Trainer writes them into checkpoints (run.data.classes).
+  virtual std::vector<std::string> class_names() const { return {}; }
   // Default: a fixed-size data set's get() into `out` resized to sample_shape().
   virtual std::int64_t get_sized(std::int64_t index, std::vector<float>& out, Shape& shape) const {
     shape = sample_shape();

@@ -49,6 +49,7 @@ class ImageFolderDataset final : public Dataset {
   std::int64_t get_sized(std::int64_t index, std::vector<float>& out, Shape& shape) const override;
   std::string describe() const override { return description_; }
 
+  std::vector<std::string> class_names() const override { return classes_; }
   const std::vector<std::string>& classes() const { return classes_; }
   std::map<std::string, std::int64_t> class_to_idx() const;
   const std::vector<Item>& items() const { return items_; }
