@@ -3,6 +3,8 @@
 // passes, so a sample's augmentation depends only on (seed, epoch, sample).
 #include "cohort/data/transforms.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "cohort/core/error.hpp"
@@ -139,7 +141,87 @@ class RepeatChannels final : public Transform {
   std::int64_t channels_;
 };
 
+class RandomErasing final : public Transform {
+ public:
+  RandomErasing(float p, float smin, float smax, float rmin, float rmax, std::vector<float> value)
+      : p_(p), smin_(smin), smax_(smax), rmin_(rmin), rmax_(rmax), value_(std::move(value)) {
+    COHORT_CHECK(p >= 0.0f && p <= 1.0f, "random_erasing: p ", p, " outside [0, 1]");
+    COHORT_CHECK(smin > 0 && smin <= smax && smax <= 1, "random_erasing: scale (", smin, ", ",
+                 smax, ") must satisfy 0 < min <= max <= 1");
+    COHORT_CHECK(rmin > 0 && rmin <= rmax, "random_erasing: ratio (", rmin, ", ", rmax,
+                 ") must satisfy 0 < min <= max");
+  }
+  Shape output_shape(const Shape& in) const override {
+    require_chw("random_erasing", in);
+    COHORT_CHECK(value_.size() <= 1 || static_cast<std::int64_t>(value_.size()) == in[0],
+                 "random_erasing: ", value_.size(), " values for a sample with ", in[0],
+                 " channels (give one, or one per channel)");
+    return in;
+  }
+  void apply(const float* in, const Shape& s, float* out, std::uint64_t key) const override {
+    const std::int64_t C = s[0], H = s[1], W = s[2];
+    std::memcpy(out, in, sizeof(float) * static_cast<std::size_t>(s.numel()));
+    float u[23];
+    for (std::uint64_t b = 0; b < 6; ++b) {
+      const rng::U32x4 r = rng::philox_block(key, 0x4552415345ull + b);  // "ERASE"
+      for (int k = 0; k < 4 && b * 4 + k < 23; ++k) u[b * 4 + k] = rng::u32_to_unit(r.v[k]);
+    }
+    if (!(u[22] < p_)) return;  // torch.rand(1) < p
+    const detail::CropBox box =
+        detail::random_erasing_box(H, W, smin_, smax_, rmin_, rmax_, u);
+    if (box.height == H && box.width == W) return;  // no try fitted: the image as it was
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t y = box.top; y < box.top + box.height; ++y)
+        for (std::int64_t x = box.left; x < box.left + box.width; ++x) {
+          float v;
+          if (value_.empty()) {  // value="random": standard normal draws, keyed by position
+            const std::uint64_t n = static_cast<std::uint64_t>((c * H + y) * W + x);
+            const rng::U32x4 r = rng::philox_block(key ^ 0x52414e444f4dull, n);  // "RANDOM"
+            const double u1 = (static_cast<double>(r.v[0]) + 0.5) / 4294967296.0;
+            const double u2 = (static_cast<double>(r.v[1]) + 0.5) / 4294967296.0;
+            v = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                                   std::cos(6.283185307179586 * u2));
+          } else {
+            v = value_[value_.size() == 1 ? 0 : static_cast<std::size_t>(c)];
+          }
+          out[(c * H + y) * W + x] = v;
+        }
+  }
+
+ private:
+  float p_, smin_, smax_, rmin_, rmax_;
+  std::vector<float> value_;
+};
+
 }  // namespace
+
+namespace detail {
+CropBox random_erasing_box(std::int64_t height, std::int64_t width, float scale_min,
+                           float scale_max, float ratio_min, float ratio_max, const float* u) {
+  const double area = static_cast<double>(height) * static_cast<double>(width);
+  // torch.log(torch.tensor(ratio)): float32 logarithms; Python's round(): half to even.
+  const float log_lo = std::log(ratio_min), log_hi = std::log(ratio_max);
+  const auto py_round = [](double x) { return static_cast<std::int64_t>(std::nearbyint(x)); };
+  for (int t = 0; t < 10; ++t) {
+    const double erase_area = area * (scale_min + (scale_max - scale_min) * u[2 * t]);
+    const double aspect = std::exp(log_lo + (log_hi - log_lo) * u[2 * t + 1]);
+    const std::int64_t h = py_round(std::sqrt(erase_area * aspect));
+    const std::int64_t w = py_round(std::sqrt(erase_area / aspect));
+    if (!(h < height && w < width)) continue;
+    const auto pick = [](float v, std::int64_t n) {  // torch.randint(0, n)
+      return std::min<std::int64_t>(static_cast<std::int64_t>(v * static_cast<double>(n)), n - 1);
+    };
+    return {pick(u[20], height - h + 1), pick(u[21], width - w + 1), h, w};
+  }
+  return {0, 0, height, width};
+}
+}  // namespace detail
+
+TransformPtr random_erasing(float p, float scale_min, float scale_max, float ratio_min,
+                            float ratio_max, std::vector<float> value) {
+  return std::make_shared<RandomErasing>(p, scale_min, scale_max, ratio_min, ratio_max,
+                                         std::move(value));
+}
 
 TransformPtr pad(std::int64_t padding) { return std::make_shared<Pad>(padding); }
 TransformPtr repeat_channels(std::int64_t channels) {

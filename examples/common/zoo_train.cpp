@@ -35,6 +35,7 @@ struct Flags : TrainerFlags {
   // torchvision's reference script's defaults (--data-path: an image folder).
   std::int64_t train_crop_size = 224, val_resize_size = 256, val_crop_size = 224;
   float mixup_alpha = 0, cutmix_alpha = 0;  // torchvision's --mixup-alpha, --cutmix-alpha
+  float random_erase = 0;                   // torchvision's --random-erase
   std::string resume, trace, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000;
   std::int64_t synthetic_size = 2048;
@@ -178,6 +179,10 @@ int run(const Flags& f, const ZooProgram& p) {
 
   auto& host = cohort::host_device();
   DataSets ds = make_data(f, p);
+  if (f.random_erase > 0) {  // after Normalize, as the reference script's presets
+    ds.train_tf.push_back(data::random_erasing(f.random_erase));
+    ds.what += " | RandomErasing(p=" + std::to_string(f.random_erase).substr(0, 4) + ")";
+  }
   const cohort::Shape sample = data::transformed_sample_shape(*ds.train, ds.train_tf);
 
   nn::manual_seed(f.seed);
@@ -313,6 +318,10 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
       ->check(CLI::Range(0.0f, 1000.0f));
   app.add_option("--cutmix-alpha", f.cutmix_alpha, "CutMix likewise (0: off)")
       ->check(CLI::Range(0.0f, 1000.0f));
+  app.add_option("--random-erase", f.random_erase,
+                 "RandomErasing of each training image with this probability, after normalize "
+                 "(torchvision's defaults: 2-33% of the area, ratio 0.3-3.3, value 0)")
+      ->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--workers", f.workers,
                  "threads decoding and transforming each batch (0: the loader's one thread)")
       ->check(CLI::Range(0, 256));

@@ -178,6 +178,65 @@ TEST_CASE("random_resized_crop: the boxes of torchvision's get_params, by hand")
   CHECK(has(error_of([] { resize(4, 0); }), "resize: size 4x0"));
 }
 
+TEST_CASE("random_erasing: torchvision's boxes by hand; a rectangle of the given values") {
+  float u[22];
+  std::fill(u, u + 22, 0.0f);
+  u[20] = 0.5f;
+  // 100 x 200, area 20000: the first try erases 2% (400) at ratio 0.3: h = round(sqrt(120)) = 11,
+  // w = round(sqrt(1333.3)) = 37; top = floor(0.5 * (100 - 11 + 1)) = 45, left = 0.
+  auto b = detail::random_erasing_box(100, 200, 0.02f, 0.33f, 0.3f, 3.3f, u);
+  CHECK(b.top == 45);
+  CHECK(b.left == 0);
+  CHECK(b.height == 11);
+  CHECK(b.width == 37);
+  // 2 x 2: every try gives w = round(sqrt(1.32 / 0.3)) = 2, not below the width: nothing erased.
+  for (int t = 0; t < 10; ++t) u[2 * t] = 0.99f, u[2 * t + 1] = 0.0f;
+  b = detail::random_erasing_box(2, 2, 0.02f, 0.33f, 0.3f, 3.3f, u);
+  CHECK(b.top == 0);
+  CHECK(b.left == 0);
+  CHECK(b.height == 2);
+  CHECK(b.width == 2);
+
+  // Applied with p = 1: the output differs from the input in one rectangle, filled with the
+  // channel's value, of an area and ratio within the ranges (up to rounding).
+  const Shape s{3, 60, 80};
+  std::vector<float> in(static_cast<std::size_t>(s.numel()));
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = 10.0f + static_cast<float>(i % 97);
+  const auto erase = random_erasing(1.0f, 0.02f, 0.33f, 0.3f, 3.3f, {0.5f, -1.0f, 2.0f});
+  int erased_images = 0;
+  for (std::uint64_t key = 1; key <= 50; ++key) {
+    std::vector<float> out(in.size());
+    erase->apply(in.data(), s, out.data(), key);
+    std::int64_t y0 = 60, y1 = -1, x0 = 80, x1 = -1, changed = 0, wrong = 0;
+    for (std::int64_t c = 0; c < 3; ++c)
+      for (std::int64_t y = 0; y < 60; ++y)
+        for (std::int64_t x = 0; x < 80; ++x) {
+          const std::size_t i = static_cast<std::size_t>((c * 60 + y) * 80 + x);
+          if (out[i] == in[i]) continue;
+          wrong += out[i] != (c == 0 ? 0.5f : c == 1 ? -1.0f : 2.0f);
+          ++changed;
+          y0 = std::min(y0, y), y1 = std::max(y1, y), x0 = std::min(x0, x), x1 = std::max(x1, x);
+        }
+    CHECK(wrong == 0);
+    if (changed == 0) continue;
+    ++erased_images;
+    const std::int64_t h = y1 - y0 + 1, w = x1 - x0 + 1;
+    CHECK(changed == 3 * h * w);  // one rectangle, every channel
+    CHECK(h * w >= static_cast<std::int64_t>(0.02 * 4800) - 12);
+    CHECK(h * w <= static_cast<std::int64_t>(0.33 * 4800) + 120);
+  }
+  CHECK(erased_images >= 45);  // a try fits nearly always on 60 x 80
+  std::vector<float> out(in.size());
+  random_erasing(0.0f)->apply(in.data(), s, out.data(), 7);
+  CHECK(out == in);
+  CHECK(has(error_of([] { random_erasing(1.5f); }), "random_erasing: p 1.5 outside [0, 1]"));
+  CHECK(has(error_of([&] {
+              random_erasing(0.5f, 0.02f, 0.33f, 0.3f, 3.3f, {1.0f, 2.0f})->output_shape(s);
+            }),
+            "random_erasing: 2 values for a sample with 3 channels"));
+  CHECK(has(error_of([] { random_erasing(0.5f, 0.4f, 0.3f); }), "random_erasing: scale (0.4, 0.3)"));
+}
+
 TEST_CASE("image folder: torchvision's classes, class indices and sample order") {
   const auto& g = golden().at("image_folder");
   TempDir d("cohort_image_folder_order");

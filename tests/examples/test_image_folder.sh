@@ -6,7 +6,8 @@
 #      (RandomResizedCrop, flip; Resize + CenterCrop for evaluation) on 2 ranks with 2 worker
 #      threads each: the first line names the folder and the transforms, the test accuracy after
 #      3 epochs is well above chance (10 classes), the ranks hold identical weights;
-#   3. with --mixup-alpha and --cutmix-alpha (soft targets, label smoothing) it still learns; the
+#   3. with --mixup-alpha, --cutmix-alpha (soft targets, label smoothing) and --random-erase it
+#      still learns; the
 #      JPEG folder (images of different sizes) trains a step at 224 px;
 #   4. the checkpoint holds the class names (run.data.classes), and resuming on a folder whose
 #      classes differ is refused;
@@ -42,8 +43,9 @@ echo "$out" | grep -q "ranks hold identical weights: yes" || fail "ranks differ"
 
 out=$(OMP_NUM_THREADS=2 timeout 300 "$bin" --model cnn_a --data-path "$work/fm" --train-crop-size 28 \
   --val-resize-size 32 --val-crop-size 28 --epochs 2 --batch-size 32 --lr 0.003 --workers 2 \
-  --mixup-alpha 0.2 --cutmix-alpha 1.0 --label-smoothing 0.1 2>&1) || fail "MixUp/CutMix run exited $?: $out"
-echo "$out" | grep -q "| batches: RandomChoice(MixUp(alpha=0.2), CutMix(alpha=1))" ||
+  --mixup-alpha 0.2 --cutmix-alpha 1.0 --label-smoothing 0.1 --random-erase 0.25 2>&1) ||
+  fail "MixUp/CutMix run exited $?: $out"
+echo "$out" | grep -q "| RandomErasing(p=0.25) | batches: RandomChoice(MixUp(alpha=0.2), CutMix(alpha=1))" ||
   fail "no MixUp/CutMix in the first line: $(echo "$out" | head -2)"
 acc=$(echo "$out" | sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p')
 python3 -c "import sys; sys.exit(0 if float('$acc') > 25 else 1)" || fail "MixUp/CutMix: accuracy $acc%"

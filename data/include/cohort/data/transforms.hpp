@@ -61,6 +61,15 @@ TransformPtr random_resized_crop(std::int64_t size, float scale_min = 0.08f,
                                  float scale_max = 1.0f, float ratio_min = 3.0f / 4.0f,
                                  float ratio_max = 4.0f / 3.0f);
 
+// RandomErasing(p, scale, ratio, value) of torchvision, as the reference script applies it after
+// Normalize: with probability p a box of a random area fraction in [scale_min, scale_max] and
+// aspect ratio (height / width) in [ratio_min, ratio_max] (log-uniform; 10 tries, none fitting
+// leaves the image as it was) is set to `value`: one number, one per channel, or, empty,
+// standard-normal draws (value="random").
+TransformPtr random_erasing(float p = 0.5f, float scale_min = 0.02f, float scale_max = 0.33f,
+                            float ratio_min = 0.3f, float ratio_max = 3.3f,
+                            std::vector<float> value = {0.0f});
+
 // ---- batch transforms (torchvision.transforms.v2's MixUp and CutMix) ----
 // Run on a whole batch once its samples are assembled (DataLoaderOptions::batch_transform): they
 // mix each row with the row before it (row 0 with the last: the batch "paired with its roll", as
@@ -116,6 +125,11 @@ struct CropBox {
 CropBox random_resized_crop_box(std::int64_t height, std::int64_t width, float scale_min,
                                 float scale_max, float ratio_min, float ratio_max,
                                 const float* u);
+// The box RandomErasing draws (torchvision's get_params: h from area x ratio, w from area /
+// ratio, a try fits when h < height and w < width), from the same draws as
+// random_resized_crop_box; none fitting: the whole image.
+CropBox random_erasing_box(std::int64_t height, std::int64_t width, float scale_min,
+                           float scale_max, float ratio_min, float ratio_max, const float* u);
 // Resamples the box of `in` ([C, H, W]) to [C, out_h, out_w] into `out` (bilinear, antialias
 // as above); parts of the box outside the image read as 0.
 void resized_crop(const float* in, const Shape& in_shape, const CropBox& box, std::int64_t out_h,
