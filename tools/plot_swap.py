@@ -63,8 +63,9 @@ for a, title in ((ax[0], "training images/s (median, min-max)"),
     a.set_title(title)
 ax[0].set_ylabel("images/s")
 ax[1].set_ylabel("ms")
-ax[0].legend(fontsize="small", loc="lower right")
-ax[1].legend(fontsize="small", loc="lower right")
+# Legends below the panels, clear of the bars.
+ax[0].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4)
+ax[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
 fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=100)
 print("wrote", sys.argv[2])

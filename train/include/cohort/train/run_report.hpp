@@ -17,7 +17,7 @@ struct RunReport {
   double step_ms = 0;            // mean ms per optimizer step (data, forward, backward, optimizer)
   double comm_ms = 0;            // of which waiting for gradient collectives (DDP comm_wait_s)
   double overlap_ms = 0;         // collective time hidden under the backward (DDP overlap_s)
-  double final_loss = 0;         // the last step's loss
+  double final_loss = 0;         // the last optimizer step's loss (not the epoch's mean)
   bool deterministic = false;    // DDP's deterministic mode (fixed reduction order)
   std::string digest;            // parallel::weights_digest of the trained model (hex)
   bool weights_identical = true; // every rank ended with the same weights (checked collectively)
