@@ -157,50 +157,52 @@ void check_alpha(const char* who, float alpha) {
   COHORT_CHECK(alpha > 0 && std::isfinite(alpha), who, ": alpha ", alpha, " must be > 0");
 }
 
-class MixUp final : public BatchTransform {
+// What MixUp and CutMix share: the classes, a Beta(alpha, alpha) lam per batch (kept, as
+// torchvision keeps it, as a float32 sample widened to a double), a name.
+class BetaMix : public BatchTransform {
  public:
-  MixUp(std::int64_t classes, float alpha) : classes_(classes), alpha_(alpha) {
-    COHORT_CHECK(classes >= 1, "mixup: num_classes ", classes, " must be >= 1");
-    check_alpha("mixup", alpha);
-  }
-  void apply(float* images, const Shape& b, const std::int64_t* labels, float* targets,
-             std::uint64_t key) const override {
-    // torchvision keeps lam as a float32 sample widened to a double.
-    const double lam = static_cast<float>(detail::beta_draw(alpha_, key));
-    detail::mixup_apply(images, b, labels, classes_, lam, targets);
+  BetaMix(const char* name, std::int64_t classes, float alpha)
+      : classes_(classes), alpha_(alpha) {
+    COHORT_CHECK(classes >= 1, name, ": num_classes ", classes, " must be >= 1");
+    check_alpha(name, alpha);
   }
   std::int64_t num_classes() const override { return classes_; }
-  std::string describe() const override { return "MixUp(alpha=" + short_number(alpha_) + ")"; }
 
- private:
+ protected:
+  double lam(std::uint64_t key) const { return static_cast<float>(detail::beta_draw(alpha_, key)); }
+  std::string named(const char* title) const {
+    return std::string(title) + "(alpha=" + short_number(alpha_) + ")";
+  }
   std::int64_t classes_;
   float alpha_;
 };
 
-class CutMix final : public BatchTransform {
+class MixUp final : public BetaMix {
  public:
-  CutMix(std::int64_t classes, float alpha) : classes_(classes), alpha_(alpha) {
-    COHORT_CHECK(classes >= 1, "cutmix: num_classes ", classes, " must be >= 1");
-    check_alpha("cutmix", alpha);
+  MixUp(std::int64_t classes, float alpha) : BetaMix("mixup", classes, alpha) {}
+  void apply(float* images, const Shape& b, const std::int64_t* labels, float* targets,
+             std::uint64_t key) const override {
+    detail::mixup_apply(images, b, labels, classes_, lam(key), targets);
   }
+  std::string describe() const override { return named("MixUp"); }
+};
+
+class CutMix final : public BetaMix {
+ public:
+  CutMix(std::int64_t classes, float alpha) : BetaMix("cutmix", classes, alpha) {}
   void apply(float* images, const Shape& b, const std::int64_t* labels, float* targets,
              std::uint64_t key) const override {
     COHORT_CHECK(b.rank() == 4 && b[2] >= 1 && b[3] >= 1,
                  "cutmix: expected a [rows, C, H, W] batch, got ", b.str());
-    const double lam = static_cast<float>(detail::beta_draw(alpha_, key));
+    const double l = lam(key);
     const rng::U32x4 r = rng::philox_block(key, 0x4355544d49ull);  // "CUTMI": the box's centre
     const std::int64_t H = b[2], W = b[3];
     const std::int64_t r_x = static_cast<std::int64_t>(r.v[0] % static_cast<std::uint32_t>(W));
     const std::int64_t r_y = static_cast<std::int64_t>(r.v[1] % static_cast<std::uint32_t>(H));
-    detail::cutmix_apply(images, b, labels, classes_, detail::cutmix_box(H, W, lam, r_x, r_y),
+    detail::cutmix_apply(images, b, labels, classes_, detail::cutmix_box(H, W, l, r_x, r_y),
                          targets);
   }
-  std::int64_t num_classes() const override { return classes_; }
-  std::string describe() const override { return "CutMix(alpha=" + short_number(alpha_) + ")"; }
-
- private:
-  std::int64_t classes_;
-  float alpha_;
+  std::string describe() const override { return named("CutMix"); }
 };
 
 class EitherOf final : public BatchTransform {

@@ -221,10 +221,7 @@ class RandomResizedCrop final : public Transform {
   RandomResizedCrop(std::int64_t size, float smin, float smax, float rmin, float rmax)
       : size_(size), smin_(smin), smax_(smax), rmin_(rmin), rmax_(rmax) {
     COHORT_CHECK(size >= 1, "random_resized_crop: size ", size, " must be >= 1");
-    COHORT_CHECK(smin > 0 && smin <= smax && smax <= 1, "random_resized_crop: scale (", smin, ", ",
-                 smax, ") must satisfy 0 < min <= max <= 1");
-    COHORT_CHECK(rmin > 0 && rmin <= rmax, "random_resized_crop: ratio (", rmin, ", ", rmax,
-                 ") must satisfy 0 < min <= max");
+    detail::check_scale_ratio("random_resized_crop", smin, smax, rmin, rmax);
   }
   Shape output_shape(const Shape& in) const override {
     require_image("random_resized_crop", in);

@@ -146,10 +146,7 @@ class RandomErasing final : public Transform {
   RandomErasing(float p, float smin, float smax, float rmin, float rmax, std::vector<float> value)
       : p_(p), smin_(smin), smax_(smax), rmin_(rmin), rmax_(rmax), value_(std::move(value)) {
     COHORT_CHECK(p >= 0.0f && p <= 1.0f, "random_erasing: p ", p, " outside [0, 1]");
-    COHORT_CHECK(smin > 0 && smin <= smax && smax <= 1, "random_erasing: scale (", smin, ", ",
-                 smax, ") must satisfy 0 < min <= max <= 1");
-    COHORT_CHECK(rmin > 0 && rmin <= rmax, "random_erasing: ratio (", rmin, ", ", rmax,
-                 ") must satisfy 0 < min <= max");
+    detail::check_scale_ratio("random_erasing", smin, smax, rmin, rmax);
   }
   Shape output_shape(const Shape& in) const override {
     require_chw("random_erasing", in);
@@ -196,6 +193,13 @@ class RandomErasing final : public Transform {
 }  // namespace
 
 namespace detail {
+void check_scale_ratio(const char* who, float smin, float smax, float rmin, float rmax) {
+  COHORT_CHECK(smin > 0 && smin <= smax && smax <= 1, who, ": scale (", smin, ", ", smax,
+               ") must satisfy 0 < min <= max <= 1");
+  COHORT_CHECK(rmin > 0 && rmin <= rmax, who, ": ratio (", rmin, ", ", rmax,
+               ") must satisfy 0 < min <= max");
+}
+
 CropBox random_erasing_box(std::int64_t height, std::int64_t width, float scale_min,
                            float scale_max, float ratio_min, float ratio_max, const float* u) {
   const double area = static_cast<double>(height) * static_cast<double>(width);

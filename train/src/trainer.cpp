@@ -1,7 +1,8 @@
 // Trainer (see trainer.hpp): train_epoch's step loop (micro-batches, after_backward, clipping,
 // optimizer, per-step scheduler), evaluate's cross-rank sums, and fit's order per epoch (train,
 // buffer sync, evaluate, scalars, per-epoch scheduler step, checkpoint, hooks) until the epochs or
-// the step budget run out; checkpoints and resuming are in trainer_checkpoint.cpp. The rules
+// the step budget run out; checkpoints and resuming are in trainer_checkpoint.cpp, the run
+// report in trainer_report.cpp. The rules
 // they follow for distributed runs and GPU loss readback are in docs/TRAINING.md. Helpers:
 // shard_loader here, PendingLosses (pending_losses.hpp), the elastic parts in trainer_elastic.cpp.
 #include "cohort/train/trainer.hpp"
@@ -579,25 +580,5 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
   return results;
 }
 
-void Trainer::write_report() {
-  RunReport r;
-  r.backend = comm_ ? comm_->backend() : "none";
-  r.world_size = world_size();
-  r.steps = timer_.steps();
-  r.images_per_s = images_per_s();
-  r.step_ms = timer_.step_ms();
-  const auto mean = timer_.mean_ms();
-  if (const auto it = mean.find("comm"); it != mean.end()) r.comm_ms = it->second;
-  if (const auto it = mean.find("overlap"); it != mean.end()) r.overlap_ms = it->second;
-  r.final_loss = history_.empty() ? 0.0 : history_.back();
-  if (ddp_) {
-    r.deterministic = ddp_->options().deterministic;
-    r.weights_identical = ddp_->weights_identical_across_ranks();  // collective
-    r.digest = ddp_->weights_digest();
-  } else {
-    r.digest = parallel::weights_digest(model_);
-  }
-  if (is_lead()) write_run_report(options_.report_path, r);
-}
 
 }  // namespace cohort::train

@@ -125,6 +125,10 @@ struct CropBox {
 CropBox random_resized_crop_box(std::int64_t height, std::int64_t width, float scale_min,
                                 float scale_max, float ratio_min, float ratio_max,
                                 const float* u);
+// The checks RandomResizedCrop and RandomErasing share: 0 < scale_min <= scale_max <= 1 and
+// 0 < ratio_min <= ratio_max, else an error naming `who` and the pair.
+void check_scale_ratio(const char* who, float scale_min, float scale_max, float ratio_min,
+                       float ratio_max);
 // The box RandomErasing draws (torchvision's get_params: h from area x ratio, w from area /
 // ratio, a try fits when h < height and w < width), from the same draws as
 // random_resized_crop_box; none fitting: the whole image.
