@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   std::string root;
   int workers = 2;
   std::int64_t batch = 32, epochs = 2, warmup = 3, size = 224;
+  std::string augment;
   CLI::App app{"image-folder loading throughput (cohort side)", "imagefolder_bench"};
   app.add_option("root", root, "image folder root (ROOT/train/<class>/...)")->required();
   app.add_option("--workers", workers, "decoding threads")->check(CLI::Range(0, 256));
@@ -28,6 +29,9 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", epochs, "epochs")->check(CLI::PositiveNumber);
   app.add_option("--warmup-batches", warmup, "batches left out at the start")->check(CLI::NonNegativeNumber);
   app.add_option("--size", size, "RandomResizedCrop's size")->check(CLI::PositiveNumber);
+  app.add_option("--auto-augment", augment,
+                 "after the flip, as the reference script's presets: ta_wide, ra, imagenet "
+                 "(bilinear sampling)");
   CLI11_PARSE(app, argc, argv);
   try {
     auto ds = data::load_image_folder(root, data::Split::train);
@@ -36,12 +40,14 @@ int main(int argc, char** argv) {
     o.shuffle = true;
     o.seed = 0;
     o.num_workers = workers;
-    data::DataLoader loader(ds, o,
-                            {data::random_resized_crop(size), data::random_horizontal_flip(),
-                             data::normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f})},
-                            host_device());
-    std::printf("imagefolder_bench: %s | %d workers, batch %lld, %lld epochs\n",
-                ds->describe().c_str(), workers, static_cast<long long>(batch),
+    std::vector<data::TransformPtr> chain = {data::random_resized_crop(size),
+                                             data::random_horizontal_flip()};
+    if (!augment.empty()) chain.push_back(data::auto_augment_by_name(augment));
+    chain.push_back(data::normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}));
+    data::DataLoader loader(ds, o, chain, host_device());
+    std::printf("imagefolder_bench: %s | %s%d workers, batch %lld, %lld epochs\n",
+                ds->describe().c_str(), augment.empty() ? "" : ("auto-augment " + augment + " | ").c_str(),
+                workers, static_cast<long long>(batch),
                 static_cast<long long>(epochs));
     std::int64_t timed = 0, seen = 0;
     double seconds = 0;

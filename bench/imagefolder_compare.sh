@@ -7,6 +7,9 @@
 # (tools/make_image_folder.py synthetic: 400 training JPEGs of 300-500 px, seed 1).
 #
 #   bench/imagefolder_compare.sh [ROOT] [ROUNDS] [WORKERS] [BATCH]   (default: made, 3, 2, 32)
+#
+# AUTO_AUGMENT=ta_wide|ra|imagenet adds that augmentation after the flip on both sides (bilinear
+# sampling, the reference script's default --interpolation).
 set -euo pipefail
 # shellcheck source=bench/cpu_line.sh
 . "$(dirname "$0")/cpu_line.sh"
@@ -19,6 +22,8 @@ data=${1:-}
 rounds=${2:-3}
 workers=${3:-2}
 batch=${4:-32}
+aug=()
+[ -n "${AUTO_AUGMENT:-}" ] && aug=(--auto-augment "$AUTO_AUGMENT")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 if [ -z "$data" ]; then
@@ -31,14 +36,14 @@ for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) = 1 ]; then order="cohort torch"; else order="torch cohort"; fi
   for side in $order; do
     if [ "$side" = cohort ]; then
-      OMP_NUM_THREADS=1 "$bench" "$data" --workers "$workers" --batch-size "$batch" >"$out/cohort.$r"
+      OMP_NUM_THREADS=1 "$bench" "$data" --workers "$workers" --batch-size "$batch" "${aug[@]}" >"$out/cohort.$r"
     else
       OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$py" "$root/bench/imagefolder_torch.py" "$data" \
-        --workers "$workers" --batch-size "$batch" >"$out/torch.$r"
+        --workers "$workers" --batch-size "$batch" "${aug[@]}" >"$out/torch.$r"
     fi
   done
 done
-python3 - "$out" "$rounds" "$workers" "$batch" <<'PY'
+python3 - "$out" "$rounds" "$workers" "$batch" "${AUTO_AUGMENT:-}" <<'PY'
 import re, statistics, sys
 out, rounds, workers, batch = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def result(path):
@@ -49,8 +54,9 @@ def result(path):
 c = [float(result(f"{out}/cohort.{r}")["images_per_s"]) for r in range(1, rounds + 1)]
 t = [result(f"{out}/torch.{r}") for r in range(1, rounds + 1)]
 tv = [float(x["images_per_s"]) for x in t]
+aug = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else "none"
 print(f"imagefolder_compare: {rounds} rounds alternating, {workers} worker threads each, batch "
-      f"{batch}; torch {t[0]['torch']}, torchvision {t[0]['torchvision']}")
+      f"{batch}, auto-augment {aug}; torch {t[0]['torch']}, torchvision {t[0]['torchvision']}")
 print(f"cohort      images/s: {' '.join(f'{x:.1f}' for x in c)}  median {statistics.median(c):.1f}")
 print(f"torchvision images/s: {' '.join(f'{x:.1f}' for x in tv)}  median {statistics.median(tv):.1f}")
 print(f"cohort / torchvision: {statistics.median(c) / statistics.median(tv):.2f}x")

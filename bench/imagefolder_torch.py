@@ -35,13 +35,23 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
 
-def train_transform(crop_size=224):
-    """ClassificationPresetTrain(crop_size=224) of the reference script with the PIL backend:
-    the PIL image is cropped, resized and flipped, then turned into a float tensor."""
+def train_transform(crop_size=224, auto_augment=None):
+    """ClassificationPresetTrain(crop_size=224, auto_augment_policy=...) of the reference script
+    with the PIL backend: the PIL image is cropped, resized, flipped (and augmented), then turned
+    into a float tensor."""
+    bilinear = InterpolationMode.BILINEAR
+    aug = []
+    if auto_augment == "ta_wide":
+        aug = [transforms.TrivialAugmentWide(interpolation=bilinear)]
+    elif auto_augment == "ra":
+        aug = [transforms.RandAugment(interpolation=bilinear, magnitude=9)]
+    elif auto_augment:
+        aug = [transforms.AutoAugment(policy=transforms.AutoAugmentPolicy(auto_augment),
+                                      interpolation=bilinear)]
     return transforms.Compose([
-        transforms.RandomResizedCrop(crop_size, interpolation=InterpolationMode.BILINEAR,
-                                     antialias=True),
+        transforms.RandomResizedCrop(crop_size, interpolation=bilinear, antialias=True),
         transforms.RandomHorizontalFlip(0.5),
+        *aug,
         transforms.PILToTensor(),
         transforms.ConvertImageDtype(torch.float),
         transforms.Normalize(mean=MEAN, std=STD),
@@ -74,6 +84,8 @@ def main():
     ap.add_argument("--warmup-batches", type=positive("--warmup-batches", 0), default=3,
                     metavar="K", help="batches at the start of epoch 1 left out of the timing")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed (shuffle and crops)")
+    ap.add_argument("--auto-augment", choices=["ta_wide", "ra", "imagenet"], default=None,
+                    help="after the flip, as the reference script's presets")
     a = ap.parse_args()
 
     train_dir = os.path.join(a.root, "train")
@@ -83,7 +95,7 @@ def main():
         return 1
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
-    dataset = torchvision.datasets.ImageFolder(train_dir, transform=train_transform())
+    dataset = torchvision.datasets.ImageFolder(train_dir, transform=train_transform(auto_augment=a.auto_augment))
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=a.batch_size, shuffle=True, num_workers=a.workers,
         pin_memory=False, persistent_workers=a.workers > 0, drop_last=False,

@@ -68,6 +68,12 @@ struct DataLoader::Impl {
   };
   std::vector<Segment> segments;
 
+  // skip_bad_samples: the samples that failed to read this epoch (guarded by bad_mu; build_sample
+  // runs on the prefetch and worker threads).
+  mutable std::mutex bad_mu;
+  mutable std::vector<BadSample> bad;
+  mutable std::int64_t bad_epoch = -1;
+
   // Epoch state, guarded by mu.
   std::mutex mu;
   std::condition_variable cv;
@@ -197,12 +203,38 @@ struct DataLoader::Impl {
                             std::int64_t epoch, float* bufa, float* bufb, float* dst) const {
     const std::int64_t classes = dataset->num_classes();
     std::int64_t label = 0;
+    thread_local std::vector<float> va, vb;
+    Shape shape;
+    // The read, or with skip_bad_samples the first sample from `sample` on that reads (the
+    // transforms stay keyed by `sample`, so the batch is the same whatever thread built it).
+    const auto read = [&](std::int64_t i) {
+      return variable_until > 0 ? dataset->get_sized(i, va, shape) : dataset->get(i, bufa);
+    };
+    if (!opt.skip_bad_samples) {
+      label = read(sample);
+    } else {
+      const std::int64_t n = dataset->size();
+      for (std::int64_t tries = 0;; ++tries) {
+        const std::int64_t i = (sample + tries) % n;
+        try {
+          label = read(i);
+          break;
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(bad_mu);
+          if (bad_epoch != epoch) bad.clear(), bad_epoch = epoch;
+          const bool seen = std::any_of(bad.begin(), bad.end(), [&](const BadSample& x) {
+            return x.index == i && x.for_sample == sample;
+          });
+          if (!seen) bad.push_back({i, sample, e.what()});
+          COHORT_CHECK(tries + 1 < std::min<std::int64_t>(n, 64), "DataLoader: ", tries + 1,
+                       " samples in a row from sample ", sample, " of ", dataset->describe(),
+                       " failed to read (skip_bad_samples gives up); the last: ", e.what());
+        }
+      }
+    }
     if (variable_until > 0) {
       // Decoded at its own size, then through the transforms up to the one that fixes the size,
       // in per-thread buffers that grow to the largest image seen (memory stays flat).
-      thread_local std::vector<float> va, vb;
-      Shape shape;
-      label = dataset->get_sized(sample, va, shape);
       for (std::size_t t = 0; t < variable_until; ++t) {
         const Shape next = transforms[t]->output_shape(shape);
         vb.resize(static_cast<std::size_t>(next.numel()));
@@ -211,8 +243,6 @@ struct DataLoader::Impl {
         if (t + 1 < variable_until) std::swap(va, vb);
         shape = next;
       }
-    } else {
-      label = dataset->get(sample, bufa);
     }
     // Checked here, on the host, because the loss ops do not read device labels back (that
     // would stop the device every step); a bad label on a GPU would only show as a NaN loss.
@@ -476,6 +506,16 @@ bool DataLoader::next(Batch& out) {
     out.targets = slot.batch.targets.defined() ? slot.batch.targets.to(*m.device) : Tensor();
   }
   return true;
+}
+
+std::vector<BadSample> DataLoader::bad_samples() const {
+  std::lock_guard<std::mutex> lock(impl_->bad_mu);
+  if (impl_->bad_epoch != epoch()) return {};
+  std::vector<BadSample> out = impl_->bad;
+  std::sort(out.begin(), out.end(), [](const BadSample& a, const BadSample& b) {
+    return a.for_sample != b.for_sample ? a.for_sample < b.for_sample : a.index < b.index;
+  });
+  return out;
 }
 
 std::int64_t DataLoader::epoch() const {

@@ -1,6 +1,6 @@
 // The resampling transforms (transforms.hpp): resize, center_crop and random_resized_crop, on
-// torchvision's tensor path's rules (bilinear, antialias=True; its size arithmetic and Python's
-// rounding). One separable kernel serves all three: a box of the input (parts outside read as 0)
+// torchvision's tensor path's rules (nearest, or bilinear and bicubic with antialias=True; its
+// size arithmetic and Python's rounding). One separable kernel serves all three: a box of the input (parts outside read as 0)
 // resampled to the output size, width first, then height.
 #include <algorithm>
 #include <cmath>
@@ -18,24 +18,54 @@ namespace {
 std::int64_t py_round(double x) { return static_cast<std::int64_t>(std::nearbyint(x)); }
 
 // For each output position along one axis, the first input index and the normalised weights of
-// the antialiased triangle filter (torch's _compute_weights_aa / PIL's precompute_coeffs):
-// scale = in / out; support = max(scale, 1); centre = scale (i + 0.5); taps from
-// int(centre - support + 0.5) to int(centre + support + 0.5), clipped to the input; weight of
-// tap j = max(0, 1 - |(j - centre + 0.5) / max(scale, 1)|), divided by their sum.
+// the antialiased filter (torch's _compute_indices_min_size_weights_aa / PIL's
+// precompute_coeffs): scale = in / out; support = radius x max(scale, 1) (radius 1 for the
+// triangle, 2 for the cubic); centre = scale (i + 0.5); taps from int(centre - support + 0.5) to
+// int(centre + support + 0.5), clipped to the input; weight of tap j =
+// filter((j - centre + 0.5) / max(scale, 1)), divided by their sum. Nearest has one tap,
+// ATen's nearest_idx: floor(i x float(in / out)), i itself when in == out, i / 2 when out = 2 in.
 struct AxisWeights {
   std::vector<std::int64_t> first, count;
   std::vector<float> w;  // count_max per output position
   std::int64_t taps = 0;  // count_max
 };
 
-AxisWeights axis_weights(std::int64_t in, std::int64_t out) {
+double triangle(double x) { return std::max(0.0, 1.0 - std::abs(x)); }
+// Keys' cubic convolution with a = -0.5 (ATen's HelperInterpCubic::aa_filter, PIL's bicubic).
+double cubic(double x) {
+  constexpr double a = -0.5;
+  x = std::abs(x);
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+  if (x < 2.0) return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+  return 0.0;
+}
+
+AxisWeights axis_weights(std::int64_t in, std::int64_t out, Interpolation mode) {
   AxisWeights a;
-  const double scale = static_cast<double>(in) / static_cast<double>(out);
-  const double support = scale >= 1.0 ? scale : 1.0;
-  const double inv = scale >= 1.0 ? 1.0 / scale : 1.0;
-  a.taps = static_cast<std::int64_t>(std::ceil(support)) * 2 + 1;
   a.first.resize(static_cast<std::size_t>(out));
   a.count.resize(static_cast<std::size_t>(out));
+  if (mode == Interpolation::nearest) {
+    a.taps = 1;
+    a.w.assign(static_cast<std::size_t>(out), 1.0f);
+    const float scale = static_cast<float>(in) / static_cast<float>(out);
+    for (std::int64_t i = 0; i < out; ++i) {
+      std::int64_t src = i;
+      if (out == 2 * in) {
+        src = i >> 1;
+      } else if (out != in) {
+        src = std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(i) * scale)), in - 1);
+      }
+      a.first[static_cast<std::size_t>(i)] = src;
+      a.count[static_cast<std::size_t>(i)] = 1;
+    }
+    return a;
+  }
+  const double radius = mode == Interpolation::bicubic ? 2.0 : 1.0;
+  double (*filter)(double) = mode == Interpolation::bicubic ? cubic : triangle;
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  const double support = radius * (scale >= 1.0 ? scale : 1.0);
+  const double inv = scale >= 1.0 ? 1.0 / scale : 1.0;
+  a.taps = static_cast<std::int64_t>(std::ceil(support)) * 2 + 1;
   a.w.assign(static_cast<std::size_t>(out * a.taps), 0.0f);
   std::vector<double> wd(static_cast<std::size_t>(a.taps));
   for (std::int64_t i = 0; i < out; ++i) {
@@ -47,15 +77,14 @@ AxisWeights axis_weights(std::int64_t in, std::int64_t out) {
     const std::int64_t n = std::min(hi - lo, a.taps);
     double total = 0;
     for (std::int64_t j = 0; j < n; ++j) {
-      const double x = (static_cast<double>(j + lo) - centre + 0.5) * inv;
-      wd[static_cast<std::size_t>(j)] = std::max(0.0, 1.0 - std::abs(x));
+      wd[static_cast<std::size_t>(j)] = filter((static_cast<double>(j + lo) - centre + 0.5) * inv);
       total += wd[static_cast<std::size_t>(j)];
     }
     a.first[static_cast<std::size_t>(i)] = lo;
     a.count[static_cast<std::size_t>(i)] = n;
     for (std::int64_t j = 0; j < n; ++j)
       a.w[static_cast<std::size_t>(i * a.taps + j)] =
-          total > 0 ? static_cast<float>(wd[static_cast<std::size_t>(j)] / total) : 0.0f;
+          total != 0 ? static_cast<float>(wd[static_cast<std::size_t>(j)] / total) : 0.0f;
   }
   return a;
 }
@@ -63,7 +92,7 @@ AxisWeights axis_weights(std::int64_t in, std::int64_t out) {
 }  // namespace
 
 void resized_crop(const float* in, const Shape& s, const CropBox& box, std::int64_t out_h,
-                  std::int64_t out_w, float* out) {
+                  std::int64_t out_w, float* out, Interpolation mode) {
   const std::int64_t C = s[0], H = s[1], W = s[2];
   COHORT_CHECK(box.height >= 1 && box.width >= 1 && out_h >= 1 && out_w >= 1,
                "resized_crop: empty box ", box.height, "x", box.width, " or output ", out_h, "x",
@@ -98,8 +127,8 @@ void resized_crop(const float* in, const Shape& s, const CropBox& box, std::int6
                   out + (c * out_h + y) * out_w);
     return;
   }
-  const AxisWeights wx = axis_weights(box.width, out_w);
-  const AxisWeights wy = axis_weights(box.height, out_h);
+  const AxisWeights wx = axis_weights(box.width, out_w, mode);
+  const AxisWeights wy = axis_weights(box.height, out_h, mode);
   std::vector<float> tmp(static_cast<std::size_t>(box.height * out_w));
   for (std::int64_t c = 0; c < C; ++c) {
     for (std::int64_t y = 0; y < box.height; ++y) {
@@ -168,8 +197,8 @@ void require_image(const char* who, const Shape& s) {
 class Resize final : public Transform {
  public:
   // height 0: `size` is the shorter side's.
-  Resize(std::int64_t size, std::int64_t height, std::int64_t width)
-      : size_(size), h_(height), w_(width) {
+  Resize(std::int64_t size, std::int64_t height, std::int64_t width, Interpolation mode)
+      : size_(size), h_(height), w_(width), mode_(mode) {
     COHORT_CHECK(size > 0 || (height > 0 && width > 0), "resize: size ", size, " must be >= 1");
   }
   Shape output_shape(const Shape& in) const override {
@@ -184,12 +213,13 @@ class Resize final : public Transform {
   }
   void apply(const float* in, const Shape& s, float* out, std::uint64_t) const override {
     const Shape o = output_shape(s);
-    detail::resized_crop(in, s, {0, 0, s[1], s[2]}, o[1], o[2], out);
+    detail::resized_crop(in, s, {0, 0, s[1], s[2]}, o[1], o[2], out, mode_);
   }
   bool fixes_size() const override { return h_ > 0; }
 
  private:
   std::int64_t size_, h_, w_;
+  Interpolation mode_;
 };
 
 class CenterCrop final : public Transform {
@@ -218,8 +248,9 @@ class CenterCrop final : public Transform {
 
 class RandomResizedCrop final : public Transform {
  public:
-  RandomResizedCrop(std::int64_t size, float smin, float smax, float rmin, float rmax)
-      : size_(size), smin_(smin), smax_(smax), rmin_(rmin), rmax_(rmax) {
+  RandomResizedCrop(std::int64_t size, float smin, float smax, float rmin, float rmax,
+                    Interpolation mode)
+      : size_(size), smin_(smin), smax_(smax), rmin_(rmin), rmax_(rmax), mode_(mode) {
     COHORT_CHECK(size >= 1, "random_resized_crop: size ", size, " must be >= 1");
     detail::check_scale_ratio("random_resized_crop", smin, smax, rmin, rmax);
   }
@@ -235,28 +266,32 @@ class RandomResizedCrop final : public Transform {
     }
     const detail::CropBox box =
         detail::random_resized_crop_box(s[1], s[2], smin_, smax_, rmin_, rmax_, u);
-    detail::resized_crop(in, s, box, size_, size_, out);
+    detail::resized_crop(in, s, box, size_, size_, out, mode_);
   }
   bool fixes_size() const override { return true; }
 
  private:
   std::int64_t size_;
   float smin_, smax_, rmin_, rmax_;
+  Interpolation mode_;
 };
 
 }  // namespace
 
-TransformPtr resize(std::int64_t size) { return std::make_shared<Resize>(size, 0, 0); }
-TransformPtr resize(std::int64_t height, std::int64_t width) {
+TransformPtr resize(std::int64_t size, Interpolation mode) {
+  return std::make_shared<Resize>(size, 0, 0, mode);
+}
+TransformPtr resize(std::int64_t height, std::int64_t width, Interpolation mode) {
   COHORT_CHECK(height >= 1 && width >= 1, "resize: size ", height, "x", width, " must be >= 1x1");
-  return std::make_shared<Resize>(0, height, width);
+  return std::make_shared<Resize>(0, height, width, mode);
 }
 TransformPtr center_crop(std::int64_t height, std::int64_t width) {
   return std::make_shared<CenterCrop>(height, width);
 }
 TransformPtr random_resized_crop(std::int64_t size, float scale_min, float scale_max,
-                                 float ratio_min, float ratio_max) {
-  return std::make_shared<RandomResizedCrop>(size, scale_min, scale_max, ratio_min, ratio_max);
+                                 float ratio_min, float ratio_max, Interpolation mode) {
+  return std::make_shared<RandomResizedCrop>(size, scale_min, scale_max, ratio_min, ratio_max,
+                                             mode);
 }
 
 }  // namespace cohort::data

@@ -36,6 +36,11 @@ struct Flags : TrainerFlags {
   std::int64_t train_crop_size = 224, val_resize_size = 256, val_crop_size = 224;
   float mixup_alpha = 0, cutmix_alpha = 0;  // torchvision's --mixup-alpha, --cutmix-alpha
   float random_erase = 0;                   // torchvision's --random-erase
+  std::string interpolation = "bilinear";   // torchvision's --interpolation
+  std::string auto_augment;                 // torchvision's --auto-augment (empty: none)
+  int ra_magnitude = 9;                     // torchvision's --ra-magnitude
+  float color_jitter = 0;                   // timm's --color-jitter (0: none)
+  bool skip_bad_images = false;
   std::string resume, trace, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000;
   std::int64_t synthetic_size = 2048;
@@ -83,12 +88,14 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
     d.train = data::load_image_folder(f.data_path, data::Split::train);
     d.test = data::load_image_folder(f.data_path, data::Split::test);
     const std::vector<float> m = {0.485f, 0.456f, 0.406f}, sd = {0.229f, 0.224f, 0.225f};
-    d.train_tf = {data::random_resized_crop(f.train_crop_size), data::random_horizontal_flip(),
-                  data::normalize(m, sd)};
-    d.test_tf = {data::resize(f.val_resize_size), data::center_crop(f.val_crop_size),
+    const data::Interpolation mode = data::parse_interpolation(f.interpolation);
+    d.train_tf = {data::random_resized_crop(f.train_crop_size, 0.08f, 1.0f, 3.0f / 4.0f,
+                                            4.0f / 3.0f, mode),
+                  data::random_horizontal_flip(), data::normalize(m, sd)};
+    d.test_tf = {data::resize(f.val_resize_size, mode), data::center_crop(f.val_crop_size),
                  data::normalize(m, sd)};
     d.what = d.train->describe() + " | train: RandomResizedCrop(" +
-             std::to_string(f.train_crop_size) + "), flip | val: Resize(" +
+             std::to_string(f.train_crop_size) + ", " + f.interpolation + "), flip | val: Resize(" +
              std::to_string(f.val_resize_size) + "), CenterCrop(" +
              std::to_string(f.val_crop_size) + ") | " + std::to_string(d.test->size()) +
              " val images";
@@ -179,6 +186,26 @@ int run(const Flags& f, const ZooProgram& p) {
 
   auto& host = cohort::host_device();
   DataSets ds = make_data(f, p);
+  // The reference script's presets: the automatic augmentation after the crop and flip, on
+  // [0, 1] images, so just before Normalize (every pipeline here ends with it).
+  if (!f.auto_augment.empty() || f.color_jitter > 0) {
+    COHORT_CHECK(!f.synthetic, "--auto-augment and --color-jitter need real images (--data-path, "
+                               "--dataset cifar10, tinyimagenet or fashion-mnist), not --synthetic");
+    const auto at = ds.train_tf.end() - 1;  // the Normalize
+    std::vector<data::TransformPtr> aug;
+    if (f.color_jitter > 0) {
+      aug.push_back(data::color_jitter(f.color_jitter, f.color_jitter, f.color_jitter));
+      ds.what += " | ColorJitter(" + std::to_string(f.color_jitter).substr(0, 4) + ")";
+    }
+    if (!f.auto_augment.empty()) {
+      aug.push_back(data::auto_augment_by_name(
+          f.auto_augment, data::parse_interpolation(f.interpolation), f.ra_magnitude));
+      ds.what += " | auto-augment " + f.auto_augment +
+                 (f.auto_augment == "ra" ? " (magnitude " + std::to_string(f.ra_magnitude) + ")"
+                                         : std::string());
+    }
+    ds.train_tf.insert(at, aug.begin(), aug.end());
+  }
   if (f.random_erase > 0) {  // after Normalize, as the reference script's presets
     ds.train_tf.push_back(data::random_erasing(f.random_erase));
     ds.what += " | RandomErasing(p=" + std::to_string(f.random_erase).substr(0, 4) + ")";
@@ -207,6 +234,7 @@ int run(const Flags& f, const ZooProgram& p) {
   to.shuffle = f.shuffle == 1;
   to.seed = f.seed;
   to.num_workers = f.workers;
+  to.skip_bad_samples = f.skip_bad_images;
   if (f.mixup_alpha > 0 || f.cutmix_alpha > 0)  // per batch: soft targets for the loss
     to.batch_transform =
         data::mixup_or_cutmix(ds.train->num_classes(), f.mixup_alpha, f.cutmix_alpha);
@@ -215,6 +243,7 @@ int run(const Flags& f, const ZooProgram& p) {
   data::DataLoaderOptions eo;
   eo.batch_size = f.test_batch_size;
   eo.num_workers = f.workers;
+  eo.skip_bad_samples = f.skip_bad_images;
   data::DataLoader test_loader(ds.test, eo, ds.test_tf, host, &dev);
 
   auto optimizer = make_optimizer(f, trained.parameters());
@@ -321,6 +350,24 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_option("--random-erase", f.random_erase,
                  "RandomErasing of each training image with this probability, after normalize "
                  "(torchvision's defaults: 2-33% of the area, ratio 0.3-3.3, value 0)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_flag("--skip-bad-images", f.skip_bad_images,
+               "replace an image that fails to decode by the next one that reads, reporting "
+               "each at the end of the epoch (default: the error stops the run)");
+  app.add_option("--interpolation", f.interpolation,
+                 "with --data-path: the resampling of the crops and resizes, and of "
+                 "--auto-augment's geometric operations")
+      ->check(CLI::IsMember({"nearest", "bilinear", "bicubic"}))->capture_default_str();
+  app.add_option("--auto-augment", f.auto_augment,
+                 "automatic augmentation of each training image before normalize: ta_wide "
+                 "(TrivialAugmentWide), ra (RandAugment), imagenet, cifar10 or svhn (AutoAugment "
+                 "policies)")
+      ->check(CLI::IsMember({"ta_wide", "ra", "imagenet", "cifar10", "svhn"}));
+  app.add_option("--ra-magnitude", f.ra_magnitude, "RandAugment's magnitude bin (of 31)")
+      ->check(CLI::Range(0, 30))->capture_default_str();
+  app.add_option("--color-jitter", f.color_jitter,
+                 "ColorJitter of each training image with brightness = contrast = saturation = "
+                 "this (0: off)")
       ->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--workers", f.workers,
                  "threads decoding and transforming each batch (0: the loader's one thread)")

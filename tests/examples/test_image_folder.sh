@@ -12,7 +12,9 @@
 #   4. the checkpoint holds the class names (run.data.classes), and resuming on a folder whose
 #      classes differ is refused;
 #   5. bad folders: a root without val/, a class folder with no image, a corrupt image (the
-#      error names the file, from the loader's worker thread), each one error and a non-zero exit.
+#      error names the file, from the loader's worker thread), each one error and a non-zero exit;
+#      with --skip-bad-images the corrupt image is replaced and named at the epoch's end (that
+#      run also takes --auto-augment ta_wide, --interpolation nearest and --color-jitter).
 # usage: test_image_folder.sh CIFAR_CNN COHORTRUN SOURCE_DIR
 set -uo pipefail
 bin=$1 run=$2 src=$3
@@ -34,7 +36,7 @@ out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$
   --data-path "$work/fm" --train-crop-size 28 --val-resize-size 32 --val-crop-size 28 \
   --epochs 3 --batch-size 32 --lr 0.003 --workers 2 --comm shm 2>&1) || fail "training exited $?: $out"
 echo "$out" | grep -v " step " | tail -8
-echo "$out" | grep -q "image folder $work/fm/train (600 images of their own sizes, 10 classes) | train: RandomResizedCrop(28), flip | val: Resize(32), CenterCrop(28) | 200 val images" ||
+echo "$out" | grep -q "image folder $work/fm/train (600 images of their own sizes, 10 classes) | train: RandomResizedCrop(28, bilinear), flip | val: Resize(32), CenterCrop(28) | 200 val images" ||
   fail "no first line naming the folder and the transforms"
 acc=$(echo "$out" | sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p')
 [ -n "$acc" ] || fail "no final accuracy"
@@ -97,4 +99,16 @@ rmdir "$work/fm/train/zz_empty" "$work/fm/val/zz_empty"
 head -c 100 "$src/tests/golden/images/rgb.png" > "$work/fm/train/Bag/00000_bad.png"
 expect_error "00000_bad.png' (100 bytes) cannot be decoded" --data-path "$work/fm" \
   --train-crop-size 28 --epochs 1 --workers 2 --batch-size 600
+# --skip-bad-images: the epoch runs, and its end names the file skipped; with the automatic
+# augmentations of the reference script (--auto-augment, nearest sampling) and ColorJitter.
+out=$(OMP_NUM_THREADS=2 timeout 300 "$bin" --model cnn_a --data-path "$work/fm" --train-crop-size 28 \
+  --val-resize-size 32 --val-crop-size 28 --epochs 1 --batch-size 601 --workers 2 \
+  --skip-bad-images --auto-augment ta_wide --interpolation nearest --color-jitter 0.3 2>&1) ||
+  fail "--skip-bad-images run exited $?: $out"
+echo "$out" | grep -q "train: RandomResizedCrop(28, nearest), flip .* | ColorJitter(0.30) | auto-augment ta_wide" ||
+  fail "no augmentation in the first line: $(echo "$out" | head -1)"
+echo "$out" | grep -q "skipped 1 unreadable sample in epoch 1" || fail "no report of the skipped image: $out"
+echo "$out" | grep -q "00000_bad.png' (100 bytes) cannot be decoded" || fail "the report does not name the file: $out"
+echo "$out" | grep -q "final test accuracy" || fail "the run did not finish: $out"
+echo "ok: $(echo "$out" | grep -A1 "skipped 1 unreadable" | tr '\n' ' ')"
 echo "image folders: all checks passed"

@@ -270,13 +270,7 @@ def ref_resize(chw, oh, ow, kind):
 # ----------------------------------------------------------------------------------------------
 # JSON helpers
 # ----------------------------------------------------------------------------------------------
-def f32_list(t):
-    """float32 values as Python floats whose repr is the shortest decimal that reads back to the
-    same float32 (numpy's float32 str); checked."""
-    a = np.ascontiguousarray(t.detach().cpu().numpy() if torch.is_tensor(t) else t, np.float32).ravel()
-    out = [float(str(v)) for v in a]
-    assert np.array_equal(np.asarray(out, np.float32), a)
-    return out
+from golden_floats import f32_list  # noqa: E402  (shared float writer)
 
 
 def u8_list(t):

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cohort/core/device.hpp"
@@ -61,6 +62,20 @@ struct DataLoaderOptions {
   // Run on each assembled batch (mixup, cutmix, mixup_or_cutmix): the batch then carries soft
   // targets (Batch::targets) beside its labels. Its num_classes() must cover the data set's.
   BatchTransformPtr batch_transform;
+  // A sample whose read fails (Dataset::get or get_sized throws: a corrupt, truncated or
+  // unreadable image) is replaced by the next sample of the data set that reads, with that
+  // sample's label and the failed one's random transforms, instead of failing the batch; each
+  // failure is kept (bad_samples()) and the Trainer reports them at the end of the epoch. Off:
+  // the error, naming the file, stops the run (torchvision's behaviour). Errors of transforms and
+  // labels are never skipped; 64 failures in a row are an error.
+  bool skip_bad_samples = false;
+};
+
+// A sample skipped by DataLoaderOptions::skip_bad_samples.
+struct BadSample {
+  std::int64_t index;        // the data set's index of the sample that failed
+  std::int64_t for_sample;   // the sample the batch asked for (index, or one before it)
+  std::string error;         // what the read threw (names the file for image data sets)
 };
 
 struct Batch {
@@ -160,6 +175,10 @@ class DataLoader {
   // sampler's order): to name a batch that failed.
   std::vector<std::int64_t> global_batch_samples(std::int64_t k) const;
   void set_layout(const std::string& layout);  // restarts the current epoch at the same batch
+
+  // The samples skipped so far in the current epoch (skip_bad_samples), in sample order: after
+  // next() returned false, all of the epoch's; empty at the start of an epoch.
+  std::vector<BadSample> bad_samples() const;
 
   std::int64_t num_batches() const;   // per epoch, for this rank
   std::int64_t num_samples() const;   // per epoch, for this rank

@@ -125,6 +125,9 @@ struct EpochResult {
   double grad_norm = 0;      // the last step's total gradient norm before clipping (0: no clipping)
   std::int64_t nonfinite_grad_norms = 0;  // steps whose gradient norm was NaN or infinite
   std::int64_t skipped_steps = 0;  // steps the grad_scaler skipped (inf or NaN gradients)
+  // This rank's samples that failed to read and were replaced (DataLoaderOptions::
+  // skip_bad_samples); each is reported on stderr at the end of the epoch.
+  std::int64_t bad_samples = 0;
   EvalResult eval;           // zero when no test loader was given
 };
 
