@@ -35,7 +35,9 @@ Shape BatchNorm2d::output_shape_impl(const Shape& input) const {
 Tensor BatchNorm2d::forward_impl(const Tensor& x) {
   output_shape_impl(x.shape());
   const bool batch_stats = is_training() || !options_.track_running_stats;
-  COHORT_MODULE_CHECK(!batch_stats || x.dim(0) * x.dim(2) * x.dim(3) > 1,
+  // (Synchronised: the global batch needs more than one value per channel; checked there.)
+  COHORT_MODULE_CHECK(!batch_stats || (group_ && group_->size() > 1) ||
+                          x.dim(0) * x.dim(2) * x.dim(3) > 1,
                       "training needs more than 1 value per channel, got input ", x.shape());
   float momentum = 0.0f;
   Tensor* rm = nullptr;
@@ -55,6 +57,12 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x) {
     rm = &mean;
     rv = &buffer("running_var");
   }
+  synced_ = batch_stats && group_ && group_->size() > 1;
+  if (synced_) {
+    used_batch_stats_ = true;
+    x_ = x;
+    return sync_forward(x, momentum);
+  }
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
   save_mean_ = Tensor::empty(Shape{num_features_}, DType::f32, x.device());
   save_invstd_ = Tensor::empty(Shape{num_features_}, DType::f32, x.device());
@@ -71,6 +79,7 @@ void BatchNorm2d::on_state_loaded() {
 }
 
 Tensor BatchNorm2d::backward_impl(const Tensor& grad_output, bool need_input_grad) {
+  if (synced_) return sync_backward(grad_output, need_input_grad);
   Tensor dx;
   if (need_input_grad) dx = Tensor::empty(x_.shape(), DType::f32, x_.device());
   const bool gw = weight_ && weight_->requires_grad, gb = bias_ && bias_->requires_grad;

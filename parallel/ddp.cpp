@@ -3,6 +3,7 @@
 // is reduced is its Reducer (reducer.hpp, reducers/); the one-broadcast copy of parameters and
 // buffers is packed.cpp; the same-model check is consistency.cpp; digests are digest.cpp.
 #include "cohort/parallel/ddp.hpp"
+#include "cohort/parallel/sync_batchnorm.hpp"
 
 #include <algorithm>
 #include <unordered_map>
@@ -224,6 +225,7 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
   }
   retired_.push_back(std::move(old));
   comm_ = std::move(comm);
+  rebind_sync_batchnorm(*model_, comm_);  // synchronised batch norms follow the group
   for (const auto& p : params_)
     if (p.param->grad.defined())
       p.param->grad =

@@ -8,5 +8,6 @@
 #include "cohort/collectives/process_group.hpp"
 #include "cohort/collectives/registry.hpp"
 #include "cohort/parallel/ddp.hpp"
+#include "cohort/parallel/sync_batchnorm.hpp"
 #include "cohort/parallel/elastic.hpp"
 #include "cohort/parallel/horovod.hpp"

@@ -4,11 +4,26 @@
 // and num_batches_tracked (i64, shape []) under PyTorch's names.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "cohort/layers/module.hpp"
 
 namespace cohort::nn {
+
+// What synchronised batch norm needs of a process group (parallel::batch_norm_group makes one
+// over a communicator; layers do not depend on the collectives). Every rank of the group calls
+// allreduce_sum in the same order with the same n.
+class BatchNormGroup {
+ public:
+  virtual ~BatchNormGroup() = default;
+  virtual int size() const = 0;
+  // Sums `data` (n doubles) over the group's ranks in place; every rank ends with the same bits.
+  // Collective; blocks.
+  virtual void allreduce_sum(double* data, std::size_t n) = 0;
+};
 
 struct BatchNormOptions {
   float eps = 1e-5f;
@@ -26,6 +41,16 @@ class BatchNorm2d : public Module {
   std::int64_t num_features() const { return num_features_; }
   const BatchNormOptions& options() const { return options_; }
 
+  // Synchronised batch norm (torch.nn.SyncBatchNorm; parallel::convert_sync_batchnorm sets it on
+  // every batch norm of a model): in training, the statistics are those of the whole global batch
+  // over `group`'s ranks (two all-reduces of 2C + 1 doubles forward, the sums of the channel
+  // values and then of their squared deviations; one of 2C backward, sum(dy) and sum(dy xhat)),
+  // so every rank normalises as one BatchNorm2d would over the concatenated batch and holds the
+  // same running statistics. Evaluation uses the running statistics and does not communicate; a
+  // group of one is plain batch norm. null: plain batch norm.
+  void set_sync_group(std::shared_ptr<BatchNormGroup> group) { group_ = std::move(group); }
+  const std::shared_ptr<BatchNormGroup>& sync_group() const { return group_; }
+
  protected:
   Tensor forward_impl(const Tensor& x) override;
   Tensor backward_impl(const Tensor& grad_output, bool need_input_grad) override;
@@ -40,6 +65,14 @@ class BatchNorm2d : public Module {
   std::int64_t batches_tracked_ = 0;  // host copy of num_batches_tracked
   Tensor x_, save_mean_, save_invstd_;
   bool used_batch_stats_ = true;
+
+  // The synchronised path (batchnorm_sync.cpp): forward's statistics over the group, backward's
+  // sums over the group; m_total_ is the global batch's values per channel.
+  std::shared_ptr<BatchNormGroup> group_;
+  bool synced_ = false;  // the last training forward went through the group
+  double m_total_ = 0;
+  Tensor sync_forward(const Tensor& x, float momentum);
+  Tensor sync_backward(const Tensor& grad_output, bool need_input_grad);
 };
 
 }  // namespace cohort::nn
