@@ -13,6 +13,7 @@ class CommGroup final : public nn::BatchNormGroup {
  public:
   explicit CommGroup(std::shared_ptr<comm::Communicator> comm) : comm_(std::move(comm)) {}
   int size() const override { return comm_->size(); }
+  int rank() const override { return comm_->rank(); }
   void allreduce_sum(double* data, std::size_t n) override {
     comm_->allreduce(data, data, n, DType::f64, comm::ReduceOp::sum)->wait();
   }

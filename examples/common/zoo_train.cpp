@@ -41,6 +41,7 @@ struct Flags : TrainerFlags {
   int ra_magnitude = 9;                     // torchvision's --ra-magnitude
   float color_jitter = 0;                   // timm's --color-jitter (0: none)
   bool skip_bad_images = false;
+  bool sync_bn = false;                     // torchvision's --sync-bn
   std::string resume, trace, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000;
   std::int64_t synthetic_size = 2048;
@@ -221,6 +222,18 @@ int run(const Flags& f, const ZooProgram& p) {
   // The initial weights, for a side-by-side run that starts PyTorch from the same point
   // (bench/zoo_torch.py --init FILE).
   if (!f.save_init.empty() && lead) train::save_model(f.save_init, *model);
+  // torchvision's --sync-bn: every BatchNorm2d normalises with the global batch's statistics.
+  std::string sync_note;
+  if (f.sync_bn) {
+    if (comm && world > 1) {
+      const int n = cohort::parallel::convert_sync_batchnorm(*model, comm);
+      sync_note = n > 0 ? " | SyncBatchNorm: " + std::to_string(n) + " layers over " +
+                              std::to_string(world) + " ranks"
+                        : " | --sync-bn: the model has no batch norm";
+    } else {
+      sync_note = " | --sync-bn with one rank: plain batch norm";
+    }
+  }
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
   if (comm) {
     cohort::parallel::DDPOptions o;
@@ -255,11 +268,12 @@ int run(const Flags& f, const ZooProgram& p) {
                 to.batch_transform ? (" | batches: " + to.batch_transform->describe()).c_str() : "");
     std::printf(
         "model %s (%lld parameters, input %s) | device %s | %d rank%s (%s) x batch %lld"
-        " | %s lr %g, weight decay %g | %lld epochs\n",
+        " | %s lr %g, weight decay %g | %lld epochs%s\n",
         f.model.c_str(), static_cast<long long>(model->num_parameters()), sample.str().c_str(),
         dev.name().c_str(), world, world > 1 ? "s" : "",
         comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
-        f.optimizer.c_str(), f.lr, f.weight_decay, static_cast<long long>(f.epochs));
+        f.optimizer.c_str(), f.lr, f.weight_decay, static_cast<long long>(f.epochs),
+        sync_note.c_str());
     std::printf("schedule: %s\n", describe_schedule(f, f.gamma).c_str());
   }
   start_trace(f.trace, f.profile_dir, job);
@@ -351,6 +365,9 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
                  "RandomErasing of each training image with this probability, after normalize "
                  "(torchvision's defaults: 2-33% of the area, ratio 0.3-3.3, value 0)")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_flag("--sync-bn", f.sync_bn,
+               "synchronised batch norm: the statistics of the whole global batch over the ranks "
+               "(torch.nn.SyncBatchNorm)");
   app.add_flag("--skip-bad-images", f.skip_bad_images,
                "replace an image that fails to decode by the next one that reads, reporting "
                "each at the end of the epoch (default: the error stops the run)");

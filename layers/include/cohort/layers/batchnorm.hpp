@@ -20,6 +20,7 @@ class BatchNormGroup {
  public:
   virtual ~BatchNormGroup() = default;
   virtual int size() const = 0;
+  virtual int rank() const = 0;
   // Sums `data` (n doubles) over the group's ranks in place; every rank ends with the same bits.
   // Collective; blocks.
   virtual void allreduce_sum(double* data, std::size_t n) = 0;
@@ -43,8 +44,8 @@ class BatchNorm2d : public Module {
 
   // Synchronised batch norm (torch.nn.SyncBatchNorm; parallel::convert_sync_batchnorm sets it on
   // every batch norm of a model): in training, the statistics are those of the whole global batch
-  // over `group`'s ranks (two all-reduces of 2C + 1 doubles forward, the sums of the channel
-  // values and then of their squared deviations; one of 2C backward, sum(dy) and sum(dy xhat)),
+  // over `group`'s ranks (one all-reduce forward gathering each rank's count, means and
+  // variances, world x (2C + 1) doubles; one of 2C backward, sum(dy) and sum(dy xhat)),
   // so every rank normalises as one BatchNorm2d would over the concatenated batch and holds the
   // same running statistics. Evaluation uses the running statistics and does not communicate; a
   // group of one is plain batch norm. null: plain batch norm.
