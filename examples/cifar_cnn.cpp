@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
       argc, argv,
       {"cifar_cnn",
        "CIFAR-10 CNNs, ResNet9 and a ViT (Fashion-MNIST padded to 32x32 where CIFAR-10 is absent)",
-       "cnn_a", {"cnn_a", "cnn_b", "resnet9", "vit", "resnet50"},  // default model, accepted
+       "cnn_a", {"cnn_a", "cnn_b", "resnet9", "vit", "resnet50", "resnet18", "resnet34", "resnet101",
+                  "resnet152", "wide_resnet50_2"},  // default model, accepted
        "cifar10", {"cifar10", "fashion-mnist"}});                  // default data set, accepted
 }

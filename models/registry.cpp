@@ -11,7 +11,8 @@ using Factory = std::function<nn::ModulePtr(Device&, const ModelConfig&)>;
 const std::vector<std::pair<std::string, Factory>>& table() {
   static const std::vector<std::pair<std::string, Factory>> t = {
       {"cnn_a", cnn_a}, {"cnn_b", cnn_b}, {"resnet9", resnet9}, {"resnet50", resnet50},
-      {"vit", vit},
+      {"vit", vit}, {"resnet18", resnet18}, {"resnet34", resnet34}, {"resnet101", resnet101},
+      {"resnet152", resnet152}, {"wide_resnet50_2", wide_resnet50_2},
       {"mnist_net", [](Device& d, const ModelConfig& c) { return mnist_net(d, c); }}};
   return t;
 }

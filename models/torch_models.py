@@ -84,8 +84,8 @@ def make(name, num_classes=10, in_channels=3, image_size=32):
     if name == "resnet9":
         return ResNet9(num_classes, in_channels, image_size)
     import torchvision
-    if name == "resnet50":
-        m = torchvision.models.resnet50(num_classes=num_classes)
+    if name in ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "wide_resnet50_2"):
+        m = getattr(torchvision.models, name)(num_classes=num_classes)
         if in_channels != 3:
             m.conv1 = nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False)
         return m

@@ -9,6 +9,8 @@ The formulas (tests/models/test_models.cpp repeats them), for the t-th state_dic
   rank >= 2 (conv, linear weights): sin(0.37 k + t) * sqrt(3 / fan_in), fan_in = numel / shape[0]
   rank 1 named *.weight of a batch norm: 1 + 0.1 sin(0.37 k + t);  other rank 1: 0.1 sin(0.37 k + t)
   input element k: sin(0.11 k);  d(loss)/d(output) element k: cos(0.07 k)
+The first four entries were made on 2026-11-28; the ResNet family's on 2026-11-29 (a re-run
+moves the earlier ones by float rounding, ~1e-7, as the CPU's oneDNN kernels differ).
 Buffers keep their defaults (running mean 0, variance 1). CNN-A runs in training mode; the others
 in evaluation mode (dropout off, batch norm on running statistics; see CASES for ResNet-50's reason).
 """
@@ -31,6 +33,9 @@ CASES = [  # (model, batch, size, train)
     # chaotic (measured at 8 images of 64x64: an input change of 1e-5 moves the output by 74%,
     # input gradients reach 3e9), so f32 summation order alone would decide the comparison.
     ("resnet50", 4, 32, False),
+    ("resnet18", 2, 32, False),
+    ("resnet34", 2, 32, False),
+    ("wide_resnet50_2", 2, 32, False),
 ]
 PROBES = 5  # gradient entries kept per listed tensor
 

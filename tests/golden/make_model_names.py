@@ -1,5 +1,5 @@
 """Writes model_names.json: the state_dict (name, shape) lists of the model zoo's PyTorch
-definitions (models/torch_models.py; torchvision for ResNet-50), which tests/models checks the C++
+definitions (models/torch_models.py; torchvision for its ResNet family), which tests/models checks the C++
 models against, entry by entry and in order.
 
     /usr/bin/python3 tests/golden/make_model_names.py   # Debian's python3-torch + torchvision
@@ -18,6 +18,11 @@ CASES = [  # (model, classes, channels, size)
     ("resnet9", 10, 3, 32),
     ("resnet50", 10, 3, 32),
     ("resnet50", 200, 3, 64),
+    ("resnet18", 10, 3, 32),
+    ("resnet34", 100, 3, 32),
+    ("resnet101", 10, 3, 32),
+    ("resnet152", 10, 3, 32),
+    ("wide_resnet50_2", 10, 3, 32),
 ]
 
 out = []

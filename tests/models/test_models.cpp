@@ -182,7 +182,7 @@ TEST_CASE("outputs and gradients equal PyTorch's for formula weights") {
   std::ifstream f(std::string(COHORT_GOLDEN_DIR) + "/model_golden.json");
   REQUIRE(f.good());
   const auto golden = nlohmann::json::parse(f);
-  REQUIRE(golden.size() == 4);
+  REQUIRE(golden.size() == 7);
   const double tol = golden_tolerance();
   for (const auto& g : golden) {
     const std::string name = g["model"];
@@ -467,13 +467,15 @@ TEST_CASE("CNN-A") { train_steps("cnn_a", {}, 8, 1e-3); }
 TEST_CASE("CNN-B") { train_steps("cnn_b", {}, 8, 1e-3); }
 TEST_CASE("ResNet9") { train_steps("resnet9", {}, 8, 1e-3); }
 TEST_CASE("ResNet-50") { train_steps("resnet50", {}, 8, 1e-3); }
+TEST_CASE("ResNet-18") { train_steps("resnet18", {}, 8, 1e-3); }
 }
 
 TEST_SUITE("errors") {
 TEST_CASE("unknown names and bad configurations say what is wrong") {
   CHECK(lt::error_of([] {
-          cohort::models::make("resnet18", host());
-        }).find("unknown model 'resnet18' (known: cnn_a, cnn_b, resnet9, resnet50") !=
+          cohort::models::make("resnet200", host());
+        }).find("unknown model 'resnet200' (known: cnn_a, cnn_b, resnet9, resnet50, vit, "
+                "resnet18, resnet34, resnet101, resnet152, wide_resnet50_2, mnist_net)") !=
         std::string::npos);
   ModelConfig c;
   c.image_size = 30;

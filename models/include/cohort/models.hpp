@@ -18,7 +18,8 @@
 
 namespace cohort::models {
 
-// "cnn_a", "cnn_b", "resnet9", "resnet50", "vit", "mnist_net" (the names make() takes).
+// "cnn_a", "cnn_b", "resnet9", "resnet50", "vit", "mnist_net", "resnet18", "resnet34",
+// "resnet101", "resnet152", "wide_resnet50_2" (the names make() takes).
 std::vector<std::string> names();
 
 // The model `name` on `device` with `config`; an unknown name is an error listing names().

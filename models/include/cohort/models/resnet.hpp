@@ -1,4 +1,4 @@
-// Residual networks: the fast CIFAR-10 ResNet9 and torchvision's ResNet-50.
+// Residual networks: the fast CIFAR-10 ResNet9 and torchvision's ResNet family.
 #pragma once
 
 #include "cohort/core/device.hpp"
@@ -20,5 +20,14 @@ nn::ModulePtr resnet9(Device& device, const ModelConfig& config = {});
 // layer1.0.downsample.0, fc). Bottleneck v1.5 (stride on the 3x3). The global average pool makes
 // any S >= 32 work (64 for TinyImageNet).
 nn::ModulePtr resnet50(Device& device, const ModelConfig& config = {});
+// The rest of torchvision's family, by its names, structures and state_dict keys: resnet18 and
+// resnet34 (BasicBlock, [2, 2, 2, 2] and [3, 4, 6, 3]), resnet101 and resnet152 (Bottleneck,
+// [3, 4, 23, 3] and [3, 8, 36, 3]), wide_resnet50_2 (Bottleneck [3, 4, 6, 3] with twice the
+// inner width). The same initialisation; any S >= 32.
+nn::ModulePtr resnet18(Device& device, const ModelConfig& config = {});
+nn::ModulePtr resnet34(Device& device, const ModelConfig& config = {});
+nn::ModulePtr resnet101(Device& device, const ModelConfig& config = {});
+nn::ModulePtr resnet152(Device& device, const ModelConfig& config = {});
+nn::ModulePtr wide_resnet50_2(Device& device, const ModelConfig& config = {});
 
 }  // namespace cohort::models
