@@ -119,9 +119,10 @@ inline void finish_trace(const std::string& path, const std::string& profile_dir
 // PyTorch's examples' per-epoch test line.
 inline void print_epoch(const cohort::train::EpochResult& r) {
   std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), "
-              "train %.0f images/s\n\n",
+              "Acc@5 %.2f%%, train %.0f images/s\n\n",
               static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
-              static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, r.images_per_s);
+              static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy,
+              100.0 * r.eval.accuracy5, r.images_per_s);
 }
 
 // Collective: every rank must hold the same weights and buffers at the end of a data-parallel

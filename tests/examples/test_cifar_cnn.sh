@@ -27,7 +27,7 @@ expect_error() {  # expect_error STATUS PATTERN ARGS...
   [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "cifar_cnn $*: more than one line: $out"
   echo "ok ($rc): $out"
 }
-expect_error 2 "--model: resnet18 not in {cnn_a,cnn_b,resnet9,vit,resnet50}" --model resnet18
+expect_error 2 "--model: resnet200 not in {cnn_a,cnn_b,resnet9,vit,resnet50,resnet18,resnet34,resnet101,resnet152,wide_resnet50_2}" --model resnet200
 expect_error 2 "--dataset: imagenet not in" --dataset imagenet
 expect_error 1 "no CIFAR-10 data in 'cifar-10-batches-bin': put the binary version's data_batch_1.bin" --model cnn_a
 expect_error 2 "--batch-size: must be a positive integer, got '0'" --batch-size 0

@@ -9,6 +9,7 @@
 using cohort::testing::error_of;
 using cohort::testing::TempDir;
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -383,4 +384,50 @@ TEST_CASE("a NaN loss: at its step on the host, at the next log point (naming it
                                "more steps ran after it") != std::string::npos,
                 elsewhere);
   CHECK(remote_history == 4);
+}
+
+TEST_CASE("evaluate: top-1 and top-5 accuracy against a sort of each row's outputs") {
+  auto& dev = cohort::host_device();
+  for (std::int64_t classes : {10, 3}) {
+    CAPTURE(classes);
+    auto ds = std::make_shared<data::SyntheticDataset>(200, cohort::Shape{1, 8, 8}, classes, 9);
+    auto model = small_net(dev, 4, classes, false);
+    cohort::optim::SGDOptions so;
+    so.lr = 0.1;
+    cohort::optim::SGD opt(model->parameters(), so);
+    nn::NLLLoss loss;
+    train::TrainerOptions to;
+    to.show_progress = false;
+    train::Trainer trainer(*model, loss, opt, nullptr, to);
+    data::DataLoader test(ds, loader_options(64, false), {}, dev);
+    const train::EvalResult r = trainer.evaluate(test);
+    // Independently: the whole set through the model, each row's classes sorted by output
+    // (descending, ties broken towards the label), the label's position < 1 or < 5.
+    model->eval();
+    std::vector<float> x(static_cast<std::size_t>(200 * 64));
+    std::vector<std::int64_t> y(200);
+    for (std::int64_t i = 0; i < 200; ++i) y[static_cast<std::size_t>(i)] = ds->get(i, x.data() + i * 64);
+    const auto out = model->forward(Tensor::from_vector(x, cohort::Shape{200, 1, 8, 8}, dev))
+                         .to_vector<float>();
+    std::int64_t top1 = 0, top5 = 0;
+    for (std::int64_t i = 0; i < 200; ++i) {
+      std::vector<std::int64_t> order(static_cast<std::size_t>(classes));
+      for (std::int64_t k = 0; k < classes; ++k) order[static_cast<std::size_t>(k)] = k;
+      const float* row = out.data() + i * classes;
+      const std::int64_t label = y[static_cast<std::size_t>(i)];
+      std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+        if (row[a] != row[b]) return row[a] > row[b];
+        return a == label && b != label;
+      });
+      const auto pos = std::find(order.begin(), order.end(), label) - order.begin();
+      top1 += pos < 1;
+      top5 += pos < 5;
+    }
+    CHECK(r.samples == 200);
+    CHECK(r.correct == top1);
+    CHECK(r.correct5 == top5);
+    CHECK(r.accuracy5 == doctest::Approx(static_cast<double>(top5) / 200));
+    if (classes < 5) CHECK(r.correct5 == 200);
+    CHECK(r.correct5 >= r.correct);
+  }
 }

@@ -426,6 +426,30 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   return r;
 }
 
+// Rows of `out` ([N, classes]) whose label's output is among the 5 largest: fewer than 5 outputs
+// larger than it (a NaN counts as larger, as argmax takes NaN as the maximum).
+std::int64_t Trainer::top5_hits(const Tensor& out, const std::vector<std::int64_t>& labels) {
+  const std::int64_t n = out.dim(0), c = out.numel() / std::max<std::int64_t>(n, 1);
+  Tensor f = out;
+  if (out.dtype() != DType::f32) {  // under autocast
+    f = Tensor::empty(out.shape(), DType::f32, out.device());
+    ops::cast(out, f);
+  }
+  const std::vector<float> v = f.to_vector<float>();
+  std::int64_t hits = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* row = v.data() + i * c;
+    const std::int64_t y = labels[static_cast<std::size_t>(i)];
+    if (y < 0 || y >= c) continue;
+    const float t = row[y];
+    std::int64_t above = 0;
+    for (std::int64_t k = 0; k < c && above < 5; ++k)
+      above += k != y && (row[k] > t || (std::isnan(row[k]) && !std::isnan(t)));
+    hits += above < 5;
+  }
+  return hits;
+}
+
 EvalResult Trainer::evaluate(data::DataLoader& test) {
   trace::Span span("evaluate", "compute");
   if (elastic_ && comm_ && (test.rank() != rank() || test.world_size() != world_size()))
@@ -466,6 +490,7 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     const auto p = pred.to_vector<std::int64_t>();
     const auto l = batch.labels.to_vector<std::int64_t>();
     for (std::size_t i = 0; i < p.size(); ++i) r.correct += p[i] == l[i];
+    r.correct5 += top5_hits(out, l);
     r.samples += n;
     if (options_.show_progress && r.samples > 0) {
       const double elapsed = seconds_since(t0);
@@ -485,13 +510,15 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
   // while it trains (the blocks training uses come back within one step).
   if (Device* dev = model_.device(); dev && dev->type() == DeviceType::host) dev->empty_cache();
   if (comm_ && comm_->size() > 1) {  // every rank evaluated its shard: sum them
-    double sums[3] = {loss_sum, static_cast<double>(r.correct), static_cast<double>(r.samples)};
+    double sums[4] = {loss_sum, static_cast<double>(r.correct), static_cast<double>(r.samples),
+                      static_cast<double>(r.correct5)};
     with_context("Trainer::evaluate (summing loss and accuracy over the ranks)", [&] {
-      comm::allreduce_host(*comm_, model_.device(), sums, 3, DType::f64, comm::ReduceOp::sum);
+      comm::allreduce_host(*comm_, model_.device(), sums, 4, DType::f64, comm::ReduceOp::sum);
     });
     loss_sum = sums[0];
     r.correct = std::llround(sums[1]);
     r.samples = std::llround(sums[2]);
+    r.correct5 = std::llround(sums[3]);
   } else if (reduce_metric &&
              options_.distributed_eval) {  // sums across ranks, via the average the hook computes
     loss_sum = reduce_metric(loss_sum) * static_cast<double>(options_.world_size);
@@ -499,9 +526,12 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
                              static_cast<double>(options_.world_size));
     r.samples = std::llround(reduce_metric(static_cast<double>(r.samples)) *
                              static_cast<double>(options_.world_size));
+    r.correct5 = std::llround(reduce_metric(static_cast<double>(r.correct5)) *
+                              static_cast<double>(options_.world_size));
   }
   r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : 0.0;
   r.accuracy = r.samples ? static_cast<double>(r.correct) / static_cast<double>(r.samples) : 0.0;
+  r.accuracy5 = r.samples ? static_cast<double>(r.correct5) / static_cast<double>(r.samples) : 0.0;
   return r;
 }
 
@@ -573,6 +603,7 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
                               {"step", static_cast<double>(global_step_)},
                               {"test_loss", r.eval.loss},
                               {"accuracy", r.eval.accuracy},
+                              {"accuracy5", r.eval.accuracy5},
                               {"images_per_s", r.images_per_s}});
     }
     std::vector<std::pair<std::string, double>> epoch_scalars = {
@@ -580,7 +611,10 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
     for (const auto& [phase, ms] : timer_.mean_ms())
       epoch_scalars.emplace_back("phase_ms_" + phase, ms);
     log_scalars("epoch", epoch_scalars);
-    if (test) log_scalars("eval", {{"loss", r.eval.loss}, {"accuracy", r.eval.accuracy}});
+    if (test)
+      log_scalars("eval", {{"loss", r.eval.loss},
+                           {"accuracy", r.eval.accuracy},
+                           {"accuracy5", r.eval.accuracy5}});
     if (sched_ && options_.scheduler_interval == SchedulerInterval::epoch) sched_->step();
     epochs_done_ = epoch;
     // On disk before after_epoch runs (a hook may read it); mid-epoch saves do not wait.

@@ -113,8 +113,11 @@ struct TrainerOptions {
 
 struct EvalResult {
   double loss = 0;      // mean over samples
-  double accuracy = 0;  // fraction correct
-  std::int64_t correct = 0, samples = 0;
+  double accuracy = 0;  // fraction correct (top-1: the label is the largest output)
+  // Top-5: the label's output is among the 5 largest (fewer than 5 classes: among all, so 1);
+  // torchvision's reference script's Acc@5. A tie with the label's output counts for the label.
+  double accuracy5 = 0;
+  std::int64_t correct = 0, correct5 = 0, samples = 0;
 };
 
 struct EpochResult {
@@ -202,6 +205,7 @@ class Trainer {
   double images_per_s() const;
 
  private:
+  static std::int64_t top5_hits(const Tensor& out, const std::vector<std::int64_t>& labels);
   nn::Module& model_;
   nn::Loss& loss_;
   optim::Optimizer& opt_;
