@@ -42,6 +42,9 @@ struct Flags : TrainerFlags {
   float color_jitter = 0;                   // timm's --color-jitter (0: none)
   bool skip_bad_images = false;
   bool sync_bn = false;                     // torchvision's --sync-bn
+  bool model_ema = false;                   // torchvision's --model-ema, -steps, -decay
+  std::int64_t model_ema_steps = 32;
+  double model_ema_decay = 0.99998;
   std::string resume, trace, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000;
   std::int64_t synthetic_size = 2048;
@@ -281,6 +284,22 @@ int run(const Flags& f, const ZooProgram& p) {
   train::TrainerOptions options = trainer_options(f);
   options.grad_scaler = scaler.get();
   options.elastic = job.elastic.get();  // --elastic
+  // --model-ema: train.py's decay, adjusted by world size, batch, EMA steps and epochs.
+  std::unique_ptr<train::ExponentialMovingAverage> ema;
+  if (f.model_ema) {
+    const double decay = train::ExponentialMovingAverage::adjusted_decay(
+        f.model_ema_decay, world, f.batch_size, f.model_ema_steps, f.epochs);
+    ema = std::make_unique<train::ExponentialMovingAverage>(*model, decay);
+    options.ema = ema.get();
+    options.ema_steps = f.model_ema_steps;
+    if (lead)
+      std::printf("model EMA: decay %.8g (--model-ema-decay %g adjusted for %d rank%s x batch %lld "
+                  "x %lld steps / %lld epochs), updated every %lld steps\n",
+                  decay, f.model_ema_decay, world, world > 1 ? "s" : "",
+                  static_cast<long long>(f.batch_size),
+                  static_cast<long long>(f.model_ema_steps), static_cast<long long>(f.epochs),
+                  static_cast<long long>(f.model_ema_steps));
+  }
   train::Trainer trainer(trained, criterion, *optimizer, scheduler.get(), options);
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
@@ -300,6 +319,9 @@ int run(const Flags& f, const ZooProgram& p) {
       std::printf("saved %s\n", path.c_str());
     }
     if (!f.no_eval) print_epoch(r);
+    if (!f.no_eval && ema)  // train.py's evaluate(model_ema, ..., log_suffix="EMA")
+      std::printf("Test: EMA Acc@1 %.3f Acc@5 %.3f (loss %.4f)\n\n", 100.0 * r.eval_ema.accuracy,
+                  100.0 * r.eval_ema.accuracy5, r.eval_ema.loss);
   };
   const auto results = trainer.fit(train_loader, f.no_eval ? nullptr : &test_loader);
   if (trainer.left_group()) return 0;  // --replay-membership dropped this rank
@@ -365,6 +387,15 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
                  "RandomErasing of each training image with this probability, after normalize "
                  "(torchvision's defaults: 2-33% of the area, ratio 0.3-3.3, value 0)")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_flag("--model-ema", f.model_ema,
+               "keep an exponential moving average of the weights and evaluate it beside the "
+               "model (torchvision's ExponentialMovingAverage)");
+  app.add_option("--model-ema-steps", f.model_ema_steps,
+                 "optimizer steps between EMA updates")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--model-ema-decay", f.model_ema_decay,
+                 "EMA decay before train.py's adjustment by ranks x batch x steps / epochs")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_flag("--sync-bn", f.sync_bn,
                "synchronised batch norm: the statistics of the whole global batch over the ranks "
                "(torch.nn.SyncBatchNorm)");

@@ -94,6 +94,10 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
       };
     }
   }
+  COHORT_CHECK(options_.ema_steps >= 1, "TrainerOptions::ema_steps must be >= 1, got ",
+               options_.ema_steps, " (torchvision's --model-ema-steps)");
+  COHORT_CHECK(options_.ema_warmup_epochs >= 0, "TrainerOptions::ema_warmup_epochs must be >= 0, "
+               "got ", options_.ema_warmup_epochs);
   // Rank 0 alone shows and writes what describes the whole run.
   progress_wanted_ = options_.show_progress;
   if (!is_lead()) {
@@ -350,6 +354,10 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
       continue;
     }
     if (sched_ && options_.scheduler_interval == SchedulerInterval::step) sched_->step();
+    if (options_.ema && step % options_.ema_steps == 0) {  // torchvision: i % model_ema_steps
+      options_.ema->update(ddp_ ? ddp_->module() : model_);
+      if (epoch - 1 < options_.ema_warmup_epochs) options_.ema->reset();
+    }
     timer_.end_step();
     ++global_step_;
     if (elastic_) elastic_step_done();
@@ -536,6 +544,10 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
 }
 
 CheckpointLoad Trainer::resume(const std::string& path) {
+  COHORT_CHECK(options_.ema == nullptr, "Trainer: cannot resume from ", path,
+               " with an exponential moving average of the weights (TrainerOptions::ema, "
+               "--model-ema): checkpoints do not hold the averages, and starting them over would "
+               "not continue the run");
   nn::Module& plain = ddp_ ? ddp_->module() : model_;
   CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
   epochs_done_ = got.progress.epoch;
@@ -599,6 +611,24 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
     if (ddp_ && ddp_->options().broadcast_buffers) ddp_->sync_buffers();
     if (test) {
       r.eval = evaluate(*test);
+      if (options_.ema) {  // the averaged weights in the model for one evaluation, then back
+        nn::Module& plain = ddp_ ? ddp_->module() : model_;
+        options_.ema->swap(plain);
+        try {
+          r.eval_ema = evaluate(*test);
+        } catch (...) {
+          options_.ema->swap(plain);
+          throw;
+        }
+        options_.ema->swap(plain);
+        metrics_.write("eval_ema", {{"epoch", static_cast<double>(epoch)},
+                                    {"test_loss", r.eval_ema.loss},
+                                    {"accuracy", r.eval_ema.accuracy},
+                                    {"accuracy5", r.eval_ema.accuracy5}});
+        log_scalars("eval_ema", {{"loss", r.eval_ema.loss},
+                                 {"accuracy", r.eval_ema.accuracy},
+                                 {"accuracy5", r.eval_ema.accuracy5}});
+      }
       metrics_.write("eval", {{"epoch", static_cast<double>(epoch)},
                               {"step", static_cast<double>(global_step_)},
                               {"test_loss", r.eval.loss},

@@ -25,6 +25,7 @@
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/parallel/elastic.hpp"
 #include "cohort/train/checkpoint.hpp"
+#include "cohort/train/ema.hpp"
 #include "cohort/train/metrics.hpp"
 #include "cohort/train/phase_timer.hpp"
 #include "cohort/train/progress.hpp"
@@ -87,6 +88,15 @@ struct TrainerOptions {
   // loss's own finite check is off with it (a NaN loss skips its step, as in PyTorch), and an
   // epoch with skipped steps says so on stderr (how many, the scale; every step skipped: why).
   optim::GradScaler* grad_scaler = nullptr;
+  // An exponential moving average of the weights (cohort/train/ema.hpp; the caller owns it, built
+  // from the plain model): updated after optimizer step 0, ema_steps, 2 x ema_steps, ... of each
+  // epoch (torchvision's --model-ema-steps, default 32), reset after each update of the first
+  // ema_warmup_epochs epochs (its --lr-warmup-epochs: the average keeps copying the weights
+  // during warm-up); evaluated beside the model after each epoch (EpochResult::eval_ema).
+  // Checkpoints do not hold the averages: a resume with an EMA is refused.
+  ExponentialMovingAverage* ema = nullptr;
+  std::int64_t ema_steps = 32;
+  std::int64_t ema_warmup_epochs = 0;
   // Mixed precision (cohort/core/autocast.hpp): bf16 or f16 runs every forward and backward (and
   // evaluation's forward) inside cohort::autocast(the batch's device, amp), so convolutions and
   // GEMMs compute in that type; f32 (the default) is off. Parameters, gradients, the optimizer and
@@ -132,6 +142,7 @@ struct EpochResult {
   // skip_bad_samples); each is reported on stderr at the end of the epoch.
   std::int64_t bad_samples = 0;
   EvalResult eval;           // zero when no test loader was given
+  EvalResult eval_ema;       // the averaged weights' (TrainerOptions::ema), else zero
 };
 
 class Trainer {
