@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <memory>
 
@@ -18,6 +20,7 @@
 #include "cohort/data/synthetic.hpp"
 #include "cohort/data/tiny_imagenet.hpp"
 #include "cohort/models.hpp"
+#include "cohort/train/weight_decay.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
 #include "common/trainer_flags.hpp"
@@ -45,6 +48,10 @@ struct Flags : TrainerFlags {
   bool model_ema = false;                   // torchvision's --model-ema, -steps, -decay
   std::int64_t model_ema_steps = 32;
   double model_ema_decay = 0.99998;
+  // torchvision's --norm-weight-decay, --bias-weight-decay, --transformer-embedding-decay (NaN:
+  // not given: those parameters keep --weight-decay).
+  double norm_weight_decay = std::nan(""), bias_weight_decay = std::nan(""),
+         transformer_embedding_decay = std::nan("");
   std::string resume, trace, model_folder, save_init;
   std::int64_t batch_size = 64, test_batch_size = 1000;
   std::int64_t synthetic_size = 2048;
@@ -159,25 +166,54 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
   return d;
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f,
-                                                 const std::vector<cohort::ParameterPtr>& params) {
+// The optimizer over `model`'s parameters: one group, or with --norm-weight-decay,
+// --bias-weight-decay or --transformer-embedding-decay the reference script's weight-decay
+// groups (train::set_weight_decay).
+std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const nn::Module& model) {
+  const auto given = [](double v) { return std::isnan(v) ? std::optional<double>() : v; };
+  const auto groups = train::set_weight_decay(
+      model, f.weight_decay, given(f.norm_weight_decay),
+      train::reference_custom_keys(given(f.bias_weight_decay),
+                                   given(f.transformer_embedding_decay)));
   if (f.optimizer == "sgd") {
     optim::SGDOptions o;
     o.lr = f.lr;
     o.momentum = f.momentum;
-    o.weight_decay = f.weight_decay;
-    return std::make_unique<optim::SGD>(params, o);
+    return train::make_grouped_optimizer<optim::SGD>(groups, o);
   }
   if (f.optimizer == "adamw") {
     optim::AdamWOptions o;
     o.lr = f.lr;
-    o.weight_decay = f.weight_decay;
-    return std::make_unique<optim::AdamW>(params, o);
+    return train::make_grouped_optimizer<optim::AdamW>(groups, o);
   }
   optim::AdamOptions o;
   o.lr = f.lr;
-  o.weight_decay = f.weight_decay;
-  return std::make_unique<optim::Adam>(params, o);
+  return train::make_grouped_optimizer<optim::Adam>(groups, o);
+}
+
+std::string format_double(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+// "weight decay 0.0001" or, with groups, "weight decay 0.0001 (norm 0, bias 0)".
+std::string describe_decay(const Flags& f, const optim::Optimizer& opt) {
+  std::string s = "weight decay " + format_double(f.weight_decay);
+  if (opt.num_param_groups() > 1) {
+    s += " (";
+    const char* names[] = {"norm", "bias", "embeddings"};
+    const double values[] = {f.norm_weight_decay, f.bias_weight_decay,
+                             f.transformer_embedding_decay};
+    bool first = true;
+    for (int i = 0; i < 3; ++i)
+      if (!std::isnan(values[i])) {
+        s += std::string(first ? "" : ", ") + names[i] + " " + format_double(values[i]);
+        first = false;
+      }
+    s += ")";
+  }
+  return s;
 }
 
 int run(const Flags& f, const ZooProgram& p) {
@@ -262,7 +298,7 @@ int run(const Flags& f, const ZooProgram& p) {
   eo.skip_bad_samples = f.skip_bad_images;
   data::DataLoader test_loader(ds.test, eo, ds.test_tf, host, &dev);
 
-  auto optimizer = make_optimizer(f, trained.parameters());
+  auto optimizer = make_optimizer(f, *model);
   auto scheduler = make_scheduler(f, *optimizer, f.gamma, train_loader.num_batches());
   nn::CrossEntropyLoss criterion(nn::Reduction::mean, f.label_smoothing);
 
@@ -271,11 +307,12 @@ int run(const Flags& f, const ZooProgram& p) {
                 to.batch_transform ? (" | batches: " + to.batch_transform->describe()).c_str() : "");
     std::printf(
         "model %s (%lld parameters, input %s) | device %s | %d rank%s (%s) x batch %lld"
-        " | %s lr %g, weight decay %g | %lld epochs%s\n",
+        " | %s lr %g, %s | %lld epochs%s\n",
         f.model.c_str(), static_cast<long long>(model->num_parameters()), sample.str().c_str(),
         dev.name().c_str(), world, world > 1 ? "s" : "",
         comm ? comm->backend().c_str() : "no communicator", static_cast<long long>(f.batch_size),
-        f.optimizer.c_str(), f.lr, f.weight_decay, static_cast<long long>(f.epochs),
+        f.optimizer.c_str(), f.lr, describe_decay(f, *optimizer).c_str(),
+        static_cast<long long>(f.epochs),
         sync_note.c_str());
     std::printf("schedule: %s\n", describe_schedule(f, f.gamma).c_str());
   }
@@ -387,6 +424,15 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
                  "RandomErasing of each training image with this probability, after normalize "
                  "(torchvision's defaults: 2-33% of the area, ratio 0.3-3.3, value 0)")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--norm-weight-decay", f.norm_weight_decay,
+                 "weight decay of the normalisation layers' parameters (default: --weight-decay)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--bias-weight-decay", f.bias_weight_decay,
+                 "weight decay of every bias (default: --weight-decay)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--transformer-embedding-decay", f.transformer_embedding_decay,
+                 "weight decay of the ViT's class token (default: --weight-decay)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--model-ema", f.model_ema,
                "keep an exponential moving average of the weights and evaluate it beside the "
                "model (torchvision's ExponentialMovingAverage)");
