@@ -192,6 +192,20 @@ inline std::unique_ptr<cohort::optim::Scheduler> make_scheduler(const TrainerFla
                                                std::vector<std::int64_t>{warmup});
 }
 
+// The rest of the schedule line: ", clip grad norm 1, label smoothing 0.1, amp bf16".
+inline std::string describe_recipe(const TrainerFlags& f) {
+  const auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  std::string s;
+  if (f.clip_grad_norm > 0) s += ", clip grad norm " + g(f.clip_grad_norm);
+  if (f.label_smoothing > 0) s += ", label smoothing " + g(f.label_smoothing);
+  if (f.amp != "off") s += ", amp " + f.amp + (f.amp == "f16" ? " with a GradScaler" : "");
+  return s;
+}
+
 // A one-line description of the schedule for the run's first lines.
 inline std::string describe_schedule(const TrainerFlags& f, double gamma) {
   const auto g = [](double v) {
@@ -206,10 +220,7 @@ inline std::string describe_schedule(const TrainerFlags& f, double gamma) {
   s += trainer_options(f).scheduler_interval == cohort::train::SchedulerInterval::step
            ? " (per step)"
            : " (per epoch)";
-  if (f.clip_grad_norm > 0) s += ", clip grad norm " + g(f.clip_grad_norm);
-  if (f.label_smoothing > 0) s += ", label smoothing " + g(f.label_smoothing);
-  if (f.amp != "off") s += ", amp " + f.amp + (f.amp == "f16" ? " with a GradScaler" : "");
-  return s;
+  return s + describe_recipe(f);
 }
 
 }  // namespace examples

@@ -20,6 +20,7 @@
 #include "cohort/data/synthetic.hpp"
 #include "cohort/data/tiny_imagenet.hpp"
 #include "cohort/models.hpp"
+#include "cohort/train/reference_schedule.hpp"
 #include "cohort/train/weight_decay.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
@@ -50,6 +51,11 @@ struct Flags : TrainerFlags {
   double model_ema_decay = 0.99998;
   // torchvision's --norm-weight-decay, --bias-weight-decay, --transformer-embedding-decay (NaN:
   // not given: those parameters keep --weight-decay).
+  // torchvision's schedule flags (--lr-scheduler, --lr-step-size, ...): any of them given, the
+  // schedule is train::reference_lr_scheduler's with the reference script's defaults for the rest.
+  std::string lr_scheduler, lr_warmup_method;
+  std::int64_t lr_step_size = -1, lr_warmup_epochs = -1;
+  double lr_gamma = std::nan(""), lr_min = std::nan(""), lr_warmup_decay = std::nan("");
   double norm_weight_decay = std::nan(""), bias_weight_decay = std::nan(""),
          transformer_embedding_decay = std::nan("");
   std::string resume, trace, model_folder, save_init;
@@ -299,7 +305,28 @@ int run(const Flags& f, const ZooProgram& p) {
   data::DataLoader test_loader(ds.test, eo, ds.test_tf, host, &dev);
 
   auto optimizer = make_optimizer(f, *model);
-  auto scheduler = make_scheduler(f, *optimizer, f.gamma, train_loader.num_batches());
+  // torchvision's schedule flags, or the zoo's own (--schedule, --gamma, --warmup-steps).
+  const bool reference = !f.lr_scheduler.empty() || !f.lr_warmup_method.empty() ||
+                         f.lr_step_size >= 0 || f.lr_warmup_epochs >= 0 ||
+                         !std::isnan(f.lr_gamma) || !std::isnan(f.lr_min) ||
+                         !std::isnan(f.lr_warmup_decay);
+  train::ReferenceSchedule rs;
+  if (reference) {
+    COHORT_CHECK(f.warmup_steps == 0 && f.schedule == "steplr" && f.gamma == 1.0 &&
+                     f.scheduler_interval == "epoch",
+                 "torchvision's schedule flags (--lr-scheduler, --lr-warmup-epochs, ...) cannot "
+                 "be mixed with --schedule, --gamma, --warmup-steps or --scheduler-interval step");
+    if (!f.lr_scheduler.empty()) rs.lr_scheduler = f.lr_scheduler;
+    if (!f.lr_warmup_method.empty()) rs.lr_warmup_method = f.lr_warmup_method;
+    if (f.lr_step_size >= 0) rs.lr_step_size = f.lr_step_size;
+    if (f.lr_warmup_epochs >= 0) rs.lr_warmup_epochs = f.lr_warmup_epochs;
+    if (!std::isnan(f.lr_gamma)) rs.lr_gamma = f.lr_gamma;
+    if (!std::isnan(f.lr_min)) rs.lr_min = f.lr_min;
+    if (!std::isnan(f.lr_warmup_decay)) rs.lr_warmup_decay = f.lr_warmup_decay;
+    rs.epochs = f.epochs;
+  }
+  auto scheduler = reference ? train::reference_lr_scheduler(*optimizer, rs)
+                             : make_scheduler(f, *optimizer, f.gamma, train_loader.num_batches());
   nn::CrossEntropyLoss criterion(nn::Reduction::mean, f.label_smoothing);
 
   if (lead) {
@@ -314,7 +341,8 @@ int run(const Flags& f, const ZooProgram& p) {
         f.optimizer.c_str(), f.lr, describe_decay(f, *optimizer).c_str(),
         static_cast<long long>(f.epochs),
         sync_note.c_str());
-    std::printf("schedule: %s\n", describe_schedule(f, f.gamma).c_str());
+    std::printf("schedule: %s\n", reference ? (train::describe(rs) + describe_recipe(f)).c_str()
+                                             : describe_schedule(f, f.gamma).c_str());
   }
   start_trace(f.trace, f.profile_dir, job);
   auto scaler = amp_scaler(f);  // --amp f16's GradScaler
@@ -329,6 +357,7 @@ int run(const Flags& f, const ZooProgram& p) {
     ema = std::make_unique<train::ExponentialMovingAverage>(*model, decay);
     options.ema = ema.get();
     options.ema_steps = f.model_ema_steps;
+    options.ema_warmup_epochs = reference ? rs.lr_warmup_epochs : 0;  // train.py's reset
     if (lead)
       std::printf("model EMA: decay %.8g (--model-ema-decay %g adjusted for %d rank%s x batch %lld "
                   "x %lld steps / %lld epochs), updated every %lld steps\n",
@@ -424,6 +453,23 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
                  "RandomErasing of each training image with this probability, after normalize "
                  "(torchvision's defaults: 2-33% of the area, ratio 0.3-3.3, value 0)")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--lr-scheduler", f.lr_scheduler,
+                 "torchvision's schedule, stepped per epoch (with any --lr-* flag; default "
+                 "steplr)")
+      ->check(CLI::IsMember({"steplr", "cosineannealinglr", "exponentiallr"}));
+  app.add_option("--lr-step-size", f.lr_step_size, "steplr: epochs per decay (default 30)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lr-gamma", f.lr_gamma, "steplr, exponentiallr: the decay (default 0.1)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--lr-min", f.lr_min, "cosineannealinglr: eta_min (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--lr-warmup-epochs", f.lr_warmup_epochs, "warm-up epochs (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--lr-warmup-method", f.lr_warmup_method, "constant or linear (default constant)")
+      ->check(CLI::IsMember({"constant", "linear"}));
+  app.add_option("--lr-warmup-decay", f.lr_warmup_decay,
+                 "the warm-up's factor of the lr (default 0.01)")
+      ->check(CLI::Range(1e-12, 1.0));
   app.add_option("--norm-weight-decay", f.norm_weight_decay,
                  "weight decay of the normalisation layers' parameters (default: --weight-decay)")
       ->check(CLI::NonNegativeNumber);
