@@ -4,7 +4,8 @@
 // truncated) to the bit. The Trainer's cadence (an update every ema_steps steps of an epoch, reset
 // during the warm-up epochs), the evaluation of the averaged weights beside the model (equal to
 // evaluating a model loaded with them, the model's own weights untouched), the decay adjustment,
-// and the errors (a resume with an EMA, ema_steps 0, another model).
+// the averages in checkpoints (a resumed run's equal an uninterrupted run's bits) and the errors
+// (ema_steps 0, another model, a checkpoint without averages).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -179,8 +180,48 @@ TEST_CASE("EMA: train.py's decay adjustment and the errors") {
   CHECK(cohort::testing::mentions(
       error_of([&] { train::Trainer(*model, loss, opt, nullptr, to); }),
       "ema_steps must be >= 1, got 0"));
-  to.ema_steps = 4;
-  train::Trainer t(*model, loss, opt, nullptr, to);
-  CHECK(cohort::testing::mentions(error_of([&] { t.resume("/nonexistent/ckpt.safetensors"); }),
-                                  "checkpoints do not hold the averages"));
+}
+
+TEST_CASE("EMA in checkpoints: a resumed run's averages equal an uninterrupted run's bits") {
+  auto& dev = cohort::host_device();
+  auto ds = std::make_shared<data::SyntheticDataset>(80, Shape{1, 8, 8}, 10, 3);
+  cohort::testing::TempDir dir;
+  // Runs epochs [1, epochs] with an EMA, saving to / resuming from `ckpt` ("" : no checkpoint).
+  const auto run = [&](std::int64_t epochs, const std::string& ckpt, bool with_ema) {
+    auto model = small_net(dev);
+    auto ema = std::make_unique<train::ExponentialMovingAverage>(*model, 0.8);
+    cohort::optim::SGDOptions so;
+    so.lr = 0.05;
+    cohort::optim::SGD opt(model->parameters(), so);
+    nn::NLLLoss loss;
+    train::TrainerOptions to;
+    to.show_progress = false;
+    to.epochs = epochs;
+    to.ema = with_ema ? ema.get() : nullptr;
+    to.ema_steps = 2;
+    to.checkpoint_dir = ckpt;
+    train::Trainer trainer(*model, loss, opt, nullptr, to);
+    data::DataLoaderOptions lo;
+    lo.batch_size = 16;
+    data::DataLoader tr(ds, lo, {}, dev);
+    trainer.fit(tr, nullptr);
+    return std::pair{ema->state_dict(), floats(*model)};
+  };
+  const auto whole = run(2, "", true);
+  run(1, dir.file("a"), true);               // epoch 1, saved
+  const auto resumed = run(2, dir.file("a"), true);  // resumes after epoch 1, runs epoch 2
+  CHECK(resumed.second == whole.second);
+  REQUIRE(resumed.first.size() == whole.first.size());
+  for (std::size_t i = 0; i < whole.first.size(); ++i) {
+    CAPTURE(whole.first[i].name);
+    if (whole.first[i].tensor.dtype() == cohort::DType::f32)
+      CHECK(resumed.first[i].tensor.to_vector<float>() == whole.first[i].tensor.to_vector<float>());
+    else
+      CHECK(resumed.first[i].tensor.to_vector<std::int64_t>() ==
+            whole.first[i].tensor.to_vector<std::int64_t>());
+  }
+  // A checkpoint saved without an EMA cannot continue a run that keeps one.
+  run(1, dir.file("b"), false);
+  CHECK(cohort::testing::mentions(error_of([&] { run(2, dir.file("b"), true); }),
+                                  "holds no exponential moving average"));
 }

@@ -102,6 +102,10 @@ std::map<std::string, std::string> state_metadata(const nn::Module& model,
     if (used == tensors->size()) tensors->emplace_back();
     (*tensors)[used++].assign("optimizer." + k, t);
   }
+  for (const auto& [k, t] : progress.extra) {
+    if (used == tensors->size()) tensors->emplace_back();
+    (*tensors)[used++].assign("extra." + k, t);
+  }
   tensors->resize(used);
   for (const auto& [k, v] : os.scalars) md["optimizer." + k] = exact_text(v);
   if (scheduler) {
@@ -171,6 +175,10 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
   COHORT_CHECK(optimizer.num_params() > 0, "load_training_state: the optimizer has no parameters");
   Device& dev = optimizer.params(0).front()->value.device();  // load_state copies where needed
   for (const auto& e : f.tensors) {
+    if (e.name.rfind("extra.", 0) == 0) {
+      p.extra[e.name.substr(6)] = e.to(dev);
+      continue;
+    }
     COHORT_CHECK(e.name.rfind("optimizer.", 0) == 0, "checkpoint '", path, "': unexpected tensor '",
                  e.name, "'");
     os.tensors[e.name.substr(10)] = e.to(dev);

@@ -86,6 +86,30 @@ std::vector<nn::NamedTensor> ExponentialMovingAverage::state_dict() const {
   return out;
 }
 
+std::map<std::string, Tensor> ExponentialMovingAverage::checkpoint_tensors() const {
+  std::map<std::string, Tensor> out;
+  for (std::size_t i = 0; i < avg_.size(); ++i) out["model_ema." + names_[i]] = avg_[i];
+  return out;
+}
+
+void ExponentialMovingAverage::load(const std::map<std::string, Tensor>& extra,
+                                    std::int64_t n_averaged) {
+  COHORT_CHECK(n_averaged >= 0, "ExponentialMovingAverage::load: n_averaged ", n_averaged,
+               " is negative");
+  for (std::size_t i = 0; i < avg_.size(); ++i) {  // check all before changing any
+    const auto it = extra.find("model_ema." + names_[i]);
+    COHORT_CHECK(it != extra.end(), "ExponentialMovingAverage::load: no entry model_ema.",
+                 names_[i]);
+    COHORT_CHECK(it->second.shape() == avg_[i].shape() && it->second.dtype() == avg_[i].dtype(),
+                 "ExponentialMovingAverage::load: model_ema.", names_[i], " is ",
+                 it->second.shape(), " ", dtype_name(it->second.dtype()), ", the model's ",
+                 avg_[i].shape(), " ", dtype_name(avg_[i].dtype()));
+  }
+  for (std::size_t i = 0; i < avg_.size(); ++i)
+    avg_[i].copy_from(extra.at("model_ema." + names_[i]));
+  n_averaged_ = n_averaged;
+}
+
 double ExponentialMovingAverage::adjusted_decay(double decay, int world_size,
                                                 std::int64_t batch_size, std::int64_t ema_steps,
                                                 std::int64_t epochs) {

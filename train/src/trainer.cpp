@@ -544,12 +544,9 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
 }
 
 CheckpointLoad Trainer::resume(const std::string& path) {
-  COHORT_CHECK(options_.ema == nullptr, "Trainer: cannot resume from ", path,
-               " with an exponential moving average of the weights (TrainerOptions::ema, "
-               "--model-ema): checkpoints do not hold the averages, and starting them over would "
-               "not continue the run");
   nn::Module& plain = ddp_ ? ddp_->module() : model_;
   CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
+  restore_ema(got);
   epochs_done_ = got.progress.epoch;
   global_step_ = got.progress.global_step;
   resumed_ = got.progress;

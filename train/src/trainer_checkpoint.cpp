@@ -203,6 +203,10 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
     p.run["epoch.grad_norm"] = detail::exact_text(r.grad_norm);
     p.run["epoch.nonfinite_grad_norms"] = std::to_string(r.nonfinite_grad_norms);
   }
+  if (options_.ema) {  // the averages travel with the checkpoint (TrainingProgress::extra)
+    p.extra = options_.ema->checkpoint_tensors();
+    p.run["model_ema.n_averaged"] = std::to_string(options_.ema->n_averaged());
+  }
   if (!is_lead()) return;
   timer_.time("checkpoint", [&] {
     using clock = std::chrono::steady_clock;
@@ -244,6 +248,17 @@ void Trainer::report_saves(ProgressBar* bar) {
     else
       std::printf("%s\n", line);
   }
+}
+
+// After a checkpoint loaded: the exponential moving average's averages and count, when the run
+// keeps one. A checkpoint saved without one cannot continue a run that has one.
+void Trainer::restore_ema(const CheckpointLoad& got) {
+  if (!options_.ema) return;
+  const auto it = got.progress.run.find("model_ema.n_averaged");
+  COHORT_CHECK(it != got.progress.run.end(), "Trainer: checkpoint ", got.model_path,
+               " holds no exponential moving average of the weights (saved without "
+               "TrainerOptions::ema, --model-ema), which this run keeps");
+  options_.ema->load(got.progress.extra, std::stoll(it->second));
 }
 
 }  // namespace cohort::train

@@ -194,7 +194,9 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
                         [&] { return broadcast_blob(*comm_, std::move(blob), c.root); });
     if (comm_->rank() != c.root) {
       const CheckpointLoad got = unpack_state(blob, [&](const std::string& path) {
-        return load_checkpoint(path, plain, opt_, sched_);
+        CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
+        restore_ema(got);
+        return got;
       });
       COHORT_CHECK(got.progress.epoch == epoch - 1, "elastic: the root's state is from epoch ",
                    got.progress.epoch + 1, ", this rank is in epoch ", epoch,

@@ -50,6 +50,9 @@ struct TrainingProgress {
   // keeps the world size, the data-parallel mode, the loader's seed and shuffling, the
   // accumulation and the epoch's running loss here, and refuses a resume that contradicts them.
   std::map<std::string, std::string> run;
+  // Tensors of the run's other state (the Trainer's exponential moving average: "model_ema.<name>"),
+  // saved as "extra.<key>" in the training state and given back on load (on the optimizer's device).
+  std::map<std::string, Tensor> extra;
 };
 // The companion file's path for a model file: "m.safetensors" -> "m.state.safetensors".
 std::string state_path_for(const std::string& model_path);

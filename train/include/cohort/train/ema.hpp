@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ class ExponentialMovingAverage {
   // The averages as "module.<state_dict name>" entries, and "n_averaged" (i64, shape []): the
   // keys of the reference script's checkpoint["model_ema"].
   std::vector<nn::NamedTensor> state_dict() const;
+
+  // For checkpoints: the averages as "model_ema.<state_dict name>" tensors (TrainingProgress::
+  // extra) and the count (its run entry "model_ema.n_averaged"); load() takes them back, every
+  // entry present with the model's shapes, else an error naming the entry.
+  std::map<std::string, Tensor> checkpoint_tensors() const;
+  void load(const std::map<std::string, Tensor>& extra, std::int64_t n_averaged);
 
   // train.py's decay adjustment: alpha = min(1, (1 - decay) x world x batch x ema_steps /
   // epochs), decay' = 1 - alpha.

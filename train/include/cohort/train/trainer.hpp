@@ -93,7 +93,8 @@ struct TrainerOptions {
   // epoch (torchvision's --model-ema-steps, default 32), reset after each update of the first
   // ema_warmup_epochs epochs (its --lr-warmup-epochs: the average keeps copying the weights
   // during warm-up); evaluated beside the model after each epoch (EpochResult::eval_ema).
-  // Checkpoints do not hold the averages: a resume with an EMA is refused.
+  // Checkpoints hold the averages and their count; a resume restores them exactly (a checkpoint
+  // saved without an EMA cannot continue a run that keeps one).
   ExponentialMovingAverage* ema = nullptr;
   std::int64_t ema_steps = 32;
   std::int64_t ema_warmup_epochs = 0;
@@ -217,6 +218,7 @@ class Trainer {
 
  private:
   static std::int64_t top5_hits(const Tensor& out, const std::vector<std::int64_t>& labels);
+  void restore_ema(const CheckpointLoad& got);
   nn::Module& model_;
   nn::Loss& loss_;
   optim::Optimizer& opt_;
