@@ -46,6 +46,8 @@ struct Flags : TrainerFlags {
   float color_jitter = 0;                   // timm's --color-jitter (0: none)
   bool skip_bad_images = false;
   bool sync_bn = false;                     // torchvision's --sync-bn
+  bool test_only = false;                   // torchvision's --test-only
+  std::string weights;                      // a model file to evaluate (--test-only)
   bool model_ema = false;                   // torchvision's --model-ema, -steps, -decay
   std::int64_t model_ema_steps = 32;
   double model_ema_decay = 0.99998;
@@ -373,6 +375,27 @@ int run(const Flags& f, const ZooProgram& p) {
       std::printf("resumed from %s after epoch %lld\n", got.model_path.c_str(),
                   static_cast<long long>(got.progress.epoch));
   }
+  // --test-only: evaluate the weights of --resume (a checkpoint, with its EMA under --model-ema)
+  // or --weights (a model file, e.g. from --save-model or --model-folder) and stop.
+  if (f.test_only) {
+    COHORT_CHECK(!f.resume.empty() || !f.weights.empty(),
+                 "--test-only needs weights to evaluate: --resume CHECKPOINT or --weights FILE");
+    COHORT_CHECK(!f.no_eval, "--test-only and --no-eval contradict each other");
+    if (!f.weights.empty()) train::load_model(f.weights, *model);
+    const train::EvalResult r = trainer.evaluate(test_loader);
+    if (lead)
+      std::printf("Test: Acc@1 %.3f Acc@5 %.3f (loss %.4f, %lld images)\n", 100.0 * r.accuracy,
+                  100.0 * r.accuracy5, r.loss, static_cast<long long>(r.samples));
+    if (ema && !f.resume.empty()) {
+      ema->swap(*model);
+      const train::EvalResult e = trainer.evaluate(test_loader);
+      ema->swap(*model);
+      if (lead)
+        std::printf("Test: EMA Acc@1 %.3f Acc@5 %.3f (loss %.4f)\n", 100.0 * e.accuracy,
+                    100.0 * e.accuracy5, e.loss);
+    }
+    return 0;
+  }
   if (!f.model_folder.empty() && lead) std::filesystem::create_directories(f.model_folder);
   trainer.after_epoch = [&](const train::EpochResult& r) {
     if (!trainer.is_lead()) return;
@@ -537,6 +560,10 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_option("--model-folder", f.model_folder,
                  "write DIR/<model>_epoch<N>.safetensors after every epoch");
   app.add_option("--resume", f.resume, "resume from a model saved with --save-model");
+  app.add_flag("--test-only", f.test_only,
+               "only evaluate the weights of --resume or --weights, then stop (torchvision's "
+               "--test-only)");
+  app.add_option("--weights", f.weights, "with --test-only: a model file (safetensors) to evaluate");
   app.add_option("--seed", f.seed, "random seed");
   app.add_option("--device", f.device,
                  "host, cuda, cuda:N (default: COHORT_DEVICE or the best available)");

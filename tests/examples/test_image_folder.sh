@@ -71,6 +71,14 @@ names = json.loads(meta["run.data.classes"])
 assert names == sorted(names) and len(names) == 10 and names[0] == "Ankle_boot", names
 print("checkpoint classes:", names)
 PY
+# --test-only evaluates the checkpoint's weights and stops; without weights it is refused.
+out=$(OMP_NUM_THREADS=2 timeout 120 "$bin" --model cnn_a --data-path "$work/fm" --train-crop-size 28 \
+  --val-resize-size 32 --val-crop-size 28 --test-only --resume "$work/ckpt/checkpoint.safetensors" 2>&1) ||
+  fail "--test-only exited $?: $out"
+echo "$out" | grep -qE "^Test: Acc@1 [0-9.]+ Acc@5 [0-9.]+ \(loss [0-9.]+, 200 images\)" ||
+  fail "--test-only printed no Acc@1/Acc@5 line: $out"
+echo "$out" | grep -q "Test set (epoch" && fail "--test-only trained: $out"
+echo "ok: $(echo "$out" | grep "^Test: Acc@1")"
 mv "$work/fm/train/Bag" "$work/fm/train/Bag2" && mv "$work/fm/val/Bag" "$work/fm/val/Bag2"
 expect_error_any() {
   local pattern=$1; shift
@@ -91,6 +99,7 @@ expect_error() {  # expect_error PATTERN ARGS...: cifar_cnn ARGS fails with one 
   echo "$o" | grep -qF -- "$pattern" || fail "cifar_cnn $*: no '$pattern' in: $o"
   echo "ok ($rc): $(echo "$o" | tail -1)"
 }
+expect_error "--test-only needs weights to evaluate" --data-path "$work/fm" --test-only
 mkdir -p "$work/noval/train/a"
 expect_error "needs train/ and val/" --data-path "$work/noval"
 mkdir -p "$work/fm/train/zz_empty" "$work/fm/val/zz_empty"
