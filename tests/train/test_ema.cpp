@@ -66,6 +66,24 @@ nn::ModulePtr small_net(cohort::Device& dev) {
       {"logp", nn::make<nn::LogSoftmax>(1)}});
 }
 
+// SGD (lr 0.05), NLLLoss and a quiet Trainer over `m`: what these tests train with.
+struct Fit {
+  static cohort::optim::SGDOptions sgd() {
+    cohort::optim::SGDOptions o;
+    o.lr = 0.05;
+    return o;
+  }
+  static train::TrainerOptions quiet(train::TrainerOptions to) {
+    to.show_progress = false;
+    return to;
+  }
+  Fit(nn::Module& m, const train::TrainerOptions& to)
+      : opt(m.parameters(), sgd()), trainer(m, loss, opt, nullptr, quiet(to)) {}
+  cohort::optim::SGD opt;
+  nn::NLLLoss loss;
+  train::Trainer trainer;
+};
+
 std::vector<std::vector<float>> floats(const nn::Module& m) {
   std::vector<std::vector<float>> w;
   for (const auto& e : m.state_dict())
@@ -111,21 +129,16 @@ TEST_CASE("Trainer with an EMA: cadence, warm-up resets, evaluation beside the m
   const auto run = [&](train::ExponentialMovingAverage* ema, std::vector<train::EpochResult>* out) {
     auto model = small_net(dev);
     if (ema) *ema = train::ExponentialMovingAverage(*model, 0.9);
-    cohort::optim::SGDOptions so;
-    so.lr = 0.05;
-    cohort::optim::SGD opt(model->parameters(), so);
-    nn::NLLLoss loss;
     train::TrainerOptions to;
-    to.show_progress = false;
     to.epochs = 2;
     to.ema = ema;
     to.ema_steps = 2;
     to.ema_warmup_epochs = 1;
-    train::Trainer trainer(*model, loss, opt, nullptr, to);
+    Fit fit(*model, to);
     data::DataLoaderOptions lo;
     lo.batch_size = 16;  // 5 steps per epoch: updates after steps 0, 2, 4
     data::DataLoader tr(ds, lo, {}, dev), te(ds, lo, {}, dev);
-    *out = trainer.fit(tr, &te);
+    *out = fit.trainer.fit(tr, &te);
     return model;
   };
   std::vector<train::EpochResult> plain_r, ema_r;
@@ -140,17 +153,11 @@ TEST_CASE("Trainer with an EMA: cadence, warm-up resets, evaluation beside the m
   CHECK(ema_r.front().eval_ema.samples == 80);
   // eval_ema equals evaluating a model holding the averaged weights.
   ema.swap(*with_ema);
-  cohort::optim::SGDOptions so;
-  so.lr = 0.05;
-  cohort::optim::SGD opt(with_ema->parameters(), so);
-  nn::NLLLoss loss;
-  train::TrainerOptions to;
-  to.show_progress = false;
-  train::Trainer t(*with_ema, loss, opt, nullptr, to);
+  Fit fit(*with_ema, {});
   data::DataLoaderOptions lo;
   lo.batch_size = 16;
   data::DataLoader te(ds, lo, {}, dev);
-  const train::EvalResult direct = t.evaluate(te);
+  const train::EvalResult direct = fit.trainer.evaluate(te);
   CHECK(direct.correct == ema_r.back().eval_ema.correct);
   CHECK(direct.loss == doctest::Approx(ema_r.back().eval_ema.loss).epsilon(1e-12));
   CHECK(floats(*with_ema) != floats(*plain));  // the averages differ from the weights
@@ -169,17 +176,11 @@ TEST_CASE("EMA: train.py's decay adjustment and the errors") {
   auto other = golden_model(dev);
   CHECK(cohort::testing::mentions(error_of([&] { ema.update(*other); }),
                                   "entry 0 is 0.weight [2, 1, 3, 3], the average's conv.weight"));
-  cohort::optim::SGDOptions so;
-  so.lr = 0.1;
-  cohort::optim::SGD opt(model->parameters(), so);
-  nn::NLLLoss loss;
   train::TrainerOptions to;
-  to.show_progress = false;
   to.ema = &ema;
   to.ema_steps = 0;
-  CHECK(cohort::testing::mentions(
-      error_of([&] { train::Trainer(*model, loss, opt, nullptr, to); }),
-      "ema_steps must be >= 1, got 0"));
+  CHECK(cohort::testing::mentions(error_of([&] { Fit(*model, to); }),
+                                  "ema_steps must be >= 1, got 0"));
 }
 
 TEST_CASE("EMA in checkpoints: a resumed run's averages equal an uninterrupted run's bits") {
@@ -190,21 +191,16 @@ TEST_CASE("EMA in checkpoints: a resumed run's averages equal an uninterrupted r
   const auto run = [&](std::int64_t epochs, const std::string& ckpt, bool with_ema) {
     auto model = small_net(dev);
     auto ema = std::make_unique<train::ExponentialMovingAverage>(*model, 0.8);
-    cohort::optim::SGDOptions so;
-    so.lr = 0.05;
-    cohort::optim::SGD opt(model->parameters(), so);
-    nn::NLLLoss loss;
     train::TrainerOptions to;
-    to.show_progress = false;
     to.epochs = epochs;
     to.ema = with_ema ? ema.get() : nullptr;
     to.ema_steps = 2;
     to.checkpoint_dir = ckpt;
-    train::Trainer trainer(*model, loss, opt, nullptr, to);
+    Fit fit(*model, to);
     data::DataLoaderOptions lo;
     lo.batch_size = 16;
     data::DataLoader tr(ds, lo, {}, dev);
-    trainer.fit(tr, nullptr);
+    fit.trainer.fit(tr, nullptr);
     return std::pair{ema->state_dict(), floats(*model)};
   };
   const auto whole = run(2, "", true);
