@@ -36,7 +36,7 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x) {
   output_shape_impl(x.shape());
   const bool batch_stats = is_training() || !options_.track_running_stats;
   // (Synchronised: the global batch needs more than one value per channel; checked there.)
-  COHORT_MODULE_CHECK(!batch_stats || (group_ && group_->size() > 1) ||
+  COHORT_MODULE_CHECK(!batch_stats || (is_training() && group_ && group_->size() > 1) ||
                           x.dim(0) * x.dim(2) * x.dim(3) > 1,
                       "training needs more than 1 value per channel, got input ", x.shape());
   float momentum = 0.0f;
@@ -57,7 +57,9 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x) {
     rm = &mean;
     rv = &buffer("running_var");
   }
-  synced_ = batch_stats && group_ && group_->size() > 1;
+  // As torch's SyncBatchNorm: only a training forward communicates (an evaluation with batch
+  // statistics, track_running_stats = false, normalises each rank's batch by itself).
+  synced_ = is_training() && group_ && group_->size() > 1;
   if (synced_) {
     used_batch_stats_ = true;
     x_ = x;

@@ -182,12 +182,13 @@ std::int64_t pick(float u, std::int64_t n) {  // torch.randint(n)
 
 class AugmentBase : public Transform, public detail::AugmentPlanner {
  public:
-  AugmentBase(Interpolation mode, std::vector<float> fill) : mode_(mode), fill_(std::move(fill)) {
-    COHORT_CHECK(mode != Interpolation::bicubic, name(),
+  AugmentBase(const char* name, Interpolation mode, std::vector<float> fill)
+      : name_(name), mode_(mode), fill_(std::move(fill)) {
+    COHORT_CHECK(mode != Interpolation::bicubic, name_,
                  ": interpolation bicubic is not available for the geometric operations on "
-                 "tensors (nearest or bilinear)");
+                 "tensors (nearest or bilinear; torchvision's tensor path refuses it too)");
   }
-  virtual const char* name() const { return "augmentation"; }
+  const char* name() const { return name_; }
   Shape output_shape(const Shape& in) const override {
     COHORT_CHECK(in.rank() == 3 && (in[0] == 1 || in[0] == 3), name(),
                  ": takes [C, H, W] images with 1 or 3 channels, got ", in.str());
@@ -213,6 +214,7 @@ class AugmentBase : public Transform, public detail::AugmentPlanner {
     return v;
   }
 
+  const char* name_;
   Interpolation mode_;
   std::vector<float> fill_;
 };
@@ -220,10 +222,9 @@ class AugmentBase : public Transform, public detail::AugmentPlanner {
 class TrivialAugmentWide final : public AugmentBase {
  public:
   TrivialAugmentWide(int bins, Interpolation mode, std::vector<float> fill)
-      : AugmentBase(mode, std::move(fill)), bins_(bins) {
+      : AugmentBase("trivial_augment_wide", mode, std::move(fill)), bins_(bins) {
     COHORT_CHECK(bins >= 2, "trivial_augment_wide: num_magnitude_bins ", bins, " must be >= 2");
   }
-  const char* name() const override { return "trivial_augment_wide"; }
   // op = randint(14); bin = randint(bins); sign: rand() <= 0.5 (draws 0, 1, 2).
   std::vector<AugmentStep> plan(std::uint64_t key, std::int64_t h, std::int64_t w) const override {
     const Draws u(key);
@@ -240,13 +241,13 @@ class TrivialAugmentWide final : public AugmentBase {
 class RandAugment final : public AugmentBase {
  public:
   RandAugment(int num_ops, int mag, int bins, Interpolation mode, std::vector<float> fill)
-      : AugmentBase(mode, std::move(fill)), num_ops_(num_ops), magnitude_(mag), bins_(bins) {
+      : AugmentBase("rand_augment", mode, std::move(fill)), num_ops_(num_ops), magnitude_(mag),
+        bins_(bins) {
     COHORT_CHECK(num_ops >= 0, "rand_augment: num_ops ", num_ops, " must be >= 0");
     COHORT_CHECK(bins >= 2, "rand_augment: num_magnitude_bins ", bins, " must be >= 2");
     COHORT_CHECK(mag >= 0 && mag < bins, "rand_augment: magnitude ", mag,
                  " must be in [0, num_magnitude_bins) = [0, ", bins, ")");
   }
-  const char* name() const override { return "rand_augment"; }
   // For each of num_ops: op = randint(14), sign: rand() <= 0.5 (draws 2i, 2i + 1).
   std::vector<AugmentStep> plan(std::uint64_t key, std::int64_t h, std::int64_t w) const override {
     const Draws u(key);
@@ -364,8 +365,7 @@ const Policy& policy_table(AutoAugmentPolicy which) {
 class AutoAugment final : public AugmentBase {
  public:
   AutoAugment(AutoAugmentPolicy policy, Interpolation mode, std::vector<float> fill)
-      : AugmentBase(mode, std::move(fill)), policy_(policy) {}
-  const char* name() const override { return "auto_augment"; }
+      : AugmentBase("auto_augment", mode, std::move(fill)), policy_(policy) {}
   // policy = randint(25) (draw 0); for each of its two operations: applied when rand() <= p
   // (draws 1, 3), its sign rand() <= 0.5 (draws 2, 4), 10 magnitude bins.
   std::vector<AugmentStep> plan(std::uint64_t key, std::int64_t h, std::int64_t w) const override {

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -236,6 +237,9 @@ int run(const Flags& f, const ZooProgram& p) {
   DataSets ds = make_data(f, p);
   // The reference script's presets: the automatic augmentation after the crop and flip, on
   // [0, 1] images, so just before Normalize (every pipeline here ends with it).
+  COHORT_CHECK(f.auto_augment.empty() || f.interpolation != "bicubic",
+               "--interpolation bicubic with --auto-augment: the augmentations' geometric "
+               "operations take nearest or bilinear only (torchvision's tensor path too)");
   if (!f.auto_augment.empty() || f.color_jitter > 0) {
     COHORT_CHECK(!f.synthetic, "--auto-augment and --color-jitter need real images (--data-path, "
                                "--dataset cifar10, tinyimagenet or fashion-mnist), not --synthetic");
@@ -318,7 +322,11 @@ int run(const Flags& f, const ZooProgram& p) {
                      f.scheduler_interval == "epoch",
                  "torchvision's schedule flags (--lr-scheduler, --lr-warmup-epochs, ...) cannot "
                  "be mixed with --schedule, --gamma, --warmup-steps or --scheduler-interval step");
-    if (!f.lr_scheduler.empty()) rs.lr_scheduler = f.lr_scheduler;
+    if (!f.lr_scheduler.empty()) {  // train.py lower-cases it ("StepLR" works there)
+      rs.lr_scheduler = f.lr_scheduler;
+      std::transform(rs.lr_scheduler.begin(), rs.lr_scheduler.end(), rs.lr_scheduler.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    }
     if (!f.lr_warmup_method.empty()) rs.lr_warmup_method = f.lr_warmup_method;
     if (f.lr_step_size >= 0) rs.lr_step_size = f.lr_step_size;
     if (f.lr_warmup_epochs >= 0) rs.lr_warmup_epochs = f.lr_warmup_epochs;
@@ -479,7 +487,7 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
   app.add_option("--lr-scheduler", f.lr_scheduler,
                  "torchvision's schedule, stepped per epoch (with any --lr-* flag; default "
                  "steplr)")
-      ->check(CLI::IsMember({"steplr", "cosineannealinglr", "exponentiallr"}));
+      ->check(CLI::IsMember({"steplr", "cosineannealinglr", "exponentiallr"}, CLI::ignore_case));
   app.add_option("--lr-step-size", f.lr_step_size, "steplr: epochs per decay (default 30)")
       ->check(CLI::PositiveNumber);
   app.add_option("--lr-gamma", f.lr_gamma, "steplr, exponentiallr: the decay (default 0.1)")

@@ -153,6 +153,23 @@ TEST_CASE("SyncBatchNorm equals BatchNorm2d on the concatenated batch, uneven ra
   }
 }
 
+TEST_CASE("SyncBatchNorm: evaluation without running statistics stays local, as torch's") {
+  cohort::Device& dev = ddp_test::test_device();
+  const int rank = ddp_test::comm().rank();
+  nn::BatchNormOptions o;
+  o.track_running_stats = false;  // evaluation normalises with the batch's own statistics
+  auto bn = nn::make<nn::BatchNorm2d>(3, dev, o);
+  auto ref = nn::make<nn::BatchNorm2d>(3, dev, o);
+  auto counting = std::make_shared<CountingGroup>(par::batch_norm_group(ddp_test::shared_comm()));
+  bn->set_sync_group(counting);
+  bn->eval();
+  ref->eval();
+  const std::vector<float> x = values((rank + 2) * 3 * 4, 40 + rank, 1.0f);  // uneven shards
+  const Tensor in = Tensor::from_vector(x, Shape{rank + 2, 3, 2, 2}, dev);
+  CHECK(bn->forward(in).to_vector<float>() == ref->forward(in).to_vector<float>());
+  CHECK(counting->calls == 0);
+}
+
 TEST_CASE("SyncBatchNorm: DDP with convert_sync_batchnorm trains as one process on the whole batch") {
   auto& c = ddp_test::comm();
   cohort::Device& dev = ddp_test::test_device();

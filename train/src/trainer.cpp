@@ -403,21 +403,7 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
   r.train_loss = r.steps ? loss_sum / static_cast<double>(r.steps) : 0.0;
   if (reduce_metric) r.train_loss = reduce_metric(r.train_loss);
   r.images_per_s = elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0.0;
-  // Samples replaced because they failed to read (skip_bad_samples): every rank reports its own,
-  // since each reads its own shard.
-  const std::vector<data::BadSample> bad = train.bad_samples();
-  r.bad_samples = static_cast<std::int64_t>(bad.size());
-  if (!bad.empty()) {
-    std::string what;
-    for (std::size_t i = 0; i < bad.size() && i < 5; ++i)
-      what += "\n  sample " + std::to_string(bad[i].index) + ": " + bad[i].error;
-    if (bad.size() > 5) what += "\n  ... and " + std::to_string(bad.size() - 5) + " more";
-    std::fprintf(stderr,
-                 "Trainer (rank %d): skipped %zu unreadable sample%s in epoch %lld, each replaced "
-                 "by the next sample that reads (skip_bad_samples):%s\n",
-                 rank(), bad.size(), bad.size() == 1 ? "" : "s",
-                 static_cast<long long>(epoch), what.c_str());
-  }
+  r.bad_samples = report_bad_samples(train, "epoch " + std::to_string(epoch));
   // Loss scaling's skipped steps (the same on every rank: the inf check follows the all-reduce).
   if (options_.grad_scaler && r.skipped_steps > 0 && is_lead()) {
     const bool all = r.skipped_steps >= r.steps;
@@ -456,6 +442,22 @@ std::int64_t Trainer::top5_hits(const Tensor& out, const std::vector<std::int64_
     hits += above < 5;
   }
   return hits;
+}
+
+// Samples replaced because they failed to read (skip_bad_samples), reported on stderr by every
+// rank (each reads its own shard); returns how many.
+std::int64_t Trainer::report_bad_samples(const data::DataLoader& loader, const std::string& when) const {
+  const std::vector<data::BadSample> bad = loader.bad_samples();
+  if (bad.empty()) return 0;
+  std::string what;
+  for (std::size_t i = 0; i < bad.size() && i < 5; ++i)
+    what += "\n  sample " + std::to_string(bad[i].index) + ": " + bad[i].error;
+  if (bad.size() > 5) what += "\n  ... and " + std::to_string(bad.size() - 5) + " more";
+  std::fprintf(stderr,
+               "Trainer (rank %d): skipped %zu unreadable sample%s in %s, each replaced by the "
+               "next sample of the data set that reads (skip_bad_samples):%s\n",
+               rank(), bad.size(), bad.size() == 1 ? "" : "s", when.c_str(), what.c_str());
+  return static_cast<std::int64_t>(bad.size());
 }
 
 EvalResult Trainer::evaluate(data::DataLoader& test) {
@@ -511,6 +513,7 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     ++done;
   }
   if (options_.show_progress) bar.end_epoch();
+  r.bad_samples = report_bad_samples(test, "evaluation");
   timer_.add_outside("evaluate", seconds_since(t0));
   model_.train();
   // The host's caching allocator now holds blocks of the evaluation's batch size, which training's

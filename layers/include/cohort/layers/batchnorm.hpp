@@ -47,8 +47,9 @@ class BatchNorm2d : public Module {
   // over `group`'s ranks (one all-reduce forward gathering each rank's count, means and
   // variances, world x (2C + 1) doubles; one of 2C backward, sum(dy) and sum(dy xhat)),
   // so every rank normalises as one BatchNorm2d would over the concatenated batch and holds the
-  // same running statistics. Evaluation uses the running statistics and does not communicate; a
-  // group of one is plain batch norm. null: plain batch norm.
+  // same running statistics. Evaluation does not communicate (the running statistics, or with
+  // track_running_stats = false each rank's own batch, as torch); a group of one is plain batch
+  // norm. null: plain batch norm.
   void set_sync_group(std::shared_ptr<BatchNormGroup> group) { group_ = std::move(group); }
   const std::shared_ptr<BatchNormGroup>& sync_group() const { return group_; }
 

@@ -125,10 +125,13 @@ struct TrainerOptions {
 struct EvalResult {
   double loss = 0;      // mean over samples
   double accuracy = 0;  // fraction correct (top-1: the label is the largest output)
-  // Top-5: the label's output is among the 5 largest (fewer than 5 classes: among all, so 1);
-  // torchvision's reference script's Acc@5. A tie with the label's output counts for the label.
+  // Top-5: the label's output is among the 5 largest, i.e. fewer than 5 others are strictly
+  // larger (torchvision's reference script's Acc@5; a tie with the label's output counts for the
+  // label, and with fewer than 5 classes every row is a hit).
   double accuracy5 = 0;
   std::int64_t correct = 0, correct5 = 0, samples = 0;
+  // This rank's samples replaced because they failed to read (skip_bad_samples), reported.
+  std::int64_t bad_samples = 0;
 };
 
 struct EpochResult {
@@ -219,6 +222,7 @@ class Trainer {
  private:
   static std::int64_t top5_hits(const Tensor& out, const std::vector<std::int64_t>& labels);
   void restore_ema(const CheckpointLoad& got);
+  std::int64_t report_bad_samples(const data::DataLoader& loader, const std::string& when) const;
   nn::Module& model_;
   nn::Loss& loss_;
   optim::Optimizer& opt_;
