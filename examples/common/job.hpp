@@ -116,13 +116,16 @@ inline void finish_trace(const std::string& path, const std::string& profile_dir
   cohort::train::merge_chrome_traces(parts, path);
 }
 
-// PyTorch's examples' per-epoch test line.
-inline void print_epoch(const cohort::train::EpochResult& r) {
+// PyTorch's examples' per-epoch test line, as mnist_cnn prints it; with `top5` (the zoo, whose
+// recipes are torchvision's) the top-5 accuracy before the images/s.
+inline void print_epoch(const cohort::train::EpochResult& r, bool top5 = false) {
+  char acc5[32] = "";
+  if (top5) std::snprintf(acc5, sizeof acc5, "Acc@5 %.2f%%, ", 100.0 * r.eval.accuracy5);
   std::printf("\nTest set (epoch %lld): Average loss: %.4f, Accuracy: %lld/%lld (%.2f%%), "
-              "Acc@5 %.2f%%, train %.0f images/s\n\n",
+              "%strain %.0f images/s\n\n",
               static_cast<long long>(r.epoch), r.eval.loss, static_cast<long long>(r.eval.correct),
-              static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy,
-              100.0 * r.eval.accuracy5, r.images_per_s);
+              static_cast<long long>(r.eval.samples), 100.0 * r.eval.accuracy, acc5,
+              r.images_per_s);
 }
 
 // Collective: every rank must hold the same weights and buffers at the end of a data-parallel

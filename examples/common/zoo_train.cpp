@@ -415,7 +415,7 @@ int run(const Flags& f, const ZooProgram& p) {
       train::save_model(path, *model);
       std::printf("saved %s\n", path.c_str());
     }
-    if (!f.no_eval) print_epoch(r);
+    if (!f.no_eval) print_epoch(r, /*top5=*/true);
     if (!f.no_eval && ema)  // train.py's evaluate(model_ema, ..., log_suffix="EMA")
       std::printf("Test: EMA Acc@1 %.3f Acc@5 %.3f (loss %.4f)\n\n", 100.0 * r.eval_ema.accuracy,
                   100.0 * r.eval_ema.accuracy5, r.eval_ema.loss);
