@@ -13,6 +13,7 @@
 #include "cohort/data/dataloader.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -68,11 +69,20 @@ struct DataLoader::Impl {
   };
   std::vector<Segment> segments;
 
-  // skip_bad_samples: the samples that failed to read this epoch (guarded by bad_mu; build_sample
-  // runs on the prefetch and worker threads).
+  // skip_bad_samples: the samples that failed to read in epoch bad_epoch, each with the batch
+  // that read it (guarded by bad_mu; build_sample runs on the prefetch and worker threads).
+  // bad_samples() shows only those of batches already handed out: the prefetch thread reads
+  // ahead (the next epoch's first batch right after set_epoch), and what it met there is not yet
+  // the caller's. A build for an epoch that is no longer current (restarted meanwhile) records
+  // nothing: its batch is discarded.
+  struct BadRecord {
+    BadSample sample;
+    std::int64_t batch;
+  };
   mutable std::mutex bad_mu;
-  mutable std::vector<BadSample> bad;
+  mutable std::vector<BadRecord> bad;
   mutable std::int64_t bad_epoch = -1;
+  std::atomic<std::int64_t> current_epoch{0};  // the sampler's epoch, readable without mu
 
   // Epoch state, guarded by mu.
   std::mutex mu;
@@ -220,12 +230,14 @@ struct DataLoader::Impl {
           label = read(i);
           break;
         } catch (const std::exception& e) {
-          std::lock_guard<std::mutex> lock(bad_mu);
-          if (bad_epoch != epoch) bad.clear(), bad_epoch = epoch;
-          const bool seen = std::any_of(bad.begin(), bad.end(), [&](const BadSample& x) {
-            return x.index == i && x.for_sample == sample;
-          });
-          if (!seen) bad.push_back({i, sample, e.what()});
+          if (epoch == current_epoch.load()) {
+            std::lock_guard<std::mutex> lock(bad_mu);
+            if (bad_epoch != epoch) bad.clear(), bad_epoch = epoch;
+            const bool seen = std::any_of(bad.begin(), bad.end(), [&](const BadRecord& x) {
+              return x.sample.index == i && x.sample.for_sample == sample;
+            });
+            if (!seen) bad.push_back({{i, sample, e.what()}, k});
+          }
           COHORT_CHECK(tries + 1 < std::min<std::int64_t>(n, 64), "DataLoader: ", tries + 1,
                        " samples in a row from sample ", sample, " of ", dataset->describe(),
                        " failed to read (skip_bad_samples gives up); the last: ", e.what());
@@ -350,6 +362,7 @@ struct DataLoader::Impl {
     if (fresh && first_batch == 0 && !segments.empty())
       segments = {Segment{0, 0, segments.back().g}};
     sampler.set_epoch(epoch);
+    current_epoch = epoch;
     plan = make_plan();
     ++generation;
     produced = consumed = first_batch;
@@ -509,9 +522,12 @@ bool DataLoader::next(Batch& out) {
 }
 
 std::vector<BadSample> DataLoader::bad_samples() const {
-  std::lock_guard<std::mutex> lock(impl_->bad_mu);
-  if (impl_->bad_epoch != epoch()) return {};
-  std::vector<BadSample> out = impl_->bad;
+  std::lock_guard<std::mutex> lock(impl_->mu);  // consumed and the epoch; then bad_mu
+  std::lock_guard<std::mutex> bad_lock(impl_->bad_mu);
+  if (impl_->bad_epoch != impl_->sampler.epoch()) return {};
+  std::vector<BadSample> out;
+  for (const Impl::BadRecord& r : impl_->bad)
+    if (r.batch < impl_->consumed) out.push_back(r.sample);
   std::sort(out.begin(), out.end(), [](const BadSample& a, const BadSample& b) {
     return a.for_sample != b.for_sample ? a.for_sample < b.for_sample : a.index < b.index;
   });

@@ -176,8 +176,9 @@ class DataLoader {
   std::vector<std::int64_t> global_batch_samples(std::int64_t k) const;
   void set_layout(const std::string& layout);  // restarts the current epoch at the same batch
 
-  // The samples skipped so far in the current epoch (skip_bad_samples), in sample order: after
-  // next() returned false, all of the epoch's; empty at the start of an epoch.
+  // The samples skipped in the current epoch (skip_bad_samples) by the batches next() has handed
+  // out, in sample order: after next() returned false, all of the epoch's; empty at the start of
+  // an epoch, whatever the prefetch thread has already read of its first batch.
   std::vector<BadSample> bad_samples() const;
 
   std::int64_t num_batches() const;   // per epoch, for this rank
