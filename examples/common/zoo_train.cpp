@@ -25,6 +25,7 @@
 #include "cohort/train/weight_decay.hpp"
 #include "common/flags.hpp"
 #include "common/job.hpp"
+#include "common/torchvision_log.hpp"
 #include "common/trainer_flags.hpp"
 
 namespace examples {
@@ -34,42 +35,7 @@ namespace data = cohort::data;
 namespace train = cohort::train;
 namespace optim = cohort::optim;
 
-// Epochs, steps, checkpoint, metrics and TensorBoard are TrainerFlags (trainer_flags.hpp).
-struct Flags : TrainerFlags {
-  std::string model, dataset, data_dir, data_path, optimizer = "adam", device, comm;
-  // torchvision's reference script's defaults (--data-path: an image folder).
-  std::int64_t train_crop_size = 224, val_resize_size = 256, val_crop_size = 224;
-  float mixup_alpha = 0, cutmix_alpha = 0;  // torchvision's --mixup-alpha, --cutmix-alpha
-  float random_erase = 0;                   // torchvision's --random-erase
-  std::string interpolation = "bilinear";   // torchvision's --interpolation
-  std::string auto_augment;                 // torchvision's --auto-augment (empty: none)
-  int ra_magnitude = 9;                     // torchvision's --ra-magnitude
-  float color_jitter = 0;                   // timm's --color-jitter (0: none)
-  bool skip_bad_images = false;
-  bool sync_bn = false;                     // torchvision's --sync-bn
-  bool test_only = false;                   // torchvision's --test-only
-  std::string weights;                      // a model file to evaluate (--test-only)
-  bool model_ema = false;                   // torchvision's --model-ema, -steps, -decay
-  std::int64_t model_ema_steps = 32;
-  double model_ema_decay = 0.99998;
-  // torchvision's --norm-weight-decay, --bias-weight-decay, --transformer-embedding-decay (NaN:
-  // not given: those parameters keep --weight-decay).
-  // torchvision's schedule flags (--lr-scheduler, --lr-step-size, ...): any of them given, the
-  // schedule is train::reference_lr_scheduler's with the reference script's defaults for the rest.
-  std::string lr_scheduler, lr_warmup_method;
-  std::int64_t lr_step_size = -1, lr_warmup_epochs = -1;
-  double lr_gamma = std::nan(""), lr_min = std::nan(""), lr_warmup_decay = std::nan("");
-  double norm_weight_decay = std::nan(""), bias_weight_decay = std::nan(""),
-         transformer_embedding_decay = std::nan("");
-  std::string resume, trace, model_folder, save_init;
-  std::int64_t batch_size = 64, test_batch_size = 1000;
-  std::int64_t synthetic_size = 2048;
-  int workers = 0, shuffle = 1;
-  double lr = 1e-3, gamma = 1.0, weight_decay = 0.0, momentum = 0.9;
-  std::uint64_t seed = 1;
-  bool synthetic = false, no_eval = false;
-  int augment = -1;  // -1: the data set's default (on for CIFAR-10 and TinyImageNet)
-};
+using Flags = ZooFlags;
 
 struct DataSets {
   data::DatasetPtr train, test;
@@ -184,11 +150,20 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const nn::Modul
       model, f.weight_decay, given(f.norm_weight_decay),
       train::reference_custom_keys(given(f.bias_weight_decay),
                                    given(f.transformer_embedding_decay)));
-  if (f.optimizer == "sgd") {
+  if (f.optimizer == "sgd" || f.optimizer == "sgd_nesterov") {  // train.py: "nesterov" in --opt
     optim::SGDOptions o;
     o.lr = f.lr;
     o.momentum = f.momentum;
+    o.nesterov = f.optimizer == "sgd_nesterov";
     return train::make_grouped_optimizer<optim::SGD>(groups, o);
+  }
+  if (f.optimizer == "rmsprop") {  // train.py's: RMSprop(lr, momentum, wd, eps=0.0316, alpha=0.9)
+    optim::RMSpropOptions o;
+    o.lr = f.lr;
+    o.momentum = f.momentum;
+    o.eps = 0.0316;
+    o.alpha = 0.9;
+    return train::make_grouped_optimizer<optim::RMSprop>(groups, o);
   }
   if (f.optimizer == "adamw") {
     optim::AdamWOptions o;
@@ -232,6 +207,8 @@ int run(const Flags& f, const ZooProgram& p) {
   const auto& comm = job.comm;
   const int world = job.world;
   bool lead = job.lead;  // an elastic group may change it (job.refresh)
+  COHORT_CHECK(f.expected_world <= 0 || f.expected_world == world, "--world-size ",
+               f.expected_world, " but the launcher started ", world, " rank", world > 1 ? "s" : "");
 
   auto& host = cohort::host_device();
   DataSets ds = make_data(f, p);
@@ -359,6 +336,12 @@ int run(const Flags& f, const ZooProgram& p) {
   train::TrainerOptions options = trainer_options(f);
   options.grad_scaler = scaler.get();
   options.elastic = job.elastic.get();  // --elastic
+  // classify: train.py's lines instead of the Trainer's; --output-dir's checkpoint.
+  if (f.torchvision_style) options.show_progress = false;
+  if (!f.output_dir.empty()) {
+    if (lead) std::filesystem::create_directories(f.output_dir);
+    options.checkpoint_path = f.output_dir + "/checkpoint.safetensors";
+  }
   // --model-ema: train.py's decay, adjusted by world size, batch, EMA steps and epochs.
   std::unique_ptr<train::ExponentialMovingAverage> ema;
   if (f.model_ema) {
@@ -377,6 +360,13 @@ int run(const Flags& f, const ZooProgram& p) {
                   static_cast<long long>(f.model_ema_steps));
   }
   train::Trainer trainer(trained, criterion, *optimizer, scheduler.get(), options);
+  std::int64_t steps_per_epoch = train_loader.num_batches();
+  if (f.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, f.max_steps_per_epoch);
+  TorchvisionLog tv_log(steps_per_epoch, f.batch_size, f.log_interval);
+  if (f.torchvision_style)
+    trainer.after_step = [&](std::int64_t step, const std::vector<std::int64_t>&) {
+      if (trainer.is_lead()) tv_log.step(step, optimizer->lr(), trainer.loss_history());
+    };
   if (!f.resume.empty()) {
     const auto got = trainer.resume(f.resume);
     if (lead)
@@ -391,14 +381,18 @@ int run(const Flags& f, const ZooProgram& p) {
     COHORT_CHECK(!f.no_eval, "--test-only and --no-eval contradict each other");
     if (!f.weights.empty()) train::load_model(f.weights, *model);
     const train::EvalResult r = trainer.evaluate(test_loader);
-    if (lead)
+    if (lead && f.torchvision_style)
+      TorchvisionLog::test(r, "");
+    else if (lead)
       std::printf("Test: Acc@1 %.3f Acc@5 %.3f (loss %.4f, %lld images)\n", 100.0 * r.accuracy,
                   100.0 * r.accuracy5, r.loss, static_cast<long long>(r.samples));
     if (ema && !f.resume.empty()) {
       ema->swap(*model);
       const train::EvalResult e = trainer.evaluate(test_loader);
       ema->swap(*model);
-      if (lead)
+      if (lead && f.torchvision_style)
+        TorchvisionLog::test(e, "EMA");
+      else if (lead)
         std::printf("Test: EMA Acc@1 %.3f Acc@5 %.3f (loss %.4f)\n", 100.0 * e.accuracy,
                     100.0 * e.accuracy5, e.loss);
     }
@@ -407,6 +401,15 @@ int run(const Flags& f, const ZooProgram& p) {
   if (!f.model_folder.empty() && lead) std::filesystem::create_directories(f.model_folder);
   trainer.after_epoch = [&](const train::EpochResult& r) {
     if (!trainer.is_lead()) return;
+    if (f.torchvision_style) {  // train.py: evaluate, evaluate the EMA, save model_<epoch>
+      if (!f.no_eval) TorchvisionLog::test(r.eval, "");
+      if (!f.no_eval && ema) TorchvisionLog::test(r.eval_ema, "EMA");
+      if (!f.output_dir.empty())
+        train::save_model(f.output_dir + "/model_" + std::to_string(r.epoch - 1) + ".safetensors",
+                          *model);
+      tv_log.start_epoch();
+      return;
+    }
     // Like the PyTorch scripts' --model_folder: one model file per epoch, loadable with
     // safetensors.torch.load_file into the PyTorch definition (models/torch_models.py).
     if (!f.model_folder.empty()) {
@@ -420,7 +423,10 @@ int run(const Flags& f, const ZooProgram& p) {
       std::printf("Test: EMA Acc@1 %.3f Acc@5 %.3f (loss %.4f)\n\n", 100.0 * r.eval_ema.accuracy,
                   100.0 * r.eval_ema.accuracy5, r.eval_ema.loss);
   };
+  tv_log.start_run();
+  tv_log.start_epoch();
   const auto results = trainer.fit(train_loader, f.no_eval ? nullptr : &test_loader);
+  if (f.torchvision_style && lead) tv_log.end_run();
   if (trainer.left_group()) return 0;  // --replay-membership dropped this rank
   job.refresh();
   lead = job.lead;
@@ -440,6 +446,11 @@ int run(const Flags& f, const ZooProgram& p) {
   return 0;
 }
 
+}  // namespace
+
+int zoo_run(const ZooFlags& f, const ZooProgram& p) { return run(f, p); }
+
+namespace {
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : "|") + x;
@@ -547,8 +558,10 @@ int zoo_main(int argc, char** argv, const ZooProgram& p) {
                  "1: random crop (padding 4) + horizontal flip, 0: none (default: on for cifar10 "
                  "and tinyimagenet)")
       ->check(CLI::Range(0, 1));
-  app.add_option("--optimizer", f.optimizer, "sgd|adam|adamw")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  app.add_option("--optimizer", f.optimizer,
+                 "sgd|sgd_nesterov|adam|adamw|rmsprop (rmsprop with train.py's eps 0.0316 and "
+                 "alpha 0.9)")
+      ->check(CLI::IsMember({"sgd", "sgd_nesterov", "adam", "adamw", "rmsprop"}));
   app.add_option("--lr", f.lr, "learning rate")->check(kNonNegative);
   app.add_option("--weight-decay", f.weight_decay,
                  "weight decay (L2 for sgd and adam, decoupled for adamw)")

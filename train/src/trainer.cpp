@@ -361,7 +361,6 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     timer_.end_step();
     ++global_step_;
     if (elastic_) elastic_step_done();
-    if (after_step) after_step(global_step_, step_samples);
     if (step_t0 >= 0)
       trace::record("step " + std::to_string(global_step_), "steps", step_t0,
                     trace::now_us() - step_t0);
@@ -377,8 +376,9 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
     }
     if (is_lead()) report_saves(options_.show_progress ? &bar : nullptr);
     const bool log_point = (step + 1) % options_.log_interval == 0 || step + 1 == steps;
+    const double step_loss = deferred && !log_point ? 0.0 : read_back(step);
+    if (after_step) after_step(global_step_, step_samples);  // the loss is in the history now
     if (deferred && !log_point) continue;
-    const double step_loss = read_back(step);
     const double elapsed = seconds_since(t0);
     const double ips =
         elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0;

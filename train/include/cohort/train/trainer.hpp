@@ -194,9 +194,11 @@ class Trainer {
   // optimizer (gradient statistics, custom clipping, extra timer rows). Gradients are final here:
   // averaged across ranks under DDP.
   std::function<void()> after_backward;
-  // After each optimizer step that counts (after the optimizer; never for a step elastic training
-  // discarded): its global step and the dataset indices this rank trained on in it (every
-  // micro-batch's, in order). For audits of which samples a run saw.
+  // After each optimizer step that counts (after the optimizer and a step checkpoint; never for a
+  // step elastic training discarded): its global step and the dataset indices this rank trained
+  // on in it (every micro-batch's, in order). For audits of which samples a run saw, and for
+  // progress lines of one's own: the step's loss is loss_history().back() (on a GPU only at the
+  // log points, log_interval, where losses are read back).
   std::function<void(std::int64_t, const std::vector<std::int64_t>&)> after_step;
   // After every epoch (for checkpoints); gets the result, already evaluated.
   std::function<void(const EpochResult&)> after_epoch;
