@@ -14,6 +14,7 @@
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
 #include "consistency.hpp"
+#include "ddp_bucket.hpp"
 #include "reducer.hpp"
 #include "reducers/bucket_buffer.hpp"
 
@@ -61,17 +62,6 @@ std::vector<Tensor> tensors_of(const std::vector<nn::NamedTensor>& ts) {
 
 }  // namespace
 
-struct DistributedDataParallel::Bucket {
-  std::vector<int> members;  // indices into params_, in the order they fill the flat buffer
-  std::int64_t numel = 0;   // f32 elements of its flat buffer, alignment padding included
-  int pending = 0;          // members whose gradient is not final yet this step
-  std::vector<char> ready;  // per member, this step
-  bool launched = false, done = false;
-  std::unique_ptr<detail::Reducer> reducer;
-  comm::WorkHandle work;
-  double issue_t = 0, done_t = 0;
-};
-
 DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
                                                  std::shared_ptr<comm::Communicator> comm,
                                                  DDPOptions options)
@@ -87,6 +77,7 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
   COHORT_CHECK(!(opt_.bf16_compression && opt_.f16_compression),
                "DistributedDataParallel: bf16_compression and f16_compression are both set; "
                "pick one");
+  check_zero_options();
   register_wrapped_module(model_);
   // A communicator without host memory (nccl) cannot reduce host parameters, nor stage them: say
   // so before any collective hands it host memory.
@@ -147,6 +138,10 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
     bucket_of_[static_cast<std::size_t>(i)] = static_cast<int>(buckets_.size());
   }
   if (cur) buckets_.push_back(std::move(cur));
+  // ZeRO: every bucket splits into world-size equal chunks (zero padding at its end).
+  const std::int64_t n = comm_->size();
+  if (opt_.zero_stage > 0)
+    for (auto& b : buckets_) b->numel = (b->numel + n - 1) / n * n;
   for (auto& b : buckets_) {
     Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
     b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
@@ -214,6 +209,9 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
   COHORT_CHECK(comm != nullptr, "DistributedDataParallel::rebind: communicator is null");
   COHORT_CHECK(root >= 0 && root < comm->size(), "DistributedDataParallel::rebind: root ", root,
                " is not a rank of the new group of ", comm->size());
+  COHORT_CHECK(opt_.zero_stage == 0, "DistributedDataParallel::rebind: zero_stage ",
+               opt_.zero_stage, " shards the optimizer state over the old group; moving it onto "
+               "a new group (elastic training) is not implemented");
   // The old ops are dropped unwaited: their communicator failed or lost its peers. Their buffers
   // are kept, with that communicator, until this DDP goes: a failed op of a backend with a
   // progress thread may still hold a receive into them.

@@ -77,6 +77,12 @@ std::unique_ptr<Reducer> make_compressed_reducer(comm::Communicator& comm, Devic
 std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, Device& dev,
                                                     std::int64_t numel);
 
+// ZeRO (DDPOptions::zero_stage): the bucket reduce-scattered into equal chunks, rank k's chunk
+// its average and the rest zeroed after complete(); numel a multiple of comm.size(), host memory
+// only. deterministic: the chunks summed in rank order, deterministic.cpp's bits (sharded.cpp).
+std::unique_ptr<Reducer> make_sharded_reducer(comm::Communicator& comm, Device& dev,
+                                              std::int64_t numel, bool deterministic);
+
 // Whether `comm` can read and write `dev`'s memory directly.
 bool comm_can_use(const comm::Communicator& comm, const Device& dev);
 

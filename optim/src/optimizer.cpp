@@ -156,6 +156,20 @@ void Optimizer::remove_step_pre_hook(int id) {
     }
 }
 
+int Optimizer::register_step_post_hook(std::function<void(Optimizer&)> hook) {
+  COHORT_CHECK(hook != nullptr, where("register_step_post_hook"), "the hook is empty");
+  post_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+void Optimizer::remove_step_post_hook(int id) {
+  for (auto it = post_hooks_.begin(); it != post_hooks_.end(); ++it)
+    if (it->first == id) {
+      post_hooks_.erase(it);
+      return;
+    }
+}
+
 void Optimizer::step() {
   for (auto& [id, hook] : pre_hooks_) hook(*this);
   // Check every parameter first, so that a bad one throws before any parameter has changed.
@@ -183,6 +197,7 @@ void Optimizer::step() {
   for (std::size_t g = 0; g < groups_.size(); ++g)
     for (Slot& slot : groups_[g].slots)
       if (slot.param->requires_grad) update(g, slot);
+  for (auto& [id, hook] : post_hooks_) hook(*this);
 }
 
 void Optimizer::zero_grad() {

@@ -1,7 +1,7 @@
 // Everything a data-parallel program needs besides the model: the process group
 // (comm::init_process_group, the Communicator), DistributedDataParallel, and the Horovod-style
 // helpers (broadcast_parameters, average_gradients, DistributedOptimizer), and elastic groups
-// (ElasticGroup).
+// (ElasticGroup), and ZeRO stage 1 (make_zero_optimizer).
 #pragma once
 
 #include "cohort/collectives/communicator.hpp"
@@ -11,3 +11,4 @@
 #include "cohort/parallel/sync_batchnorm.hpp"
 #include "cohort/parallel/elastic.hpp"
 #include "cohort/parallel/horovod.hpp"
+#include "cohort/parallel/zero.hpp"

@@ -79,6 +79,11 @@ class Optimizer {
   // gradients in. Hooks run in registration order; returns an id for remove_step_pre_hook.
   int register_step_pre_hook(std::function<void(Optimizer&)> hook);
   void remove_step_pre_hook(int id);  // unknown ids are ignored
+  // Runs `hook(*this)` at the end of every step(), after every parameter is updated (torch's
+  // register_step_post_hook): what a sharded DDP (DDPOptions::zero_stage) all-gathers the
+  // updated shards in. Ids are shared with the pre-hooks; remove_step_post_hook.
+  int register_step_post_hook(std::function<void(Optimizer&)> hook);
+  void remove_step_post_hook(int id);  // unknown ids are ignored
 
   std::size_t num_param_groups() const { return groups_.size(); }
   // Parameters of group `group`, in the order given.
@@ -164,7 +169,7 @@ class Optimizer {
 
   std::string name_;
   std::vector<Group> groups_;
-  std::vector<std::pair<int, std::function<void(Optimizer&)>>> pre_hooks_;
+  std::vector<std::pair<int, std::function<void(Optimizer&)>>> pre_hooks_, post_hooks_;
   int next_hook_id_ = 0;
 };
 

@@ -47,6 +47,11 @@ namespace cohort::parallel {
 namespace detail {
 class Reducer;
 }
+}  // namespace cohort::parallel
+namespace cohort::optim {
+class Optimizer;
+}
+namespace cohort::parallel {
 
 struct DDPOptions {
   // MiB of gradient per bucket (a larger parameter gets a bucket of its own).
@@ -76,6 +81,20 @@ struct DDPOptions {
   // reduction algorithm nor on where the bucket lives: bit-identical on shm, ucx and nccl (costs
   // n times the receive bytes of an all-reduce).
   bool deterministic = false;
+  // ZeRO stage 1: the optimizer state sharded (ZeroRedundancyOptimizer's idea, DeepSpeed's
+  // stage 1) with an even element-wise split. 0 (the default) is plain DDP. With 1, every bucket
+  // is split into world-size equal chunks (the bucket padded with zeros to a multiple), chunk k
+  // owned by rank k: backward reduce-scatters the gradients instead of all-reducing them (each
+  // rank gets the average of its chunks; the rest of its buckets is zeroed), an optimizer built
+  // over shard_parameters() (make_zero_optimizer, cohort/parallel/zero.hpp) keeps state for and
+  // updates only the owned elements, and its step() ends with gather_parameters(), one in-place
+  // all-gather per bucket, after which every rank holds the whole updated model. Communication
+  // per step: 2 x (n-1)/n of the parameters' elements, DDP's; memory: parameters and gradients
+  // whole, optimizer state / n. With deterministic, the chunks are summed in rank order as the
+  // deterministic reducer does: bit-identical weights to a deterministic DDP. Needs host
+  // parameters and gradient_as_bucket_view; no compression. Stages 2 and 3 (gradients and
+  // parameters sharded too) are refused: not implemented yet.
+  int zero_stage = 0;
 };
 
 // 16 hex digits: FNV-1a over `model`'s state_dict (names, shapes and values, read to the host).
@@ -141,6 +160,26 @@ class DistributedDataParallel : public nn::Module {
   // broadcast each), after the same-model check. Collective over `comm`; blocks.
   void rebind(std::shared_ptr<comm::Communicator> comm, int root = 0);
 
+  // --- ZeRO stage 1 (DDPOptions::zero_stage = 1; parallel/zero.cpp) ---
+  // For each of `params` (parameters of the wrapped model that require a gradient, in any
+  // order), the part this rank owns, as a Parameter of its own: value a view of the owned
+  // elements of the parameter's value, grad a view of the same elements of its bucket (the
+  // averaged gradient after backward). A parameter this rank owns nothing of gets a piece of zero
+  // elements, so every rank's optimizer has the same parameters and groups. Throws for a
+  // parameter that is not the wrapped model's or without zero_stage.
+  std::vector<ParameterPtr> shard_parameters(const std::vector<ParameterPtr>& params) const;
+  // Registers gather_parameters() as `optimizer`'s step post-hook: an optimizer over
+  // shard_parameters() then leaves every rank with the whole updated model after each step.
+  void attach_optimizer(optim::Optimizer& optimizer);
+  // Every rank's owned parameter elements to every rank: per bucket, the owned chunk of the
+  // parameters is written into the bucket and all-gathered in place, the parameters are read
+  // back from it, and the bucket is zeroed (its gradients were spent). Collective; blocks.
+  void gather_parameters();
+  // Elements this rank owns (parameters' and padding) over all buckets: the optimizer's share.
+  std::int64_t owned_elements() const;
+  // f32 elements of every bucket, padding included (what the collectives move).
+  std::int64_t bucket_elements() const;
+
   // 16 hex digits: FNV-1a over this rank's state_dict (names, shapes and values, read to host).
   std::string weights_digest() const;
   // All-gathers the 64-bit digest; true when every rank holds the same weights. Collective.
@@ -178,6 +217,7 @@ class DistributedDataParallel : public nn::Module {
 
  private:
   struct Bucket;
+  void check_zero_options() const;  // zero.cpp
   void on_grad_ready(int index);
   void view_gradients_in(Bucket& b);
   void launch_ready_buckets();

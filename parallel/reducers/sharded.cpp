@@ -1,0 +1,131 @@
+// The sharded reducers (DDPOptions::zero_stage >= 1, ZeRO's reduce-scatter): the flat f32 bucket
+// of n equal chunks, chunk k owned by rank k. After complete() a rank's own chunk holds the
+// average over ranks of everyone's chunk, and the rest of its bucket is zero: those gradients
+// belong to their owners now, and the next backward accumulates into zeros (the optimizer, which
+// sees only the owned chunks, zeroes only those). Two ways, one class:
+//  - plain: the backend's reduce_scatter(avg) into a chunk-sized buffer, copied into the chunk;
+//  - deterministic: every chunk sent to its owner (send/recv, all ranks at once), each owner
+//    summing the n contributions in rank order 0..n-1 in f32 and dividing by n, the arithmetic of
+//    the deterministic all-reduce reducer (deterministic.cpp) element for element, so a sharded
+//    run's averages are bit-identical to a deterministic DDP's. Each rank sends and receives
+//    (n-1)/n of the bucket, as a reduce-scatter does; the received chunks need (n-1)/n of the
+//    bucket as scratch (the deterministic all-reduce needs n buckets).
+// Host parameters only: DDP refuses sharding on a device (no GPU path exists untested).
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "cohort/core/error.hpp"
+#include "reducer.hpp"
+#include "reducers/bucket_buffer.hpp"
+
+namespace cohort::parallel::detail {
+namespace {
+
+// The tag of the chunks' messages: apart from the tags other users of send/recv pick.
+constexpr int kShardTag = 0x5a0;
+
+// Done when every one of its parts is.
+class AllWork final : public comm::Work {
+ public:
+  explicit AllWork(std::vector<comm::WorkHandle> parts) : parts_(std::move(parts)) {}
+  bool test() override {
+    bool all = true;
+    for (auto& w : parts_) all = w->test() && all;  // test every part: each advances its own
+    return all;
+  }
+  void wait() override {
+    for (auto& w : parts_) w->wait();
+  }
+
+ private:
+  std::vector<comm::WorkHandle> parts_;
+};
+
+class ShardedReducer final : public Reducer {
+ public:
+  ShardedReducer(comm::Communicator& comm, Device& dev, std::int64_t numel, bool deterministic)
+      : comm_(comm), dev_(dev), n_(comm.size()), rank_(comm.rank()),
+        chunk_(static_cast<std::size_t>(numel / comm.size())), deterministic_(deterministic) {
+    COHORT_CHECK(dev.host_accessible(), "sharded reducer: host parameters only, got ",
+                 dev.name());
+    COHORT_CHECK(numel % n_ == 0, "sharded reducer: bucket of ", numel,
+                 " elements does not split into ", n_, " equal chunks");
+    std::shared_ptr<comm::CommBuffer> buf =
+        comm.alloc_buffer(static_cast<std::size_t>(numel) * sizeof(float));
+    void* p = buf->data();
+    flat_ = Tensor::wrap(p, Shape{numel}, DType::f32, dev, std::move(buf));
+    if (deterministic_)
+      received_.assign(chunk_ * static_cast<std::size_t>(n_ - 1), 0.0f);
+    else
+      shard_.assign(chunk_, 0.0f);
+  }
+
+  const char* name() const override {
+    return deterministic_ ? "sharded_deterministic" : "sharded";
+  }
+  Tensor flat_bucket() const override { return flat_; }
+
+  comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
+    pack_into_bucket(grads, flat_);
+    wait_for_compute(comm_, dev_);
+    float* flat = static_cast<float*>(flat_.raw());
+    if (!deterministic_)
+      return comm_.reduce_scatter(flat, shard_.data(), chunk_, DType::f32, comm::ReduceOp::avg);
+    // Every peer's chunk to it, every peer's contribution to ours into received_ (slot i holds
+    // rank i's, or i + 1's past our own rank). Peers in a rotating order, so that the ranks do
+    // not all send to rank 0 first.
+    std::vector<comm::WorkHandle> parts;
+    for (int s = 1; s < n_; ++s) {
+      const int to = (rank_ + s) % n_, from = (rank_ - s + n_) % n_;
+      parts.push_back(comm_.recv(slot_of(from), chunk_, DType::f32, from, kShardTag));
+      parts.push_back(comm_.send(flat + static_cast<std::size_t>(to) * chunk_, chunk_,
+                                 DType::f32, to, kShardTag));
+    }
+    return std::make_shared<AllWork>(std::move(parts));
+  }
+
+  void complete(const std::vector<Tensor>& grads) override {
+    float* flat = static_cast<float*>(flat_.raw());
+    float* own = flat + static_cast<std::size_t>(rank_) * chunk_;
+    if (!deterministic_) {
+      std::memcpy(own, shard_.data(), chunk_ * sizeof(float));
+    } else {
+      // acc = c_0 + c_1 + ... + c_{n-1} in that order, / n: deterministic.cpp's arithmetic.
+      for (std::size_t i = 0; i < chunk_; ++i) {
+        float acc = rank_ == 0 ? own[i] : slot_of(0)[i];
+        for (int r = 1; r < n_; ++r) acc += r == rank_ ? own[i] : slot_of(r)[i];
+        own[i] = acc / static_cast<float>(n_);
+      }
+    }
+    // Everything but the own chunk goes back to zero.
+    std::fill(flat, own, 0.0f);
+    std::fill(own + chunk_, flat + chunk_ * static_cast<std::size_t>(n_), 0.0f);
+    unpack_from_bucket(flat_, grads);
+  }
+
+ private:
+  float* slot_of(int from) {
+    const int i = from < rank_ ? from : from - 1;
+    return received_.data() + static_cast<std::size_t>(i) * chunk_;
+  }
+
+  comm::Communicator& comm_;
+  Device& dev_;
+  const int n_, rank_;
+  const std::size_t chunk_;
+  const bool deterministic_;
+  Tensor flat_;
+  std::vector<float> shard_;     // plain: reduce_scatter's output
+  std::vector<float> received_;  // deterministic: the n - 1 peers' contributions to our chunk
+};
+
+}  // namespace
+
+std::unique_ptr<Reducer> make_sharded_reducer(comm::Communicator& comm, Device& dev,
+                                              std::int64_t numel, bool deterministic) {
+  return std::make_unique<ShardedReducer>(comm, dev, numel, deterministic);
+}
+
+}  // namespace cohort::parallel::detail

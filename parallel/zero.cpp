@@ -1,0 +1,142 @@
+// ZeRO stage 1 on DistributedDataParallel's buckets (DDPOptions::zero_stage; contracts in
+// cohort/parallel/ddp.hpp and zero.hpp). The split is of the flat buckets, not of parameters:
+// bucket b of E elements (a multiple of n) gives rank k its elements [k E/n, (k+1) E/n), whatever
+// parameters they belong to, so every rank owns the same number of elements (ZeroRedundancy-
+// Optimizer's whole-parameter partition leaves ranks unbalanced). The sharded reducer
+// (reducers/sharded.cpp) leaves each rank the average of its chunk; the optimizer updates the
+// parameters' owned elements through views (shard_parameters); gather_parameters() hands every
+// rank's updated elements to all. A parameter's elements keep their bucket position through
+// this round trip, so an element is updated on one rank from the same values DDP would use.
+#include "cohort/parallel/ddp.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "cohort/core/error.hpp"
+#include "cohort/core/trace.hpp"
+#include "cohort/optim/optimizer.hpp"
+#include "ddp_bucket.hpp"
+#include "reducers/bucket_buffer.hpp"
+
+namespace cohort::parallel {
+
+void DistributedDataParallel::check_zero_options() const {
+  const int s = opt_.zero_stage;
+  COHORT_CHECK(s >= 0 && s <= 3, "DistributedDataParallel: zero_stage ", s,
+               " is not a ZeRO stage (0: plain DDP, 1: optimizer state sharded)");
+  COHORT_CHECK(s <= 1, "DistributedDataParallel: zero_stage ", s, " (", s == 2 ? "gradients" :
+               "gradients and parameters", " sharded too) is not implemented yet; stage 1 "
+               "shards the optimizer state");
+  if (s == 0) return;
+  COHORT_CHECK(opt_.gradient_as_bucket_view, "DistributedDataParallel: zero_stage ", s,
+               " keeps the gradients in the buckets; gradient_as_bucket_view=false is not "
+               "supported with it");
+  COHORT_CHECK(!opt_.bf16_compression && !opt_.f16_compression, "DistributedDataParallel: "
+               "zero_stage ", s, " reduce-scatters f32 gradients; bf16/f16 compression is not "
+               "supported with it");
+  for (const auto& p : model_->named_parameters())
+    COHORT_CHECK(p.param->value.device().host_accessible(), "DistributedDataParallel: "
+                 "zero_stage ", s, " runs on host parameters only; '", p.name, "' is on ",
+                 p.param->value.device().name(), " (use zero_stage 0 on a GPU)");
+}
+
+std::vector<ParameterPtr> DistributedDataParallel::shard_parameters(
+    const std::vector<ParameterPtr>& params) const {
+  COHORT_CHECK(opt_.zero_stage > 0, "DistributedDataParallel::shard_parameters: zero_stage is 0 "
+               "(plain DDP: build the optimizer over the model's own parameters)");
+  std::unordered_map<const Parameter*, int> index;
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    index[params_[i].param.get()] = static_cast<int>(i);
+  const std::int64_t n = comm_->size(), rank = comm_->rank();
+  std::vector<ParameterPtr> out;
+  out.reserve(params.size());
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    COHORT_CHECK(params[k] != nullptr, "DistributedDataParallel::shard_parameters: parameter ",
+                 k, " is null");
+    const auto it = index.find(params[k].get());
+    COHORT_CHECK(it != index.end(), "DistributedDataParallel::shard_parameters: parameter ", k,
+                 " (shape ", params[k]->value.shape().str(), ") is not a parameter of the "
+                 "wrapped model that requires a gradient");
+    const auto i = static_cast<std::size_t>(it->second);
+    const Bucket& b = *buckets_[static_cast<std::size_t>(bucket_of_[i])];
+    std::int64_t off = 0;  // the parameter's place in its bucket
+    for (int m : b.members) {
+      if (static_cast<std::size_t>(m) == i) break;
+      off += detail::bucket_slot(params_[static_cast<std::size_t>(m)].param->value.numel());
+    }
+    const std::int64_t chunk = b.numel / n, lo = rank * chunk, hi = lo + chunk;
+    const Parameter& p = *params_[i].param;
+    const std::int64_t numel = p.value.numel();
+    const std::int64_t a = std::clamp(lo - off, std::int64_t{0}, numel);
+    const std::int64_t e = std::clamp(hi - off, a, numel);
+    auto piece = std::make_shared<Parameter>();
+    piece->value = p.value.reshape({numel}).slice(a, e);
+    piece->grad = b.reducer->flat_bucket().slice(off + a, off + e);
+    piece->requires_grad = p.requires_grad;
+    out.push_back(std::move(piece));
+  }
+  return out;
+}
+
+void DistributedDataParallel::attach_optimizer(optim::Optimizer& optimizer) {
+  COHORT_CHECK(opt_.zero_stage > 0, "DistributedDataParallel::attach_optimizer: zero_stage is 0");
+  optimizer.register_step_post_hook([this](optim::Optimizer&) { gather_parameters(); });
+}
+
+void DistributedDataParallel::gather_parameters() {
+  COHORT_CHECK(opt_.zero_stage > 0, "DistributedDataParallel::gather_parameters: zero_stage is 0");
+  const std::int64_t n = comm_->size(), rank = comm_->rank();
+  trace::Span span("zero gather_parameters", "comm");
+  // Per bucket: its members' offsets, the owned chunk of their values into the bucket, an
+  // in-place all-gather; all buckets in flight at once, then the values read back.
+  std::vector<std::vector<std::int64_t>> offsets(buckets_.size());
+  std::vector<comm::WorkHandle> works;
+  with_context("DistributedDataParallel::gather_parameters (all-gather of the updated shards)",
+               [&] {
+    for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
+      Bucket& b = *buckets_[bi];
+      float* flat = static_cast<float*>(b.reducer->flat_bucket().raw());
+      const std::int64_t chunk = b.numel / n, lo = rank * chunk, hi = lo + chunk;
+      std::fill(flat + lo, flat + hi, 0.0f);  // the padding goes out as zeros
+      std::int64_t off = 0;
+      for (int m : b.members) {
+        const Tensor& v = params_[static_cast<std::size_t>(m)].param->value;
+        offsets[bi].push_back(off);
+        const std::int64_t a = std::max(lo, off), e = std::min(hi, off + v.numel());
+        if (a < e)
+          std::memcpy(flat + a, v.data<float>() + (a - off),
+                      static_cast<std::size_t>(e - a) * sizeof(float));
+        off += detail::bucket_slot(v.numel());
+      }
+      if (n > 1)
+        works.push_back(comm_->allgather(flat + lo, flat, static_cast<std::size_t>(chunk),
+                                         DType::f32));
+    }
+    for (auto& w : works) w->wait();
+  });
+  for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
+    Bucket& b = *buckets_[bi];
+    float* flat = static_cast<float*>(b.reducer->flat_bucket().raw());
+    for (std::size_t k = 0; k < b.members.size(); ++k) {
+      const Tensor& v = params_[static_cast<std::size_t>(b.members[k])].param->value;
+      std::memcpy(v.data<float>(), flat + offsets[bi][k],
+                  static_cast<std::size_t>(v.numel()) * sizeof(float));
+    }
+    std::fill(flat, flat + b.numel, 0.0f);  // spent gradients: the next backward starts at zero
+  }
+}
+
+std::int64_t DistributedDataParallel::owned_elements() const {
+  std::int64_t total = 0;
+  for (const auto& b : buckets_) total += b->numel / comm_->size();
+  return total;
+}
+
+std::int64_t DistributedDataParallel::bucket_elements() const {
+  std::int64_t total = 0;
+  for (const auto& b : buckets_) total += b->numel;
+  return total;
+}
+
+}  // namespace cohort::parallel

@@ -1,0 +1,378 @@
+// ZeRO stage 1 (DDPOptions::zero_stage = 1, parallel::make_zero_optimizer), checked against DDP
+// itself, the independent reference here: with deterministic reduction the sharded run's weights
+// equal a deterministic DDP run's to the last bit (the MNIST net, ResNet9 and the ViT; SGD with
+// momentum and weight decay, Adam, AdamW, RMSprop, Adadelta; parameter groups; 2, 3 and 4 ranks,
+// where most tensors do not split evenly); the plain (backend) reduce-scatter stays within f32
+// rounding of DDP; the bytes each rank sends per step are 2 (n-1)/n of the buckets, as DDP's
+// all-reduce; the optimizer state the host allocator holds is 1/n of DDP's; bad input.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/core/error.hpp"
+#include "cohort/core/ops.hpp"
+#include "cohort/layers.hpp"
+#include "cohort/models.hpp"
+#include "cohort/optim.hpp"
+#include "cohort/parallel/ddp.hpp"
+#include "cohort/parallel/zero.hpp"
+#include "ddp_fixture.hpp"
+
+namespace {
+namespace nn = cohort::nn;
+namespace optim = cohort::optim;
+namespace par = cohort::parallel;
+using cohort::ParameterPtr;
+using cohort::Shape;
+using cohort::Tensor;
+
+// Counts the elements each op makes this rank send (a ring's share: all-gather and
+// reduce-scatter (n-1) x count, all-reduce 2 (n-1)/n x count, a send its count).
+class ByteCountingComm final : public cohort::comm::Communicator {
+ public:
+  explicit ByteCountingComm(std::shared_ptr<cohort::comm::Communicator> inner)
+      : inner_(std::move(inner)) {}
+  double sent = 0;  // f32 elements
+  int reduce_scatters = 0, allgathers = 0, allreduces = 0, sends = 0;
+  std::string backend() const override { return inner_->backend(); }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  cohort::comm::Capabilities capabilities() const override { return inner_->capabilities(); }
+  cohort::comm::WorkHandle allreduce(const void* s, void* r, std::size_t n, cohort::DType d,
+                                     cohort::comm::ReduceOp op, cohort::comm::Timeout t) override {
+    ++allreduces;
+    sent += 2.0 * (size() - 1) / size() * static_cast<double>(n);
+    return inner_->allreduce(s, r, n, d, op, t);
+  }
+  cohort::comm::WorkHandle broadcast(void* b, std::size_t n, cohort::DType d, int root,
+                                     cohort::comm::Timeout t) override {
+    return inner_->broadcast(b, n, d, root, t);
+  }
+  cohort::comm::WorkHandle allgather(const void* s, void* r, std::size_t n, cohort::DType d,
+                                     cohort::comm::Timeout t) override {
+    ++allgathers;
+    sent += static_cast<double>(size() - 1) * static_cast<double>(n);
+    return inner_->allgather(s, r, n, d, t);
+  }
+  cohort::comm::WorkHandle reduce_scatter(const void* s, void* r, std::size_t n, cohort::DType d,
+                                          cohort::comm::ReduceOp op,
+                                          cohort::comm::Timeout t) override {
+    ++reduce_scatters;
+    sent += static_cast<double>(size() - 1) * static_cast<double>(n);
+    return inner_->reduce_scatter(s, r, n, d, op, t);
+  }
+  cohort::comm::WorkHandle barrier(cohort::comm::Timeout t) override { return inner_->barrier(t); }
+  cohort::comm::WorkHandle send(const void* b, std::size_t n, cohort::DType d, int peer, int tag,
+                                cohort::comm::Timeout t) override {
+    ++sends;
+    sent += static_cast<double>(n);
+    return inner_->send(b, n, d, peer, tag, t);
+  }
+  cohort::comm::WorkHandle recv(void* b, std::size_t n, cohort::DType d, int peer, int tag,
+                                cohort::comm::Timeout t) override {
+    return inner_->recv(b, n, d, peer, tag, t);
+  }
+  std::unique_ptr<cohort::comm::CommBuffer> alloc_buffer(std::size_t bytes,
+                                                         cohort::comm::Timeout t) override {
+    return inner_->alloc_buffer(bytes, t);
+  }
+
+ private:
+  std::shared_ptr<cohort::comm::Communicator> inner_;
+};
+
+// A model of the zoo by name, seeded, at a small input size.
+struct ModelCase {
+  std::string name;
+  Shape input;  // per sample
+};
+
+nn::ModulePtr make_model(const ModelCase& mc, std::uint64_t seed) {
+  nn::manual_seed(seed);
+  cohort::models::ModelConfig cfg;
+  cfg.num_classes = 10;
+  cfg.in_channels = mc.input[0];
+  cfg.image_size = mc.input[1];
+  return cohort::models::make(mc.name, ddp_test::test_device(), cfg);
+}
+
+// This rank's batch of step `s`: rows [rank * per, (rank + 1) * per) of a seeded global batch.
+std::pair<Tensor, Tensor> batch_of(const ModelCase& mc, int s, int rank, std::int64_t per,
+                                   std::int64_t world) {
+  auto& dev = ddp_test::test_device();
+  cohort::data::SyntheticDataset ds(per * world, mc.input, 10, 100 + static_cast<unsigned>(s));
+  std::vector<float> x(static_cast<std::size_t>(per * mc.input.numel()));
+  std::vector<std::int64_t> y(static_cast<std::size_t>(per));
+  for (std::int64_t i = 0; i < per; ++i)
+    y[static_cast<std::size_t>(i)] = ds.get(rank * per + i, x.data() + i * mc.input.numel());
+  std::vector<std::int64_t> dims = {per};
+  for (auto d : mc.input.dims()) dims.push_back(d);
+  return {Tensor::from_vector(x, Shape(dims), dev),
+          Tensor::from_vector(y, Shape{per}, dev)};
+}
+
+using MakeOptimizer =
+    std::function<std::unique_ptr<optim::Optimizer>(const std::vector<ParameterPtr>&)>;
+
+// `steps` steps of `ddp` with an optimizer over `params` (the model's, or its shards).
+void train(par::DistributedDataParallel& ddp, optim::Optimizer& opt, const ModelCase& mc,
+           int steps, std::int64_t per) {
+  auto& c = ddp.communicator();
+  nn::CrossEntropyLoss loss;
+  for (int s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    auto [x, y] = batch_of(mc, s, c.rank(), per, c.size());
+    loss.forward(ddp.forward(x), y);
+    ddp.backward(loss.backward(), false);
+    opt.step();
+  }
+}
+
+// The digest after `steps` of deterministic DDP and of deterministic ZeRO stage 1.
+std::pair<std::string, std::string> ddp_and_zero(const ModelCase& mc, const MakeOptimizer& make,
+                                                 int steps, std::int64_t per,
+                                                 bool deterministic = true) {
+  par::DDPOptions o;
+  o.deterministic = deterministic;
+  o.bucket_cap_mb = 0.05;  // several buckets, each split across the ranks
+  o.first_bucket_mb = 0.01;
+  auto ddp = nn::make<par::DistributedDataParallel>(make_model(mc, 7), ddp_test::shared_comm(), o);
+  auto opt = make(par::trainable_parameters(ddp->module()));
+  train(*ddp, *opt, mc, steps, per);
+  o.zero_stage = 1;
+  auto zero = nn::make<par::DistributedDataParallel>(make_model(mc, 7), ddp_test::shared_comm(), o);
+  auto zopt = make(zero->shard_parameters(par::trainable_parameters(zero->module())));
+  zero->attach_optimizer(*zopt);
+  train(*zero, *zopt, mc, steps, per);
+  // Batch norm's running statistics are each rank's own after its last forward (DDP copies rank
+  // 0's at the next one): the ranks agree where DDP's do, and each rank's digest is compared
+  // with its DDP's by the caller.
+  const bool ddp_agree = ddp->weights_identical_across_ranks();
+  CHECK(zero->weights_identical_across_ranks() == ddp_agree);
+  return {ddp->weights_digest(), zero->weights_digest()};
+}
+
+std::vector<std::pair<std::string, MakeOptimizer>> optimizers() {
+  return {
+      {"SGD momentum 0.9, weight decay 1e-4, nesterov",
+       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
+         optim::SGDOptions o;
+         o.lr = 0.05;
+         o.momentum = 0.9;
+         o.weight_decay = 1e-4;
+         o.nesterov = true;
+         return std::make_unique<optim::SGD>(ps, o);
+       }},
+      {"Adam",
+       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
+         optim::AdamOptions o;
+         o.lr = 1e-3;
+         return std::make_unique<optim::Adam>(ps, o);
+       }},
+      {"AdamW weight decay 0.05",
+       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
+         optim::AdamWOptions o;
+         o.lr = 1e-3;
+         o.weight_decay = 0.05;
+         return std::make_unique<optim::AdamW>(ps, o);
+       }},
+      {"RMSprop momentum 0.9 (train.py's eps, alpha)",
+       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
+         optim::RMSpropOptions o;
+         o.lr = 1e-3;
+         o.momentum = 0.9;
+         o.eps = 0.0316;
+         o.alpha = 0.9;
+         return std::make_unique<optim::RMSprop>(ps, o);
+       }},
+      {"Adadelta lr 1",
+       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
+         optim::AdadeltaOptions o;
+         o.lr = 1.0;
+         return std::make_unique<optim::Adadelta>(ps, o);
+       }},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO stage 1: bit-identical to deterministic DDP, every optimizer, MNIST net") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  for (const auto& [what, make] : optimizers()) {
+    CAPTURE(what);
+    const auto [ddp, zero] = ddp_and_zero(mnist, make, 3, 4);
+    CHECK(ddp == zero);
+  }
+}
+
+TEST_CASE("ZeRO stage 1: bit-identical to deterministic DDP, ResNet9 and the ViT (Adam)") {
+  const auto adam = optimizers()[1].second;
+  for (const ModelCase& mc : {ModelCase{"resnet9", Shape{3, 16, 16}},
+                              ModelCase{"vit", Shape{3, 32, 32}}}) {
+    CAPTURE(mc.name);
+    const auto [ddp, zero] = ddp_and_zero(mc, adam, 2, 2);
+    CHECK(ddp == zero);
+  }
+}
+
+TEST_CASE("ZeRO stage 1: the plain reduce-scatter stays within f32 rounding of DDP") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  par::DDPOptions o;
+  o.bucket_cap_mb = 0.05;
+  auto ddp = nn::make<par::DistributedDataParallel>(make_model(mnist, 3), ddp_test::shared_comm(), o);
+  optim::SGDOptions so;
+  so.lr = 0.05;
+  so.momentum = 0.9;
+  optim::SGD opt(par::trainable_parameters(ddp->module()), so);
+  train(*ddp, opt, mnist, 3, 4);
+  o.zero_stage = 1;
+  auto zero = nn::make<par::DistributedDataParallel>(make_model(mnist, 3), ddp_test::shared_comm(), o);
+  auto zopt = par::make_zero_optimizer<optim::SGD>(*zero, so);
+  train(*zero, *zopt, mnist, 3, 4);
+  CHECK(zero->bucket_reducers().front() == "sharded");
+  CHECK(zero->weights_identical_across_ranks());
+  const auto a = ddp->module().named_parameters(), b = zero->module().named_parameters();
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto va = a[i].param->value.to_vector<float>(), vb = b[i].param->value.to_vector<float>();
+    for (std::size_t k = 0; k < va.size(); ++k)
+      worst = std::max(worst, std::abs(static_cast<double>(va[k]) - vb[k]) /
+                                  (1e-3 + std::abs(static_cast<double>(va[k]))));
+  }
+  MESSAGE("plain ZeRO vs DDP, worst relative difference after 3 steps: " << worst);
+  CHECK(worst < 1e-4);
+}
+
+TEST_CASE("ZeRO stage 1: parameter groups (weight decay per group) shard like the model") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  // Biases (1-D) without weight decay, the rest with. The split is taken on the full parameters
+  // and carried to the shards: shard_parameters keeps their order and count.
+  const auto grouped = [](const std::vector<ParameterPtr>& full,
+                          const std::function<std::vector<ParameterPtr>(
+                              const std::vector<ParameterPtr>&)>& shard) {
+    std::vector<ParameterPtr> decay, no_decay;
+    for (const auto& p : full) (p->value.shape().rank() == 1 ? no_decay : decay).push_back(p);
+    optim::SGDOptions o;
+    o.lr = 0.05;
+    o.momentum = 0.9;
+    o.weight_decay = 0.01;
+    auto opt = std::make_unique<optim::SGD>(shard(decay), o);
+    o.weight_decay = 0;
+    opt->add_param_group(shard(no_decay), o);
+    return opt;
+  };
+  par::DDPOptions o;
+  o.deterministic = true;
+  o.bucket_cap_mb = 0.05;
+  auto ddp = nn::make<par::DistributedDataParallel>(make_model(mnist, 5), ddp_test::shared_comm(), o);
+  auto opt = grouped(par::trainable_parameters(ddp->module()),
+                     [](const std::vector<ParameterPtr>& ps) { return ps; });
+  train(*ddp, *opt, mnist, 3, 4);
+  o.zero_stage = 1;
+  auto zero = nn::make<par::DistributedDataParallel>(make_model(mnist, 5), ddp_test::shared_comm(), o);
+  auto zopt = grouped(par::trainable_parameters(zero->module()),
+                      [&](const std::vector<ParameterPtr>& ps) { return zero->shard_parameters(ps); });
+  zero->attach_optimizer(*zopt);
+  train(*zero, *zopt, mnist, 3, 4);
+  CHECK(zopt->num_param_groups() == 2);
+  CHECK(zero->weights_digest() == ddp->weights_digest());
+}
+
+TEST_CASE("ZeRO stage 1: each rank sends 2 (n-1)/n of the buckets per step; state is 1/n") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  auto& dev = ddp_test::test_device();
+  const int n = ddp_test::comm().size();
+  std::int64_t params = 0;
+  for (const auto& p : make_model(mnist, 1)->named_parameters()) params += p.param->value.numel();
+  for (const bool deterministic : {false, true}) {
+    CAPTURE(deterministic);
+    auto counting = std::make_shared<ByteCountingComm>(ddp_test::shared_comm());
+    par::DDPOptions o;
+    o.zero_stage = 1;
+    o.deterministic = deterministic;
+    auto zero = nn::make<par::DistributedDataParallel>(make_model(mnist, 1), counting, o);
+    // Padding: every parameter starts 256-byte aligned in its bucket, every bucket rounds up to
+    // a multiple of n elements.
+    const std::int64_t e = zero->bucket_elements();
+    CHECK(e >= params);
+    CHECK(e <= params + 64 * 16 + 16 * n);
+    CHECK(zero->owned_elements() * n == e);
+    optim::AdamOptions ao;
+    auto opt = par::make_zero_optimizer<optim::Adam>(*zero, ao);
+    std::int64_t piece_elements = 0;
+    for (const auto& p : opt->params()) piece_elements += p->value.numel();
+    CHECK(piece_elements <= zero->owned_elements());
+    counting->sent = 0;  // from here: one step's traffic (the constructor's checks before)
+    counting->reduce_scatters = counting->allgathers = counting->allreduces = counting->sends = 0;
+    nn::CrossEntropyLoss loss;
+    auto [x, y] = batch_of(mnist, 0, counting->rank(), 4, n);
+    loss.forward(zero->forward(x), y);
+    zero->backward(loss.backward(), false);
+    // Adam's exp_avg and exp_avg_sq, created by the first step for the owned elements only: what
+    // the host allocator holds more after it (the step's temporaries are freed, the all-gather
+    // writes into the buckets) is 1/n of DDP's state.
+    const std::size_t before = dev.memory_stats().bytes_in_use;
+    opt->step();
+    const double state = static_cast<double>(dev.memory_stats().bytes_in_use - before);
+    const double per_step = counting->sent;
+    MESSAGE("n=" << n << ": sent " << per_step << " elements (buckets " << e << "), Adam state "
+                 << state << " B for " << piece_elements << " owned of " << params);
+    CHECK(per_step == doctest::Approx(2.0 * (n - 1) / n * static_cast<double>(e)));
+    // Plain: the backend's reduce-scatter; deterministic: a send of each chunk to its owner.
+    CHECK(counting->reduce_scatters == (deterministic || n == 1 ? 0 : counting->allgathers));
+    CHECK(counting->sends == (deterministic ? (n - 1) * counting->allgathers : 0));
+    CHECK(counting->allreduces == 0);
+    CHECK(state <= 8.0 * static_cast<double>(piece_elements) * 1.02 + 1024 * 1024);
+    CHECK(state >= 8.0 * static_cast<double>(piece_elements) * 0.98);
+  }
+}
+
+TEST_CASE("ZeRO stage 1: bad input is refused by name") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  const auto error_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const cohort::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (int stage : {2, 3}) {
+    par::DDPOptions o;
+    o.zero_stage = stage;
+    CHECK(error_of([&] {
+            par::DistributedDataParallel d(make_model(mnist, 1), ddp_test::shared_comm(), o);
+          }).find("zero_stage " + std::to_string(stage)) != std::string::npos);
+  }
+  par::DDPOptions o;
+  o.zero_stage = 7;
+  CHECK(error_of([&] {
+          par::DistributedDataParallel d(make_model(mnist, 1), ddp_test::shared_comm(), o);
+        }).find("zero_stage 7 is not a ZeRO stage") != std::string::npos);
+  o.zero_stage = 1;
+  o.bf16_compression = true;
+  CHECK(error_of([&] {
+          par::DistributedDataParallel d(make_model(mnist, 1), ddp_test::shared_comm(), o);
+        }).find("compression is not supported") != std::string::npos);
+  o.bf16_compression = false;
+  o.gradient_as_bucket_view = false;
+  CHECK(error_of([&] {
+          par::DistributedDataParallel d(make_model(mnist, 1), ddp_test::shared_comm(), o);
+        }).find("gradient_as_bucket_view=false") != std::string::npos);
+  // A parameter that is not the wrapped model's; shard_parameters on plain DDP.
+  o.gradient_as_bucket_view = true;
+  par::DistributedDataParallel zero(make_model(mnist, 1), ddp_test::shared_comm(), o);
+  auto stranger = cohort::make_parameter(Tensor::zeros(Shape{3}, cohort::DType::f32,
+                                                       ddp_test::test_device()));
+  CHECK(error_of([&] { zero.shard_parameters({stranger}); }).find("is not a parameter of the "
+                                                                  "wrapped model") !=
+        std::string::npos);
+  par::DistributedDataParallel plain(make_model(mnist, 1), ddp_test::shared_comm(), {});
+  CHECK(error_of([&] { plain.shard_parameters(par::trainable_parameters(plain.module())); })
+            .find("zero_stage is 0") != std::string::npos);
+}
