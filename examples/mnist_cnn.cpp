@@ -26,6 +26,7 @@
 #include "cohort/devices.hpp"
 #include "cohort/optim.hpp"
 #include "cohort/parallel/ddp.hpp"
+#include "cohort/parallel/zero.hpp"
 #include "cohort/train/ascii_plot.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/metrics.hpp"
@@ -101,6 +102,7 @@ int run(const Flags& f) {
     o.bf16_compression = f.grad_compression == "bf16";
     o.f16_compression = f.grad_compression == "f16";
     o.deterministic = f.deterministic;
+    o.zero_stage = f.zero_stage;
     ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
@@ -125,7 +127,10 @@ int run(const Flags& f) {
 
   cohort::optim::AdadeltaOptions ao;
   ao.lr = f.lr;
-  cohort::optim::Adadelta optimizer(trained.parameters(), ao);
+  cohort::optim::Adadelta optimizer(
+      examples::optimizer_parameters(f, cohort::parallel::trainable_parameters(*model), ddp.get()),
+      ao);
+  examples::zero_attach(f, optimizer, ddp.get());
   auto scheduler = examples::make_scheduler(f, optimizer, f.gamma, train_loader.num_batches());
   // The net ends in log_softmax. Label smoothing needs CrossEntropyLoss, which on those
   // log-probabilities is the same loss (log_softmax of log-probabilities is themselves), and the
@@ -142,8 +147,13 @@ int run(const Flags& f) {
         " | Adadelta lr %g, StepLR gamma %g\n",
         train_set->describe().c_str(), dev.name().c_str(), world, world > 1 ? "s" : "",
         comm ? comm->backend().c_str() : "no communicator",
-        ddp && f.grad_compression != "none" ? (", " + f.grad_compression + " gradients").c_str()
-                                            : "",
+        ((ddp && f.grad_compression != "none" ? ", " + f.grad_compression + " gradients"
+                                              : std::string()) +
+         (ddp && f.zero_stage > 0
+              ? ", ZeRO stage " + std::to_string(f.zero_stage) + ": optimizer state / " +
+                    std::to_string(world)
+              : std::string()))
+            .c_str(),
         static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);
     if (f.warmup_steps > 0 || f.clip_grad_norm > 0 || f.label_smoothing > 0 ||
         f.scheduler_interval != "epoch" || f.amp != "off")

@@ -58,13 +58,16 @@ class TorchvisionLog {
     const double median = window.empty() ? 0 : window[(window.size() - 1) / 2];  // torch.median
     const double mean =
         in_epoch == 0 ? 0 : std::accumulate(losses.end() - in_epoch, losses.end(), 0.0) / in_epoch;
-    const double avg =
+    // time: SmoothedValue's avg, over the last 20 steps; eta: its global_avg, over the epoch.
+    const std::size_t w = std::min<std::size_t>(step_times_.size(), 20);
+    const double avg = std::accumulate(step_times_.end() - w, step_times_.end(), 0.0) / w;
+    const double global_avg =
         std::accumulate(step_times_.begin(), step_times_.end(), 0.0) / step_times_.size();
     const int width = static_cast<int>(std::to_string(per_epoch_).size());
     std::printf("Epoch: [%lld]  [%*lld/%lld]  eta: %s  lr: %.10g  img/s: %.4f  loss: %.4f (%.4f)  "
                 "time: %.4f\n",
                 static_cast<long long>(epoch), width, static_cast<long long>(i),
-                static_cast<long long>(per_epoch_), hms(avg * (per_epoch_ - i)).c_str(), lr,
+                static_cast<long long>(per_epoch_), hms(global_avg * (per_epoch_ - i)).c_str(), lr,
                 dt > 0 ? batch_ / dt : 0.0, median, mean, avg);
     if (i == per_epoch_ - 1)
       std::printf("Epoch: [%lld] Total time: %s\n", static_cast<long long>(epoch),

@@ -15,6 +15,7 @@
 
 #include "cohort/optim/grad_scaler.hpp"
 #include "cohort/optim/lr_scheduler.hpp"
+#include "cohort/parallel/ddp.hpp"
 #include "cohort/train/trainer.hpp"
 #include "flags.hpp"
 
@@ -44,6 +45,7 @@ struct TrainerFlags {
   std::int64_t warmup_steps = 0;         // --warmup-steps: linear warm-up over N optimizer steps
   double clip_grad_norm = 0;             // --clip-grad-norm: max total 2-norm (0: off)
   double label_smoothing = 0;            // --label-smoothing (cross entropy)
+  int zero_stage = 0;                    // --zero-stage: DDPOptions::zero_stage
 };
 
 // The warm-up's first factor of the lr (torchvision's reference recipes' lr_warmup_decay).
@@ -130,6 +132,26 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
   app.add_option("--label-smoothing", f.label_smoothing,
                  "cross-entropy label smoothing in [0, 1] (0: off)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--zero-stage", f.zero_stage,
+                 "data parallel: 1 shards the optimizer state over the ranks (ZeRO stage 1: "
+                 "gradients reduce-scattered, each rank updates its 1/n, parameters all-gathered; "
+                 "with --deterministic the same bits as 0); 0: plain DDP (default); 2 and 3 are "
+                 "not implemented yet")
+      ->check(CLI::Range(0, 3));
+}
+
+// The parameters the optimizer updates: the model's (those that require a gradient), or with
+// --zero-stage this rank's shards of them (DistributedDataParallel::shard_parameters); after
+// building the optimizer over them, zero_attach() hands it to the DDP.
+inline std::vector<cohort::ParameterPtr> optimizer_parameters(
+    const TrainerFlags& f, const std::vector<cohort::ParameterPtr>& params,
+    cohort::parallel::DistributedDataParallel* ddp) {
+  if (f.zero_stage == 0 || ddp == nullptr) return params;
+  return ddp->shard_parameters(params);
+}
+inline void zero_attach(const TrainerFlags& f, cohort::optim::Optimizer& opt,
+                        cohort::parallel::DistributedDataParallel* ddp) {
+  if (f.zero_stage > 0 && ddp != nullptr) ddp->attach_optimizer(opt);
 }
 
 // The GradScaler --amp f16 needs (torch.amp.GradScaler's defaults), or nullptr: the program owns

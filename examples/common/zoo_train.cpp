@@ -144,12 +144,14 @@ DataSets make_data(const Flags& f, const ZooProgram& p) {
 // The optimizer over `model`'s parameters: one group, or with --norm-weight-decay,
 // --bias-weight-decay or --transformer-embedding-decay the reference script's weight-decay
 // groups (train::set_weight_decay).
-std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const nn::Module& model) {
+std::unique_ptr<optim::Optimizer> make_optimizer_over(
+    const Flags& f, const nn::Module& model, cohort::parallel::DistributedDataParallel* ddp) {
   const auto given = [](double v) { return std::isnan(v) ? std::optional<double>() : v; };
-  const auto groups = train::set_weight_decay(
+  auto groups = train::set_weight_decay(
       model, f.weight_decay, given(f.norm_weight_decay),
       train::reference_custom_keys(given(f.bias_weight_decay),
                                    given(f.transformer_embedding_decay)));
+  for (auto& g : groups) g.params = optimizer_parameters(f, g.params, ddp);  // --zero-stage
   if (f.optimizer == "sgd" || f.optimizer == "sgd_nesterov") {  // train.py: "nesterov" in --opt
     optim::SGDOptions o;
     o.lr = f.lr;
@@ -173,6 +175,14 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const nn::Modul
   optim::AdamOptions o;
   o.lr = f.lr;
   return train::make_grouped_optimizer<optim::Adam>(groups, o);
+}
+
+// The optimizer, attached to the DDP with --zero-stage (its step ends with the all-gather).
+std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, const nn::Module& model,
+                                                 cohort::parallel::DistributedDataParallel* ddp) {
+  auto opt = make_optimizer_over(f, model, ddp);
+  zero_attach(f, *opt, ddp);
+  return opt;
 }
 
 std::string format_double(double v) {
@@ -266,9 +276,14 @@ int run(const Flags& f, const ZooProgram& p) {
   if (comm) {
     cohort::parallel::DDPOptions o;
     o.deterministic = f.deterministic;
+    o.zero_stage = f.zero_stage;
     ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
+  if (f.zero_stage > 0)
+    sync_note += ddp ? " | ZeRO stage " + std::to_string(f.zero_stage) + ": optimizer state / " +
+                           std::to_string(world)
+                     : " | --zero-stage without a communicator: one process, nothing to shard";
 
   data::DataLoaderOptions to;
   to.batch_size = f.batch_size;
@@ -287,7 +302,7 @@ int run(const Flags& f, const ZooProgram& p) {
   eo.skip_bad_samples = f.skip_bad_images;
   data::DataLoader test_loader(ds.test, eo, ds.test_tf, host, &dev);
 
-  auto optimizer = make_optimizer(f, *model);
+  auto optimizer = make_optimizer(f, *model, ddp.get());
   // torchvision's schedule flags, or the zoo's own (--schedule, --gamma, --warmup-steps).
   const bool reference = !f.lr_scheduler.empty() || !f.lr_warmup_method.empty() ||
                          f.lr_step_size >= 0 || f.lr_warmup_epochs >= 0 ||

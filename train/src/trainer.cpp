@@ -77,6 +77,23 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     COHORT_CHECK(!comm_ || comm_ == &ddp_->communicator(), "Trainer: TrainerOptions::communicator "
                  "is not the communicator of the DistributedDataParallel model it trains");
     comm_ = &ddp_->communicator();
+    // ZeRO stage 1: each rank's optimizer holds only its shard of the state, and each rank's
+    // gradients only the averaged shard: what needs the whole of either is not built yet.
+    if (const int z = ddp_->options().zero_stage; z > 0) {
+      const std::string why = "Trainer: the model is a DistributedDataParallel with zero_stage " +
+                              std::to_string(z) + ", ";
+      COHORT_CHECK(options_.max_grad_norm == 0, why, "and gradient clipping (max_grad_norm ",
+                   options_.max_grad_norm, ") needs the norm over every rank's shard: not "
+                   "implemented with sharding yet");
+      COHORT_CHECK(options_.checkpoint_path.empty() && options_.checkpoint_dir.empty(), why,
+                   "whose optimizer state is split over the ranks: checkpoints of it (one file "
+                   "per rank) are not implemented yet; train without checkpoint_path/"
+                   "checkpoint_dir, or with zero_stage 0");
+      COHORT_CHECK(options_.grad_scaler == nullptr, why, "and a GradScaler needs a skipped step "
+                   "agreed over every rank's shard: not implemented with sharding yet");
+      COHORT_CHECK(options_.elastic == nullptr, why, "and elastic training would move the shards "
+                   "onto a new group: not implemented yet");
+    }
   }
   if (comm_) {
     COHORT_CHECK(options_.world_size == 1 || options_.world_size == comm_->size(),
