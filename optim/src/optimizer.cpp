@@ -142,18 +142,21 @@ Tensor& Optimizer::buffer(Slot& slot, const std::string& name, bool* created) {
   return it->second;
 }
 
+namespace {
+using HookList = std::vector<std::pair<int, std::function<void(Optimizer&)>>>;
+void erase_hook(HookList& hooks, int id) {
+  for (auto it = hooks.begin(); it != hooks.end(); ++it)
+    if (it->first == id) {
+      hooks.erase(it);
+      return;
+    }
+}
+}  // namespace
+
 int Optimizer::register_step_pre_hook(std::function<void(Optimizer&)> hook) {
   COHORT_CHECK(hook != nullptr, where("register_step_pre_hook"), "the hook is empty");
   pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
   return next_hook_id_++;
-}
-
-void Optimizer::remove_step_pre_hook(int id) {
-  for (auto it = pre_hooks_.begin(); it != pre_hooks_.end(); ++it)
-    if (it->first == id) {
-      pre_hooks_.erase(it);
-      return;
-    }
 }
 
 int Optimizer::register_step_post_hook(std::function<void(Optimizer&)> hook) {
@@ -162,13 +165,8 @@ int Optimizer::register_step_post_hook(std::function<void(Optimizer&)> hook) {
   return next_hook_id_++;
 }
 
-void Optimizer::remove_step_post_hook(int id) {
-  for (auto it = post_hooks_.begin(); it != post_hooks_.end(); ++it)
-    if (it->first == id) {
-      post_hooks_.erase(it);
-      return;
-    }
-}
+void Optimizer::remove_step_pre_hook(int id) { erase_hook(pre_hooks_, id); }
+void Optimizer::remove_step_post_hook(int id) { erase_hook(post_hooks_, id); }
 
 void Optimizer::step() {
   for (auto& [id, hook] : pre_hooks_) hook(*this);

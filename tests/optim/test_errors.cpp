@@ -159,6 +159,31 @@ TEST_CASE("bad gradients at step(): nothing changes") {
   CHECK(sgd.state().tensors.count("state.1.momentum_buffer") == 0);
 }
 
+TEST_CASE("step hooks: pre-hooks before any update, post-hooks after every one, removable") {
+  const auto ps = params();
+  for (auto& p : ps) p->grad.copy_from(Tensor::full(p->value.shape(), 1.0, DType::f32, p->value.device()));
+  optim::SGD opt(ps, sgd_lr(0.5));
+  std::vector<float> seen_pre, seen_post;
+  const float before = ps[0]->value.to_vector<float>()[0];
+  const int pre = opt.register_step_pre_hook(
+      [&](optim::Optimizer&) { seen_pre.push_back(ps[0]->value.to_vector<float>()[0]); });
+  const int post = opt.register_step_post_hook(
+      [&](optim::Optimizer&) { seen_post.push_back(ps.back()->value.to_vector<float>()[0]); });
+  opt.step();
+  REQUIRE(seen_pre.size() == 1);
+  REQUIRE(seen_post.size() == 1);
+  CHECK(seen_pre[0] == before);                                  // nothing updated yet
+  CHECK(seen_post[0] == ps.back()->value.to_vector<float>()[0]);  // the last one updated
+  opt.remove_step_post_hook(post);
+  opt.remove_step_pre_hook(pre);
+  opt.remove_step_post_hook(12345);  // unknown ids are ignored
+  opt.step();
+  CHECK(seen_pre.size() == 1);
+  CHECK(seen_post.size() == 1);
+  CHECK_ERROR_MENTIONS("SGD.register_step_post_hook: |the hook is empty",
+                       [&] { opt.register_step_post_hook(nullptr); });
+}
+
 TEST_CASE("zero_grad zeroes every defined gradient") {
   auto ps = params();
   optim_test::set_grads(ps, 2, 1);

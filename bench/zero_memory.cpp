@@ -1,0 +1,86 @@
+// Model-state memory per rank, DDP against ZeRO stage 1, next to the formula: a zoo model
+// (default ResNet-50) with Adam on every rank of a launcher's group, a few steps of synthetic
+// data, and per rank the bytes of parameters (the host allocator, after the model is built),
+// gradients (DDP's buckets: communicator memory, counted from their size), optimizer state (what
+// the host allocator holds more after the first step, before which one forward and backward
+// warmed every cache) and the peak resident set of the process (getrusage, everything included).
+// The formula (f32, P parameters, n ranks): DDP 4P + 4P + 8P; stage 1 4P + 4P + 8P/n.
+//
+//   cohortrun --nproc-per-node N build/bin/zero_memory [MODEL] [ZERO_STAGE]  (bench/zero_memory.sh)
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cohort/cohort.hpp"
+
+int main(int argc, char** argv) {
+  using namespace cohort;
+  const std::string name = argc > 1 ? argv[1] : "resnet50";
+  const int stage = argc > 2 ? std::atoi(argv[2]) : 0;
+  try {
+    Device& dev = host_device();
+    auto comm = comm::init_process_group();
+    const int n = comm->size(), rank = comm->rank();
+    const std::size_t start = dev.memory_stats().bytes_in_use;
+    nn::manual_seed(1);
+    models::ModelConfig cfg;
+    cfg.image_size = 32;
+    auto model = models::make(name, dev, cfg);
+    const std::size_t params_bytes = dev.memory_stats().bytes_in_use - start;
+    const std::int64_t P = model->num_parameters();
+    parallel::DDPOptions o;
+    o.zero_stage = stage;
+    auto ddp = nn::make<parallel::DistributedDataParallel>(model, comm, o);
+    optim::AdamOptions ao;
+    std::unique_ptr<optim::Optimizer> opt;
+    if (stage > 0)
+      opt = parallel::make_zero_optimizer<optim::Adam>(*ddp, ao);
+    else
+      opt = std::make_unique<optim::Adam>(parallel::trainable_parameters(*model), ao);
+    nn::CrossEntropyLoss loss;
+    data::SyntheticDataset ds(4 * n, Shape{3, 32, 32}, 10, 3);
+    std::vector<float> x(2 * 3 * 32 * 32);
+    std::vector<std::int64_t> y(2);
+    std::size_t state_bytes = 0;
+    for (int step = 0; step < 3; ++step) {
+      for (int i = 0; i < 2; ++i) y[i] = ds.get(rank * 2 + i, x.data() + i * 3 * 32 * 32);
+      opt->zero_grad();
+      loss.forward(ddp->forward(Tensor::from_vector(x, Shape{2, 3, 32, 32}, dev)),
+                   Tensor::from_vector(y, Shape{2}, dev));
+      ddp->backward(loss.backward(), false);
+      const std::size_t before = dev.memory_stats().bytes_in_use;
+      opt->step();
+      if (step == 0) state_bytes = dev.memory_stats().bytes_in_use - before;
+    }
+    // Gradients: DDP's buckets (the gradients are views into them; padding included).
+    const std::size_t grad_bytes = static_cast<std::size_t>(ddp->bucket_elements()) * sizeof(float);
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    const double mib = 1024.0 * 1024.0;
+    const double measured = static_cast<double>(params_bytes + grad_bytes + state_bytes);
+    const double formula = 4.0 * P + 4.0 * P + (stage > 0 ? 8.0 * P / n : 8.0 * P);
+    // One line per rank, gathered to rank 0 in rank order through the communicator.
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "| %s | %d | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %+.2f%% | %.0f |",
+                  name.c_str(), n, stage > 0 ? "ZeRO-1" : "DDP", rank, params_bytes / mib,
+                  grad_bytes / mib, state_bytes / mib, measured / mib, formula / mib,
+                  100.0 * (measured - formula) / formula, ru.ru_maxrss / 1024.0);
+    std::vector<char> mine(sizeof line, 0), all(sizeof line * static_cast<std::size_t>(n), 0);
+    std::snprintf(mine.data(), mine.size(), "%s", line);
+    comm->allgather(mine.data(), all.data(), mine.size(), DType::u8)->wait();
+    if (rank == 0) {
+      std::printf("zero_memory: %s (%lld parameters), Adam, %d rank%s, batch 2 of 32x32\n",
+                  name.c_str(), static_cast<long long>(P), n, n > 1 ? "s" : "");
+      for (int r = 0; r < n; ++r) std::printf("%s\n", all.data() + static_cast<std::size_t>(r) * sizeof line);
+    }
+    comm->barrier()->wait();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zero_memory: %s\n", e.what());
+    return 1;
+  }
+}
