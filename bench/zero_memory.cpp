@@ -1,6 +1,7 @@
 // Model-state memory per rank, DDP against ZeRO stage 1, next to the formula: a zoo model
 // (default ResNet-50) with Adam on every rank of a launcher's group, a few steps of synthetic
-// data, and per rank the bytes of parameters (the host allocator, after the model is built),
+// data, and per rank the bytes of parameters (the host allocator, once DDP made the gradients
+// views into its buckets; batch norm's running statistics included),
 // gradients (DDP's buckets: communicator memory, counted from their size), optimizer state (what
 // the host allocator holds more after the first step, before which one forward and backward
 // warmed every cache) and the peak resident set of the process (getrusage, everything included).
@@ -29,11 +30,13 @@ int main(int argc, char** argv) {
     models::ModelConfig cfg;
     cfg.image_size = 32;
     auto model = models::make(name, dev, cfg);
-    const std::size_t params_bytes = dev.memory_stats().bytes_in_use - start;
     const std::int64_t P = model->num_parameters();
     parallel::DDPOptions o;
     o.zero_stage = stage;
     auto ddp = nn::make<parallel::DistributedDataParallel>(model, comm, o);
+    // The model's own gradient tensors are gone now (views into the buckets): what the allocator
+    // holds for the model is its parameters (and batch norm's buffers).
+    const std::size_t params_bytes = dev.memory_stats().bytes_in_use - start;
     optim::AdamOptions ao;
     std::unique_ptr<optim::Optimizer> opt;
     if (stage > 0)

@@ -8,8 +8,10 @@
 //    summing the n contributions in rank order 0..n-1 in f32 and dividing by n, the arithmetic of
 //    the deterministic all-reduce reducer (deterministic.cpp) element for element, so a sharded
 //    run's averages are bit-identical to a deterministic DDP's. Each rank sends and receives
-//    (n-1)/n of the bucket, as a reduce-scatter does; the received chunks need (n-1)/n of the
-//    bucket as scratch (the deterministic all-reduce needs n buckets).
+//    (n-1)/n of the bucket, as a reduce-scatter does.
+// The reduce-scatter's output (a chunk) or the received chunks ((n-1)/n of the bucket) are scratch
+// from the device's caching allocator, taken by launch() and given back by complete(): between
+// steps a rank holds only the bucket, so its memory is ZeRO-1's formula.
 // Host parameters only: DDP refuses sharding on a device (no GPU path exists untested).
 #include <algorithm>
 #include <cstring>
@@ -56,10 +58,6 @@ class ShardedReducer final : public Reducer {
         comm.alloc_buffer(static_cast<std::size_t>(numel) * sizeof(float));
     void* p = buf->data();
     flat_ = Tensor::wrap(p, Shape{numel}, DType::f32, dev, std::move(buf));
-    if (deterministic_)
-      received_.assign(chunk_ * static_cast<std::size_t>(n_ - 1), 0.0f);
-    else
-      shard_.assign(chunk_, 0.0f);
   }
 
   const char* name() const override {
@@ -71,8 +69,10 @@ class ShardedReducer final : public Reducer {
     pack_into_bucket(grads, flat_);
     wait_for_compute(comm_, dev_);
     float* flat = static_cast<float*>(flat_.raw());
+    const std::size_t scratch = deterministic_ ? chunk_ * static_cast<std::size_t>(n_ - 1) : chunk_;
+    scratch_ = Tensor::empty(Shape{static_cast<std::int64_t>(scratch)}, DType::f32, dev_);
     if (!deterministic_)
-      return comm_.reduce_scatter(flat, shard_.data(), chunk_, DType::f32, comm::ReduceOp::avg);
+      return comm_.reduce_scatter(flat, scratch_.raw(), chunk_, DType::f32, comm::ReduceOp::avg);
     // Every peer's chunk to it, every peer's contribution to ours into received_ (slot i holds
     // rank i's, or i + 1's past our own rank). Peers in a rotating order, so that the ranks do
     // not all send to rank 0 first.
@@ -90,7 +90,7 @@ class ShardedReducer final : public Reducer {
     float* flat = static_cast<float*>(flat_.raw());
     float* own = flat + static_cast<std::size_t>(rank_) * chunk_;
     if (!deterministic_) {
-      std::memcpy(own, shard_.data(), chunk_ * sizeof(float));
+      std::memcpy(own, scratch_.raw(), chunk_ * sizeof(float));
     } else {
       // acc = c_0 + c_1 + ... + c_{n-1} in that order, / n: deterministic.cpp's arithmetic.
       for (std::size_t i = 0; i < chunk_; ++i) {
@@ -102,13 +102,14 @@ class ShardedReducer final : public Reducer {
     // Everything but the own chunk goes back to zero.
     std::fill(flat, own, 0.0f);
     std::fill(own + chunk_, flat + chunk_ * static_cast<std::size_t>(n_), 0.0f);
+    scratch_ = Tensor();
     unpack_from_bucket(flat_, grads);
   }
 
  private:
   float* slot_of(int from) {
     const int i = from < rank_ ? from : from - 1;
-    return received_.data() + static_cast<std::size_t>(i) * chunk_;
+    return static_cast<float*>(scratch_.raw()) + static_cast<std::size_t>(i) * chunk_;
   }
 
   comm::Communicator& comm_;
@@ -117,8 +118,9 @@ class ShardedReducer final : public Reducer {
   const std::size_t chunk_;
   const bool deterministic_;
   Tensor flat_;
-  std::vector<float> shard_;     // plain: reduce_scatter's output
-  std::vector<float> received_;  // deterministic: the n - 1 peers' contributions to our chunk
+  // From launch() to complete(): plain, reduce_scatter's output; deterministic, the n - 1 peers'
+  // contributions to our chunk.
+  Tensor scratch_;
 };
 
 }  // namespace
