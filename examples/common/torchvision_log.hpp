@@ -4,7 +4,10 @@
 // the epoch's "Total time", the evaluation's "Test:  Acc@1 21.600 Acc@5 73.600" (and "Test: EMA
 // ..."), and "Training time". Epochs are counted from 0 as there. What train.py prints and this
 // does not: the training batches' acc1/acc5 (the Trainer does not hand the outputs out) and the
-// per-batch data time. Lead rank only (the caller checks). Header-only, the examples' own code.
+// per-batch data time. On a GPU the Trainer reads losses back only at its log points (every
+// print_freq steps, at steps print_freq - 1, 2 print_freq - 1, ...), so a line at step 0 of a
+// print_freq window shows the losses read back by then, one step behind. Lead rank only (the
+// caller checks). Header-only, the examples' own code.
 #pragma once
 
 #include <algorithm>
