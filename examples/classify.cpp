@@ -77,7 +77,7 @@ std::string lower(std::string s) {
 }
 
 // The flags train.py has and cohort does not implement: refused by name, with why.
-void refuse_unimplemented(const CLI::App& app, const Args& a) {
+void refuse_missing(const CLI::App& app, const Args& a) {
   const auto given = [&](const char* flag) { return app.count(flag) > 0; };
   COHORT_CHECK(!a.cache_dataset, "--cache-dataset is not implemented: cohort indexes an image "
                "folder when it starts (no cache file to save or load); leave the flag out");
@@ -102,7 +102,7 @@ void refuse_unimplemented(const CLI::App& app, const Args& a) {
 }
 
 examples::ZooFlags to_zoo(const CLI::App& app, const Args& a) {
-  refuse_unimplemented(app, a);
+  refuse_missing(app, a);
   examples::ZooFlags f;
   f.torchvision_style = true;
   f.model = a.model;

@@ -26,8 +26,8 @@ void DistributedDataParallel::check_zero_options() const {
   COHORT_CHECK(s >= 0 && s <= 3, "DistributedDataParallel: zero_stage ", s,
                " is not a ZeRO stage (0: plain DDP, 1: optimizer state sharded)");
   COHORT_CHECK(s <= 1, "DistributedDataParallel: zero_stage ", s, " (", s == 2 ? "gradients" :
-               "gradients and parameters", " sharded too) is not implemented yet; stage 1 "
-               "shards the optimizer state");
+               "gradients and parameters", " sharded too): cohort has stage 1 only (the "
+               "optimizer state sharded; issue 54 holds stages 2 and 3)");
   if (s == 0) return;
   COHORT_CHECK(opt_.gradient_as_bucket_view, "DistributedDataParallel: zero_stage ", s,
                " keeps the gradients in the buckets; gradient_as_bucket_view=false is not "

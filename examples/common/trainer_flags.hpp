@@ -136,7 +136,7 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
                  "data parallel: 1 shards the optimizer state over the ranks (ZeRO stage 1: "
                  "gradients reduce-scattered, each rank updates its 1/n, parameters all-gathered; "
                  "with --deterministic the same bits as 0); 0: plain DDP (default); 2 and 3 are "
-                 "not implemented yet")
+                 "refused: cohort has stage 1 only")
       ->check(CLI::Range(0, 3));
 }
 

@@ -83,16 +83,16 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
       const std::string why = "Trainer: the model is a DistributedDataParallel with zero_stage " +
                               std::to_string(z) + ", ";
       COHORT_CHECK(options_.max_grad_norm == 0, why, "and gradient clipping (max_grad_norm ",
-                   options_.max_grad_norm, ") needs the norm over every rank's shard: not "
-                   "implemented with sharding yet");
+                   options_.max_grad_norm, ") needs the norm over every rank's shard, which "
+                   "cohort does not compute");
       COHORT_CHECK(options_.checkpoint_path.empty() && options_.checkpoint_dir.empty(), why,
                    "whose optimizer state is split over the ranks: checkpoints of it (one file "
-                   "per rank) are not implemented yet; train without checkpoint_path/"
+                   "per rank) do not exist in cohort; train without checkpoint_path/"
                    "checkpoint_dir, or with zero_stage 0");
       COHORT_CHECK(options_.grad_scaler == nullptr, why, "and a GradScaler needs a skipped step "
-                   "agreed over every rank's shard: not implemented with sharding yet");
+                   "agreed over every rank's shard, which cohort does not do");
       COHORT_CHECK(options_.elastic == nullptr, why, "and elastic training would move the shards "
-                   "onto a new group: not implemented yet");
+                   "onto a new group, which cohort does not do");
     }
   }
   if (comm_) {

@@ -93,7 +93,7 @@ struct DDPOptions {
   // whole, optimizer state / n. With deterministic, the chunks are summed in rank order as the
   // deterministic reducer does: bit-identical weights to a deterministic DDP. Needs host
   // parameters and gradient_as_bucket_view; no compression. Stages 2 and 3 (gradients and
-  // parameters sharded too) are refused: not implemented yet.
+  // parameters sharded too) are refused: cohort has stage 1 only.
   int zero_stage = 0;
 };
 
