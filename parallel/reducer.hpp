@@ -4,7 +4,7 @@
 // Why it is shaped this way: DistributedDataParallel owns the bucket life cycle (which gradients
 // belong to a bucket, when it is ready, issue order, polling, statistics); a Reducer owns only
 // the bucket's flat buffer and the arithmetic around one collective: pack -> start -> (DDP waits)
-// -> unpack the average. Four ways exist, each in its own file under reducers/:
+// -> unpack the average. Five ways exist, each in its own file under reducers/:
 //
 //   plain.cpp          all-reduce(avg) on a flat buffer on the parameters' device, when the
 //                      communicator can take that memory (host memory for shm/ucx, GPU memory
@@ -16,6 +16,9 @@
 //                      or f16 (x 1/n first), 16-bit sum all-reduce, cast back
 //   deterministic.cpp  the same flat bucket all-gathered, summed on the host in rank order
 //                      0..n-1 in f32, / n
+//   sharded.cpp        ZeRO (DDPOptions::zero_stage): the bucket reduce-scattered in n equal
+//                      chunks, each rank keeping the average of its own (deterministic: summed
+//                      in rank order as above)
 //
 // make_reducer() picks one from DDPOptions and the communicator's capabilities. Every reducer
 // calls wait_for_compute() (or, for an asynchronous host copy, order_after_compute()) before the
