@@ -150,8 +150,7 @@ int run(const Flags& f) {
         ((ddp && f.grad_compression != "none" ? ", " + f.grad_compression + " gradients"
                                               : std::string()) +
          (ddp && f.zero_stage > 0
-              ? ", ZeRO stage " + std::to_string(f.zero_stage) + ": optimizer state / " +
-                    std::to_string(world)
+              ? ", " + examples::zero_note(f.zero_stage, world)
               : std::string()))
             .c_str(),
         static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);

@@ -56,7 +56,8 @@ Tensor ActivationLayer::backward_impl(const Tensor& grad_output, bool need_input
   const Tensor& saved = reads_input(function_) ? x_ : y_;
   if (bias) {  // the preceding Linear's bias gradient in the same pass (fuse_bias_grad_once)
     dx = Tensor::empty(grad_output.shape(), DType::f32, grad_output.device());
-    ops::bias_act_backward(function_, alpha_, saved, saved, grad_output, dx, bias->grad, -1);
+    ops::bias_act_backward(function_, alpha_, saved, saved, grad_output, dx, ensure_grad(*bias),
+                            -1);
   } else if (need_input_grad) {
     dx = Tensor::empty(grad_output.shape(), DType::f32, grad_output.device());
     ops::activation_backward(function_, alpha_, saved, saved, grad_output, dx);

@@ -82,6 +82,10 @@ Tensor Module::backward(const Tensor& grad_output, bool need_input_grad) {
                       dtype_name(grad_output.dtype()));
   pending_backward_ = false;
   try {
+    // A released gradient (ZeRO stage 2) starts again at zeros, allocated as late as this: only
+    // the modules whose backward has begun hold gradient memory.
+    for (const auto& [name, p] : params_)
+      if (p->requires_grad) ensure_grad(*p);
     return backward_impl(grad_output, need_input_grad);
   } catch (const LayerError&) {
     throw;

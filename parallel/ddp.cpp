@@ -147,7 +147,19 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
     b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
     b->ready.assign(b->members.size(), 0);
     b->pending = static_cast<int>(b->members.size());
-    if (opt_.gradient_as_bucket_view) view_gradients_in(*b);
+    if (releases_gradients()) {
+      // ZeRO stage 2: no gradient memory between steps but the reducers' shards. When backward
+      // first needs one of a bucket's gradients (ensure_grad), the bucket is taken and all its
+      // gradients become views into it, as gradient_as_bucket_view.
+      Bucket* bp = b.get();
+      for (int m : b->members) {
+        Parameter& p = *params_[static_cast<std::size_t>(m)].param;
+        p.grad = Tensor();
+        p.grad_source = [this, bp](Parameter&) { view_released_gradients_in(*bp); };
+      }
+    } else if (opt_.gradient_as_bucket_view) {
+      view_gradients_in(*b);
+    }
   }
 
   std::unordered_map<const Parameter*, int> index;
@@ -174,8 +186,23 @@ void DistributedDataParallel::view_gradients_in(Bucket& b) {
   }
 }
 
+// Stage 2: takes the bucket and points every member's released gradient at its slice (a gradient
+// the user replaced by a tensor of its own stays, and is copied at launch).
+void DistributedDataParallel::view_released_gradients_in(Bucket& b) {
+  if (!b.reducer->flat_bucket().defined()) give_back_released_buckets(kReleasedInFlight - 1);
+  b.reducer->acquire_bucket();
+  const Tensor flat = b.reducer->flat_bucket();
+  std::int64_t off = 0;
+  for (int m : b.members) {
+    Parameter& p = *params_[static_cast<std::size_t>(m)].param;
+    if (!p.grad.defined()) p.grad = flat.slice(off, off + p.value.numel()).reshape(p.value.shape());
+    off += detail::bucket_slot(p.value.numel());
+  }
+}
+
 DistributedDataParallel::~DistributedDataParallel() {
   model_->clear_grad_ready_hooks();
+  for (const auto& p : params_) p.param->grad_source = nullptr;  // it points at this DDP
   // Outstanding ops write into the reducers' buffers: let them finish before the buffers go.
   for (auto& b : buckets_) {
     if (b->work) {
@@ -190,6 +217,7 @@ DistributedDataParallel::~DistributedDataParallel() {
   // instead of keeping the buckets (and, for communicator buffers, the communicator) alive.
   for (auto& b : buckets_) {
     const Tensor flat = b->reducer->flat_bucket();
+    if (!flat.defined()) continue;  // stage 2 between steps: no bucket, no views
     const char* lo = static_cast<const char*>(flat.raw());
     for (int m : b->members) {
       Parameter& p = *params_[static_cast<std::size_t>(m)].param;
@@ -324,8 +352,40 @@ std::vector<Tensor> DistributedDataParallel::gradients_of(const Bucket& b) const
 
 void DistributedDataParallel::launch(Bucket& b) {
   b.issue_t = now_s();
+  const bool release = releases_gradients();
+  if (release) view_released_gradients_in(b);  // an unused parameter's: zeros
   b.work = b.reducer->launch(gradients_of(b));
   b.launched = true;
+  // Stage 2: in the bucket, the whole gradients are spent (their average goes to the owners'
+  // shards); the bucket itself goes back at complete().
+  if (release)
+    for (int m : b.members) params_[static_cast<std::size_t>(m)].param->grad = Tensor();
+}
+
+// Stage 2: waits, oldest first, for launched buckets until at most `keep` are not yet given back,
+// and gives them back. The backends move a collective only when called (shm, ucx): without this a
+// bucket's memory would stay until the final wait, and backward's peak would be the whole
+// gradient. Every rank launches the same buckets in the same order, and a rank waits only for
+// buckets it launched, whose earlier ones it has completed: no rank waits on one that waits on it.
+void DistributedDataParallel::give_back_released_buckets(int keep) {
+  int open = 0;
+  for (std::size_t i = 0; i < next_launch_; ++i) open += buckets_[i]->completed ? 0 : 1;
+  for (std::size_t i = 0; i < next_launch_ && open > keep; ++i) {
+    Bucket& b = *buckets_[i];
+    if (b.completed) continue;
+    if (!b.done) {
+      b.work->wait();
+      b.done = true;
+      b.done_t = now_s();
+    }
+    b.reducer->complete(gradients_of(b));
+    b.completed = true;
+    --open;
+  }
+}
+
+bool DistributedDataParallel::releases_gradients() const {
+  return opt_.zero_stage >= 2 && comm_->size() > 1;
 }
 
 // Advances outstanding ops (shm moves only when called) and notes when each one finished. A
@@ -337,6 +397,12 @@ void DistributedDataParallel::poll() {
     if (b.launched && !b.done && b.work->test()) {
       b.done = true;
       b.done_t = now_s();
+    }
+    // Stage 2 gives a bucket's memory back as soon as its reduce-scatter is done, which bounds
+    // backward's peak by the buckets in flight rather than the whole gradient.
+    if (b.done && !b.completed && releases_gradients()) {
+      b.reducer->complete(gradients_of(b));
+      b.completed = true;
     }
     if (!b.done && !b.reducer->collective_issued()) break;
   }
@@ -367,7 +433,7 @@ void DistributedDataParallel::finish_gradients_now() {
   const double t_waited = now_s();
   std::vector<std::pair<double, double>> intervals;
   for (auto& b : buckets_) {
-    b->reducer->complete(gradients_of(*b));
+    if (!b->completed) b->reducer->complete(gradients_of(*b));
     trace::record("allreduce bucket", "comm", static_cast<std::int64_t>(b->issue_t * 1e6),
                   static_cast<std::int64_t>((b->done_t - b->issue_t) * 1e6));
     intervals.emplace_back(b->issue_t, b->done_t);
@@ -388,7 +454,7 @@ void DistributedDataParallel::finish_gradients_now() {
   for (auto& b : buckets_) {
     b->pending = static_cast<int>(b->members.size());
     std::fill(b->ready.begin(), b->ready.end(), 0);
-    b->launched = b->done = false;
+    b->launched = b->done = b->completed = false;
     b->work.reset();
   }
   next_launch_ = 0;

@@ -16,6 +16,7 @@ struct DistributedDataParallel::Bucket {
   int pending = 0;          // members whose gradient is not final yet this step
   std::vector<char> ready;  // per member, this step
   bool launched = false, done = false;
+  bool completed = false;   // stage 2 completes a bucket as soon as it is done (poll)
   std::unique_ptr<detail::Reducer> reducer;
   comm::WorkHandle work;
   double issue_t = 0, done_t = 0;

@@ -52,7 +52,14 @@ class Reducer {
   // The flat f32 bucket on the parameters' device that the gradients may be views into
   // (DDPOptions::gradient_as_bucket_view); every reducer has one. launch() and complete() skip
   // the copy of every gradient that is such a view.
+  // Stage 2's reducer has one only from acquire_bucket() (or launch()) to complete() (undefined
+  // otherwise).
   virtual Tensor flat_bucket() const = 0;
+  // Stage 2: makes flat_bucket() exist (zeros) until the next complete(); others: no-op.
+  virtual void acquire_bucket() {}
+  // Sharded reducers: this rank's chunk of the averaged gradient (the optimizer's view), a view
+  // of the bucket (stage 1) or a persistent chunk-sized tensor (stage 2); others: undefined.
+  virtual Tensor owned_gradient() const { return Tensor(); }
   // Whether the collective of the last launch() has been handed to the communicator (a staged
   // one starts only once its download has landed: HostStage). DDP tests the next bucket's Work
   // only after this one's collective is issued, so collectives start in bucket order on every
@@ -83,8 +90,11 @@ std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, De
 // ZeRO (DDPOptions::zero_stage): the bucket reduce-scattered into equal chunks, rank k's chunk
 // its average and the rest zeroed after complete(); numel a multiple of comm.size(), host memory
 // only. deterministic: the chunks summed in rank order, deterministic.cpp's bits (sharded.cpp).
+// release (stage 2): the bucket exists only from acquire_bucket() / launch() to complete(),
+// which adds the average to owned_gradient() instead and leaves `grads` alone.
 std::unique_ptr<Reducer> make_sharded_reducer(comm::Communicator& comm, Device& dev,
-                                              std::int64_t numel, bool deterministic);
+                                              std::int64_t numel, bool deterministic,
+                                              bool release);
 
 // Whether `comm` can read and write `dev`'s memory directly.
 bool comm_can_use(const comm::Communicator& comm, const Device& dev);

@@ -1,4 +1,4 @@
-// ZeRO stage 1 on DistributedDataParallel's buckets (DDPOptions::zero_stage; contracts in
+// ZeRO stages 1 and 2 on DistributedDataParallel's buckets (DDPOptions::zero_stage; contracts in
 // cohort/parallel/ddp.hpp and zero.hpp). The split is of the flat buckets, not of parameters:
 // bucket b of E elements (a multiple of n) gives rank k its elements [k E/n, (k+1) E/n), whatever
 // parameters they belong to, so every rank owns the same number of elements (ZeroRedundancy-
@@ -24,10 +24,10 @@ namespace cohort::parallel {
 void DistributedDataParallel::check_zero_options() const {
   const int s = opt_.zero_stage;
   COHORT_CHECK(s >= 0 && s <= 3, "DistributedDataParallel: zero_stage ", s,
-               " is not a ZeRO stage (0: plain DDP, 1: optimizer state sharded)");
-  COHORT_CHECK(s <= 1, "DistributedDataParallel: zero_stage ", s, " (", s == 2 ? "gradients" :
-               "gradients and parameters", " sharded too): cohort has stage 1 only (the "
-               "optimizer state sharded; issue 54 holds stages 2 and 3)");
+               " is not a ZeRO stage (0: plain DDP, 1: optimizer state sharded, 2: gradients "
+               "too)");
+  COHORT_CHECK(s <= 2, "DistributedDataParallel: zero_stage 3 (parameters sharded too): cohort "
+               "has stages 1 and 2 (optimizer state, and gradients, sharded); use 2");
   if (s == 0) return;
   COHORT_CHECK(opt_.gradient_as_bucket_view, "DistributedDataParallel: zero_stage ", s,
                " keeps the gradients in the buckets; gradient_as_bucket_view=false is not "
@@ -72,7 +72,10 @@ std::vector<ParameterPtr> DistributedDataParallel::shard_parameters(
     const std::int64_t e = std::clamp(hi - off, a, numel);
     auto piece = std::make_shared<Parameter>();
     piece->value = p.value.reshape({numel}).slice(a, e);
-    piece->grad = b.reducer->flat_bucket().slice(off + a, off + e);
+    // In the owned chunk's coordinates; an empty piece (the parameter lies outside the chunk)
+    // takes an empty slice at the nearer end.
+    const std::int64_t g = std::clamp(off + a - lo, std::int64_t{0}, chunk);
+    piece->grad = b.reducer->owned_gradient().slice(g, g + (e - a));
     piece->requires_grad = p.requires_grad;
     out.push_back(std::move(piece));
   }
@@ -88,21 +91,50 @@ void DistributedDataParallel::gather_parameters() {
   COHORT_CHECK(opt_.zero_stage > 0, "DistributedDataParallel::gather_parameters: zero_stage is 0");
   const std::int64_t n = comm_->size(), rank = comm_->rank();
   trace::Span span("zero gather_parameters", "comm");
-  // Per bucket: its members' offsets, the owned chunk of their values into the bucket, an
-  // in-place all-gather; all buckets in flight at once, then the values read back.
-  std::vector<std::vector<std::int64_t>> offsets(buckets_.size());
-  std::vector<comm::WorkHandle> works;
+  // Per bucket: the owned chunk of its members' values into a flat buffer (the bucket itself at
+  // stage 1; at stage 2, which keeps no bucket between steps, scratch from the caching
+  // allocator), an in-place all-gather, the values read back. Stage 1 has every bucket in flight
+  // at once; stage 2 at most two scratch buckets alive, so that the step's peak stays one
+  // bucket above the model rather than a whole second copy of it.
+  const bool scratch = releases_gradients();
+  const std::size_t window = scratch ? 2 : buckets_.size();
+  struct InFlight {
+    std::size_t bucket;
+    Tensor flat;
+    std::vector<std::int64_t> offsets;
+    comm::WorkHandle work;
+  };
+  std::vector<InFlight> flying;
+  const auto read_back = [&](InFlight& f) {
+    if (f.work) f.work->wait();
+    Bucket& b = *buckets_[f.bucket];
+    const float* flat = static_cast<const float*>(f.flat.raw());
+    for (std::size_t k = 0; k < b.members.size(); ++k) {
+      const Tensor& v = params_[static_cast<std::size_t>(b.members[k])].param->value;
+      std::memcpy(v.data<float>(), flat + f.offsets[k],
+                  static_cast<std::size_t>(v.numel()) * sizeof(float));
+    }
+    // Stage 1: spent gradients, so the next backward starts at zero.
+    if (!scratch) std::fill(f.flat.data<float>(), f.flat.data<float>() + b.numel, 0.0f);
+  };
   with_context("DistributedDataParallel::gather_parameters (all-gather of the updated shards)",
                [&] {
     for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
+      if (flying.size() == window) {
+        read_back(flying.front());
+        flying.erase(flying.begin());
+      }
       Bucket& b = *buckets_[bi];
-      float* flat = static_cast<float*>(b.reducer->flat_bucket().raw());
+      Device& dev = params_[static_cast<std::size_t>(b.members[0])].param->value.device();
+      InFlight f{bi, scratch ? Tensor::empty(Shape{b.numel}, DType::f32, dev)
+                             : b.reducer->flat_bucket(), {}, nullptr};
+      float* flat = f.flat.data<float>();
       const std::int64_t chunk = b.numel / n, lo = rank * chunk, hi = lo + chunk;
       std::fill(flat + lo, flat + hi, 0.0f);  // the padding goes out as zeros
       std::int64_t off = 0;
       for (int m : b.members) {
         const Tensor& v = params_[static_cast<std::size_t>(m)].param->value;
-        offsets[bi].push_back(off);
+        f.offsets.push_back(off);
         const std::int64_t a = std::max(lo, off), e = std::min(hi, off + v.numel());
         if (a < e)
           std::memcpy(flat + a, v.data<float>() + (a - off),
@@ -110,21 +142,11 @@ void DistributedDataParallel::gather_parameters() {
         off += detail::bucket_slot(v.numel());
       }
       if (n > 1)
-        works.push_back(comm_->allgather(flat + lo, flat, static_cast<std::size_t>(chunk),
-                                         DType::f32));
+        f.work = comm_->allgather(flat + lo, flat, static_cast<std::size_t>(chunk), DType::f32);
+      flying.push_back(std::move(f));
     }
-    for (auto& w : works) w->wait();
+    for (auto& f : flying) read_back(f);
   });
-  for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
-    Bucket& b = *buckets_[bi];
-    float* flat = static_cast<float*>(b.reducer->flat_bucket().raw());
-    for (std::size_t k = 0; k < b.members.size(); ++k) {
-      const Tensor& v = params_[static_cast<std::size_t>(b.members[k])].param->value;
-      std::memcpy(v.data<float>(), flat + offsets[bi][k],
-                  static_cast<std::size_t>(v.numel()) * sizeof(float));
-    }
-    std::fill(flat, flat + b.numel, 0.0f);  // spent gradients: the next backward starts at zero
-  }
 }
 
 std::int64_t DistributedDataParallel::owned_elements() const {

@@ -196,6 +196,13 @@ class CachingAllocator {
     release_cached();
   }
 
+  // The peaks start again from what is in use and reserved now.
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.peak_in_use = stats_.bytes_in_use;
+    stats_.peak_reserved = stats_.bytes_reserved;
+  }
+
   // Allocator counts and bytes (MemoryStats's allocator fields; the rest stay zero).
   MemoryStats stats() const {
     std::lock_guard<std::mutex> lock(mu_);

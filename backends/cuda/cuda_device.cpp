@@ -175,6 +175,7 @@ MemoryStats CudaDevice::memory_stats() const {
 }
 
 void CudaDevice::empty_cache() { cache_->empty_cache(); }
+void CudaDevice::reset_peak_memory_stats() { cache_->reset_peak(); }
 
 void* CudaDevice::allocate_pinned(std::size_t bytes) {
   if (bytes == 0) return nullptr;

@@ -72,6 +72,7 @@ class CudaDevice final : public Device {
   // The caching allocator's counts plus this device's host waits and pinned memory.
   MemoryStats memory_stats() const override;
   void empty_cache() override;
+  void reset_peak_memory_stats() override;
   // cudaHostAlloc / cudaFreeHost; uploads from it with cudaMemcpyAsync on the given stream.
   void* allocate_pinned(std::size_t bytes) override;
   void deallocate_pinned(void* p, std::size_t bytes) noexcept override;

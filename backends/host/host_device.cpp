@@ -69,6 +69,11 @@ void HostDevice::empty_cache() {
   if (cache_) cache_->empty_cache();
 }
 
+void HostDevice::reset_peak_memory_stats() {
+  if (cache_) return cache_->reset_peak();
+  peak_.store(in_use_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 void* HostDevice::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   if (cache_) return cache_->allocate(bytes);

@@ -44,6 +44,7 @@ class HostDevice final : public Device {
   // use-after-free checks a cache would hide. Another value than on or off is an error.
   MemoryStats memory_stats() const override;
   void empty_cache() override;
+  void reset_peak_memory_stats() override;
   bool caching() const { return cache_ != nullptr; }
 
   // Every op through the shared families (backends/common/ops/) with the host executor of

@@ -135,8 +135,9 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
   app.add_option("--zero-stage", f.zero_stage,
                  "data parallel: 1 shards the optimizer state over the ranks (ZeRO stage 1: "
                  "gradients reduce-scattered, each rank updates its 1/n, parameters all-gathered; "
-                 "with --deterministic the same bits as 0); 0: plain DDP (default); 2 and 3 are "
-                 "refused: cohort has stage 1 only")
+                 "with --deterministic the same bits as 0); 2 shards the gradients too (no "
+                 "whole gradient kept between steps); 0: plain DDP (default); 3 is refused: "
+                 "cohort has stages 1 and 2")
       ->check(CLI::Range(0, 3));
 }
 
@@ -148,6 +149,11 @@ inline std::vector<cohort::ParameterPtr> optimizer_parameters(
     cohort::parallel::DistributedDataParallel* ddp) {
   if (f.zero_stage == 0 || ddp == nullptr) return params;
   return ddp->shard_parameters(params);
+}
+// What the first line says of --zero-stage: "ZeRO stage 2: optimizer state and gradients / 4".
+inline std::string zero_note(int stage, int world) {
+  return "ZeRO stage " + std::to_string(stage) + ": optimizer state" +
+         (stage >= 2 ? " and gradients" : "") + " / " + std::to_string(world);
 }
 inline void zero_attach(const TrainerFlags& f, cohort::optim::Optimizer& opt,
                         cohort::parallel::DistributedDataParallel* ddp) {

@@ -281,8 +281,7 @@ int run(const Flags& f, const ZooProgram& p) {
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
   if (f.zero_stage > 0)
-    sync_note += ddp ? " | ZeRO stage " + std::to_string(f.zero_stage) + ": optimizer state / " +
-                           std::to_string(world)
+    sync_note += ddp ? " | " + zero_note(f.zero_stage, world)
                      : " | --zero-stage without a communicator: one process, nothing to shard";
 
   data::DataLoaderOptions to;

@@ -12,6 +12,11 @@
 // The reduce-scatter's output (a chunk) or the received chunks ((n-1)/n of the bucket) are scratch
 // from the device's caching allocator, taken by launch() and given back by complete(): between
 // steps a rank holds only the bucket, so its memory is ZeRO-1's formula.
+// Stage 2 (release): the bucket itself is scratch too. acquire_bucket() (DDP calls it when the
+// first of its gradients is needed in backward, or at launch()) takes it zeroed from the caching
+// allocator; complete() adds the own chunk's average to the persistent chunk-sized gradient shard
+// (the optimizer's view, zeroed by its zero_grad) and gives the bucket back. Between steps a rank
+// holds the shard alone: ZeRO-2's 4P/n of gradients.
 // Host parameters only: DDP refuses sharding on a device (no GPU path exists untested).
 #include <algorithm>
 #include <cstring>
@@ -47,13 +52,19 @@ class AllWork final : public comm::Work {
 
 class ShardedReducer final : public Reducer {
  public:
-  ShardedReducer(comm::Communicator& comm, Device& dev, std::int64_t numel, bool deterministic)
-      : comm_(comm), dev_(dev), n_(comm.size()), rank_(comm.rank()),
-        chunk_(static_cast<std::size_t>(numel / comm.size())), deterministic_(deterministic) {
+  ShardedReducer(comm::Communicator& comm, Device& dev, std::int64_t numel, bool deterministic,
+                 bool release)
+      : comm_(comm), dev_(dev), n_(comm.size()), rank_(comm.rank()), numel_(numel),
+        chunk_(static_cast<std::size_t>(numel / comm.size())), deterministic_(deterministic),
+        release_(release) {
     COHORT_CHECK(dev.host_accessible(), "sharded reducer: host parameters only, got ",
                  dev.name());
     COHORT_CHECK(numel % n_ == 0, "sharded reducer: bucket of ", numel,
                  " elements does not split into ", n_, " equal chunks");
+    if (release_) {
+      shard_ = Tensor::zeros(Shape{static_cast<std::int64_t>(chunk_)}, DType::f32, dev);
+      return;
+    }
     std::shared_ptr<comm::CommBuffer> buf =
         comm.alloc_buffer(static_cast<std::size_t>(numel) * sizeof(float));
     void* p = buf->data();
@@ -64,8 +75,17 @@ class ShardedReducer final : public Reducer {
     return deterministic_ ? "sharded_deterministic" : "sharded";
   }
   Tensor flat_bucket() const override { return flat_; }
+  void acquire_bucket() override {
+    if (release_ && !flat_.defined()) flat_ = Tensor::zeros(Shape{numel_}, DType::f32, dev_);
+  }
+  Tensor owned_gradient() const override {
+    if (release_) return shard_;
+    const auto lo = static_cast<std::int64_t>(chunk_) * rank_;
+    return flat_.slice(lo, lo + static_cast<std::int64_t>(chunk_));
+  }
 
   comm::WorkHandle launch(const std::vector<Tensor>& grads) override {
+    if (release_) acquire_bucket();
     pack_into_bucket(grads, flat_);
     wait_for_compute(comm_, dev_);
     float* flat = static_cast<float*>(flat_.raw());
@@ -99,10 +119,17 @@ class ShardedReducer final : public Reducer {
         own[i] = acc / static_cast<float>(n_);
       }
     }
+    scratch_ = Tensor();
+    if (release_) {
+      // Accumulates as a gradient does: shard + average (the shard is zero after zero_grad).
+      float* shard = static_cast<float*>(shard_.raw());
+      for (std::size_t i = 0; i < chunk_; ++i) shard[i] += own[i];
+      flat_ = Tensor();
+      return;
+    }
     // Everything but the own chunk goes back to zero.
     std::fill(flat, own, 0.0f);
     std::fill(own + chunk_, flat + chunk_ * static_cast<std::size_t>(n_), 0.0f);
-    scratch_ = Tensor();
     unpack_from_bucket(flat_, grads);
   }
 
@@ -115,9 +142,11 @@ class ShardedReducer final : public Reducer {
   comm::Communicator& comm_;
   Device& dev_;
   const int n_, rank_;
+  const std::int64_t numel_;
   const std::size_t chunk_;
-  const bool deterministic_;
-  Tensor flat_;
+  const bool deterministic_, release_;
+  Tensor flat_;   // stage 2: from launch() to complete() only
+  Tensor shard_;  // stage 2: the own chunk's gradient, persistent
   // From launch() to complete(): plain, reduce_scatter's output; deterministic, the n - 1 peers'
   // contributions to our chunk.
   Tensor scratch_;
@@ -126,8 +155,9 @@ class ShardedReducer final : public Reducer {
 }  // namespace
 
 std::unique_ptr<Reducer> make_sharded_reducer(comm::Communicator& comm, Device& dev,
-                                              std::int64_t numel, bool deterministic) {
-  return std::make_unique<ShardedReducer>(comm, dev, numel, deterministic);
+                                              std::int64_t numel, bool deterministic,
+                                              bool release) {
+  return std::make_unique<ShardedReducer>(comm, dev, numel, deterministic, release);
 }
 
 }  // namespace cohort::parallel::detail

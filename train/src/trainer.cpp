@@ -77,8 +77,8 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     COHORT_CHECK(!comm_ || comm_ == &ddp_->communicator(), "Trainer: TrainerOptions::communicator "
                  "is not the communicator of the DistributedDataParallel model it trains");
     comm_ = &ddp_->communicator();
-    // ZeRO stage 1: each rank's optimizer holds only its shard of the state, and each rank's
-    // gradients only the averaged shard: what needs the whole of either is not built yet.
+    // ZeRO: each rank's optimizer holds only its shard of the state, and each rank's gradients
+    // only the averaged shard: what needs the whole of either is not built yet.
     if (const int z = ddp_->options().zero_stage; z > 0) {
       const std::string why = "Trainer: the model is a DistributedDataParallel with zero_stage " +
                               std::to_string(z) + ", ";

@@ -384,3 +384,23 @@ TEST_CASE("host device statistics: blocks in the allocator's classes, raw ones r
   CHECK(after.frees == before.frees + 1);
   CHECK(after.bytes_in_use == before.bytes_in_use);
 }
+
+TEST_CASE("reset_peak_memory_stats: the peak starts again from what is in use") {
+  auto& host = cohort::host_device();
+  cohort::Tensor keep = cohort::Tensor::empty({1000}, cohort::DType::f32, host);
+  {
+    cohort::Tensor big = cohort::Tensor::empty({1 << 20}, cohort::DType::f32, host);  // 4 MiB
+    CHECK(host.memory_stats().peak_in_use >= host.memory_stats().bytes_in_use);
+  }
+  const std::size_t in_use = host.memory_stats().bytes_in_use;
+  CHECK(host.memory_stats().peak_in_use >= in_use + (std::size_t{4} << 20));
+  host.reset_peak_memory_stats();
+  CHECK(host.memory_stats().peak_in_use == in_use);
+  {
+    cohort::Tensor t = cohort::Tensor::empty({1 << 18}, cohort::DType::f32, host);  // 1 MiB
+  }
+  const MemoryStats s = host.memory_stats();
+  CHECK(s.peak_in_use >= in_use + (std::size_t{1} << 20));
+  CHECK(s.peak_in_use < in_use + (std::size_t{4} << 20));
+  CHECK(s.peak_reserved >= s.bytes_reserved);
+}

@@ -105,6 +105,9 @@ class Device {
   // Returns memory cached by the device's allocator to the driver, after waiting for the compute
   // stream (so it synchronises). Memory in use is untouched. The default does nothing.
   virtual void empty_cache() {}
+  // Sets peak_in_use and peak_reserved to the bytes in use and reserved now, so that the next
+  // memory_stats() tells the peak since this call (torch.cuda.reset_peak_memory_stats).
+  virtual void reset_peak_memory_stats() {}
 
   // Page-locked host memory for staging uploads: the host may read and write it, and
   // copy_from_host_async() from it does not block the calling thread. Aligned to at least 64

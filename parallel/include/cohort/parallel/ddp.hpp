@@ -92,8 +92,21 @@ struct DDPOptions {
   // per step: 2 x (n-1)/n of the parameters' elements, DDP's; memory: parameters and gradients
   // whole, optimizer state / n. With deterministic, the chunks are summed in rank order as the
   // deterministic reducer does: bit-identical weights to a deterministic DDP. Needs host
-  // parameters and gradient_as_bucket_view; no compression. Stages 2 and 3 (gradients and
-  // parameters sharded too) are refused: cohort has stage 1 only.
+  // parameters and gradient_as_bucket_view; no compression.
+  // With 2 (ZeRO stage 2, FSDP's SHARD_GRAD_OP without the parameter sharding) the gradients are
+  // sharded too: no whole gradient is kept between steps. The model's Parameter::grad tensors are
+  // released (undefined) at construction. When backward first needs one of a bucket's gradients
+  // (ensure_grad, as its module's backward begins; Parameter::grad_source), the bucket is taken
+  // from the caching allocator (zeros) and its gradients become views into it; they are released
+  // again when the bucket is issued, and the bucket goes back once its reduce-scatter is done,
+  // its average added to a persistent chunk-sized gradient shard (what shard_parameters'
+  // gradients view). At most two issued buckets are not yet given back: taking a third first
+  // waits for the oldest's reduce-scatter. Backward's peak is those and the buckets being filled,
+  // not the whole gradient. So after backward the model's Parameter::grad is undefined (read the averaged gradient through the optimizer's shards), and memory between
+  // steps is parameters whole, gradients and optimizer state / n. Inside no_sync() the whole
+  // gradients accumulate as ever until the synchronised backward. Same communication, same
+  // bits as stage 1 (one rank: stage 1's layout, nothing to shard). 3 (parameters sharded too)
+  // is refused: cohort has stages 1 and 2.
   int zero_stage = 0;
 };
 
@@ -160,11 +173,11 @@ class DistributedDataParallel : public nn::Module {
   // broadcast each), after the same-model check. Collective over `comm`; blocks.
   void rebind(std::shared_ptr<comm::Communicator> comm, int root = 0);
 
-  // --- ZeRO stage 1 (DDPOptions::zero_stage = 1; parallel/zero.cpp) ---
+  // --- ZeRO stages 1 and 2 (DDPOptions::zero_stage; parallel/zero.cpp) ---
   // For each of `params` (parameters of the wrapped model that require a gradient, in any
   // order), the part this rank owns, as a Parameter of its own: value a view of the owned
-  // elements of the parameter's value, grad a view of the same elements of its bucket (the
-  // averaged gradient after backward). A parameter this rank owns nothing of gets a piece of zero
+  // elements of the parameter's value, grad a view of the same elements of its bucket (stage 1)
+  // or of the bucket's gradient shard (stage 2): the averaged gradient after backward. A parameter this rank owns nothing of gets a piece of zero
   // elements, so every rank's optimizer has the same parameters and groups. Throws for a
   // parameter that is not the wrapped model's or without zero_stage.
   std::vector<ParameterPtr> shard_parameters(const std::vector<ParameterPtr>& params) const;
@@ -172,8 +185,9 @@ class DistributedDataParallel : public nn::Module {
   // shard_parameters() then leaves every rank with the whole updated model after each step.
   void attach_optimizer(optim::Optimizer& optimizer);
   // Every rank's owned parameter elements to every rank: per bucket, the owned chunk of the
-  // parameters is written into the bucket and all-gathered in place, the parameters are read
-  // back from it, and the bucket is zeroed (its gradients were spent). Collective; blocks.
+  // parameters is written into the bucket (stage 2: a scratch bucket, two alive at most) and
+  // all-gathered in place, the parameters are read back from it, and the bucket is zeroed (its
+  // gradients were spent). Collective; blocks.
   void gather_parameters();
   // Elements this rank owns (parameters' and padding) over all buckets: the optimizer's share.
   std::int64_t owned_elements() const;
@@ -220,10 +234,16 @@ class DistributedDataParallel : public nn::Module {
   void check_zero_options() const;  // zero.cpp
   void on_grad_ready(int index);
   void view_gradients_in(Bucket& b);
+  void view_released_gradients_in(Bucket& b);  // stage 2: the bucket taken, grads viewed
   void launch_ready_buckets();
   void sync_buffers_now();
   void finish_gradients_now();
   void launch(Bucket& b);
+  bool releases_gradients() const;  // ZeRO stage 2 at more than one rank
+  // Stage 2: buckets launched and not yet given back, at most, when another is taken (FSDP's
+  // limit_all_gathers keeps two in flight likewise).
+  static constexpr int kReleasedInFlight = 2;
+  void give_back_released_buckets(int keep);
   void poll();
   std::vector<Tensor> gradients_of(const Bucket& b) const;
 
