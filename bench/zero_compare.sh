@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The cost of --zero-stage 1 (ZeRO: the optimizer state sharded): a program on 2 ranks (shm) as
-# plain DDP and with --zero-stage 1, the same steps and batch, alternating which goes first over
-# ROUNDS rounds; prints each side's median images/s (the Trainer's training throughput) and the
+# The cost of --zero-stage S (ZeRO: the optimizer state sharded, at 2 the gradients too): a
+# program on 2 ranks (shm) as plain DDP and with --zero-stage S (STAGE, default 1), the same steps
+# and batch, alternating which goes first over ROUNDS rounds; prints each side's median images/s (the Trainer's training throughput) and the
 # ratio ZeRO / DDP (the target for stages 1 and 2: at least 0.95).
 #
-#   bench/zero_compare.sh [MODEL] [ROUNDS] [STEPS] [BATCH]   (default: mnist 5 200 64)
+#   [STAGE=2] bench/zero_compare.sh [MODEL] [ROUNDS] [STEPS] [BATCH]   (default: mnist 5 200 64)
 #
 # MODEL mnist runs mnist_cnn (Fashion-MNIST, Adadelta); any zoo model runs cifar_cnn on synthetic
 # data with Adam. EXTRA="--deterministic" adds flags to both sides.
@@ -18,6 +18,8 @@ model=${1:-mnist}
 rounds=${2:-5}
 steps=${3:-200}
 batch=${4:-64}
+stage=${STAGE:-1}
+case $stage in 1 | 2) ;; *) echo "zero_compare: STAGE=$stage: cohort has ZeRO stages 1 and 2" >&2; exit 2 ;; esac
 bin=$root/build/bin
 [ -x "$bin/cifar_cnn" ] && [ -x "$bin/mnist_cnn" ] || { echo "zero_compare: $bin not built" >&2; exit 2; }
 run() {  # run EXTRA...: prints the run's images/s
@@ -29,6 +31,6 @@ run() {  # run EXTRA...: prints the run's images/s
     "$@" 2>&1 | throughput
 }
 ddp() { run; }
-zero() { run --zero-stage 1; }
+zero() { run --zero-stage "$stage"; }
 echo "zero_compare: $model, 2 ranks (shm), batch $batch per rank, $steps steps, $rounds rounds alternating ${EXTRA:-}"
-ab_rounds "$rounds" "DDP" "--zero-stage 1" ddp zero
+ab_rounds "$rounds" "DDP" "--zero-stage $stage" ddp zero
