@@ -64,7 +64,7 @@ rm -rf "$work/ck"
 job=$!
 for _ in $(seq 1 600); do grep -q "step 120/200" "$work/kill.log" 2>/dev/null && break; sleep 0.05; done
 for p in $(own_mnist_pids); do
-  tr '\0' '\n' <"/proc/$p/environ" | grep -qx RANK=1 && { kill -9 "$p"; break; }
+  grep -qx RANK=1 < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) && { kill -9 "$p"; break; }
 done
 wait "$job"
 echo "mnist_cnn, rank 1 SIGKILLed at step ~120 under cohortrun --max-restarts 1 (exit $?):"

@@ -56,7 +56,7 @@ for comm in shm ucx; do
     pid=$!
     for _ in $(seq 1 1200); do grep -q "step 20/40" "$log" 2>/dev/null && break; sleep 0.05; done
     for q in $(pgrep -x mnist_cnn); do
-      tr '\0' '\n' <"/proc/$q/environ" 2>/dev/null | grep -qx RANK=1 && kill -9 "$q"
+      grep -qx RANK=1 < <(tr '\0' '\n' <"/proc/$q/environ" 2>/dev/null) && kill -9 "$q"
     done
     wait "$pid" || true
     line=$(sed -n 's/.*first completed step \([0-9.]*\) s = \(.*\)/\1 s (\2)/p' "$log" | head -n1)
@@ -83,7 +83,7 @@ for comm in shm ucx; do
     pid=$!
     for _ in $(seq 1 2400); do grep -q "step 3/12" "$log" 2>/dev/null && break; sleep 0.1; done
     for q in $(pgrep -x resnet50_tinyim); do
-      tr '\0' '\n' <"/proc/$q/environ" 2>/dev/null | grep -qx RANK=1 && kill -9 "$q"
+      grep -qx RANK=1 < <(tr '\0' '\n' <"/proc/$q/environ" 2>/dev/null) && kill -9 "$q"
     done
     wait "$pid" || true
     line=$(grep -o "joined membership [0-9]* at step [0-9]*: [0-9.]* MB of state.*" "$log" | head -n1)

@@ -1,4 +1,5 @@
-// clip_grad_norm and clip_grad_value (clip_grad.hpp). The per-tensor norms come from device
+// clip_grad_norm and clip_grad_value (clip_grad.hpp). On the host the 2-norms are sums of
+// squares in double; elsewhere the per-tensor norms come from device
 // reductions over rows of kRowLength elements (short rows keep the work parallel on every
 // device; the infinity norm through ops::max_abs_all, staged alike), into one small buffer per
 // call that is read back once; everything after that is a
@@ -77,7 +78,22 @@ std::vector<std::vector<float>> row_values(const std::vector<Grad>& grads, Reduc
 // Each gradient's own norm, in double.
 std::vector<double> tensor_norms(const std::vector<Grad>& grads, double p) {
   std::vector<double> norms;
-  if (p == 2.0) {
+  if (p == 2.0 && grads.front().g.device().host_accessible()) {
+    // On the host the squares are summed in double: a sum of f32 rows depends on where the rows
+    // start, so a ZeRO rank's piece of a tensor would round otherwise than the whole tensor does
+    // (DistributedDataParallel::clip_grad_norm); in double the orders agree to ~1e-16, and the
+    // f32 coefficient with them. Four accumulators keep the loop vectorisable.
+    for (const Grad& gr : grads) {
+      const float* v = gr.g.data<float>();
+      const std::int64_t n = gr.g.numel();
+      double acc[4] = {0, 0, 0, 0};
+      std::int64_t i = 0;
+      for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; ++k) acc[k] += double(v[i + k]) * double(v[i + k]);
+      for (; i < n; ++i) acc[0] += double(v[i]) * double(v[i]);
+      norms.push_back(std::sqrt((acc[0] + acc[1]) + (acc[2] + acc[3])));
+    }
+  } else if (p == 2.0) {
     for (const auto& rows : row_values(grads, [](const Tensor& x, Tensor& o) {
            ops::reduce_sum_sq(x, o);
          })) {
@@ -109,28 +125,47 @@ std::vector<double> tensor_norms(const std::vector<Grad>& grads, double p) {
 
 double clip_grad_norm(const std::vector<ParameterPtr>& params, double max_norm, double norm_type,
                       bool error_if_nonfinite) {
+  return clip_grad_norm(params, max_norm, norm_type, error_if_nonfinite, nullptr);
+}
+
+double clip_grad_norm(const std::vector<ParameterPtr>& params, double max_norm, double norm_type,
+                      bool error_if_nonfinite, const NormGroupReduce& group) {
   COHORT_CHECK(std::isfinite(max_norm) && max_norm >= 0, "clip_grad_norm: max_norm must be "
                "finite and >= 0, got ", max_norm);
   COHORT_CHECK(norm_type > 0 && !std::isnan(norm_type), "clip_grad_norm: norm_type must be > 0 "
                "(or infinity), got ", norm_type);
   const std::vector<Grad> grads = gradients("clip_grad_norm", params);
-  if (grads.empty()) return 0.0;
-  const std::vector<double> norms = tensor_norms(grads, norm_type);
+  if (grads.empty() && !group) return 0.0;
+  const std::vector<double> norms = grads.empty() ? std::vector<double>{}
+                                                  : tensor_norms(grads, norm_type);
+  const bool inf_norm = std::isinf(norm_type);
   double total = 0;
-  if (std::isinf(norm_type)) {
+  if (inf_norm) {
     for (const double v : norms)  // NaN wins, as torch.max
       total = std::isnan(total) || std::isnan(v) ? std::nan("") : std::max(total, v);
   } else {
     for (const double v : norms) total += std::pow(v, norm_type);
-    total = std::pow(total, 1.0 / norm_type);
   }
+  const bool local_nonfinite = !std::isfinite(total);
+  if (group) {
+    // The NaN count travels beside the value: a max over the ranks need not keep a NaN.
+    double values[2] = {std::isnan(total) ? 0.0 : total, std::isnan(total) ? 1.0 : 0.0};
+    group(values, inf_norm);
+    total = values[1] > 0 ? std::nan("") : values[0];
+  }
+  if (!inf_norm) total = std::pow(total, 1.0 / norm_type);
   if (error_if_nonfinite && !std::isfinite(total)) {
+    const char* pieces = group ? " (this rank's pieces of them)" : "";
+    if (!local_nonfinite)
+      COHORT_FAIL("clip_grad_norm: the total norm of order ", norm_type, " of ", grads.size(),
+                  " gradients", pieces, " is ", total, "; every piece this rank holds is finite: "
+                  "another rank's is not (no gradient was changed)");
     std::size_t k = 0;
     while (k + 1 < norms.size() && std::isfinite(norms[k])) ++k;
     const Tensor& g = params[grads[k].index]->grad;
     COHORT_FAIL("clip_grad_norm: the total norm of order ", norm_type, " of ", grads.size(),
-                " gradients is ", total, "; the first non-finite is parameter ", grads[k].index,
-                "'s gradient ", g.shape().str(), " with norm ", norms[k],
+                " gradients", pieces, " is ", total, "; the first non-finite is parameter ",
+                grads[k].index, "'s gradient ", g.shape().str(), " with norm ", norms[k],
                 " (no gradient was changed; error_if_nonfinite = false scales them as torch does)");
   }
   // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1, all in f32; Python's

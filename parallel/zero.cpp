@@ -7,15 +7,21 @@
 // parameters' owned elements through views (shard_parameters); gather_parameters() hands every
 // rank's updated elements to all. A parameter's elements keep their bucket position through
 // this round trip, so an element is updated on one rank from the same values DDP would use.
+// clip_grad_norm and shard_grad_scaler give what reads the whole gradient (a norm, the inf check)
+// the group's view: one small all-reduce each.
 #include "cohort/parallel/ddp.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
+#include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
+#include "cohort/layers/clip_grad.hpp"
+#include "cohort/optim/grad_scaler.hpp"
 #include "cohort/optim/optimizer.hpp"
+#include "cohort/parallel/zero.hpp"
 #include "ddp_bucket.hpp"
 #include "reducers/bucket_buffer.hpp"
 
@@ -146,6 +152,40 @@ void DistributedDataParallel::gather_parameters() {
       flying.push_back(std::move(f));
     }
     for (auto& f : flying) read_back(f);
+  });
+}
+
+double DistributedDataParallel::clip_grad_norm(double max_norm, double norm_type,
+                                               bool error_if_nonfinite) {
+  const std::vector<ParameterPtr> whole = trainable_parameters(module());
+  if (opt_.zero_stage == 0) return nn::clip_grad_norm(whole, max_norm, norm_type, error_if_nonfinite);
+  const std::string where = "DistributedDataParallel::clip_grad_norm (zero_stage " +
+                            std::to_string(opt_.zero_stage) + ", rank " +
+                            std::to_string(comm_->rank()) + " of " +
+                            std::to_string(comm_->size()) + ": its shard of each gradient)";
+  // The device the values live on: only a communicator that takes device memory (nccl) uses it.
+  Device* dev = whole.empty() ? nullptr : &whole.front()->value.device();
+  return with_context(where, [&] {
+    return nn::clip_grad_norm(
+        shard_parameters(whole), max_norm, norm_type, error_if_nonfinite,
+        [this, dev](double values[2], bool max) {
+          if (comm_->size() == 1) return;
+          comm::allreduce_host(*comm_, dev, values, 2, DType::f64,
+                               max ? comm::ReduceOp::max : comm::ReduceOp::sum);
+        });
+  });
+}
+
+void DistributedDataParallel::shard_grad_scaler(optim::GradScaler& scaler) {
+  if (opt_.zero_stage == 0) return;
+  Device* dev = params_.empty() ? nullptr : &params_.front().param->value.device();
+  scaler.set_found_inf_reduction([this, dev](bool found) {
+    if (comm_->size() == 1) return found;
+    double v = found ? 1.0 : 0.0;
+    with_context("GradScaler::unscale (agreeing on an inf or NaN over the ranks' shards)", [&] {
+      comm::allreduce_host(*comm_, dev, &v, 1, DType::f64, comm::ReduceOp::max);
+    });
+    return v > 0;
   });
 }
 

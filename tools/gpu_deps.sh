@@ -70,7 +70,7 @@ case "$cmd" in
     # The H100 and H200 are sm_90: the build must hold sm_90 machine code (or PTX of 90 or older,
     # which the driver compiles at load time), else every kernel fails with "no kernel image".
     archs=$(grep -o 'generate-code=arch=compute_[0-9a-z]*,code=[^ ]*' "$build/build.ninja" | sort -u | tr '\n' ' ')
-    echo "$archs" | grep -Eq 'sm_90a?[],]|[[,]compute_(75|80|86|87|88|89|90)[],]' ||
+    grep -Eq 'sm_90a?[],]|[[,]compute_(75|80|86|87|88|89|90)[],]' <<<"$archs" ||
       { echo "gpu_deps.sh: $build is compiled for ${archs:-no CUDA architecture}, without sm_90 (H100/H200): configure it with -DCMAKE_CUDA_ARCHITECTURES=90 (or a list holding 90) and build again" >&2; exit 1; }
     rm -rf "$dir/debs" "$dir/prefix" && mkdir -p "$dir/debs"
     (cd "$dir/debs" && apt-get download "${runtime_packages[@]}")

@@ -52,7 +52,7 @@ done
 
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+  if ! grep -q "install ok installed" < <(dpkg-query -W -f='${Status}' "$p" 2>/dev/null); then
     missing+=("$p")
   fi
 done

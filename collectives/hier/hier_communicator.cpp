@@ -762,7 +762,11 @@ class HierCommunicator final : public detail::CommunicatorBase {
       return found;  // the store is gone too: the stage's words are all there is
     }
     const std::string mismatch = first_mismatch(all, have);
-    return mismatch.empty() ? found : mismatch + " (hier found it in " + found + ")";
+    if (!mismatch.empty()) return mismatch + " (hier found it in " + found + ")";
+    // No differing description arrived in time: at least this rank's own side in the user's words.
+    return "rank " + std::to_string(rank_) + " issued " + mine.str() + "; no rank's differing "
+           "description reached the store within " + std::to_string(kNameMismatchWait.count()) +
+           " ms; hier found: " + found;
   }
 
   enum class Algo { hierarchical, flat, model };
@@ -782,7 +786,9 @@ class HierCommunicator final : public detail::CommunicatorBase {
   // Whether enqueue() wakes the worker (set with the host's rank count).
   std::unique_ptr<detail::LazyWake> wake_;
   static constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
-  static constexpr auto kNameMismatchWait = std::chrono::milliseconds(500);
+  // 1 s: at 500 ms a loaded 2-core machine (ctest -j2, 3 ranks) once left the odd rank's entry
+  // out (comm_failures_hier_2hosts_np3, 2026-12-03); a rank that never posts costs this once.
+  static constexpr auto kNameMismatchWait = std::chrono::milliseconds(1000);
   std::shared_ptr<Store> store_;  // prefixed "hier/": name_mismatch's entries
   std::uint64_t seq_ = 0;         // collectives issued (under mu_)
   detail::OpDesc running_;        // the collective being run (under run_mu_)

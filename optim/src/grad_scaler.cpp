@@ -50,7 +50,10 @@ void GradScaler::unscale(Optimizer& optimizer) {
                      "; one scaler serves one device");
         grads.push_back(p->grad.reshape({p->grad.numel()}));
       }
-  if (grads.empty()) return;
+  if (grads.empty()) {
+    if (any_rank_) found_inf_ = any_rank_(false);
+    return;
+  }
   // One pass per gradient (ops::unscale_max_abs: scaled in place, and max |g| per block of
   // kBlock, NaN winning) into one buffer of every gradient's block maxima, then one max_all over
   // it and one float read back: tensors + 2-4 launches in all (GPU review 2, H2: the pass before
@@ -71,6 +74,7 @@ void GradScaler::unscale(Optimizer& optimizer) {
   Tensor worst = Tensor::empty({1}, DType::f32, dev);
   ops::max_all(maxima, worst);
   found_inf_ = !std::isfinite(worst.to_vector<float>().front());
+  if (any_rank_) found_inf_ = any_rank_(found_inf_);
 }
 
 bool GradScaler::step(Optimizer& optimizer) {

@@ -54,34 +54,34 @@ done
   grep -q "rab_op_us from ucx (--calibrate-op)" "$work/m.txt"
 check "--calibrate-op on ucx with COHORT_UCX_ALLREDUCE=rd, ring, rab: op terms (us)$ops; links and hier_op_us kept" $?
 out=$(COMM=ucx run 2 1 --calibrate-op "$work/m.txt")
-[ $? -ne 0 ] && echo "$out" | grep -q "calibrated on 4 ranks on 2 host(s); this job has 2 ranks"
+[ $? -ne 0 ] && grep -q "calibrated on 4 ranks on 2 host(s); this job has 2 ranks" <<<"$out"
 check "--calibrate-op on another job size is refused, naming both" $?
 out=$(COHORT_HIER_ALGO=auto COHORT_COST_MODEL="$work/m.txt" run 4 2 --calibrate "$work/m2.txt")
-[ $? -ne 0 ] && echo "$out" | grep -q "picks per size: unset both" && [ ! -e "$work/m2.txt" ]
+[ $? -ne 0 ] && grep -q "picks per size: unset both" <<<"$out" && [ ! -e "$work/m2.txt" ]
 check "--calibrate on hier choosing by a model is refused (it times no one algorithm)" $?
 
 out=$(run 4 2 --model "$work/m.txt" -b 8 -e 4M -f 16 -n 3 -w 1)
 rows=$(echo "$out" | grep -cE '^\[rank 0\] +[0-9]+ .* (ring|recursive_doubling|rabenseifner|hierarchical)$')
-echo "$out" | grep -q "Out of bounds values : 0 OK" && [ "$rows" = 5 ]
+grep -q "Out of bounds values : 0 OK" <<<"$out" && [ "$rows" = 5 ]
 check "--model: $rows rows with 4 predictions and a pick each" $?
 
 out=$(COHORT_HIER_ALGO=auto COHORT_COST_MODEL="$work/m.txt" run 4 2 -b 8 -e 4M -f 16 -n 3 -w 1 -o avg)
-echo "$out" | grep -q "Out of bounds values : 0 OK"
+grep -q "Out of bounds values : 0 OK" <<<"$out"
 check "COHORT_HIER_ALGO=auto: the model's picks, every result right" $?
 
 out=$(COHORT_HIER_ALGO=flat run 4 2 -b 8 -e 1M -f 64 -n 3 -w 1)
-echo "$out" | grep -q "Out of bounds values : 0 OK"
+grep -q "Out of bounds values : 0 OK" <<<"$out"
 check "COHORT_HIER_ALGO=flat: every result right" $?
 
 out=$(run 2 1 --model "$work/m.txt" -b 8 -e 8)
-[ $? -ne 0 ] && echo "$out" | grep -q "calibrated on 4 ranks on 2 host(s); this job has 2 ranks on 2 host(s)"
+[ $? -ne 0 ] && grep -q "calibrated on 4 ranks on 2 host(s); this job has 2 ranks on 2 host(s)" <<<"$out"
 check "a model from another job size is refused, naming both" $?
 
 out=$(COHORT_HIER_ALGO=auto run 4 2 -b 8 -e 8)
-[ $? -ne 0 ] && echo "$out" | grep -q "COHORT_HIER_ALGO=auto needs COHORT_COST_MODEL=FILE"
+[ $? -ne 0 ] && grep -q "COHORT_HIER_ALGO=auto needs COHORT_COST_MODEL=FILE" <<<"$out"
 check "auto without a model says how to make one" $?
 
 out=$(COHORT_HIER_ALGO=fastest run 4 2 -b 8 -e 8)
-[ $? -ne 0 ] && echo "$out" | grep -q "COHORT_HIER_ALGO='fastest' must be hierarchical, flat or auto"
+[ $? -ne 0 ] && grep -q "COHORT_HIER_ALGO='fastest' must be hierarchical, flat or auto" <<<"$out"
 check "a bad COHORT_HIER_ALGO is named" $?
 exit $fail

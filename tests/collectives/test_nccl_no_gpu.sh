@@ -25,12 +25,12 @@ for how in flag env; do
   elapsed=$(( $(date +%s) - start ))
   echo "--- $how (exit status $rc, ${elapsed} s):"
   echo "$out"
-  if [ $rc -eq 0 ] && echo "$out" | grep -q "backend nccl"; then
+  if [ $rc -eq 0 ] && grep -q "backend nccl" <<<"$out"; then
     echo "skipped: a GPU is visible and nccl ran"
     exit 77
   fi
   if [ $rc -eq 0 ]; then echo "FAILED: exit status 0"; status=1; fi
-  if ! echo "$out" | grep -Eq -- "$want"; then echo "FAILED: no line matches: $want"; status=1; fi
+  if ! grep -Eq -- "$want" <<<"$out"; then echo "FAILED: no line matches: $want"; status=1; fi
   if [ $elapsed -gt 10 ]; then echo "FAILED: took ${elapsed} s, not at once"; status=1; fi
 done
 exit $status

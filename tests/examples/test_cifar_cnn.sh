@@ -23,7 +23,7 @@ expect_error() {  # expect_error STATUS PATTERN ARGS...
   local out rc
   out=$("$bin" "$@" 2>&1); rc=$?
   [ "$rc" -eq "$want" ] || fail "cifar_cnn $* exited $rc, not $want: $out"
-  echo "$out" | grep -q -- "$pattern" || fail "cifar_cnn $*: no '$pattern' in: $out"
+  grep -q -- "$pattern" <<<"$out" || fail "cifar_cnn $*: no '$pattern' in: $out"
   [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "cifar_cnn $*: more than one line: $out"
   echo "ok ($rc): $out"
 }
@@ -41,8 +41,8 @@ for m in $models; do
         --test-batch-size 4 2>&1)
   rc=$?
   [ $rc -eq 0 ] || { echo "$out" | tail -20; fail "$m on 2 ranks exited $rc"; }
-  echo "$out" | grep -q "cifar_cnn: SYNTHETIC data" || fail "$m: the first line does not say SYNTHETIC"
-  echo "$out" | grep -q "ranks hold identical weights: yes" || fail "$m: ranks differ"
+  grep -q "cifar_cnn: SYNTHETIC data" <<<"$out" || fail "$m: the first line does not say SYNTHETIC"
+  grep -q "ranks hold identical weights: yes" <<<"$out" || fail "$m: ranks differ"
   digest[$m]=$(echo "$out" | sed -nE 's/.*identical weights: yes \(digest ([0-9a-f]+)\).*/\1/p')
   losses=$(echo "$out" | sed -nE 's/.*\[rank 0\] epoch [0-9]+\/10 step 1\/1 .* loss ([0-9.]+) .*/\1/p')
   echo "$m losses: $(echo $losses)"
@@ -58,7 +58,7 @@ out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$
       --comm ucx --synthetic --synthetic-size 16 --batch-size 8 --epochs 10 --log-interval 1 \
       --test-batch-size 4 2>&1)
 rc=$?
-if [ $rc -ne 0 ] && echo "$out" | grep -q "not in this build"; then
+if [ $rc -ne 0 ] && grep -q "not in this build" <<<"$out"; then
   echo "ucx not in this build: shm only"
 else
   [ $rc -eq 0 ] || { echo "$out" | tail; fail "resnet9 over ucx exited $rc"; }

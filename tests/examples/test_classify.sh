@@ -74,17 +74,17 @@ echo "$out" | grep -E "Epoch: \[2\]|Test:|Training time" | sed 's/^\[rank 0\] //
 steps=$(echo "$out" | grep -cE '^\[rank 0\] Epoch: \[[0-2]\]  \[ ?[0-9]+/32\]  eta: [0-9]+:[0-9]{2}:[0-9]{2}  lr: [0-9.e-]+  img/s: [0-9.]+  loss: [0-9.]+ \([0-9.]+\)  time: [0-9.]+$')
 [ "$steps" = 15 ] || fail "expected 5 progress lines per epoch (steps 0, 10, 20, 30 and the last, 31), got $steps: $out"
 for e in 0 1 2; do
-  echo "$out" | grep -q "^\[rank 0\] Epoch: \[$e\]  \[31/32\]" || fail "epoch $e: no line for its last step"
-  echo "$out" | grep -qE "^\[rank 0\] Epoch: \[$e\] Total time: 0:00:[0-9]{2}$" || fail "epoch $e: no Total time"
+  grep -q "^\[rank 0\] Epoch: \[$e\]  \[31/32\]" <<<"$out" || fail "epoch $e: no line for its last step"
+  grep -qE "^\[rank 0\] Epoch: \[$e\] Total time: 0:00:[0-9]{2}$" <<<"$out" || fail "epoch $e: no Total time"
 done
 [ "$(echo "$out" | grep -cE '^\[rank 0\] Test:  Acc@1 [0-9]+\.[0-9]{3} Acc@5 [0-9]+\.[0-9]{3}$')" = 3 ] ||
   fail "no 'Test:  Acc@1 .. Acc@5 ..' line per epoch: $out"
 [ "$(echo "$out" | grep -cE '^\[rank 0\] Test: EMA Acc@1 [0-9]+\.[0-9]{3} Acc@5 [0-9]+\.[0-9]{3}$')" = 3 ] ||
   fail "no EMA line per epoch"
-echo "$out" | grep -qE '^\[rank 0\] Training time 0:0[0-9]:[0-9]{2}$' || fail "no Training time"
-echo "$out" | grep -q "SyncBatchNorm: 20 layers over 2 ranks" || fail "--sync-bn not converted: $(echo "$out" | head -3)"
-echo "$out" | grep -q "ranks hold identical weights: yes" || fail "ranks differ"
-echo "$out" | grep -q "Train Epoch:" && fail "the Trainer's own progress lines are printed too"
+grep -qE '^\[rank 0\] Training time 0:0[0-9]:[0-9]{2}$' <<<"$out" || fail "no Training time"
+grep -q "SyncBatchNorm: 20 layers over 2 ranks" <<<"$out" || fail "--sync-bn not converted: $(echo "$out" | head -3)"
+grep -q "ranks hold identical weights: yes" <<<"$out" || fail "ranks differ"
+grep -q "Train Epoch:" <<<"$out" && fail "the Trainer's own progress lines are printed too"
 acc=$(echo "$out" | sed -n 's/^\[rank 0\] Test:  Acc@1 \([0-9.]*\) .*/\1/p' | tail -1)
 python3 -c "import sys; sys.exit(0 if float('$acc') > 20 else 1)" || fail "Acc@1 $acc is not above chance (10)"
 for f in model_0 model_1 model_2 checkpoint; do
@@ -112,20 +112,20 @@ sum_before=$(sha256sum "$work/out/checkpoint.safetensors")
 out=$(cd "$work" && OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" \
   "${recipe[@]}" --comm shm --sync-bn --output-dir "$work/out2" --epochs 4 \
   --resume "$work/out/checkpoint.safetensors" 2>&1) || fail "resume exited $?: $out"
-echo "$out" | grep -q "resumed from .* after epoch 3" || fail "no resume line: $out"
-echo "$out" | grep -q "Epoch: \[[0-2]\]" && fail "the resumed run trained epochs 0-2 again: $out"
-echo "$out" | grep -q "^\[rank 0\] Epoch: \[3\]  \[31/32\]" || fail "the resumed run did not train epoch 3"
+grep -q "resumed from .* after epoch 3" <<<"$out" || fail "no resume line: $out"
+grep -q "Epoch: \[[0-2]\]" <<<"$out" && fail "the resumed run trained epochs 0-2 again: $out"
+grep -q "^\[rank 0\] Epoch: \[3\]  \[31/32\]" <<<"$out" || fail "the resumed run did not train epoch 3"
 [ -s "$work/out2/model_3.safetensors" ] || fail "no model_3 after the resume"
 out=$(cd "$work" && OMP_NUM_THREADS=1 timeout 120 "$bin" "${recipe[@]}" --output-dir "" --test-only \
   --resume "$work/out2/checkpoint.safetensors" 2>&1) || fail "--test-only exited $?: $out"
-echo "$out" | grep -qE "^Test:  Acc@1 [0-9.]+ Acc@5 [0-9.]+$" || fail "--test-only: no Acc line: $out"
-echo "$out" | grep -qE "^Test: EMA Acc@1 [0-9.]+ Acc@5 [0-9.]+$" || fail "--test-only: no EMA line: $out"
-echo "$out" | grep -q "Epoch: \[" && fail "--test-only trained"
+grep -qE "^Test:  Acc@1 [0-9.]+ Acc@5 [0-9.]+$" <<<"$out" || fail "--test-only: no Acc line: $out"
+grep -qE "^Test: EMA Acc@1 [0-9.]+ Acc@5 [0-9.]+$" <<<"$out" || fail "--test-only: no EMA line: $out"
+grep -q "Epoch: \[" <<<"$out" && fail "--test-only trained"
 echo "ok: --resume (epoch 3 only), --test-only ($(echo "$out" | grep "^Test:  Acc@1"))"
-echo "$out" | grep -q -- "--sync-bn" && fail "one rank without --sync-bn mentions it"
+grep -q -- "--sync-bn" <<<"$out" && fail "one rank without --sync-bn mentions it"
 out=$(cd "$work" && OMP_NUM_THREADS=1 timeout 120 "$bin" "${recipe[@]}" --sync-bn --output-dir "" \
   --test-only --resume "$work/out2/checkpoint.safetensors" 2>&1) || fail "one-rank --sync-bn exited $?"
-echo "$out" | grep -q -- "--sync-bn with one rank: plain batch norm" || fail "one rank --sync-bn says nothing: $out"
+grep -q -- "--sync-bn with one rank: plain batch norm" <<<"$out" || fail "one rank --sync-bn says nothing: $out"
 
 # 5. Bad input: one line naming the flag or file, a non-zero exit, nothing overwritten.
 expect_error() {  # expect_error STATUS PATTERN ARGS...
@@ -134,7 +134,7 @@ expect_error() {  # expect_error STATUS PATTERN ARGS...
   o=$(cd "$work" && OMP_NUM_THREADS=1 timeout 120 "$bin" --data-path "$work/fm" --train-crop-size 32 \
     --val-resize-size 36 --val-crop-size 32 --epochs 2 -b 32 -j 1 --output-dir "$work/out" "$@" 2>&1); rc=$?
   [ "$rc" = "$want" ] || fail "classify $*: exit $rc, not $want: $o"
-  echo "$o" | grep -qF -- "$pattern" || fail "classify $*: no '$pattern' in: $o"
+  grep -qF -- "$pattern" <<<"$o" || fail "classify $*: no '$pattern' in: $o"
   echo "ok ($rc): $(echo "$o" | grep -F -- "$pattern" | head -1 | cut -c1-150)"
 }
 expect_error 2 "--foo" --foo

@@ -22,7 +22,7 @@ for backend in shm ucx; do
   out=$(COHORT_COMM=$backend OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" 2>&1)
   rc=$?
   echo "$out" | tail -3
-  if [ $rc -ne 0 ] && [ $backend = ucx ] && echo "$out" | grep -q "not in this build"; then
+  if [ $rc -ne 0 ] && [ $backend = ucx ] && grep -q "not in this build" <<<"$out"; then
     echo "ucx not in this build: compared shm only"; continue
   fi
   [ $rc -eq 0 ] || fail "custom_ddp over $backend exited $rc"
@@ -41,7 +41,7 @@ out=$(env -u RANK -u WORLD_SIZE COHORT_COMM=shm "$bin" 2>&1)
 rc=$?
 echo "$out"
 [ $rc -ne 0 ] || fail "COHORT_COMM=shm without a launcher exited 0"
-echo "$out" | grep -q "started alone" || fail "the error does not say the process was started alone"
-echo "$out" | grep -q "cohortrun --nproc-per-node N" || fail "the error does not say how to launch"
+grep -q "started alone" <<<"$out" || fail "the error does not say the process was started alone"
+grep -q "cohortrun --nproc-per-node N" <<<"$out" || fail "the error does not say how to launch"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "the error is not one line"
 echo "PASS"

@@ -27,7 +27,7 @@ make=(/usr/bin/python3 "$src/tools/make_image_folder.py")
 "${make[@]}" synthetic "$work/jpg" --classes 3 --train-per-class 4 --val-per-class 2 --seed 3 ||
   fail "make synthetic"
 out=$("${make[@]}" fashion-mnist "$work/fm" 2>&1) && fail "a non-empty OUT was accepted: $out"
-echo "$out" | grep -q -- "--force" || fail "non-empty OUT: no hint at --force: $out"
+grep -q -- "--force" <<<"$out" || fail "non-empty OUT: no hint at --force: $out"
 out=$("${make[@]}" synthetic "$work/x" --classes 0 --train-per-class 1 --val-per-class 1 2>&1) &&
   fail "--classes 0 was accepted"
 echo "ok: make_image_folder.py refuses: $out"
@@ -36,18 +36,18 @@ out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$
   --data-path "$work/fm" --train-crop-size 28 --val-resize-size 32 --val-crop-size 28 \
   --epochs 3 --batch-size 32 --lr 0.003 --workers 2 --comm shm 2>&1) || fail "training exited $?: $out"
 echo "$out" | grep -v " step " | tail -8
-echo "$out" | grep -q "image folder $work/fm/train (600 images of their own sizes, 10 classes) | train: RandomResizedCrop(28, bilinear), flip | val: Resize(32), CenterCrop(28) | 200 val images" ||
+grep -q "image folder $work/fm/train (600 images of their own sizes, 10 classes) | train: RandomResizedCrop(28, bilinear), flip | val: Resize(32), CenterCrop(28) | 200 val images" <<<"$out" ||
   fail "no first line naming the folder and the transforms"
 acc=$(echo "$out" | sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p')
 [ -n "$acc" ] || fail "no final accuracy"
 python3 -c "import sys; sys.exit(0 if float('$acc') > 35 else 1)" || fail "accuracy $acc% is not well above chance (10%)"
-echo "$out" | grep -q "ranks hold identical weights: yes" || fail "ranks differ"
+grep -q "ranks hold identical weights: yes" <<<"$out" || fail "ranks differ"
 
 out=$(OMP_NUM_THREADS=2 timeout 300 "$bin" --model cnn_a --data-path "$work/fm" --train-crop-size 28 \
   --val-resize-size 32 --val-crop-size 28 --epochs 2 --batch-size 32 --lr 0.003 --workers 2 \
   --mixup-alpha 0.2 --cutmix-alpha 1.0 --label-smoothing 0.1 --random-erase 0.25 2>&1) ||
   fail "MixUp/CutMix run exited $?: $out"
-echo "$out" | grep -q "| RandomErasing(p=0.25) | batches: RandomChoice(MixUp(alpha=0.2), CutMix(alpha=1))" ||
+grep -q "| RandomErasing(p=0.25) | batches: RandomChoice(MixUp(alpha=0.2), CutMix(alpha=1))" <<<"$out" ||
   fail "no MixUp/CutMix in the first line: $(echo "$out" | head -2)"
 acc=$(echo "$out" | sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p')
 python3 -c "import sys; sys.exit(0 if float('$acc') > 25 else 1)" || fail "MixUp/CutMix: accuracy $acc%"
@@ -55,7 +55,7 @@ echo "ok: MixUp/CutMix trains (accuracy $acc%)"
 
 out=$(OMP_NUM_THREADS=2 timeout 300 "$bin" --model resnet50 --data-path "$work/jpg" --epochs 1 \
   --max-steps 1 --batch-size 4 --test-batch-size 6 --workers 2 2>&1) || fail "224-px JPEG run exited $?: $out"
-echo "$out" | grep -q "model resnet50 ([0-9]* parameters, input \[3, 224, 224\])" || fail "not 224 px: $out"
+grep -q "model resnet50 ([0-9]* parameters, input \[3, 224, 224\])" <<<"$out" || fail "not 224 px: $out"
 echo "ok: the JPEG folder trains at 224 px"
 
 # The class names go into the checkpoint (run.data.classes); a resume on other classes is refused.
@@ -75,16 +75,16 @@ PY
 out=$(OMP_NUM_THREADS=2 timeout 120 "$bin" --model cnn_a --data-path "$work/fm" --train-crop-size 28 \
   --val-resize-size 32 --val-crop-size 28 --test-only --resume "$work/ckpt/checkpoint.safetensors" 2>&1) ||
   fail "--test-only exited $?: $out"
-echo "$out" | grep -qE "^Test: Acc@1 [0-9.]+ Acc@5 [0-9.]+ \(loss [0-9.]+, 200 images\)" ||
+grep -qE "^Test: Acc@1 [0-9.]+ Acc@5 [0-9.]+ \(loss [0-9.]+, 200 images\)" <<<"$out" ||
   fail "--test-only printed no Acc@1/Acc@5 line: $out"
-echo "$out" | grep -q "Test set (epoch" && fail "--test-only trained: $out"
+grep -q "Test set (epoch" <<<"$out" && fail "--test-only trained: $out"
 echo "ok: $(echo "$out" | grep "^Test: Acc@1")"
 mv "$work/fm/train/Bag" "$work/fm/train/Bag2" && mv "$work/fm/val/Bag" "$work/fm/val/Bag2"
 expect_error_any() {
   local pattern=$1; shift
   local o
   o=$(OMP_NUM_THREADS=1 timeout 120 "$bin" --model cnn_a "$@" 2>&1) && fail "cifar_cnn $* succeeded: $o"
-  echo "$o" | grep -qF -- "$pattern" || fail "cifar_cnn $*: no '$pattern' in: $o"
+  grep -qF -- "$pattern" <<<"$o" || fail "cifar_cnn $*: no '$pattern' in: $o"
   echo "ok: $(echo "$o" | grep -F -- "$pattern" | head -1)"
 }
 expect_error_any 'cannot resume from' --data-path "$work/fm" --train-crop-size 28 --epochs 2 \
@@ -96,7 +96,7 @@ expect_error() {  # expect_error PATTERN ARGS...: cifar_cnn ARGS fails with one 
   local o rc
   o=$(OMP_NUM_THREADS=1 timeout 120 "$bin" --model cnn_a "$@" 2>&1); rc=$?
   [ "$rc" -ne 0 ] || fail "cifar_cnn $* succeeded: $o"
-  echo "$o" | grep -qF -- "$pattern" || fail "cifar_cnn $*: no '$pattern' in: $o"
+  grep -qF -- "$pattern" <<<"$o" || fail "cifar_cnn $*: no '$pattern' in: $o"
   echo "ok ($rc): $(echo "$o" | tail -1)"
 }
 expect_error "--test-only needs weights to evaluate" --data-path "$work/fm" --test-only
@@ -114,10 +114,10 @@ out=$(OMP_NUM_THREADS=2 timeout 300 "$bin" --model cnn_a --data-path "$work/fm" 
   --val-resize-size 32 --val-crop-size 28 --epochs 1 --batch-size 601 --workers 2 \
   --skip-bad-images --auto-augment ta_wide --interpolation nearest --color-jitter 0.3 2>&1) ||
   fail "--skip-bad-images run exited $?: $out"
-echo "$out" | grep -q "train: RandomResizedCrop(28, nearest), flip .* | ColorJitter(0.30) | auto-augment ta_wide" ||
+grep -q "train: RandomResizedCrop(28, nearest), flip .* | ColorJitter(0.30) | auto-augment ta_wide" <<<"$out" ||
   fail "no augmentation in the first line: $(echo "$out" | head -1)"
-echo "$out" | grep -q "skipped 1 unreadable sample in epoch 1" || fail "no report of the skipped image: $out"
-echo "$out" | grep -q "00000_bad.png' (100 bytes) cannot be decoded" || fail "the report does not name the file: $out"
-echo "$out" | grep -q "final test accuracy" || fail "the run did not finish: $out"
+grep -q "skipped 1 unreadable sample in epoch 1" <<<"$out" || fail "no report of the skipped image: $out"
+grep -q "00000_bad.png' (100 bytes) cannot be decoded" <<<"$out" || fail "the report does not name the file: $out"
+grep -q "final test accuracy" <<<"$out" || fail "the run did not finish: $out"
 echo "ok: $(echo "$out" | grep -A1 "skipped 1 unreadable" | tr '\n' ' ')"
 echo "image folders: all checks passed"

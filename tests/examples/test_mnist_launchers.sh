@@ -26,5 +26,5 @@ out2=$(env -u MASTER_ADDR -u MASTER_PORT timeout 120 mpirun --allow-run-as-root 
 d2=$(echo "$out2" | sed -n 's/.*identical weights: yes (digest \([0-9a-f]*\)).*/\1/p')
 echo "mpirun:    ranks identical, digest ${d2:-none}"
 [ "$d1" = "$d2" ] || { echo "$out2"; echo "FAIL: digests differ"; exit 1; }
-ls /tmp | grep -q '^cohort-store-' && { echo "FAIL: rendezvous directory left in /tmp"; exit 1; }
+compgen -G '/tmp/cohort-store-*' >/dev/null && { echo "FAIL: rendezvous directory left in /tmp"; exit 1; }
 echo "1 passed, 0 failed"

@@ -18,10 +18,10 @@ out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$
   --label-smoothing 0.1 --log-interval 5 --test-batch-size 1000 --metrics "$work/m.jsonl" 2>&1) ||
   fail "mnist_cnn exited $?: $out"
 echo "$out" | tail -25
-echo "$out" | grep -q "recipe: 10 warm-up steps, then StepLR gamma 0.7 (per step), clip grad norm 0.5" ||
+grep -q "recipe: 10 warm-up steps, then StepLR gamma 0.7 (per step), clip grad norm 0.5" <<<"$out" ||
   fail "no recipe line"
-echo "$out" | grep -q "ranks hold identical weights: yes" || fail "ranks differ"
-echo "$out" | grep -qE "evaluate \(rank 0's shard\) step 5/5 \(100%\) loss [0-9.]+ acc [0-9.]+%" ||
+grep -q "ranks hold identical weights: yes" <<<"$out" || fail "ranks differ"
+grep -qE "evaluate \(rank 0's shard\) step 5/5 \(100%\) loss [0-9.]+ acc [0-9.]+%" <<<"$out" ||
   fail "no evaluation progress line naming whose figures it shows"
 [ "$(echo "$out" | grep -c "Test set (epoch [12]): Average loss")" -eq 2 ] || fail "not 2 evaluated epochs"
 python3 - "$work/m.jsonl" <<'EOF' || fail "metrics"
@@ -41,7 +41,7 @@ out=$(OMP_NUM_THREADS=1 timeout 300 "$cifar" --model cnn_a --synthetic --synthet
   --batch-size 16 --epochs 2 --optimizer sgd --lr 0.05 --schedule cosine --warmup-steps 2 \
   --clip-grad-norm 1 --label-smoothing 0.1 --metrics "$work/c.jsonl" --log-interval 1 2>&1) ||
   fail "cifar_cnn exited $?: $out"
-echo "$out" | grep -q "schedule: 2 warm-up steps, then cosine annealing (per step)" ||
+grep -q "schedule: 2 warm-up steps, then cosine annealing (per step)" <<<"$out" ||
   fail "cifar_cnn: no schedule line: $out"
 python3 - "$work/c.jsonl" <<'EOF' || fail "cifar metrics"
 import json, math, sys
@@ -61,7 +61,7 @@ expect_error() {  # expect_error PATTERN ARGS...: exit 1 or 2 and one line namin
   local o rc
   o=$("$mnist" "$@" 2>&1); rc=$?
   { [ "$rc" -eq 1 ] || [ "$rc" -eq 2 ]; } || fail "mnist_cnn $* exited $rc: $o"
-  echo "$o" | grep -q -- "$pattern" || fail "mnist_cnn $*: no '$pattern' in: $o"
+  grep -q -- "$pattern" <<<"$o" || fail "mnist_cnn $*: no '$pattern' in: $o"
 }
 expect_error "label-smoothing" --label-smoothing 1.5
 expect_error "scheduler-interval" --scheduler-interval often
@@ -74,18 +74,18 @@ expect_error "amp" --amp fp8
 # GradScaler; bf16 either runs (a CPU with AVX-512 BF16 or AMX) or gives the host's notice.
 out=$(OMP_NUM_THREADS=1 timeout 300 "$mnist" --max-steps 5 --test-batch-size 1000 --amp f16 2>&1) ||
   fail "mnist_cnn --amp f16 exited $?: $out"
-echo "$out" | grep -q "recipe: StepLR gamma 0.7 (per epoch), amp f16 with a GradScaler" ||
+grep -q "recipe: StepLR gamma 0.7 (per epoch), amp f16 with a GradScaler" <<<"$out" ||
   fail "--amp f16: no recipe line: $out"
 [ "$(echo "$out" | grep -c "cohort: autocast f16 on host: oneDNN 2.6 has no f16 convolution")" -eq 1 ] ||
   fail "--amp f16: not exactly one fallback notice: $out"
-echo "$out" | grep -q "final test accuracy" || fail "--amp f16: no accuracy: $out"
+grep -q "final test accuracy" <<<"$out" || fail "--amp f16: no accuracy: $out"
 out=$(OMP_NUM_THREADS=1 timeout 300 "$mnist" --max-steps 5 --test-batch-size 1000 --amp bf16 2>&1) ||
   fail "mnist_cnn --amp bf16 exited $?: $out"
-echo "$out" | grep -q "recipe: StepLR gamma 0.7 (per epoch), amp bf16" || fail "--amp bf16: no recipe line: $out"
+grep -q "recipe: StepLR gamma 0.7 (per epoch), amp bf16" <<<"$out" || fail "--amp bf16: no recipe line: $out"
 if grep -qw -E 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
-  echo "$out" | grep -q "cohort: autocast" && fail "--amp bf16 fell back on a CPU with bf16: $out"
+  grep -q "cohort: autocast" <<<"$out" && fail "--amp bf16 fell back on a CPU with bf16: $out"
 else
-  echo "$out" | grep -q "cohort: autocast bf16 on host: this CPU has neither" ||
+  grep -q "cohort: autocast bf16 on host: this CPU has neither" <<<"$out" ||
     fail "--amp bf16 without native bf16: no notice: $out"
 fi
 echo "all recipe flag cases passed"

@@ -13,7 +13,7 @@ cd "$work" || exit 1
 
 out=$("$bin" 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "without data: exit $rc, not 1: $out"
-echo "$out" | grep -q "no TinyImageNet in 'tiny-imagenet-200': unpack tiny-imagenet-200.zip there" || fail "message: $out"
+grep -q "no TinyImageNet in 'tiny-imagenet-200': unpack tiny-imagenet-200.zip there" <<<"$out" || fail "message: $out"
 echo "ok (1): $out"
 
 "$make_tree" tiny || fail "make_tiny_imagenet_tree failed"
@@ -21,19 +21,19 @@ out=$(OMP_NUM_THREADS=1 timeout 300 "$bin" --data tiny --workers 2 --batch-size 
 rc=$?
 echo "$out" | grep -E "resnet50_tinyimagenet:|model|Test set|final"
 [ $rc -eq 0 ] || fail "1 rank on the tree exited $rc"
-echo "$out" | grep -q "TinyImageNet train (6 x \[3, 64, 64\], 3 classes)" || fail "no TinyImageNet description"
-echo "$out" | grep -q "augmented (crop 4, flip)" || fail "not augmented"
-echo "$out" | grep -qE "Accuracy: [0-3]/3 " || fail "no evaluation on the 3 val images"
+grep -q "TinyImageNet train (6 x \[3, 64, 64\], 3 classes)" <<<"$out" || fail "no TinyImageNet description"
+grep -q "augmented (crop 4, flip)" <<<"$out" || fail "not augmented"
+grep -qE "Accuracy: [0-3]/3 " <<<"$out" || fail "no evaluation on the 3 val images"
 
 out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" --data tiny --workers 2 \
       --batch-size 2 --epochs 1 --comm shm 2>&1)
 rc=$?
 [ $rc -eq 0 ] || { echo "$out" | tail; fail "2 ranks on the tree exited $rc"; }
-echo "$out" | grep -q "ranks hold identical weights: yes" || fail "2 ranks: weights differ"
+grep -q "ranks hold identical weights: yes" <<<"$out" || fail "2 ranks: weights differ"
 echo "$out" | grep -E "identical|Test set"
 
 out=$(OMP_NUM_THREADS=1 timeout 300 "$bin" --synthetic --synthetic-size 8 --batch-size 4 --no-eval 2>&1) \
   || fail "--synthetic failed: $out"
-echo "$out" | grep -q "SYNTHETIC data (seeded, --synthetic): 8 training and 2 test images of synthetic (10 x \[3, 64, 64\], 200 classes" \
+grep -q "SYNTHETIC data (seeded, --synthetic): 8 training and 2 test images of synthetic (10 x \[3, 64, 64\], 200 classes" <<<"$out" \
   || fail "--synthetic first line: $(echo "$out" | head -1)"
 echo "PASS"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # --zero-stage 1 and 2 from the user's side, against plain DDP as the reference: at 2 ranks with
 # --deterministic, mnist_cnn (Adadelta) and the zoo's ResNet9 (SGD with momentum, weight-decay
-# groups) end with the same weights digest as --zero-stage 0, and the first line says what is
-# split.
+# groups) end with the same weights digest as --zero-stage 0, also with --clip-grad-norm and
+# --amp f16 (mnist_cnn), and the first line says what is split.
 # usage: test_zero_cli.sh MNIST_CNN CIFAR_CNN COHORTRUN
 set -uo pipefail
 mnist=$1 zoo=$2 run=$3
@@ -12,17 +12,32 @@ for z in 0 1 2; do
   out=$(OMP_NUM_THREADS=1 timeout 120 "$run" --nproc-per-node 2 --master-port 0 "$mnist" --comm shm \
     --epochs 1 --max-steps 40 --deterministic --zero-stage $z 2>&1) || fail "mnist_cnn --zero-stage $z exited $?: $out"
   eval "mnist_$z=$(digest "$out")"
-  [ "$z" != 1 ] || echo "$out" | grep -q "(shm, ZeRO stage 1: optimizer state / 2)" || fail "no ZeRO in the first line: $out"
-  [ "$z" != 2 ] || echo "$out" | grep -q "(shm, ZeRO stage 2: optimizer state and gradients / 2)" || fail "no ZeRO 2 in the first line: $out"
+  [ "$z" != 1 ] || grep -q "(shm, ZeRO stage 1: optimizer state / 2)" <<<"$out" || fail "no ZeRO in the first line: $out"
+  [ "$z" != 2 ] || grep -q "(shm, ZeRO stage 2: optimizer state and gradients / 2)" <<<"$out" || fail "no ZeRO 2 in the first line: $out"
   out=$(OMP_NUM_THREADS=1 timeout 120 "$run" --nproc-per-node 2 --master-port 0 "$zoo" --model resnet9 \
     --synthetic --synthetic-size 256 --batch-size 16 --epochs 1 --max-steps 6 --optimizer sgd --lr 0.05 \
     --weight-decay 5e-4 --norm-weight-decay 0 --bias-weight-decay 0 --deterministic --comm shm --zero-stage $z 2>&1) ||
     fail "cifar_cnn --zero-stage $z exited $?: $out"
   eval "zoo_$z=$(digest "$out")"
 done
+# Clipping and f16 loss scaling (a GradScaler) under ZeRO: the norm over every rank's shard (in
+# double on the host, so the pieces' sums agree with the whole tensors' to ~1e-16) and the
+# skipped steps agreed over the ranks: the weights are still DDP's with the same flags.
+for z in 0 1 2; do
+  out=$(OMP_NUM_THREADS=1 timeout 120 "$run" --nproc-per-node 2 --master-port 0 "$mnist" --comm shm \
+    --epochs 1 --max-steps 40 --deterministic --zero-stage $z --clip-grad-norm 0.5 --amp f16 2>&1) ||
+    fail "mnist_cnn --zero-stage $z --clip-grad-norm 0.5 --amp f16 exited $?: $out"
+  grep -q "clip grad norm 0.5, amp f16 with a GradScaler" <<<"$out" ||
+    fail "--clip-grad-norm/--amp not in the recipe line: $out"
+  eval "clip_$z=$(digest "$out")"
+done
+[ -n "$clip_0" ] && [ "$clip_0" = "$clip_1" ] && [ "$clip_0" = "$clip_2" ] ||
+  fail "mnist_cnn --clip-grad-norm 0.5 --amp f16: DDP $clip_0, --zero-stage 1 $clip_1, 2 $clip_2"
+[ "$clip_0" != "$mnist_0" ] || fail "mnist_cnn: --clip-grad-norm 0.5 --amp f16 changed nothing ($clip_0)"
 [ -n "$mnist_0" ] && [ "$mnist_0" = "$mnist_1" ] || fail "mnist_cnn: --zero-stage 1 $mnist_1, DDP $mnist_0"
 [ -n "$zoo_0" ] && [ "$zoo_0" = "$zoo_1" ] || fail "cifar_cnn resnet9: --zero-stage 1 $zoo_1, DDP $zoo_0"
 [ "$mnist_0" = "$mnist_2" ] || fail "mnist_cnn: --zero-stage 2 $mnist_2, DDP $mnist_0"
 [ "$zoo_0" = "$zoo_2" ] || fail "cifar_cnn resnet9: --zero-stage 2 $zoo_2, DDP $zoo_0"
 echo "ok: --zero-stage 1 and 2 = DDP's bits: mnist_cnn $mnist_1, resnet9 (weight-decay groups) $zoo_1"
+echo "ok: --clip-grad-norm 0.5 --amp f16 at --zero-stage 1 and 2 = DDP's bits: $clip_2"
 echo "zero cli: all checks passed"

@@ -14,7 +14,7 @@ own_mnist_pids() {
   local p
   for p in $(pgrep -x mnist_cnn); do
     # The braces: a process gone meanwhile makes the redirection itself fail, quietly.
-    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qxF "COHORT_TEST_JOB=$COHORT_TEST_JOB" &&
+    grep -qxF "COHORT_TEST_JOB=$COHORT_TEST_JOB" < <({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null) &&
       echo "$p"
   done
 }
@@ -26,7 +26,7 @@ kill_rank_check() {
     sleep 0.2
   done
   for p in $(own_mnist_pids); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "$var=1" && { victim=$p; break; }
+    grep -qx "$var=1" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) && { victim=$p; break; }
   done
   if [ -z "$victim" ]; then
     echo "FAIL  $label: no mnist_cnn with $var=1 found"

@@ -62,7 +62,7 @@ signal_at() {
     sleep 0.05
   done
   for p in $(own_mnist_pids); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$rank"; then
+    if grep -qx "RANK=$rank" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null); then
       kill "-$sig" "$p"
       echo "$p"
       return 0
@@ -205,7 +205,7 @@ timeout 120 "$bin/cohortrun" --nproc-per-node 3 --master-port 0 --elastic 1:3 "$
   >"$work/poison.log" 2>&1
 rc=$?
 named=$(grep -o "elastic: global step [0-9]* (step [0-9]* of epoch 1) lost ranks 2 times in a row[^:]*" "$work/poison.log" | head -n1)
-if [ "$rc" -ne 0 ] && [ -n "$named" ] && grep "lost ranks 2 times in a row" "$work/poison.log" | grep -qw "$poison" &&
+if [ "$rc" -ne 0 ] && [ -n "$named" ] && grep -qw "$poison" < <(grep "lost ranks 2 times in a row" "$work/poison.log") &&
    grep -q "the group stopped: stopping the job" "$work/poison.log"; then
   echo "ok    a poison batch (sample $poison): exit $rc, '$named', the sample among those named"
 else
@@ -259,7 +259,7 @@ COHORT_ELASTIC_GROW=1 start refuse 3 shm 2:3 --membership-log "$work/refuse.json
 signal_at "$work/refuse.log" 8 1 KILL >/dev/null
 r0=""
 for p in $(own_mnist_pids); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=0" && r0=$p
+  grep -qx "RANK=0" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) && r0=$p
 done
 if [ -n "$r0" ]; then
   env -i $(tr '\0' '\n' <"/proc/$r0/environ" | grep -v "^RANK=\|^LOCAL_RANK=\|^COHORT_RUN_STATUS=" | tr '\n' ' ') \

@@ -91,7 +91,7 @@ at_step() {
 pid_of() {
   local p
   for p in $(own_mnist_pids); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$1" && { echo "$p"; return 0; }
+    grep -qx "RANK=$1" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) && { echo "$p"; return 0; }
   done
   return 1
 }

@@ -22,7 +22,7 @@ skip() { echo "skipped: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "no ip (Debian: iproute2)"
 command -v tc >/dev/null || skip "no tc (Debian: iproute2)"
-"$bin/mnist_cnn" --help 2>/dev/null | grep -q -- "hier" || skip "this build has no hier backend (no UCX)"
+grep -q -- "hier" < <("$bin/mnist_cnn" --help 2>/dev/null) || skip "this build has no hier backend (no UCX)"
 
 tag=$$
 nsA=hierA$tag nsB=hierB$tag

@@ -17,7 +17,7 @@ skip() { echo "skipped: $*"; exit 77; }
 command -v ip >/dev/null || skip "no ip (Debian: iproute2)"
 command -v tc >/dev/null || skip "no tc (Debian: iproute2)"
 [ -x "$bin/cohort-bench" ] || skip "no cohort-bench in $bin"
-"$bin/mnist_cnn" --help 2>/dev/null | grep -q -- "ucx" || skip "this build has no ucx backend"
+grep -q -- "ucx" < <("$bin/mnist_cnn" --help 2>/dev/null) || skip "this build has no ucx backend"
 
 tag=$$
 nsA=kaA$tag nsB=kaB$tag
@@ -83,7 +83,7 @@ done
 sleep 3  # inside the warm-up or the timed loop
 for p in $(ip netns pids "$nsB"); do
   [ "$(cat "/proc/$p/comm" 2>/dev/null)" = cohort-bench ] || continue
-  { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "RANK=5" && { victim=$p; break; }
+  grep -qx "RANK=5" < <({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null) && { victim=$p; break; }
 done
 if [ -z "$victim" ]; then
   echo "FAIL  no rank 5 cohort-bench process found in $nsB"; fail=1

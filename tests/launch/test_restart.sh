@@ -59,7 +59,7 @@ for case in "shm 2" "ucx 3"; do
     done
     pid=""
     for p in $(own_mnist_pids); do
-      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$victim" && { pid=$p; break; }
+      grep -qx "RANK=$victim" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) && { pid=$p; break; }
     done
     [ -n "$pid" ] && kill -9 "$pid"
     wait "$job_pid"

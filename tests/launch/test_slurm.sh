@@ -106,7 +106,7 @@ jid=$(cd "$work" && COHORT_BIN="$bin" MNIST_ARGS="$rargs" CHECKPOINT_DIR="$work/
 rout="$work/cohort-mnist-requeue-$jid.out"
 for _ in $(seq 1 1200); do grep -q "step 25/40" "$rout" 2>/dev/null && break; sleep 0.05; done
 for p in $(own_mnist_pids); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_PROCID=1" && { kill -9 "$p"; break; }
+  grep -qx "SLURM_PROCID=1" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) && { kill -9 "$p"; break; }
 done
 t_kill=$(date +%s)
 for _ in $(seq 1 150); do [ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && break; sleep 1; done

@@ -80,7 +80,7 @@ OMP_NUM_THREADS=1 timeout 300 "$torchrun" --nproc-per-node 2 --max-restarts 1 --
 restart_job=$!
 for _ in $(seq 1 600); do grep -q "step 25/40" "$work/restart.log" 2>/dev/null && break; sleep 0.05; done
 for p in $(own_mnist_pids); do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=1" && { kill -9 "$p"; break; }
+  grep -qx "RANK=1" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) && { kill -9 "$p"; break; }
 done
 wait "$restart_job"
 rc=$?

@@ -5,13 +5,17 @@
 // accumulation; 2, 3 and 4 ranks, where most tensors do not split evenly); the plain (backend)
 // reduce-scatter stays within f32 rounding of DDP; the bytes each rank sends per step are
 // 2 (n-1)/n of the buckets, as DDP's all-reduce; the optimizer state the host allocator holds is
-// 1/n of DDP's, and at stage 2 the gradients' too, between steps and at backward's peak; bad
-// input.
+// 1/n of DDP's, and at stage 2 the gradients' too, between steps and at backward's peak;
+// clip_grad_norm over the shards (DDP's norms and bits; error_if_nonfinite on every rank) and a
+// GradScaler whose skipped steps are agreed over the ranks; bad input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -123,8 +127,9 @@ using MakeOptimizer =
 
 // `steps` steps of `ddp` with an optimizer over `params` (the model's, or its shards); with
 // `accumulate` > 1, that many micro-batches a step, all but the last under no_sync().
+// `before_step` runs between the last backward and the step (clipping).
 void train(par::DistributedDataParallel& ddp, optim::Optimizer& opt, const ModelCase& mc, int steps,
-           std::int64_t per, int accumulate = 1) {
+           std::int64_t per, int accumulate = 1, const std::function<void()>& before_step = {}) {
   auto& c = ddp.communicator();
   nn::CrossEntropyLoss loss;
   for (int s = 0; s < steps; ++s) {
@@ -136,6 +141,7 @@ void train(par::DistributedDataParallel& ddp, optim::Optimizer& opt, const Model
       ddp.backward(loss.backward(), false);
     }
     ddp.set_grad_sync(true);
+    if (before_step) before_step();
     opt.step();
   }
 }
@@ -485,6 +491,165 @@ TEST_CASE("ZeRO stage 2: no whole gradient between steps; backward's peak is a f
   // being filled.
   CHECK(live <= 5 * biggest_bucket);
   CHECK(live < 0.5 * whole);
+}
+
+// The MNIST net under ZeRO `stage` (buckets of 0.05 MiB) with SGD lr 0.05 over its pieces.
+struct ShardedSGD {
+  ShardedSGD(const ModelCase& mc, int stage) {
+    par::DDPOptions o;
+    o.zero_stage = stage;
+    o.bucket_cap_mb = 0.05;
+    o.first_bucket_mb = 0.01;
+    ddp = nn::make<par::DistributedDataParallel>(make_model(mc, 7), ddp_test::shared_comm(), o);
+    pieces = ddp->shard_parameters(par::trainable_parameters(ddp->module()));
+    optim::SGDOptions so;
+    so.lr = 0.05;
+    opt = std::make_unique<optim::SGD>(pieces, so);
+    ddp->attach_optimizer(*opt);
+  }
+  std::shared_ptr<par::DistributedDataParallel> ddp;
+  std::vector<ParameterPtr> pieces;
+  std::unique_ptr<optim::SGD> opt;
+};
+
+// Clipping (DistributedDataParallel::clip_grad_norm, FSDP's clip_grad_norm_): DDP's norm of the
+// whole averaged gradient (nn::clip_grad_norm, itself checked against torch in the layers' tests)
+// is the reference. Each rank's partial norm is over its own pieces: the infinity norm is a max
+// (exact in any order); p = 1 and p = 2 sum in double on the host, where the order changes the
+// total by ~1e-16 relative. The f32 coefficient is then DDP's unless the total lies that close
+// to an f32 rounding boundary, and the weights are DDP's bits.
+TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm is DDP's, the norm over every rank's shard") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  const auto sgd = optimizers()[0].second;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const int stage : {1, 2}) {
+    for (const double p : {2.0, inf, 1.0}) {
+      CAPTURE(stage);
+      CAPTURE(p);
+      const double max_norm = std::isinf(p) ? 1e-3 : 0.05;  // below every step's norm: it clips
+      par::DDPOptions o;
+      o.deterministic = true;
+      o.bucket_cap_mb = 0.05;
+      o.first_bucket_mb = 0.01;
+      auto ddp = nn::make<par::DistributedDataParallel>(make_model(mnist, 7), ddp_test::shared_comm(), o);
+      auto opt = sgd(par::trainable_parameters(ddp->module()));
+      std::vector<double> want, got;
+      train(*ddp, *opt, mnist, 3, 4, 1, [&] { want.push_back(ddp->clip_grad_norm(max_norm, p)); });
+      o.zero_stage = stage;
+      auto zero = nn::make<par::DistributedDataParallel>(make_model(mnist, 7), ddp_test::shared_comm(), o);
+      auto zopt = sgd(zero->shard_parameters(par::trainable_parameters(zero->module())));
+      zero->attach_optimizer(*zopt);
+      // What a user who clips the optimizer's parameters by hand gets: this rank's shard only.
+      double shard_only = 0;
+      train(*zero, *zopt, mnist, 3, 4, 1, [&] {
+        if (got.empty()) {
+          std::vector<ParameterPtr> pieces;
+          for (std::size_t g = 0; g < zopt->num_param_groups(); ++g)
+            for (const auto& q : zopt->params(g)) pieces.push_back(q);
+          shard_only = nn::clip_grad_norm(pieces, 1e30, p);  // 1e30: measures, does not clip
+        }
+        got.push_back(zero->clip_grad_norm(max_norm, p));
+      });
+      REQUIRE(got.size() == want.size());
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        CHECK(want[k] > max_norm);
+        CHECK(got[k] == doctest::Approx(want[k]).epsilon(1e-12));
+        if (std::isinf(p)) CHECK(got[k] == want[k]);  // a max is exact in any order
+      }
+      if (ddp->communicator().size() > 1 && !std::isinf(p)) CHECK(shard_only < want[0]);
+      CHECK(ddp->weights_digest() == zero->weights_digest());
+      CHECK(zero->weights_identical_across_ranks());
+    }
+  }
+}
+
+TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm's error_if_nonfinite on every rank, nothing changed") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  for (const int stage : {1, 2}) {
+    CAPTURE(stage);
+    ShardedSGD z(mnist, stage);
+    auto& zero = z.ddp;
+    auto& pieces = z.pieces;
+    auto& opt = *z.opt;
+    auto& c = zero->communicator();
+    const int bad_rank = c.size() - 1;
+    auto [x, y] = batch_of(mnist, 0, c.rank(), 4, c.size());
+    nn::CrossEntropyLoss loss;
+    loss.forward(zero->forward(x), y);
+    zero->backward(loss.backward(), false);
+    // A NaN in the last rank's first non-empty piece only.
+    std::size_t at = 0;
+    while (pieces[at]->grad.numel() == 0) ++at;
+    if (c.rank() == bad_rank) pieces[at]->grad.data<float>()[0] = std::nanf("");
+    std::vector<std::vector<float>> before;
+    for (const auto& q : pieces) before.push_back(q->grad.to_vector<float>());
+    std::string error;
+    try {
+      zero->clip_grad_norm(0.05, 2.0, true);
+    } catch (const cohort::Error& e) {
+      error = e.what();
+    }
+    CAPTURE(error);
+    CHECK(error.find("zero_stage " + std::to_string(stage) + ", rank " + std::to_string(c.rank())) !=
+          std::string::npos);
+    if (c.rank() == bad_rank)
+      CHECK(error.find("the first non-finite is parameter " + std::to_string(at)) !=
+            std::string::npos);
+    else
+      CHECK(error.find("every piece this rank holds is finite: another rank's is not") !=
+            std::string::npos);
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      const auto now = pieces[k]->grad.to_vector<float>();
+      CHECK(std::memcmp(now.data(), before[k].data(), now.size() * sizeof(float)) == 0);
+    }
+    // Without error_if_nonfinite every rank scales by NaN, as torch does, and returns NaN.
+    CHECK(std::isnan(zero->clip_grad_norm(0.05)));
+  }
+}
+
+// FSDP's ShardedGradScaler: an inf in one rank's shard makes every rank skip the step.
+TEST_CASE("ZeRO stages 1 and 2: a GradScaler skips the same steps on every rank") {
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  for (const int stage : {1, 2}) {
+    CAPTURE(stage);
+    ShardedSGD z(mnist, stage);
+    auto& zero = z.ddp;
+    auto& pieces = z.pieces;
+    auto& opt = *z.opt;
+    optim::GradScalerOptions go;
+    go.init_scale = 1.0;  // the loss is not scaled here: only the verdict is under test
+    optim::GradScaler scaler(go), own(go);
+    zero->shard_grad_scaler(scaler);
+    auto& c = zero->communicator();
+    const int bad_rank = c.size() - 1;
+    nn::CrossEntropyLoss loss;
+    for (int s = 0; s < 3; ++s) {
+      CAPTURE(s);
+      opt.zero_grad();
+      auto [x, y] = batch_of(mnist, s, c.rank(), 4, c.size());
+      loss.forward(zero->forward(x), y);
+      zero->backward(loss.backward(), false);
+      const bool inject = s == 1;
+      std::size_t at = pieces.size() - 1;
+      while (pieces[at]->grad.numel() == 0) --at;
+      if (inject && c.rank() == bad_rank)
+        pieces[at]->grad.data<float>()[0] = std::numeric_limits<float>::infinity();
+      if (inject) {  // this rank's own verdict differs by rank: agreeing is what the test needs
+        own.unscale(opt);
+        CHECK(own.found_inf() == (c.rank() == bad_rank));
+        own.update();
+      }
+      const std::string digest = zero->weights_digest();
+      const bool stepped = scaler.step(opt);
+      scaler.update();
+      CHECK(stepped == !inject);
+      CHECK(scaler.found_inf() == inject);
+      CHECK((zero->weights_digest() == digest) == inject);
+      CHECK(zero->weights_identical_across_ranks());
+    }
+    CHECK(scaler.skipped_steps() == 1);
+    CHECK(scaler.scale() == 0.5f);  // backed off once (init 1, backoff 0.5)
+  }
 }
 
 TEST_CASE("ZeRO: bad input is refused by name") {

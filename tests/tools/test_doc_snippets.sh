@@ -43,5 +43,5 @@ for f in $files; do "$cxx" -std=c++17 -fsyntax-only "$f" || fail "good snippet $
 bad=$(python3 "$src/tools/doc_snippets.py" "$work/bad_out" "$work/bad.md") || fail "extractor failed"
 out=$("$cxx" -std=c++17 -fsyntax-only $bad 2>&1) && fail "a snippet with an error compiled"
 echo "$out"
-echo "$out" | grep -q "bad.md:7:.*undefined_name" || fail "the error is not reported at bad.md:7"
+grep -q "bad.md:7:.*undefined_name" <<<"$out" || fail "the error is not reported at bad.md:7"
 echo PASS

@@ -9,7 +9,7 @@ expect() {  # expect LABEL WANT_RC PATTERN -- ENV... ARGS...
   shift 3
   out=$(env "$@" 2>&1)
   rc=$?
-  if { [ "$want" = nz ] && [ "$rc" -ne 0 ] || [ "$rc" = "$want" ]; } && echo "$out" | grep -Eq -- "$pattern"; then
+  if { [ "$want" = nz ] && [ "$rc" -ne 0 ] || [ "$rc" = "$want" ]; } && grep -Eq -- "$pattern" <<<"$out"; then
     echo "ok    $label"
   else
     echo "FAIL  $label: exit $rc (want $want), output:"; echo "$out"; fails=$((fails + 1))

@@ -78,21 +78,19 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                  "is not the communicator of the DistributedDataParallel model it trains");
     comm_ = &ddp_->communicator();
     // ZeRO: each rank's optimizer holds only its shard of the state, and each rank's gradients
-    // only the averaged shard: what needs the whole of either is not built yet.
+    // only the averaged shard. Clipping takes the norm over every rank's shard
+    // (DistributedDataParallel::clip_grad_norm) and a GradScaler's inf check is agreed over the
+    // ranks (shard_grad_scaler); checkpoints and elastic regrouping need the whole state.
     if (const int z = ddp_->options().zero_stage; z > 0) {
       const std::string why = "Trainer: the model is a DistributedDataParallel with zero_stage " +
                               std::to_string(z) + ", ";
-      COHORT_CHECK(options_.max_grad_norm == 0, why, "and gradient clipping (max_grad_norm ",
-                   options_.max_grad_norm, ") needs the norm over every rank's shard, which "
-                   "cohort does not compute");
       COHORT_CHECK(options_.checkpoint_path.empty() && options_.checkpoint_dir.empty(), why,
                    "whose optimizer state is split over the ranks: checkpoints of it (one file "
                    "per rank) do not exist in cohort; train without checkpoint_path/"
                    "checkpoint_dir, or with zero_stage 0");
-      COHORT_CHECK(options_.grad_scaler == nullptr, why, "and a GradScaler needs a skipped step "
-                   "agreed over every rank's shard, which cohort does not do");
       COHORT_CHECK(options_.elastic == nullptr, why, "and elastic training would move the shards "
                    "onto a new group, which cohort does not do");
+      if (options_.grad_scaler) ddp_->shard_grad_scaler(*options_.grad_scaler);
     }
   }
   if (comm_) {
@@ -334,6 +332,9 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
               "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
                   std::to_string(epoch) + ", global step " + std::to_string(global_step_ + 1) + ")",
               [&] {
+                if (ddp_ && ddp_->options().zero_stage > 0)  // the norm over every rank's shard
+                  return ddp_->clip_grad_norm(options_.max_grad_norm, options_.grad_norm_type,
+                                              options_.error_if_nonfinite);
                 return nn::clip_grad_norm(params, options_.max_grad_norm, options_.grad_norm_type,
                                           options_.error_if_nonfinite);
               });

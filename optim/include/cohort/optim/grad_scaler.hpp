@@ -9,10 +9,14 @@
 // sequence for the same patterns of inf and NaN steps.
 //
 // Under data parallelism, unscale() runs on gradients already averaged over the ranks, so an inf
-// on any rank is an inf on every rank and all of them skip the same steps.
+// on any rank is an inf on every rank and all of them skip the same steps. Under ZeRO each rank
+// holds only its shard of the averaged gradients: set_found_inf_reduction makes the verdict the
+// group's.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 
 #include "cohort/optim/optimizer.hpp"
 
@@ -45,6 +49,14 @@ class GradScaler {
   // unscale() or step() since the last update().
   void update();
 
+  // Gradients split over ranks (ZeRO; DistributedDataParallel::shard_grad_scaler sets this): each
+  // rank's unscale() sees only its shard, so `any_rank` gets this rank's verdict and returns the
+  // group's (true when any rank found an inf or NaN). unscale() then calls it once on every rank,
+  // also on a rank without gradients: it is collective. Empty: the verdict is this rank's own.
+  void set_found_inf_reduction(std::function<bool(bool)> any_rank) {
+    any_rank_ = std::move(any_rank);
+  }
+
   bool found_inf() const { return found_inf_; }  // of the current (or last) step
   std::int64_t growth_tracker() const { return growth_tracker_; }
   std::int64_t skipped_steps() const { return skipped_; }  // over the scaler's life
@@ -60,6 +72,7 @@ class GradScaler {
   std::int64_t growth_tracker_ = 0;
   std::int64_t skipped_ = 0;
   bool unscaled_ = false, found_inf_ = false;
+  std::function<bool(bool)> any_rank_;
 };
 
 }  // namespace cohort::optim

@@ -50,6 +50,7 @@ class Reducer;
 }  // namespace cohort::parallel
 namespace cohort::optim {
 class Optimizer;
+class GradScaler;
 }
 namespace cohort::parallel {
 
@@ -189,6 +190,19 @@ class DistributedDataParallel : public nn::Module {
   // all-gathered in place, the parameters are read back from it, and the bucket is zeroed (its
   // gradients were spent). Collective; blocks.
   void gather_parameters();
+  // torch's FSDP clip_grad_norm_: nn::clip_grad_norm of the whole averaged gradient, at any
+  // zero_stage, and its total norm returned on every rank. Stage 0: the model's own gradients.
+  // Stages 1 and 2: each rank's owned pieces (shard_parameters' gradients), their partial norms
+  // summed (the largest, for norm_type infinity) over the ranks in one all-reduce of two f64, so
+  // every rank clips its shard by the one coefficient DDP would use (nn::clip_grad_norm over the
+  // shards alone would take one rank's shard for the whole). After backward, before the step;
+  // collective at stages 1 and 2 (every rank calls it, with the same arguments).
+  double clip_grad_norm(double max_norm, double norm_type = 2.0, bool error_if_nonfinite = false);
+  // A GradScaler of an optimizer over shard_parameters() (FSDP's ShardedGradScaler): each rank
+  // unscales and checks only its shard, so the verdict "an inf or NaN was found" is all-reduced
+  // (max) in unscale(), and every rank skips the same steps. A no-op at zero_stage 0, where the
+  // gradients are whole and averaged. The scaler must not outlive this DDP.
+  void shard_grad_scaler(optim::GradScaler& scaler);
   // Elements this rank owns (parameters' and padding) over all buckets: the optimizer's share.
   std::int64_t owned_elements() const;
   // f32 elements of every bucket, padding included (what the collectives move).
