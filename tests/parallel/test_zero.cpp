@@ -523,7 +523,11 @@ TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm is DDP's, the norm over every ran
   const auto sgd = optimizers()[0].second;
   const double inf = std::numeric_limits<double>::infinity();
   for (const int stage : {1, 2}) {
-    for (const double p : {2.0, inf, 1.0}) {
+    // Stage 1's pieces are stage 2's (only where the averaged gradient lives differs): the norm
+    // types once, at stage 2.
+    const std::vector<double> norms = stage == 1 ? std::vector<double>{2.0}
+                                                 : std::vector<double>{2.0, inf, 1.0};
+    for (const double p : norms) {
       CAPTURE(stage);
       CAPTURE(p);
       const double max_norm = std::isinf(p) ? 1e-3 : 0.05;  // below every step's norm: it clips
@@ -570,7 +574,6 @@ TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm's error_if_nonfinite on every ran
     ShardedSGD z(mnist, stage);
     auto& zero = z.ddp;
     auto& pieces = z.pieces;
-    auto& opt = *z.opt;
     auto& c = zero->communicator();
     const int bad_rank = c.size() - 1;
     auto [x, y] = batch_of(mnist, 0, c.rank(), 4, c.size());
@@ -600,7 +603,9 @@ TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm's error_if_nonfinite on every ran
             std::string::npos);
     for (std::size_t k = 0; k < pieces.size(); ++k) {
       const auto now = pieces[k]->grad.to_vector<float>();
-      CHECK(std::memcmp(now.data(), before[k].data(), now.size() * sizeof(float)) == 0);
+      REQUIRE(now.size() == before[k].size());  // bytes, not values: the NaN must stay a NaN
+      if (!now.empty())
+        CHECK(std::memcmp(now.data(), before[k].data(), now.size() * sizeof(float)) == 0);
     }
     // Without error_if_nonfinite every rank scales by NaN, as torch does, and returns NaN.
     CHECK(std::isnan(zero->clip_grad_norm(0.05)));

@@ -2,6 +2,7 @@
 // leaves a whole pair (model + training state from the same save) that load_checkpoint finds;
 // and a model file and a state file from different saves are refused together.
 #include <doctest/doctest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,10 +66,14 @@ TEST_CASE("checkpoints: a writer killed at any moment leaves a whole pair that l
   int newer = 0, previous = 0, mid_save = 0;
   std::int64_t last_step = 0;
   for (int kill = 0; kill < 30; ++kill) {
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
-      // Saves pair after pair, numbered after the last one on disk, until killed.
+      // Saves pair after pair, numbered after the last one on disk, until killed; says so after
+      // its first save.
+      ::close(ready[0]);
       auto m = big_net();
       cohort::optim::SGD opt(m->parameters(), momentum());
       std::int64_t step = last_step;
@@ -77,9 +82,24 @@ TEST_CASE("checkpoints: a writer killed at any moment leaves a whole pair that l
         set_all(*m, opt, static_cast<float>(step));
         opt.step();
         train::save_checkpoint(path, *m, opt, nullptr, {step, step});
+        if (ready[1] >= 0) {
+          const char one = 1;
+          (void)!::write(ready[1], &one, 1);
+          ::close(ready[1]);
+          ready[1] = -1;
+        }
       }
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(2000 + rng() % 400000));
+    // The kill lands a random time after the child's first save, in its save loop: timed from
+    // the fork instead, a slow build (ASan) spent the whole window building the model, and no
+    // kill fell inside a save.
+    ::close(ready[1]);
+    pollfd pfd{ready[0], POLLIN, 0};
+    const int polled = ::poll(&pfd, 1, 60000);
+    ::close(ready[0]);
+    if (polled != 1) ::kill(child, SIGKILL);
+    REQUIRE_MESSAGE(polled == 1, "the saving child did not finish its first save within 60 s");
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200000));
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);
