@@ -11,11 +11,6 @@
 #include "cuda/seams/cublas_gemm.hpp"
 
 namespace cohort::cuda {
-namespace {
-cublasOperation_t as_op(int op) { return static_cast<cublasOperation_t>(op); }
-cublasHandle_t as_blas(void* h) { return static_cast<cublasHandle_t>(h); }
-}  // namespace
-
 void CudaDevice::gemv(const seams::CublasGemv& v) {
   // No math mode applies: sgemv has no tensor-op variant.
   const cublasStatus_t st =

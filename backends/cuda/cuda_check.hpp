@@ -13,6 +13,14 @@
 #include "cohort/core/error.hpp"
 #include "cohort_internal/cuda_status.hpp"
 
+namespace cohort::cuda {
+// The backend keeps CUDA's handles as void* in headers that plain C++ includes (cuda_device.hpp,
+// the seams); these name them again at the call.
+inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+inline cublasHandle_t as_blas(void* h) { return static_cast<cublasHandle_t>(h); }
+inline cublasOperation_t as_op(int op) { return static_cast<cublasOperation_t>(op); }
+}  // namespace cohort::cuda
+
 namespace cohort::cuda::detail {
 
 inline std::string describe(cudaError_t e) { return ::cohort::detail::describe_cuda(e); }

@@ -21,8 +21,6 @@
 namespace cohort::cuda {
 namespace {
 
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
-cublasHandle_t as_blas(void* h) { return static_cast<cublasHandle_t>(h); }
 
 // What cudaGetDeviceCount said, asked once per process: the set of visible devices is fixed when
 // the runtime initialises (CUDA_VISIBLE_DEVICES is read then), and one answer keeps count(), get()

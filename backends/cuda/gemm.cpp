@@ -16,11 +16,6 @@ namespace cohort::cuda {
 static_assert(CUBLAS_OP_N == seams::kCublasOpN && CUBLAS_OP_T == seams::kCublasOpT,
               "cuda/seams/cublas_gemm.hpp numbers cublasOperation_t as cublas_api.h does");
 
-namespace {
-cublasOperation_t as_op(int op) { return static_cast<cublasOperation_t>(op); }
-cublasHandle_t as_blas(void* h) { return static_cast<cublasHandle_t>(h); }
-}  // namespace
-
 void CudaDevice::set_math_mode(void* handle) {
   // Full FP32 products unless the user allowed TF32 (cohort/core/math_mode.hpp); read per call so a
   // change of the mode applies to the next GEMM, but set on the handle only when it changes: the

@@ -19,7 +19,7 @@ std::size_t rounded(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // The C heap as the caching allocator's driver. The allocator's classes are multiples of 512
 // bytes, so aligned_alloc's size rule (a multiple of the alignment) holds.
-class HeapMemory final : public memory::RawMemory {
+class HeapMemory final : public ::cohort::memory::RawMemory {
  public:
   void* raw_alloc(std::size_t bytes) override { return std::aligned_alloc(256, bytes); }
   void raw_free(void* p, std::size_t) noexcept override { std::free(p); }
@@ -59,7 +59,7 @@ HostDevice::HostDevice() {
   configure_threads();
   if (cache_wanted()) {
     heap_ = std::make_unique<HeapMemory>();
-    cache_ = std::make_unique<memory::CachingAllocator>(*heap_);
+    cache_ = std::make_unique<::cohort::memory::CachingAllocator>(*heap_);
   }
 }
 

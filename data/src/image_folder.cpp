@@ -3,7 +3,6 @@
 // epoch and the page cache serves the second one.
 #include "cohort/data/image_folder.hpp"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
@@ -13,16 +12,14 @@
 
 #include "cohort/core/error.hpp"
 #include "image_decode.hpp"
+#include "path_kind.hpp"
 
 namespace cohort::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool is_dir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);  // follows links, as os.walk's
-}
+using detail::is_dir;  // follows links, as os.walk's
 
 std::string lower_extension(const std::string& name) {
   const auto dot = name.rfind('.');

@@ -15,11 +15,11 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <sys/stat.h>
 
 
 #include "cohort/core/error.hpp"
 #include "image_decode.hpp"
+#include "path_kind.hpp"
 
 namespace cohort::data {
 namespace {
@@ -28,14 +28,8 @@ constexpr int kSide = 64;
 
 // ---- the index ----
 
-bool is_dir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-bool is_file(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+using detail::is_dir;
+using detail::is_file;
 
 // Without leading and trailing blanks (and the '\r' of a file written on Windows).
 std::string trim(const std::string& s) {

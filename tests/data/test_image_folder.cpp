@@ -37,9 +37,7 @@ const std::string kImages = std::string(COHORT_GOLDEN_DIR) + "/images";
 
 const nlohmann::json& golden() { return cohort::testing::golden_json("images.json"); }
 
-bool has(const std::string& msg, const std::string& part) {
-  return cohort::testing::mentions(msg, part);
-}
+using cohort::testing::mentions;
 
 // The decoded RGB bytes of a file as [3, H, W] floats / 255 (the data set's get_sized layout).
 std::vector<float> planes(const detail::RgbImage& img) {
@@ -168,14 +166,14 @@ TEST_CASE("random_resized_crop: the boxes of torchvision's get_params, by hand")
     CHECK(b.top == 83);
     CHECK(b.left == 0);
   }
-  CHECK(has(error_of([] { random_resized_crop(0); }), "random_resized_crop: size 0"));
-  CHECK(has(error_of([] { random_resized_crop(8, 0.5f, 0.2f); }),
+  CHECK(mentions(error_of([] { random_resized_crop(0); }), "random_resized_crop: size 0"));
+  CHECK(mentions(error_of([] { random_resized_crop(8, 0.5f, 0.2f); }),
             "random_resized_crop: scale (0.5, 0.2)"));
-  CHECK(has(error_of([] { random_resized_crop(8, 0.08f, 1.0f, 0.0f, 1.0f); }),
+  CHECK(mentions(error_of([] { random_resized_crop(8, 0.08f, 1.0f, 0.0f, 1.0f); }),
             "random_resized_crop: ratio (0, 1)"));
-  CHECK(has(error_of([] { center_crop(0, 3); }), "center_crop: size 0x3"));
-  CHECK(has(error_of([] { resize(0); }), "resize: size 0"));
-  CHECK(has(error_of([] { resize(4, 0); }), "resize: size 4x0"));
+  CHECK(mentions(error_of([] { center_crop(0, 3); }), "center_crop: size 0x3"));
+  CHECK(mentions(error_of([] { resize(0); }), "resize: size 0"));
+  CHECK(mentions(error_of([] { resize(4, 0); }), "resize: size 4x0"));
 }
 
 TEST_CASE("random_erasing: torchvision's boxes by hand; a rectangle of the given values") {
@@ -229,12 +227,12 @@ TEST_CASE("random_erasing: torchvision's boxes by hand; a rectangle of the given
   std::vector<float> out(in.size());
   random_erasing(0.0f)->apply(in.data(), s, out.data(), 7);
   CHECK(out == in);
-  CHECK(has(error_of([] { random_erasing(1.5f); }), "random_erasing: p 1.5 outside [0, 1]"));
-  CHECK(has(error_of([&] {
+  CHECK(mentions(error_of([] { random_erasing(1.5f); }), "random_erasing: p 1.5 outside [0, 1]"));
+  CHECK(mentions(error_of([&] {
               random_erasing(0.5f, 0.02f, 0.33f, 0.3f, 3.3f, {1.0f, 2.0f})->output_shape(s);
             }),
             "random_erasing: 2 values for a sample with 3 channels"));
-  CHECK(has(error_of([] { random_erasing(0.5f, 0.4f, 0.3f); }), "random_erasing: scale (0.4, 0.3)"));
+  CHECK(mentions(error_of([] { random_erasing(0.5f, 0.4f, 0.3f); }), "random_erasing: scale (0.4, 0.3)"));
 }
 
 TEST_CASE("image folder: torchvision's classes, class indices and sample order") {
@@ -263,7 +261,7 @@ TEST_CASE("image folder: torchvision's classes, class indices and sample order")
       want.emplace_back(r, s[1].get<std::int64_t>());
   }
   REQUIRE(!refused.empty());
-  CHECK(has(error_of([&] { load_image_folder(root); }), "'" + root + "/" + refused.front() + "'"));
+  CHECK(mentions(error_of([&] { load_image_folder(root); }), "'" + root + "/" + refused.front() + "'"));
   for (const auto& r : refused) fs::remove(root + "/" + r);
   // C_upper held only refused formats: one PNG keeps the class (last of its class's samples).
   copy_to("rgb.png", root + "/C_upper/zz.png");
@@ -301,25 +299,25 @@ TEST_CASE("image folder: symbolic links are followed as torchvision follows them
   // The dangling link is listed (as torchvision lists it) and fails when read, naming it.
   std::vector<float> out;
   Shape shape;
-  CHECK(has(error_of([&] { ds->get_sized(2, out, shape); }), "dangling.jpg' cannot be opened"));
+  CHECK(mentions(error_of([&] { ds->get_sized(2, out, shape); }), "dangling.jpg' cannot be opened"));
 }
 
 TEST_CASE("image folder: bad files and folders are errors naming them") {
   TempDir d("cohort_image_folder_bad");
   const std::string root = d.file("root");
-  CHECK(has(error_of([&] { load_image_folder(root); }), "image folder '" + root +
+  CHECK(mentions(error_of([&] { load_image_folder(root); }), "image folder '" + root +
                                                             "' does not exist or is not a folder"));
   fs::create_directories(root);
   write_bytes(root + "/loose.png", "not a class folder");
-  CHECK(has(error_of([&] { load_image_folder(root); }), "has no class folders"));
+  CHECK(mentions(error_of([&] { load_image_folder(root); }), "has no class folders"));
   copy_to("rgb.jpg", root + "/cat/1.jpg");
   fs::create_directories(root + "/dog/sub");
   write_bytes(root + "/dog/notes.txt", "ignored, as torchvision ignores it");
-  CHECK(has(error_of([&] { load_image_folder(root); }),
+  CHECK(mentions(error_of([&] { load_image_folder(root); }),
             "no image file in the class folder(s) 'dog'"));
   copy_to("rgb.png", root + "/dog/sub/2.png");
   write_bytes(root + "/dog/3.BMP", "BM");
-  CHECK(has(error_of([&] { load_image_folder(root); }),
+  CHECK(mentions(error_of([&] { load_image_folder(root); }),
             "'" + root + "/dog/3.BMP' is a .bmp file: torchvision's ImageFolder would load it, "
             "cohort decodes .jpg, .jpeg and .png only"));
   fs::remove(root + "/dog/3.BMP");
@@ -335,13 +333,13 @@ TEST_CASE("image folder: bad files and folders are errors naming them") {
         return error_of([&] { ds->get_sized(i, out, shape); });
     return std::string("<no such item>");
   };
-  CHECK(has(err_of("not_an_image.jpg"), "not_an_image.jpg' ("));
-  CHECK(has(err_of("not_an_image.jpg"), "is neither a JPEG nor a PNG"));
-  CHECK(has(err_of("truncated.jpg"), "truncated.jpg' ("));
-  CHECK(has(err_of("truncated.jpg"), "(libjpeg"));
-  CHECK(has(err_of("truncated.png"), "truncated.png' ("));
-  CHECK(has(err_of("truncated.png"), "cannot be decoded: the file ends early (truncated) (libpng)"));
-  CHECK(has(err_of("empty.png"), "empty.png' is empty"));
+  CHECK(mentions(err_of("not_an_image.jpg"), "not_an_image.jpg' ("));
+  CHECK(mentions(err_of("not_an_image.jpg"), "is neither a JPEG nor a PNG"));
+  CHECK(mentions(err_of("truncated.jpg"), "truncated.jpg' ("));
+  CHECK(mentions(err_of("truncated.jpg"), "(libjpeg"));
+  CHECK(mentions(err_of("truncated.png"), "truncated.png' ("));
+  CHECK(mentions(err_of("truncated.png"), "cannot be decoded: the file ends early (truncated) (libpng)"));
+  CHECK(mentions(err_of("empty.png"), "empty.png' is empty"));
   {  // A header claiming 20000 x 20000 pixels: refused before any pixel memory is taken.
     std::string png = "\x89PNG\r\n\x1a\n";
     const auto be32 = [](std::uint32_t v) {
@@ -358,13 +356,13 @@ TEST_CASE("image folder: bad files and folders are errors naming them") {
     const auto r = detail::decode_png(reinterpret_cast<const unsigned char*>(png.data()),
                                       png.size(), big);
     CHECK(r.status == detail::DecodeStatus::error);
-    CHECK(has(r.message, "20000x20000 pixels, more than 178956970 (PIL's decompression-bomb limit)"));
+    CHECK(mentions(r.message, "20000x20000 pixels, more than 178956970 (PIL's decompression-bomb limit)"));
     CHECK(big.rgb.empty());
   }
-  CHECK(has(err_of("1.jpg"), "<no error>"));
+  CHECK(mentions(err_of("1.jpg"), "<no error>"));
   CHECK(shape == Shape{3, golden()["decoded"]["rgb.jpg"]["height"].get<std::int64_t>(),
                        golden()["decoded"]["rgb.jpg"]["width"].get<std::int64_t>()});
-  CHECK(has(error_of([&] { ds->get(0, out.data()); }), "read them with get_sized()"));
+  CHECK(mentions(error_of([&] { ds->get(0, out.data()); }), "read them with get_sized()"));
 
   // ROOT/train and ROOT/val must hold the same classes.
   const std::string two = d.file("two");
@@ -372,10 +370,10 @@ TEST_CASE("image folder: bad files and folders are errors naming them") {
   copy_to("rgb.png", two + "/train/b/1.png");
   copy_to("rgb.png", two + "/val/a/1.png");
   copy_to("rgb.png", two + "/val/c/1.png");
-  CHECK(has(error_of([&] { load_image_folder(two, Split::train); }),
+  CHECK(mentions(error_of([&] { load_image_folder(two, Split::train); }),
             "train/ and val/ hold different classes, so class indices would mean different "
             "things (only in train/: 'b'; only in val/: 'c')"));
-  CHECK(has(error_of([&] { load_image_folder(d.file("none"), Split::test); }),
+  CHECK(mentions(error_of([&] { load_image_folder(d.file("none"), Split::test); }),
             "needs train/ and val/"));
   fs::rename(two + "/val/c", two + "/val/b");
   CHECK(load_image_folder(two, Split::test)->items().at(1).path == two + "/val/b/1.png");
@@ -463,10 +461,10 @@ TEST_CASE("DataLoader: images of different sizes batch once a transform fixes th
   CHECK(runs[0] == runs[1]);
 
   // Without a transform that fixes the size: an error naming the data set and the remedy.
-  CHECK(has(error_of([&] { DataLoader bad(ds, o, {random_horizontal_flip()}, host); }),
+  CHECK(mentions(error_of([&] { DataLoader bad(ds, o, {random_horizontal_flip()}, host); }),
             "holds images of different sizes, and none of the 1 transforms fixes the size"));
   // A bad file surfaces from next(), naming it.
   copy_to("truncated.png", root + "/b/zz_truncated.png");
   DataLoader broken(load_image_folder(root), DataLoaderOptions{}, {center_crop(8)}, host);
-  CHECK(has(error_of([&] { while (broken.next(batch)) {} }), "zz_truncated.png"));
+  CHECK(mentions(error_of([&] { while (broken.next(batch)) {} }), "zz_truncated.png"));
 }

@@ -49,11 +49,7 @@ void check_pixels(const std::vector<float>& out, int id, bool gray) {
   CHECK(worst <= 2);
 }
 
-bool has(const std::string& msg, const std::string& part) {
-  if (msg.find(part) != std::string::npos) return true;
-  MESSAGE("'", part, "' not in: ", msg);
-  return false;
-}
+using cohort::testing::mentions;
 
 }  // namespace
 
@@ -98,7 +94,7 @@ TEST_CASE("TinyImageNet: a small tree decodes to the pixels written, in class th
   CHECK(worst <= 2);
   CHECK(val->get(2, out.data()) == 2);
   check_pixels(out, 10, false);
-  CHECK(has(error_of([&] { val->get(3, out.data()); }), "index 3 out of range [0, 3)"));
+  CHECK(mentions(error_of([&] { val->get(3, out.data()); }), "index 3 out of range [0, 3)"));
 }
 
 TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at fault") {
@@ -113,18 +109,18 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
   std::vector<float> out(3 * 64 * 64);
 
   const std::string nowhere = (tmp.path / "nowhere").string();
-  CHECK(has(error_of([&] { load_tiny_imagenet_dir(nowhere, Split::train); }),
+  CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(nowhere, Split::train); }),
             "TinyImageNet directory '" + nowhere + "' does not exist"));
   {
     const fs::path d = fresh();
     fs::remove(d / "wnids.txt");
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
               "'" + (d / "wnids.txt").string() + "' cannot be opened"));
   }
   {
     const fs::path d = fresh();
     write_text(d / "wnids.txt", kWnids[0] + "\n" + kWnids[1] + "\n" + kWnids[0] + "\n");
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
               "wnids.txt' line 3: wnid '" + kWnids[0] + "' was already given at line 1"));
   }
   {
@@ -132,39 +128,39 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
     const fs::path images = d / "train" / kWnids[1] / "images";
     fs::remove_all(images);
     fs::create_directories(images);
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
               "'" + images.string() + "' holds no .JPEG files (class 1, '" + kWnids[1] + "'"));
     fs::remove_all(d / "train" / kWnids[1]);
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
               "'" + images.string() + "' does not exist (class 1"));
   }
   {
     const fs::path d = fresh();  // a wnid not in wnids.txt
     write_text(d / "val" / "val_annotations.txt",
                "val_0.JPEG\t" + kWnids[2] + "\t0\t0\t1\t1\nval_1.JPEG\tn99999999\t0\t0\t1\t1\n");
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
               "val_annotations.txt' line 2: wnid 'n99999999' (of val_1.JPEG) is not in '" +
                   (d / "wnids.txt").string() + "' (3 classes)"));
   }
   {
     const fs::path d = fresh();  // a listed file that is missing
     fs::remove(d / "val" / "images" / "val_2.JPEG");
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
               "'" + (d / "val" / "images" / "val_2.JPEG").string() + "', listed at '" +
                   (d / "val" / "val_annotations.txt").string() + "' line 3, does not exist"));
   }
   {
     const fs::path d = fresh();  // lines that are not annotations, a file listed twice
     write_text(d / "val" / "val_annotations.txt", "val_0.JPEG " + kWnids[2] + "\n");
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
               "val_annotations.txt' line 1: 'val_0.JPEG " + kWnids[2] +
                   "' is not '<file>\\t<wnid>\\t...' (tab-separated)"));
     write_text(d / "val" / "val_annotations.txt",
                "val_0.JPEG\t" + kWnids[2] + "\n\nval_0.JPEG\t" + kWnids[1] + "\n");
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
               "val_annotations.txt' line 3: 'val_0.JPEG' was already listed at line 1"));
     fs::remove(d / "val" / "val_annotations.txt");
-    CHECK(has(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
+    CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
               "val_annotations.txt' cannot be opened"));
   }
   {
@@ -176,10 +172,10 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
     for (int i = 0; i < 48 * 32 * 3; ++i) small.push_back(100);
     write_file(f0, encode_jpeg(48, 32, 3, small));
     auto ds = load_tiny_imagenet_dir(d.string(), Split::train);
-    CHECK(has(error_of([&] { ds->get(0, out.data()); }),
+    CHECK(mentions(error_of([&] { ds->get(0, out.data()); }),
               "TinyImageNet: '" + f0.string() + "' is 48x32 (width x height), not 64x64"));
     write_text(f0, "not a JPEG at all");
-    CHECK(has(error_of([&] { ds->get(0, out.data()); }),
+    CHECK(mentions(error_of([&] { ds->get(0, out.data()); }),
               "TinyImageNet: '" + f0.string() + "' (17 bytes) cannot be decoded: Not a JPEG file"));
     Bytes good = encode_jpeg(64, 64, 3, quadrants(0, 3));
     std::size_t sos = 0;  // cut inside the scan data, a few bytes after the SOS marker
@@ -187,20 +183,20 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
     REQUIRE(sos + 40 < good.size());
     good.resize(sos + 30);
     write_file(f0, good);
-    CHECK(has(error_of([&] { ds->get(0, out.data()); }),
+    CHECK(mentions(error_of([&] { ds->get(0, out.data()); }),
               "TinyImageNet: '" + f0.string() + "' (" + std::to_string(good.size()) +
                   " bytes) is corrupt: Premature end of JPEG file (libjpeg"));
     write_text(f0, "");
-    CHECK(has(error_of([&] { ds->get(0, out.data()); }), "'" + f0.string() + "' is empty"));
+    CHECK(mentions(error_of([&] { ds->get(0, out.data()); }), "'" + f0.string() + "' is empty"));
     fs::remove(f1);
-    CHECK(has(error_of([&] { ds->get(1, out.data()); }), "'" + f1.string() + "' cannot be opened"));
+    CHECK(mentions(error_of([&] { ds->get(1, out.data()); }), "'" + f1.string() + "' cannot be opened"));
     // Through a loader with workers: the first failing sample of the batch, in row order.
     DataLoaderOptions o;
     o.batch_size = 6;
     o.num_workers = 2;
     DataLoader loader(ds, o, {}, cohort::host_device());
     Batch b;
-    CHECK(has(error_of([&] { loader.next(b); }), "'" + f0.string() + "' is empty"));
+    CHECK(mentions(error_of([&] { loader.next(b); }), "'" + f0.string() + "' is empty"));
   }
 }
 

@@ -5,7 +5,10 @@
 #   2. every zoo model trains on 2 ranks over shm on 16 synthetic images (one batch of 8 per rank
 #      and epoch, 10 epochs, so the loss measures learning rather than batch-to-batch noise): the
 #      first line says SYNTHETIC, the mean loss of the last 3 steps is below that of the first 3,
-#      and the ranks end with identical weights (batch-norm statistics included);
+#      and the ranks end with identical weights (batch-norm statistics included). The deeper and
+#      wider ResNets (34, 101, 152, wide_resnet50_2: resnet18's and resnet50's blocks, more of
+#      them or wider) train 2 epochs with identical weights and finite losses (2026-12-03: their
+#      10 epochs were 30 s of the test's 51 s on a Zen 4);
 #   3. ResNet9 over ucx ends with the weights it ends with over shm;
 #   4. --model-folder writes one safetensors file per epoch; where PyTorch and safetensors are
 #      importable (tools/setup.sh --peers) the file loads into the PyTorch definition with
@@ -36,18 +39,20 @@ models=$("$bin" --help | sed -nE 's/.*model: ([a-z0-9_|]+).*/\1/p' | tr '|' ' ')
 [ -n "$models" ] || fail "--help lists no models"
 declare -A digest
 for m in $models; do
+  case $m in resnet34 | resnet101 | resnet152 | wide_resnet50_2) epochs=2 ;; *) epochs=10 ;; esac
   out=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" --model "$m" \
-        --comm shm --synthetic --synthetic-size 16 --batch-size 8 --epochs 10 --log-interval 1 \
+        --comm shm --synthetic --synthetic-size 16 --batch-size 8 --epochs $epochs --log-interval 1 \
         --test-batch-size 4 2>&1)
   rc=$?
   [ $rc -eq 0 ] || { echo "$out" | tail -20; fail "$m on 2 ranks exited $rc"; }
   grep -q "cifar_cnn: SYNTHETIC data" <<<"$out" || fail "$m: the first line does not say SYNTHETIC"
   grep -q "ranks hold identical weights: yes" <<<"$out" || fail "$m: ranks differ"
   digest[$m]=$(echo "$out" | sed -nE 's/.*identical weights: yes \(digest ([0-9a-f]+)\).*/\1/p')
-  losses=$(echo "$out" | sed -nE 's/.*\[rank 0\] epoch [0-9]+\/10 step 1\/1 .* loss ([0-9.]+) .*/\1/p')
+  losses=$(echo "$out" | sed -nE "s/.*\[rank 0\] epoch [0-9]+\/$epochs step 1\/1 .* loss ([0-9.]+) .*/\1/p")
   echo "$m losses: $(echo $losses)"
-  echo "$losses" | awk '{ l[NR] = $1 } END {
-      if (NR != 10) { print "expected 10 losses, got " NR; exit 1 }
+  echo "$losses" | awk -v n=$epochs '{ l[NR] = $1 } END {
+      if (NR != n) { print "expected " n " losses, got " NR; exit 1 }
+      if (n < 10) exit 0
       a = (l[1] + l[2] + l[3]) / 3; b = (l[8] + l[9] + l[10]) / 3
       if (!(b < a)) { print "loss did not fall: first 3 " a ", last 3 " b; exit 1 } }' \
     || fail "$m: loss did not fall on 2 ranks"

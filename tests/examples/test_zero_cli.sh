@@ -7,10 +7,16 @@
 set -uo pipefail
 mnist=$1 zoo=$2 run=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# mnist_cnn's data as the launcher tests have it (tests/launch/launch_data.py): the training split
+# gunzipped once, a tenth of the test split for the closing evaluation, which no check here reads.
+data=$(python3 "$(dirname "$0")/../launch/launch_data.py" /usr/share/datasets/fashion-mnist "$work/data") ||
+  data=/usr/share/datasets/fashion-mnist
 digest() { echo "$1" | sed -n 's/.*ranks hold identical weights: yes (digest \([0-9a-f]*\)).*/\1/p'; }
 for z in 0 1 2; do
   out=$(OMP_NUM_THREADS=1 timeout 120 "$run" --nproc-per-node 2 --master-port 0 "$mnist" --comm shm \
-    --epochs 1 --max-steps 40 --deterministic --zero-stage $z 2>&1) || fail "mnist_cnn --zero-stage $z exited $?: $out"
+    --epochs 1 --max-steps 40 --deterministic --data "$data" --zero-stage $z 2>&1) || fail "mnist_cnn --zero-stage $z exited $?: $out"
   eval "mnist_$z=$(digest "$out")"
   [ "$z" != 1 ] || grep -q "(shm, ZeRO stage 1: optimizer state / 2)" <<<"$out" || fail "no ZeRO in the first line: $out"
   [ "$z" != 2 ] || grep -q "(shm, ZeRO stage 2: optimizer state and gradients / 2)" <<<"$out" || fail "no ZeRO 2 in the first line: $out"
@@ -25,7 +31,7 @@ done
 # skipped steps agreed over the ranks: the weights are still DDP's with the same flags.
 for z in 0 1 2; do
   out=$(OMP_NUM_THREADS=1 timeout 120 "$run" --nproc-per-node 2 --master-port 0 "$mnist" --comm shm \
-    --epochs 1 --max-steps 40 --deterministic --zero-stage $z --clip-grad-norm 0.5 --amp f16 2>&1) ||
+    --epochs 1 --max-steps 40 --deterministic --data "$data" --zero-stage $z --clip-grad-norm 0.5 --amp f16 2>&1) ||
     fail "mnist_cnn --zero-stage $z --clip-grad-norm 0.5 --amp f16 exited $?: $out"
   grep -q "clip grad norm 0.5, amp f16 with a GradScaler" <<<"$out" ||
     fail "--clip-grad-norm/--amp not in the recipe line: $out"

@@ -129,6 +129,10 @@ judge() {
   else
     echo "FAIL  $label$why"
     for i in 0 1; do grep -E "cohortrun|elastic|rror|refused" "$work/$name.$i.log" | tail -n 8 | cut -c1-400; done
+    # A rank that crashed: UCX's handler prints the signal and a backtrace (seen once, 2026-12-03:
+    # the woken rank of case 2 died of SIGSEGV inside libucs before its refusal; not reproduced in
+    # 6 runs of that case alone), which is what the next occurrence needs.
+    for i in 0 1; do grep -h -A 24 "Caught signal" "$work/$name.$i.log" | head -n 40 | cut -c1-300; done
     fail=1
   fi
 }

@@ -14,12 +14,6 @@ namespace {
 
 using i64 = std::int64_t;
 
-// cuDNN's descriptors take int extents and its legacy kernels index tensors with 32-bit offsets.
-bool fits_int(std::initializer_list<i64> v) {
-  for (i64 x : v)
-    if (x < 1 || x > INT_MAX) return false;
-  return true;
-}
 int to_int(i64 v) { return static_cast<int>(v); }
 
 ConvValues shape_values(const Conv2dArgs& a) {

@@ -17,12 +17,6 @@ using i64 = std::int64_t;
 
 constexpr double kBnMinEpsilon = 0.0;  // CUDNN_BN_MIN_EPSILON in cuDNN 9.19 (static_asserted)
 
-bool fits_int(std::initializer_list<i64> v) {
-  for (i64 x : v)
-    if (x < 1 || x > INT_MAX) return false;
-  return true;
-}
-
 // Shared by forward and backward: whether cuDNN takes the case, and its two descriptors.
 bool shape(const BatchNormArgs& a, Tensor4d& x, Tensor4d& bn) {
   COHORT_CHECK_IN("cuda", a.n >= 0 && a.c >= 0 && a.inner >= 0,

@@ -4,7 +4,19 @@
 // release that renumbers one fails the CUDA build instead of passing a wrong value.
 #pragma once
 
+#include <climits>
+#include <cstdint>
+#include <initializer_list>
+
 namespace cohort::cuda::seams {
+
+// cuDNN's descriptors take int extents and its legacy kernels index tensors with 32-bit offsets:
+// every extent in 1..INT_MAX.
+inline bool fits_int(std::initializer_list<std::int64_t> v) {
+  for (std::int64_t x : v)
+    if (x < 1 || x > INT_MAX) return false;
+  return true;
+}
 
 namespace cudnn_enum {
 // cudnnTensorFormat_t, cudnnDataType_t (cudnn_graph.h)
