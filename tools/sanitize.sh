@@ -29,9 +29,14 @@ parts=("$@")
 #     and 4 ranks (parallel_ddp_deterministic_*: DDP's and ZeRO's code paths of the 2-rank
 #     entries, which stay, with hier at 4; 60-80 s each under ASan, 2026-12-03);
 #   tools_cuda_arch, tools_gpu_check, tools_doc_snippets, tools_script_pipes (shell and Python
-#     around CMake and the scripts, no code of ours to instrument).
+#     around CMake and the scripts, no code of ours to instrument);
+#   models_golden_direct (models_golden with oneDNN's direct convolutions: oneDNN is Debian's
+#     build, not instrumented, and cohort's side of the call is models_golden's; the im2col
+#     variant, cohort's own kernels, stays) and models_names (every zoo model built at full size
+#     to compare names and shapes: the builders' code, which models_golden, models_fd and
+#     models_errors run at small sizes; 15 s each without ASan, 2026-12-03).
 ASAN_LABELS_OUT='examples|launchers|netns|gpu|vendor'
-ASAN_SKIP='^(models_train|collectives_ucx|conformance_(shm|ucx|hier)_np[13]|conformance_(shm|ucx|hier|hier_interleaved)_np4|parallel_ddp_deterministic_(shm|ucx)_np[34]|tools_(cuda_arch|gpu_check|doc_snippets|script_pipes))$'
+ASAN_SKIP='^(models_(train|names|golden_direct)|collectives_ucx|conformance_(shm|ucx|hier)_np[13]|conformance_(shm|ucx|hier|hier_interleaved)_np4|parallel_ddp_deterministic_(shm|ucx)_np[34]|tools_(cuda_arch|gpu_check|doc_snippets|script_pipes))$'
 # Under TSan (5-15x slower), at -O1 -g1: the collectives' unit suites (store, shm with ranks as
 # threads, self, reductions, registry), the data loader, conformance at 2 processes on shm, ucx
 # and hier, and the failure cases at 2 (hier also on 2 simulated hosts at 3: its worker thread
