@@ -21,7 +21,6 @@
 namespace cohort::cuda {
 namespace {
 
-
 // What cudaGetDeviceCount said, asked once per process: the set of visible devices is fixed when
 // the runtime initialises (CUDA_VISIBLE_DEVICES is read then), and one answer keeps count(), get()
 // and describe_devices() consistent with each other.

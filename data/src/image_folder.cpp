@@ -3,7 +3,6 @@
 // epoch and the page cache serves the second one.
 #include "cohort/data/image_folder.hpp"
 
-
 #include <algorithm>
 #include <array>
 #include <cctype>

@@ -347,37 +347,53 @@ TEST_CASE("augmentation transforms: apply() runs the plan, keyed per sample") {
 TEST_CASE("augmentation: bad arguments are errors naming them") {
   const Image in = input("rgb");
   std::vector<float> out(in.data.size());
-  CHECK(mentions(error_of([&] { parse_interpolation("lanczos"); }), "'lanczos' is not one of nearest"));
-  CHECK(mentions(error_of([&] { auto_augment_by_name("augmix"); }), "'augmix' is not one of ta_wide"));
+  CHECK(mentions(error_of([&] { parse_interpolation("lanczos"); }),
+                 "'lanczos' is not one of nearest"));
+  CHECK(mentions(error_of([&] { auto_augment_by_name("augmix"); }),
+                 "'augmix' is not one of ta_wide"));
   CHECK(mentions(error_of([&] { trivial_augment_wide(31, Interpolation::bicubic); }),
-            "bicubic is not available"));
-  CHECK(mentions(error_of([&] { rand_augment(2, 31, 31); }), "magnitude 31 must be in [0, num_magnitude_bins)"));
+                 "bicubic is not available"));
+  CHECK(mentions(error_of([&] { rand_augment(2, 31, 31); }),
+                 "magnitude 31 must be in [0, num_magnitude_bins)"));
   CHECK(mentions(error_of([&] { rand_augment(-1); }), "num_ops -1"));
   CHECK(mentions(error_of([&] { color_jitter(-0.1f); }), "brightness -0.1 must be >= 0"));
   CHECK(mentions(error_of([&] { color_jitter(0, 0, 0, 0.6f); }), "hue 0.6 must be in [0, 0.5]"));
-  CHECK(mentions(error_of([&] { trivial_augment_wide()->output_shape(Shape{4, 8, 8}); }),
-            "1 or 3 channels, got [4, 8, 8]"));
-  CHECK(mentions(error_of([&] { color_jitter(0.2f)->output_shape(Shape{2, 8, 8}); }),
-            "1 or 3 channels"));
-  CHECK(mentions(error_of([&] { auto_augment(AutoAugmentPolicy::imagenet, Interpolation::nearest,
-                                        {0.1f, 0.2f})->output_shape(in.shape); }),
-            "2 fill values for images with 3 channels"));
-  CHECK(mentions(error_of([&] { F::adjust_brightness(in.data.data(), in.shape, -1.0, out.data()); }),
-            "adjust_brightness: factor -1 must be >= 0"));
+  CHECK(mentions(error_of([&] {
+                   trivial_augment_wide()->output_shape(Shape{4, 8, 8});
+                 }),
+                 "1 or 3 channels, got [4, 8, 8]"));
+  CHECK(mentions(error_of([&] {
+                   color_jitter(0.2f)->output_shape(Shape{2, 8, 8});
+                 }),
+                 "1 or 3 channels"));
+  CHECK(mentions(error_of([&] {
+                   auto_augment(AutoAugmentPolicy::imagenet, Interpolation::nearest, {0.1f, 0.2f})
+                       ->output_shape(in.shape);
+                 }),
+                 "2 fill values for images with 3 channels"));
+  CHECK(
+      mentions(error_of([&] { F::adjust_brightness(in.data.data(), in.shape, -1.0, out.data()); }),
+               "adjust_brightness: factor -1 must be >= 0"));
   CHECK(mentions(error_of([&] { F::adjust_hue(in.data.data(), in.shape, 0.7, out.data()); }),
-            "adjust_hue: factor 0.7 is not in [-0.5, 0.5]"));
+                 "adjust_hue: factor 0.7 is not in [-0.5, 0.5]"));
   CHECK(mentions(error_of([&] { F::posterize(in.data.data(), in.shape, 9, out.data()); }),
-            "posterize: bits 9 outside [0, 8]"));
+                 "posterize: bits 9 outside [0, 8]"));
   CHECK(mentions(error_of([&] { F::solarize(in.data.data(), in.shape, 1.5f, out.data()); }),
-            "solarize: threshold 1.5"));
-  CHECK(mentions(error_of([&] { F::adjust_contrast(in.data.data(), Shape{2, 23, 29}, 1.0, out.data()); }),
-            "adjust_contrast: takes 1 or 3 channels, got 2"));
-  CHECK(mentions(error_of([&] { F::rotate(in.data.data(), in.shape, 10.0, Interpolation::bicubic, {},
-                                     out.data()); }),
-            "rotate: interpolation bicubic"));
-  CHECK(mentions(error_of([&] { F::rotate(in.data.data(), in.shape, 10.0, Interpolation::nearest,
-                                     {1, 2}, out.data()); }),
-            "rotate: 2 fill values for an image with 3 channels"));
+                 "solarize: threshold 1.5"));
+  CHECK(mentions(error_of([&] {
+                   F::adjust_contrast(in.data.data(), Shape{2, 23, 29}, 1.0, out.data());
+                 }),
+                 "adjust_contrast: takes 1 or 3 channels, got 2"));
+  CHECK(mentions(error_of([&] {
+                   F::rotate(in.data.data(), in.shape, 10.0, Interpolation::bicubic, {},
+                             out.data());
+                 }),
+                 "rotate: interpolation bicubic"));
+  CHECK(mentions(
+      error_of([&] {
+        F::rotate(in.data.data(), in.shape, 10.0, Interpolation::nearest, {1, 2}, out.data());
+      }),
+      "rotate: 2 fill values for an image with 3 channels"));
 }
 
 TEST_CASE("skip_bad_samples: a truncated image is replaced by the next and reported") {

@@ -168,9 +168,9 @@ TEST_CASE("random_resized_crop: the boxes of torchvision's get_params, by hand")
   }
   CHECK(mentions(error_of([] { random_resized_crop(0); }), "random_resized_crop: size 0"));
   CHECK(mentions(error_of([] { random_resized_crop(8, 0.5f, 0.2f); }),
-            "random_resized_crop: scale (0.5, 0.2)"));
+                 "random_resized_crop: scale (0.5, 0.2)"));
   CHECK(mentions(error_of([] { random_resized_crop(8, 0.08f, 1.0f, 0.0f, 1.0f); }),
-            "random_resized_crop: ratio (0, 1)"));
+                 "random_resized_crop: ratio (0, 1)"));
   CHECK(mentions(error_of([] { center_crop(0, 3); }), "center_crop: size 0x3"));
   CHECK(mentions(error_of([] { resize(0); }), "resize: size 0"));
   CHECK(mentions(error_of([] { resize(4, 0); }), "resize: size 4x0"));
@@ -229,10 +229,11 @@ TEST_CASE("random_erasing: torchvision's boxes by hand; a rectangle of the given
   CHECK(out == in);
   CHECK(mentions(error_of([] { random_erasing(1.5f); }), "random_erasing: p 1.5 outside [0, 1]"));
   CHECK(mentions(error_of([&] {
-              random_erasing(0.5f, 0.02f, 0.33f, 0.3f, 3.3f, {1.0f, 2.0f})->output_shape(s);
-            }),
-            "random_erasing: 2 values for a sample with 3 channels"));
-  CHECK(mentions(error_of([] { random_erasing(0.5f, 0.4f, 0.3f); }), "random_erasing: scale (0.4, 0.3)"));
+                   random_erasing(0.5f, 0.02f, 0.33f, 0.3f, 3.3f, {1.0f, 2.0f})->output_shape(s);
+                 }),
+                 "random_erasing: 2 values for a sample with 3 channels"));
+  CHECK(mentions(error_of([] { random_erasing(0.5f, 0.4f, 0.3f); }),
+                 "random_erasing: scale (0.4, 0.3)"));
 }
 
 TEST_CASE("image folder: torchvision's classes, class indices and sample order") {
@@ -261,7 +262,8 @@ TEST_CASE("image folder: torchvision's classes, class indices and sample order")
       want.emplace_back(r, s[1].get<std::int64_t>());
   }
   REQUIRE(!refused.empty());
-  CHECK(mentions(error_of([&] { load_image_folder(root); }), "'" + root + "/" + refused.front() + "'"));
+  CHECK(mentions(error_of([&] { load_image_folder(root); }),
+                 "'" + root + "/" + refused.front() + "'"));
   for (const auto& r : refused) fs::remove(root + "/" + r);
   // C_upper held only refused formats: one PNG keeps the class (last of its class's samples).
   copy_to("rgb.png", root + "/C_upper/zz.png");
@@ -299,14 +301,15 @@ TEST_CASE("image folder: symbolic links are followed as torchvision follows them
   // The dangling link is listed (as torchvision lists it) and fails when read, naming it.
   std::vector<float> out;
   Shape shape;
-  CHECK(mentions(error_of([&] { ds->get_sized(2, out, shape); }), "dangling.jpg' cannot be opened"));
+  CHECK(
+      mentions(error_of([&] { ds->get_sized(2, out, shape); }), "dangling.jpg' cannot be opened"));
 }
 
 TEST_CASE("image folder: bad files and folders are errors naming them") {
   TempDir d("cohort_image_folder_bad");
   const std::string root = d.file("root");
-  CHECK(mentions(error_of([&] { load_image_folder(root); }), "image folder '" + root +
-                                                            "' does not exist or is not a folder"));
+  CHECK(mentions(error_of([&] { load_image_folder(root); }),
+                 "image folder '" + root + "' does not exist or is not a folder"));
   fs::create_directories(root);
   write_bytes(root + "/loose.png", "not a class folder");
   CHECK(mentions(error_of([&] { load_image_folder(root); }), "has no class folders"));
@@ -314,12 +317,13 @@ TEST_CASE("image folder: bad files and folders are errors naming them") {
   fs::create_directories(root + "/dog/sub");
   write_bytes(root + "/dog/notes.txt", "ignored, as torchvision ignores it");
   CHECK(mentions(error_of([&] { load_image_folder(root); }),
-            "no image file in the class folder(s) 'dog'"));
+                 "no image file in the class folder(s) 'dog'"));
   copy_to("rgb.png", root + "/dog/sub/2.png");
   write_bytes(root + "/dog/3.BMP", "BM");
   CHECK(mentions(error_of([&] { load_image_folder(root); }),
-            "'" + root + "/dog/3.BMP' is a .bmp file: torchvision's ImageFolder would load it, "
-            "cohort decodes .jpg, .jpeg and .png only"));
+                 "'" + root +
+                     "/dog/3.BMP' is a .bmp file: torchvision's ImageFolder would load it, "
+                     "cohort decodes .jpg, .jpeg and .png only"));
   fs::remove(root + "/dog/3.BMP");
   for (const char* bad : {"not_an_image.jpg", "truncated.jpg", "truncated.png", "empty.png"})
     copy_to(bad, root + "/dog/" + bad);
@@ -338,7 +342,8 @@ TEST_CASE("image folder: bad files and folders are errors naming them") {
   CHECK(mentions(err_of("truncated.jpg"), "truncated.jpg' ("));
   CHECK(mentions(err_of("truncated.jpg"), "(libjpeg"));
   CHECK(mentions(err_of("truncated.png"), "truncated.png' ("));
-  CHECK(mentions(err_of("truncated.png"), "cannot be decoded: the file ends early (truncated) (libpng)"));
+  CHECK(mentions(err_of("truncated.png"),
+                 "cannot be decoded: the file ends early (truncated) (libpng)"));
   CHECK(mentions(err_of("empty.png"), "empty.png' is empty"));
   {  // A header claiming 20000 x 20000 pixels: refused before any pixel memory is taken.
     std::string png = "\x89PNG\r\n\x1a\n";
@@ -356,7 +361,8 @@ TEST_CASE("image folder: bad files and folders are errors naming them") {
     const auto r = detail::decode_png(reinterpret_cast<const unsigned char*>(png.data()),
                                       png.size(), big);
     CHECK(r.status == detail::DecodeStatus::error);
-    CHECK(mentions(r.message, "20000x20000 pixels, more than 178956970 (PIL's decompression-bomb limit)"));
+    CHECK(mentions(r.message,
+                   "20000x20000 pixels, more than 178956970 (PIL's decompression-bomb limit)"));
     CHECK(big.rgb.empty());
   }
   CHECK(mentions(err_of("1.jpg"), "<no error>"));
@@ -371,10 +377,10 @@ TEST_CASE("image folder: bad files and folders are errors naming them") {
   copy_to("rgb.png", two + "/val/a/1.png");
   copy_to("rgb.png", two + "/val/c/1.png");
   CHECK(mentions(error_of([&] { load_image_folder(two, Split::train); }),
-            "train/ and val/ hold different classes, so class indices would mean different "
-            "things (only in train/: 'b'; only in val/: 'c')"));
+                 "train/ and val/ hold different classes, so class indices would mean different "
+                 "things (only in train/: 'b'; only in val/: 'c')"));
   CHECK(mentions(error_of([&] { load_image_folder(d.file("none"), Split::test); }),
-            "needs train/ and val/"));
+                 "needs train/ and val/"));
   fs::rename(two + "/val/c", two + "/val/b");
   CHECK(load_image_folder(two, Split::test)->items().at(1).path == two + "/val/b/1.png");
 }
@@ -462,9 +468,13 @@ TEST_CASE("DataLoader: images of different sizes batch once a transform fixes th
 
   // Without a transform that fixes the size: an error naming the data set and the remedy.
   CHECK(mentions(error_of([&] { DataLoader bad(ds, o, {random_horizontal_flip()}, host); }),
-            "holds images of different sizes, and none of the 1 transforms fixes the size"));
+                 "holds images of different sizes, and none of the 1 transforms fixes the size"));
   // A bad file surfaces from next(), naming it.
   copy_to("truncated.png", root + "/b/zz_truncated.png");
   DataLoader broken(load_image_folder(root), DataLoaderOptions{}, {center_crop(8)}, host);
-  CHECK(mentions(error_of([&] { while (broken.next(batch)) {} }), "zz_truncated.png"));
+  CHECK(mentions(error_of([&] {
+                   while (broken.next(batch)) {
+                   }
+                 }),
+                 "zz_truncated.png"));
 }

@@ -126,8 +126,9 @@ TEST_CASE("cross-entropy with soft targets: torch's loss and gradient") {
   cohort::nn::CrossEntropyLoss loss;
   Tensor z = Tensor::from_vector(logits, shape, host);
   Tensor wrong = Tensor::from_vector(std::vector<float>(10, 0.1f), Shape{2, 5}, host);
-  CHECK(mentions(error_of([&] { loss.forward(z, wrong); }),
-            "soft targets (f32) must have the logits' shape [N, C], got [2, 5] for logits [4, 5]"));
+  CHECK(mentions(
+      error_of([&] { loss.forward(z, wrong); }),
+      "soft targets (f32) must have the logits' shape [N, C], got [2, 5] for logits [4, 5]"));
 }
 
 TEST_CASE("DataLoader with MixUp or CutMix: mixed rows of its own batches, soft targets") {
@@ -201,11 +202,11 @@ TEST_CASE("DataLoader with MixUp or CutMix: mixed rows of its own batches, soft 
   CHECK(mentions(error_of([] { mixup_or_cutmix(5, 0.0f, 0.0f); }), "not both 0"));
   o.batch_transform = mixup(5, 1.0f);
   CHECK(mentions(error_of([&] { DataLoader bad(ds, o, {}, host); }),
-            "has 5 classes, fewer than the 7 of"));
+                 "has 5 classes, fewer than the 7 of"));
   std::vector<float> img(2 * 3 * 2 * 2, 0.0f), tg(2 * 3);
   const std::int64_t labels[2] = {1, 3};
   CHECK(mentions(error_of([&] {
-              detail::mixup_apply(img.data(), Shape{2, 3, 2, 2}, labels, 3, 0.5, tg.data());
-            }),
-            "mixup: row 1 has label 3, not a class index in [0, 3)"));
+                   detail::mixup_apply(img.data(), Shape{2, 3, 2, 2}, labels, 3, 0.5, tg.data());
+                 }),
+                 "mixup: row 1 has label 3, not a class index in [0, 3)"));
 }

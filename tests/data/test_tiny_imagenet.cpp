@@ -110,18 +110,18 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
 
   const std::string nowhere = (tmp.path / "nowhere").string();
   CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(nowhere, Split::train); }),
-            "TinyImageNet directory '" + nowhere + "' does not exist"));
+                 "TinyImageNet directory '" + nowhere + "' does not exist"));
   {
     const fs::path d = fresh();
     fs::remove(d / "wnids.txt");
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
-              "'" + (d / "wnids.txt").string() + "' cannot be opened"));
+                   "'" + (d / "wnids.txt").string() + "' cannot be opened"));
   }
   {
     const fs::path d = fresh();
     write_text(d / "wnids.txt", kWnids[0] + "\n" + kWnids[1] + "\n" + kWnids[0] + "\n");
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
-              "wnids.txt' line 3: wnid '" + kWnids[0] + "' was already given at line 1"));
+                   "wnids.txt' line 3: wnid '" + kWnids[0] + "' was already given at line 1"));
   }
   {
     const fs::path d = fresh();  // an empty class directory
@@ -129,39 +129,39 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
     fs::remove_all(images);
     fs::create_directories(images);
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
-              "'" + images.string() + "' holds no .JPEG files (class 1, '" + kWnids[1] + "'"));
+                   "'" + images.string() + "' holds no .JPEG files (class 1, '" + kWnids[1] + "'"));
     fs::remove_all(d / "train" / kWnids[1]);
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::train); }),
-              "'" + images.string() + "' does not exist (class 1"));
+                   "'" + images.string() + "' does not exist (class 1"));
   }
   {
     const fs::path d = fresh();  // a wnid not in wnids.txt
     write_text(d / "val" / "val_annotations.txt",
                "val_0.JPEG\t" + kWnids[2] + "\t0\t0\t1\t1\nval_1.JPEG\tn99999999\t0\t0\t1\t1\n");
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
-              "val_annotations.txt' line 2: wnid 'n99999999' (of val_1.JPEG) is not in '" +
-                  (d / "wnids.txt").string() + "' (3 classes)"));
+                   "val_annotations.txt' line 2: wnid 'n99999999' (of val_1.JPEG) is not in '" +
+                       (d / "wnids.txt").string() + "' (3 classes)"));
   }
   {
     const fs::path d = fresh();  // a listed file that is missing
     fs::remove(d / "val" / "images" / "val_2.JPEG");
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
-              "'" + (d / "val" / "images" / "val_2.JPEG").string() + "', listed at '" +
-                  (d / "val" / "val_annotations.txt").string() + "' line 3, does not exist"));
+                   "'" + (d / "val" / "images" / "val_2.JPEG").string() + "', listed at '" +
+                       (d / "val" / "val_annotations.txt").string() + "' line 3, does not exist"));
   }
   {
     const fs::path d = fresh();  // lines that are not annotations, a file listed twice
     write_text(d / "val" / "val_annotations.txt", "val_0.JPEG " + kWnids[2] + "\n");
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
-              "val_annotations.txt' line 1: 'val_0.JPEG " + kWnids[2] +
-                  "' is not '<file>\\t<wnid>\\t...' (tab-separated)"));
+                   "val_annotations.txt' line 1: 'val_0.JPEG " + kWnids[2] +
+                       "' is not '<file>\\t<wnid>\\t...' (tab-separated)"));
     write_text(d / "val" / "val_annotations.txt",
                "val_0.JPEG\t" + kWnids[2] + "\n\nval_0.JPEG\t" + kWnids[1] + "\n");
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
-              "val_annotations.txt' line 3: 'val_0.JPEG' was already listed at line 1"));
+                   "val_annotations.txt' line 3: 'val_0.JPEG' was already listed at line 1"));
     fs::remove(d / "val" / "val_annotations.txt");
     CHECK(mentions(error_of([&] { load_tiny_imagenet_dir(d.string(), Split::test); }),
-              "val_annotations.txt' cannot be opened"));
+                   "val_annotations.txt' cannot be opened"));
   }
   {
     // Files that index fine and fail at get(): the wrong size, not a JPEG, truncated, empty.
@@ -173,10 +173,11 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
     write_file(f0, encode_jpeg(48, 32, 3, small));
     auto ds = load_tiny_imagenet_dir(d.string(), Split::train);
     CHECK(mentions(error_of([&] { ds->get(0, out.data()); }),
-              "TinyImageNet: '" + f0.string() + "' is 48x32 (width x height), not 64x64"));
+                   "TinyImageNet: '" + f0.string() + "' is 48x32 (width x height), not 64x64"));
     write_text(f0, "not a JPEG at all");
-    CHECK(mentions(error_of([&] { ds->get(0, out.data()); }),
-              "TinyImageNet: '" + f0.string() + "' (17 bytes) cannot be decoded: Not a JPEG file"));
+    CHECK(mentions(
+        error_of([&] { ds->get(0, out.data()); }),
+        "TinyImageNet: '" + f0.string() + "' (17 bytes) cannot be decoded: Not a JPEG file"));
     Bytes good = encode_jpeg(64, 64, 3, quadrants(0, 3));
     std::size_t sos = 0;  // cut inside the scan data, a few bytes after the SOS marker
     while (sos + 1 < good.size() && !(good[sos] == 0xFF && good[sos + 1] == 0xDA)) ++sos;
@@ -184,12 +185,13 @@ TEST_CASE("TinyImageNet: every bad tree and file is an error naming the file at 
     good.resize(sos + 30);
     write_file(f0, good);
     CHECK(mentions(error_of([&] { ds->get(0, out.data()); }),
-              "TinyImageNet: '" + f0.string() + "' (" + std::to_string(good.size()) +
-                  " bytes) is corrupt: Premature end of JPEG file (libjpeg"));
+                   "TinyImageNet: '" + f0.string() + "' (" + std::to_string(good.size()) +
+                       " bytes) is corrupt: Premature end of JPEG file (libjpeg"));
     write_text(f0, "");
     CHECK(mentions(error_of([&] { ds->get(0, out.data()); }), "'" + f0.string() + "' is empty"));
     fs::remove(f1);
-    CHECK(mentions(error_of([&] { ds->get(1, out.data()); }), "'" + f1.string() + "' cannot be opened"));
+    CHECK(mentions(error_of([&] { ds->get(1, out.data()); }),
+                   "'" + f1.string() + "' cannot be opened"));
     // Through a loader with workers: the first failing sample of the batch, in row order.
     DataLoaderOptions o;
     o.batch_size = 6;
