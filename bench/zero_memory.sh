@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Model-state memory per rank of MODEL (default resnet50) + Adam, DDP and ZeRO stages 1 and 2, at
+# Model-state memory per rank of MODEL (default resnet50) + Adam, DDP and ZeRO stages 1, 2, 3 at
 # 1, 2 and 4 ranks (shm) next to the formula (build/bin/zero_memory, bench/zero_memory.cpp): one
 # table row per rank.
 #
-#   bench/zero_memory.sh [MODEL] [RANKS...]   (default: resnet50 1 2 4)
+#   [STAGES="0 3"] bench/zero_memory.sh [MODEL] [RANKS...]   (default: resnet50 1 2 4, stages 0-3)
 set -euo pipefail
 # shellcheck source=bench/cpu_line.sh
 . "$(dirname "$0")/cpu_line.sh"
@@ -17,7 +17,7 @@ ranks=("$@")
 echo "| model | ranks | mode | rank | parameters MiB | gradients MiB | optimizer state MiB | model state MiB | formula MiB | vs formula | step peak MiB | peak RSS MiB |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for n in "${ranks[@]}"; do
-  for stage in 0 1 2; do
+  for stage in ${STAGES:-0 1 2 3}; do
     COHORT_COMM=shm OMP_NUM_THREADS=1 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 \
       "$bin/zero_memory" "$model" "$stage" 2>&1 | sed -n 's/^\(\[rank 0\] \)\?\(| .*\)$/\2/p'
   done

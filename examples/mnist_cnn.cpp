@@ -200,6 +200,8 @@ int run(const Flags& f) {
   lead = job.lead;
   examples::finish_trace(f.trace, f.profile_dir, job);
   examples::check_ranks_identical(ddp.get(), job);
+  // Every rank: at --zero-stage 3 the digest all-gathers the sharded parameters.
+  const std::string digest = ddp ? ddp->weights_digest() : std::string();
   if (!lead) return 0;
 
   std::printf(
@@ -208,8 +210,7 @@ int run(const Flags& f) {
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
   if (!f.trace.empty())
     std::printf("trace: %s (%d rank%s)\n", f.trace.c_str(), world, world > 1 ? "s" : "");
-  if (ddp)
-    std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
+  if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", digest.c_str());
   if (!f.save_model.empty())
     std::printf("model: %s (+ %s)\n", f.save_model.c_str(),
                 train::state_path_for(f.save_model).c_str());

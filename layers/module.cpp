@@ -52,8 +52,10 @@ NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
 
 Tensor Module::forward(const Tensor& x) {
   Tensor y;
+  COHORT_MODULE_CHECK(x.defined(), "input is an undefined tensor");
+  if (module_hooks_.pre_forward) module_hooks_.pre_forward(*this);
   try {
-    COHORT_MODULE_CHECK(x.defined(), "input is an undefined tensor");
+    check_values_present();
     y = forward_impl(x);
   } catch (const LayerError&) {
     throw;
@@ -64,6 +66,7 @@ Tensor Module::forward(const Tensor& x) {
   forward_without_grad_ = !grad_enabled();
   pending_backward_ = !forward_without_grad_;
   if (forward_without_grad_) release_saved();
+  if (module_hooks_.post_forward) module_hooks_.post_forward(*this);
   return y;
 }
 
@@ -81,17 +84,35 @@ Tensor Module::backward(const Tensor& grad_output, bool need_input_grad) {
   COHORT_MODULE_CHECK(grad_output.dtype() == DType::f32, "grad_output must be f32, got ",
                       dtype_name(grad_output.dtype()));
   pending_backward_ = false;
+  if (module_hooks_.pre_backward) module_hooks_.pre_backward(*this);
+  Tensor dx;
   try {
+    check_values_present();
     // A released gradient (ZeRO stage 2) starts again at zeros, allocated as late as this: only
     // the modules whose backward has begun hold gradient memory.
     for (const auto& [name, p] : params_)
       if (p->requires_grad) ensure_grad(*p);
-    return backward_impl(grad_output, need_input_grad);
+    dx = backward_impl(grad_output, need_input_grad);
   } catch (const LayerError&) {
     throw;
   } catch (const Error& e) {
     rethrow_labeled(e);
   }
+  if (module_hooks_.post_backward) module_hooks_.post_backward(*this);
+  return dx;
+}
+
+// A value released by ZeRO stage 3 comes back only through the hooks of the unit it belongs
+// to: a module run outside that unit's forward (a parent reading a child's weights, a layer
+// called directly) would otherwise compute on an undefined tensor.
+void Module::check_values_present() const {
+  for (const auto& [name, p] : params_)
+    COHORT_MODULE_CHECK(p->value.defined(), "parameter '", name,
+                        "' has no value here: it is "
+                        "sharded (ZeRO stage 3) and gathered only inside the forward and "
+                        "backward of the unit it belongs to, and this module ran outside them; "
+                        "make this module (or a module around it that runs it) a unit "
+                        "(DDPOptions::shard_units), or use zero_stage 2");
 }
 
 // ---- registration ----
@@ -272,8 +293,10 @@ void Module::notify_state_loaded() {
 }
 
 Device* Module::device() const {
-  const auto ps = named_parameters();
-  if (!ps.empty()) return &ps.front().param->value.device();
+  for (const auto& p : named_parameters()) {
+    if (p.param->value.defined()) return &p.param->value.device();
+    if (p.param->grad.defined()) return &p.param->grad.device();
+  }
   const auto bs = named_buffers();
   return bs.empty() ? nullptr : &bs.front().tensor.device();
 }

@@ -116,7 +116,20 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
   std::unique_ptr<Bucket> cur;
   Device* cur_dev = nullptr;
   std::int64_t cur_elems = 0;
-  for (int i = static_cast<int>(params_.size()) - 1; i >= 0; --i) {
+  if (shards_values()) {  // ZeRO stage 3: one bucket per unit (zero3.cpp), in the units' order
+    plan_units();
+    for (const auto& u : units_) {
+      auto b = std::make_unique<Bucket>();
+      for (int i : u->members) {
+        slot_of_[static_cast<std::size_t>(i)] = static_cast<int>(b->members.size());
+        bucket_of_[static_cast<std::size_t>(i)] = static_cast<int>(buckets_.size());
+        b->members.push_back(i);
+        b->numel += detail::bucket_slot(params_[static_cast<std::size_t>(i)].param->value.numel());
+      }
+      buckets_.push_back(std::move(b));
+    }
+  }
+  for (int i = shards_values() ? -1 : static_cast<int>(params_.size()) - 1; i >= 0; --i) {
     const Tensor& v = params_[static_cast<std::size_t>(i)].param->value;
     const std::int64_t cap =
         cap_elems(buckets_.empty() ? opt_.first_bucket_mb : opt_.bucket_cap_mb);
@@ -162,6 +175,8 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
     }
   }
 
+  if (shards_values()) shard_values();  // the whole values go; each unit keeps its chunk
+
   std::unordered_map<const Parameter*, int> index;
   for (std::size_t i = 0; i < params_.size(); ++i)
     index[params_[i].param.get()] = static_cast<int>(i);
@@ -203,6 +218,18 @@ void DistributedDataParallel::view_released_gradients_in(Bucket& b) {
 DistributedDataParallel::~DistributedDataParallel() {
   model_->clear_grad_ready_hooks();
   for (const auto& p : params_) p.param->grad_source = nullptr;  // it points at this DDP
+  // Stage 3: the units' hooks point at this DDP too, and a prefetched gather writes into its
+  // unit's buffer. Released values stay released: the model is not usable without its DDP then.
+  for (auto& u : units_) {
+    if (u->module) u->module->set_module_hooks({});
+    if (u->work) {
+      try {
+        u->work->wait();
+      } catch (const std::exception&) {
+        // As for the buckets below.
+      }
+    }
+  }
   // Outstanding ops write into the reducers' buffers: let them finish before the buffers go.
   for (auto& b : buckets_) {
     if (b->work) {
@@ -298,13 +325,18 @@ Tensor DistributedDataParallel::forward_impl(const Tensor& x) {
   if (opt_.broadcast_buffers && syncing_ && model_->is_training())
     with_context("DistributedDataParallel::forward (broadcast of rank 0's buffers)",
                  [&] { sync_buffers_now(); });
-  return model_->forward(x);
+  if (!shards_values()) return model_->forward(x);
+  begin_sharded_forward();
+  Tensor y = model_->forward(x);
+  if (!nn::grad_enabled()) end_sharded_step();  // no backward follows (evaluation)
+  return y;
 }
 
 Tensor DistributedDataParallel::backward_impl(const Tensor& grad_output, bool need_input_grad) {
   return with_context("DistributedDataParallel::backward (gradient all-reduce)", [&] {
     Tensor dx = model_->backward(grad_output, need_input_grad);
     finish_gradients_now();  // no-op inside no_sync() and at world size 1
+    if (shards_values()) end_sharded_step();  // the root unit, and any unit its backward skipped
     return dx;
   });
 }

@@ -12,6 +12,8 @@ namespace cohort::parallel {
 std::string weights_digest(const nn::Module& model) { return nn::state_digest(model); }
 
 std::string DistributedDataParallel::weights_digest() const {
+  // Stage 3 gathers the model to read it (collective); the gathered values are not written back.
+  const FullParams whole = const_cast<DistributedDataParallel*>(this)->summon_full_params(false);
   return parallel::weights_digest(*model_);
 }
 

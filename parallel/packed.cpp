@@ -73,9 +73,27 @@ bool broadcast_from(const std::vector<Tensor>& tensors, comm::Communicator& comm
                comm.size());
   if (comm.size() == 1) return false;
   const bool is_root = comm.rank() == root;
-  return packed(tensors, comm, is_root, !is_root, [&](void* buf, std::size_t bytes) {
-    comm.broadcast(buf, bytes, DType::u8, root)->wait();
-  });
+  // Packs of at most kBroadcastPackBytes (a tensor larger than that alone): a model's broadcast
+  // then needs one pack more than the model, not a second model (PyTorch's DDP broadcasts in
+  // 250 MB buckets for the same reason). Every rank cuts the same list at the same places.
+  bool written = false;
+  std::vector<Tensor> pack;
+  std::size_t pack_bytes = 0;
+  const auto flush = [&] {
+    written |= packed(pack, comm, is_root, !is_root, [&](void* buf, std::size_t bytes) {
+      comm.broadcast(buf, bytes, DType::u8, root)->wait();
+    });
+    pack.clear();
+    pack_bytes = 0;
+  };
+  for (const Tensor& t : tensors) {
+    if (!t.defined() || t.numel() == 0) continue;
+    if (!pack.empty() && pack_bytes + t.nbytes() > kBroadcastPackBytes) flush();
+    pack.push_back(t);
+    pack_bytes += t.nbytes();
+  }
+  if (!pack.empty()) flush();
+  return written;
 }
 
 void average_across_ranks(const std::vector<Tensor>& tensors, comm::Communicator& comm) {

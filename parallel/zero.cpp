@@ -31,9 +31,9 @@ void DistributedDataParallel::check_zero_options() const {
   const int s = opt_.zero_stage;
   COHORT_CHECK(s >= 0 && s <= 3, "DistributedDataParallel: zero_stage ", s,
                " is not a ZeRO stage (0: plain DDP, 1: optimizer state sharded, 2: gradients "
-               "too)");
-  COHORT_CHECK(s <= 2, "DistributedDataParallel: zero_stage 3 (parameters sharded too): cohort "
-               "has stages 1 and 2 (optimizer state, and gradients, sharded); use 2");
+               "too, 3: parameters too)");
+  COHORT_CHECK(s == 3 || opt_.shard_units.empty(), "DistributedDataParallel: shard_units (",
+               opt_.shard_units.size(), " given) are ZeRO stage 3's units; zero_stage is ", s);
   if (s == 0) return;
   COHORT_CHECK(opt_.gradient_as_bucket_view, "DistributedDataParallel: zero_stage ", s,
                " keeps the gradients in the buckets; gradient_as_bucket_view=false is not "
@@ -77,10 +77,13 @@ std::vector<ParameterPtr> DistributedDataParallel::shard_parameters(
     const std::int64_t a = std::clamp(lo - off, std::int64_t{0}, numel);
     const std::int64_t e = std::clamp(hi - off, a, numel);
     auto piece = std::make_shared<Parameter>();
-    piece->value = p.value.reshape({numel}).slice(a, e);
     // In the owned chunk's coordinates; an empty piece (the parameter lies outside the chunk)
     // takes an empty slice at the nearer end.
     const std::int64_t g = std::clamp(off + a - lo, std::int64_t{0}, chunk);
+    // Stage 3: the values' own home is the unit's shard (the model's are released between uses).
+    piece->value = shards_values() ? units_[static_cast<std::size_t>(bucket_of_[i])]->shard.slice(
+                                         g, g + (e - a))
+                                   : p.value.reshape({numel}).slice(a, e);
     piece->grad = b.reducer->owned_gradient().slice(g, g + (e - a));
     piece->requires_grad = p.requires_grad;
     out.push_back(std::move(piece));
@@ -95,6 +98,7 @@ void DistributedDataParallel::attach_optimizer(optim::Optimizer& optimizer) {
 
 void DistributedDataParallel::gather_parameters() {
   COHORT_CHECK(opt_.zero_stage > 0, "DistributedDataParallel::gather_parameters: zero_stage is 0");
+  if (shards_values()) return;  // stage 3: the next forward gathers each unit as it runs
   const std::int64_t n = comm_->size(), rank = comm_->rank();
   trace::Span span("zero gather_parameters", "comm");
   // Per bucket: the owned chunk of its members' values into a flat buffer (the bucket itself at
@@ -164,7 +168,7 @@ double DistributedDataParallel::clip_grad_norm(double max_norm, double norm_type
                             std::to_string(comm_->rank()) + " of " +
                             std::to_string(comm_->size()) + ": its shard of each gradient)";
   // The device the values live on: only a communicator that takes device memory (nccl) uses it.
-  Device* dev = whole.empty() ? nullptr : &whole.front()->value.device();
+  Device* dev = params_.empty() ? nullptr : &buckets_.front()->reducer->owned_gradient().device();
   return with_context(where, [&] {
     return nn::clip_grad_norm(
         shard_parameters(whole), max_norm, norm_type, error_if_nonfinite,
@@ -178,7 +182,7 @@ double DistributedDataParallel::clip_grad_norm(double max_norm, double norm_type
 
 void DistributedDataParallel::shard_grad_scaler(optim::GradScaler& scaler) {
   if (opt_.zero_stage == 0) return;
-  Device* dev = params_.empty() ? nullptr : &params_.front().param->value.device();
+  Device* dev = params_.empty() ? nullptr : &buckets_.front()->reducer->owned_gradient().device();
   scaler.set_found_inf_reduction([this, dev](bool found) {
     if (comm_->size() == 1) return found;
     double v = found ? 1.0 : 0.0;

@@ -137,10 +137,12 @@ class CachingAllocator {
       stats_.bytes_reserved += size;
       stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.bytes_reserved);
     }
-    live_.emplace(p, size);
+    live_.emplace(p, Live{size, bytes});
     ++stats_.allocs;
     stats_.bytes_in_use += size;
     stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.bytes_in_use);
+    stats_.bytes_requested += bytes;
+    stats_.peak_requested = std::max(stats_.peak_requested, stats_.bytes_requested);
     return p;
   }
 
@@ -151,7 +153,8 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(p);
     if (it == live_.end()) return;
-    const std::size_t size = it->second;
+    const std::size_t size = it->second.size;
+    stats_.bytes_requested -= it->second.requested;
     live_.erase(it);
     ++stats_.frees;
     stats_.bytes_in_use -= size;
@@ -180,8 +183,9 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(p);
     if (it == live_.end()) return;
-    const std::size_t size = it->second;
+    const std::size_t size = it->second.size;
     raw_.synchronize();  // may throw: the block then stays live, its owner's to free again
+    stats_.bytes_requested -= it->second.requested;
     live_.erase(it);
     ++stats_.frees;
     stats_.bytes_in_use -= size;
@@ -201,6 +205,7 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.peak_in_use = stats_.bytes_in_use;
     stats_.peak_reserved = stats_.bytes_reserved;
+    stats_.peak_requested = stats_.bytes_requested;
   }
 
   // Allocator counts and bytes (MemoryStats's allocator fields; the rest stay zero).
@@ -252,7 +257,11 @@ class CachingAllocator {
 
   RawMemory& raw_;
   mutable std::mutex mu_;
-  std::unordered_map<void*, std::size_t> live_;                // block -> its rounded size
+  struct Live {
+    std::size_t size;       // the block's (rounded) size
+    std::size_t requested;  // what allocate() was asked for
+  };
+  std::unordered_map<void*, Live> live_;
   std::unordered_map<std::size_t, std::vector<void*>> free_;  // rounded size -> cached blocks
   std::size_t cached_ = 0;                                     // bytes in free_
   MemoryStats stats_;

@@ -57,6 +57,8 @@ class HostDevice final : public Device {
   std::unique_ptr<memory::CachingAllocator> cache_;  // null: COHORT_HOST_CACHE=off
   std::atomic<std::uint64_t> allocs_{0}, frees_{0};  // without the cache
   std::atomic<std::size_t> in_use_{0}, peak_{0};
+  std::atomic<std::size_t> requested_{0}, requested_peak_{0};  // before rounding
+  std::size_t limit_ = 0;  // COHORT_HOST_MEMORY_LIMIT in bytes; 0: none
 };
 
 // The registry's entry for this backend.

@@ -72,6 +72,13 @@ Tensor Tensor::normal(const Shape& shape, float mean, float stddev, std::uint64_
   return t;
 }
 
+Tensor Tensor::released(const Shape& shape, DType dtype) {
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  return t;
+}
+
 Device& Tensor::device() const {
   COHORT_CHECK(defined(), "device() of an undefined tensor");
   return storage_->device();

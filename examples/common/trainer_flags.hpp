@@ -136,8 +136,9 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
                  "data parallel: 1 shards the optimizer state over the ranks (ZeRO stage 1: "
                  "gradients reduce-scattered, each rank updates its 1/n, parameters all-gathered; "
                  "with --deterministic the same bits as 0); 2 shards the gradients too (no "
-                 "whole gradient kept between steps); 0: plain DDP (default); 3 is refused: "
-                 "cohort has stages 1 and 2")
+                 "whole gradient kept between steps); 3 shards the parameters too (each "
+                 "layer's gathered for its forward and its backward, freed after: FSDP's "
+                 "FULL_SHARD); 0: plain DDP (default)")
       ->check(CLI::Range(0, 3));
 }
 
@@ -152,8 +153,10 @@ inline std::vector<cohort::ParameterPtr> optimizer_parameters(
 }
 // What the first line says of --zero-stage: "ZeRO stage 2: optimizer state and gradients / 4".
 inline std::string zero_note(int stage, int world) {
-  return "ZeRO stage " + std::to_string(stage) + ": optimizer state" +
-         (stage >= 2 ? " and gradients" : "") + " / " + std::to_string(world);
+  const char* what = stage >= 3   ? "optimizer state, gradients and parameters"
+                     : stage == 2 ? "optimizer state and gradients"
+                                  : "optimizer state";
+  return "ZeRO stage " + std::to_string(stage) + ": " + what + " / " + std::to_string(world);
 }
 inline void zero_attach(const TrainerFlags& f, cohort::optim::Optimizer& opt,
                         cohort::parallel::DistributedDataParallel* ddp) {

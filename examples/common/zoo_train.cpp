@@ -359,6 +359,10 @@ int run(const Flags& f, const ZooProgram& p) {
   // --model-ema: train.py's decay, adjusted by world size, batch, EMA steps and epochs.
   std::unique_ptr<train::ExponentialMovingAverage> ema;
   if (f.model_ema) {
+    COHORT_CHECK(!ddp || f.zero_stage < 3,
+                 "--model-ema with --zero-stage 3: the parameters are "
+                 "split over the ranks between steps, so there is no whole model to average; use "
+                 "--zero-stage 1 or 2");
     const double decay = train::ExponentialMovingAverage::adjusted_decay(
         f.model_ema_decay, world, f.batch_size, f.model_ema_steps, f.epochs);
     ema = std::make_unique<train::ExponentialMovingAverage>(*model, decay);
@@ -446,10 +450,11 @@ int run(const Flags& f, const ZooProgram& p) {
   lead = job.lead;
   finish_trace(f.trace, f.profile_dir, job);
   check_ranks_identical(ddp.get(), job);
+  // Every rank: at --zero-stage 3 the digest all-gathers the sharded parameters.
+  const std::string digest = ddp ? ddp->weights_digest() : std::string();
   if (!lead) return 0;
   std::printf("time per phase:\n%s\n", trainer.timer().summary().c_str());
-  if (ddp)
-    std::printf("ranks hold identical weights: yes (digest %s)\n", ddp->weights_digest().c_str());
+  if (ddp) std::printf("ranks hold identical weights: yes (digest %s)\n", digest.c_str());
   if (!results.empty() && f.no_eval)
     std::printf("training throughput: %.1f images/s  final train loss %.4f\n",
                 trainer.images_per_s(), results.back().train_loss);

@@ -1,13 +1,15 @@
-// ZeRO stages 1 and 2 (DDPOptions::zero_stage, parallel::make_zero_optimizer), checked against
+// ZeRO stages 1, 2 and 3 (DDPOptions::zero_stage, parallel::make_zero_optimizer), checked against
 // DDP itself, the independent reference here: with deterministic reduction the sharded run's
 // weights equal a deterministic DDP run's to the last bit (the MNIST net, ResNet9 and the ViT;
 // SGD with momentum and weight decay, Adam, AdamW, RMSprop, Adadelta; parameter groups; gradient
 // accumulation; 2, 3 and 4 ranks, where most tensors do not split evenly); the plain (backend)
 // reduce-scatter stays within f32 rounding of DDP; the bytes each rank sends per step are
-// 2 (n-1)/n of the buckets, as DDP's all-reduce; the optimizer state the host allocator holds is
-// 1/n of DDP's, and at stage 2 the gradients' too, between steps and at backward's peak;
-// clip_grad_norm over the shards (DDP's norms and bits; error_if_nonfinite on every rank) and a
-// GradScaler whose skipped steps are agreed over the ranks; bad input.
+// 2 (n-1)/n of the buckets, as DDP's all-reduce (3 at stage 3: each unit gathered in forward and
+// in backward); the optimizer state the host allocator holds is 1/n of DDP's, and at stage 2 the
+// gradients' too, between steps and at backward's peak; clip_grad_norm over the shards (DDP's
+// norms and bits; error_if_nonfinite on every rank) and a GradScaler whose skipped steps are
+// agreed over the ranks; bad input. Stage 3's own checks (units, memory, gathers) are in
+// test_zero3.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -28,195 +30,15 @@
 #include "cohort/optim.hpp"
 #include "cohort/parallel/ddp.hpp"
 #include "cohort/parallel/zero.hpp"
-#include "ddp_fixture.hpp"
+#include "zero_fixture.hpp"
 
 namespace {
-namespace nn = cohort::nn;
-namespace optim = cohort::optim;
-namespace par = cohort::parallel;
-using cohort::ParameterPtr;
-using cohort::Shape;
-using cohort::Tensor;
-
-// Counts the elements each op makes this rank send (a ring's share: all-gather and
-// reduce-scatter (n-1) x count, all-reduce 2 (n-1)/n x count, a send its count).
-class ByteCountingComm final : public cohort::comm::Communicator {
- public:
-  explicit ByteCountingComm(std::shared_ptr<cohort::comm::Communicator> inner)
-      : inner_(std::move(inner)) {}
-  double sent = 0;  // f32 elements
-  int reduce_scatters = 0, allgathers = 0, allreduces = 0, sends = 0;
-  std::string backend() const override { return inner_->backend(); }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  cohort::comm::Capabilities capabilities() const override { return inner_->capabilities(); }
-  cohort::comm::WorkHandle allreduce(const void* s, void* r, std::size_t n, cohort::DType d,
-                                     cohort::comm::ReduceOp op, cohort::comm::Timeout t) override {
-    ++allreduces;
-    sent += 2.0 * (size() - 1) / size() * static_cast<double>(n);
-    return inner_->allreduce(s, r, n, d, op, t);
-  }
-  cohort::comm::WorkHandle broadcast(void* b, std::size_t n, cohort::DType d, int root,
-                                     cohort::comm::Timeout t) override {
-    return inner_->broadcast(b, n, d, root, t);
-  }
-  cohort::comm::WorkHandle allgather(const void* s, void* r, std::size_t n, cohort::DType d,
-                                     cohort::comm::Timeout t) override {
-    ++allgathers;
-    sent += static_cast<double>(size() - 1) * static_cast<double>(n);
-    return inner_->allgather(s, r, n, d, t);
-  }
-  cohort::comm::WorkHandle reduce_scatter(const void* s, void* r, std::size_t n, cohort::DType d,
-                                          cohort::comm::ReduceOp op,
-                                          cohort::comm::Timeout t) override {
-    ++reduce_scatters;
-    sent += static_cast<double>(size() - 1) * static_cast<double>(n);
-    return inner_->reduce_scatter(s, r, n, d, op, t);
-  }
-  cohort::comm::WorkHandle barrier(cohort::comm::Timeout t) override { return inner_->barrier(t); }
-  cohort::comm::WorkHandle send(const void* b, std::size_t n, cohort::DType d, int peer, int tag,
-                                cohort::comm::Timeout t) override {
-    ++sends;
-    sent += static_cast<double>(n);
-    return inner_->send(b, n, d, peer, tag, t);
-  }
-  cohort::comm::WorkHandle recv(void* b, std::size_t n, cohort::DType d, int peer, int tag,
-                                cohort::comm::Timeout t) override {
-    return inner_->recv(b, n, d, peer, tag, t);
-  }
-  std::unique_ptr<cohort::comm::CommBuffer> alloc_buffer(std::size_t bytes,
-                                                         cohort::comm::Timeout t) override {
-    return inner_->alloc_buffer(bytes, t);
-  }
-
- private:
-  std::shared_ptr<cohort::comm::Communicator> inner_;
-};
-
-// A model of the zoo by name, seeded, at a small input size.
-struct ModelCase {
-  std::string name;
-  Shape input;  // per sample
-};
-
-nn::ModulePtr make_model(const ModelCase& mc, std::uint64_t seed) {
-  nn::manual_seed(seed);
-  cohort::models::ModelConfig cfg;
-  cfg.num_classes = 10;
-  cfg.in_channels = mc.input[0];
-  cfg.image_size = mc.input[1];
-  return cohort::models::make(mc.name, ddp_test::test_device(), cfg);
-}
-
-// This rank's batch of step `s`: rows [rank * per, (rank + 1) * per) of a seeded global batch.
-std::pair<Tensor, Tensor> batch_of(const ModelCase& mc, int s, int rank, std::int64_t per,
-                                   std::int64_t world) {
-  auto& dev = ddp_test::test_device();
-  cohort::data::SyntheticDataset ds(per * world, mc.input, 10, 100 + static_cast<unsigned>(s));
-  std::vector<float> x(static_cast<std::size_t>(per * mc.input.numel()));
-  std::vector<std::int64_t> y(static_cast<std::size_t>(per));
-  for (std::int64_t i = 0; i < per; ++i)
-    y[static_cast<std::size_t>(i)] = ds.get(rank * per + i, x.data() + i * mc.input.numel());
-  std::vector<std::int64_t> dims = {per};
-  for (auto d : mc.input.dims()) dims.push_back(d);
-  return {Tensor::from_vector(x, Shape(dims), dev), Tensor::from_vector(y, Shape{per}, dev)};
-}
-
-using MakeOptimizer =
-    std::function<std::unique_ptr<optim::Optimizer>(const std::vector<ParameterPtr>&)>;
-
-// `steps` steps of `ddp` with an optimizer over `params` (the model's, or its shards); with
-// `accumulate` > 1, that many micro-batches a step, all but the last under no_sync().
-// `before_step` runs between the last backward and the step (clipping).
-void train(par::DistributedDataParallel& ddp, optim::Optimizer& opt, const ModelCase& mc, int steps,
-           std::int64_t per, int accumulate = 1, const std::function<void()>& before_step = {}) {
-  auto& c = ddp.communicator();
-  nn::CrossEntropyLoss loss;
-  for (int s = 0; s < steps; ++s) {
-    opt.zero_grad();
-    for (int k = 0; k < accumulate; ++k) {
-      auto [x, y] = batch_of(mc, s * accumulate + k, c.rank(), per, c.size());
-      ddp.set_grad_sync(k + 1 == accumulate);
-      loss.forward(ddp.forward(x), y);
-      ddp.backward(loss.backward(), false);
-    }
-    ddp.set_grad_sync(true);
-    if (before_step) before_step();
-    opt.step();
-  }
-}
-
-// The digest after `steps` of deterministic DDP and of deterministic ZeRO at `stage`.
-std::pair<std::string, std::string> ddp_and_zero(const ModelCase& mc, const MakeOptimizer& make,
-                                                 int steps, std::int64_t per, int stage,
-                                                 int accumulate = 1) {
-  par::DDPOptions o;
-  o.deterministic = true;
-  o.bucket_cap_mb = 0.05;  // several buckets, each split across the ranks
-  o.first_bucket_mb = 0.01;
-  auto ddp = nn::make<par::DistributedDataParallel>(make_model(mc, 7), ddp_test::shared_comm(), o);
-  auto opt = make(par::trainable_parameters(ddp->module()));
-  train(*ddp, *opt, mc, steps, per, accumulate);
-  o.zero_stage = stage;
-  auto zero = nn::make<par::DistributedDataParallel>(make_model(mc, 7), ddp_test::shared_comm(), o);
-  auto zopt = make(zero->shard_parameters(par::trainable_parameters(zero->module())));
-  zero->attach_optimizer(*zopt);
-  train(*zero, *zopt, mc, steps, per, accumulate);
-  // Batch norm's running statistics are each rank's own after its last forward (DDP copies rank
-  // 0's at the next one): the ranks agree where DDP's do, and each rank's digest is compared
-  // with its DDP's by the caller.
-  const bool ddp_agree = ddp->weights_identical_across_ranks();
-  CHECK(zero->weights_identical_across_ranks() == ddp_agree);
-  return {ddp->weights_digest(), zero->weights_digest()};
-}
-
-std::vector<std::pair<std::string, MakeOptimizer>> optimizers() {
-  return {
-      {"SGD momentum 0.9, weight decay 1e-4, nesterov",
-       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
-         optim::SGDOptions o;
-         o.lr = 0.05;
-         o.momentum = 0.9;
-         o.weight_decay = 1e-4;
-         o.nesterov = true;
-         return std::make_unique<optim::SGD>(ps, o);
-       }},
-      {"Adam",
-       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
-         optim::AdamOptions o;
-         o.lr = 1e-3;
-         return std::make_unique<optim::Adam>(ps, o);
-       }},
-      {"AdamW weight decay 0.05",
-       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
-         optim::AdamWOptions o;
-         o.lr = 1e-3;
-         o.weight_decay = 0.05;
-         return std::make_unique<optim::AdamW>(ps, o);
-       }},
-      {"RMSprop momentum 0.9 (train.py's eps, alpha)",
-       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
-         optim::RMSpropOptions o;
-         o.lr = 1e-3;
-         o.momentum = 0.9;
-         o.eps = 0.0316;
-         o.alpha = 0.9;
-         return std::make_unique<optim::RMSprop>(ps, o);
-       }},
-      {"Adadelta lr 1",
-       [](const std::vector<ParameterPtr>& ps) -> std::unique_ptr<optim::Optimizer> {
-         optim::AdadeltaOptions o;
-         o.lr = 1.0;
-         return std::make_unique<optim::Adadelta>(ps, o);
-       }},
-  };
-}
-
+using namespace zero_test;
 }  // namespace
 
-TEST_CASE("ZeRO stages 1 and 2: bit-identical to deterministic DDP, every optimizer, MNIST net") {
+TEST_CASE("ZeRO stages 1-3: bit-identical to deterministic DDP, every optimizer, MNIST net") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     for (const auto& [what, make] : optimizers()) {
       CAPTURE(stage);
       CAPTURE(what);
@@ -226,9 +48,9 @@ TEST_CASE("ZeRO stages 1 and 2: bit-identical to deterministic DDP, every optimi
   }
 }
 
-TEST_CASE("ZeRO stages 1 and 2: bit-identical to deterministic DDP, ResNet9 and the ViT (Adam)") {
+TEST_CASE("ZeRO stages 1-3: bit-identical to deterministic DDP, ResNet9 and the ViT (Adam)") {
   const auto adam = optimizers()[1].second;
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     for (const ModelCase& mc :
          {ModelCase{"resnet9", Shape{3, 16, 16}}, ModelCase{"vit", Shape{3, 32, 32}}}) {
       CAPTURE(stage);
@@ -239,19 +61,19 @@ TEST_CASE("ZeRO stages 1 and 2: bit-identical to deterministic DDP, ResNet9 and 
   }
 }
 
-TEST_CASE("ZeRO stages 1 and 2: gradient accumulation (no_sync) is DDP's to the bit") {
+TEST_CASE("ZeRO stages 1-3: gradient accumulation (no_sync) is DDP's to the bit") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
   const auto sgd = optimizers()[0].second;
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     CAPTURE(stage);
     const auto [ddp, zero] = ddp_and_zero(mnist, sgd, 2, 2, stage, 3);
     CHECK(ddp == zero);
   }
 }
 
-TEST_CASE("ZeRO stages 1 and 2: the plain reduce-scatter stays within f32 rounding of DDP") {
+TEST_CASE("ZeRO stages 1-3: the plain reduce-scatter stays within f32 rounding of DDP") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     CAPTURE(stage);
     par::DDPOptions o;
     o.bucket_cap_mb = 0.05;
@@ -269,6 +91,7 @@ TEST_CASE("ZeRO stages 1 and 2: the plain reduce-scatter stays within f32 roundi
     train(*zero, *zopt, mnist, 3, 4);
     CHECK(zero->bucket_reducers().front() == "sharded");
     CHECK(zero->weights_identical_across_ranks());
+    const auto whole = zero->summon_full_params(false);  // stage 3: the values are gathered
     const auto a = ddp->module().named_parameters(), b = zero->module().named_parameters();
     double worst = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -283,9 +106,9 @@ TEST_CASE("ZeRO stages 1 and 2: the plain reduce-scatter stays within f32 roundi
   }
 }
 
-TEST_CASE("ZeRO stages 1 and 2: parameter groups (weight decay per group) shard like the model") {
+TEST_CASE("ZeRO stages 1-3: parameter groups (weight decay per group) shard like the model") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     CAPTURE(stage);
     // Biases (1-D) without weight decay, the rest with. The split is taken on the full parameters
     // and carried to the shards: shard_parameters keeps their order and count.
@@ -325,13 +148,15 @@ TEST_CASE("ZeRO stages 1 and 2: parameter groups (weight decay per group) shard 
   }
 }
 
-TEST_CASE("ZeRO stages 1 and 2: each rank sends 2 (n-1)/n of the buckets a step; state is 1/n") {
+TEST_CASE(
+    "ZeRO stages 1-3: each rank sends 2 (3 at stage 3) (n-1)/n of the buckets a step; state is "
+    "1/n") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
   auto& dev = ddp_test::test_device();
   const int n = ddp_test::comm().size();
   std::int64_t params = 0;
   for (const auto& p : make_model(mnist, 1)->named_parameters()) params += p.param->value.numel();
-  for (const int stage : {1, 2})
+  for (const int stage : {1, 2, 3})
     for (const bool deterministic : {false, true}) {
       CAPTURE(stage);
       CAPTURE(deterministic);
@@ -366,10 +191,15 @@ TEST_CASE("ZeRO stages 1 and 2: each rank sends 2 (n-1)/n of the buckets a step;
       const double per_step = counting->sent;
       MESSAGE("n=" << n << ": sent " << per_step << " elements (buckets " << e << "), Adam state "
                    << state << " B for " << piece_elements << " owned of " << params);
-      CHECK(per_step == doctest::Approx(2.0 * (n - 1) / n * static_cast<double>(e)));
+      // Stage 3 gathers every unit twice (forward, backward): the net's parameters all lie in
+      // units (conv1, conv2, fc1, fc2), so no root unit is kept through the step.
+      const int gathers = stage == 3 ? 2 : 1;
+      if (stage == 3) CHECK(zero->shard_unit_layout().back().first != "");
+      CHECK(per_step == doctest::Approx((gathers + 1.0) * (n - 1) / n * static_cast<double>(e)));
       // Plain: the backend's reduce-scatter; deterministic: a send of each chunk to its owner.
-      CHECK(counting->reduce_scatters == (deterministic || n == 1 ? 0 : counting->allgathers));
-      CHECK(counting->sends == (deterministic ? (n - 1) * counting->allgathers : 0));
+      CHECK(counting->reduce_scatters ==
+            (deterministic || n == 1 ? 0 : counting->allgathers / gathers));
+      CHECK(counting->sends == (deterministic ? (n - 1) * counting->allgathers / gathers : 0));
       CHECK(counting->allreduces == 0);
       CHECK(state <= 8.0 * static_cast<double>(piece_elements) * 1.02 + 1024 * 1024);
       CHECK(state >= 8.0 * static_cast<double>(piece_elements) * 0.98);
@@ -381,24 +211,9 @@ TEST_CASE("ZeRO stage 2: no whole gradient between steps; backward's peak is a f
   // holding it (stage 1) and holding a few of them (stage 2) differ by far more than noise.
   auto& dev = ddp_test::test_device();
   const int n = ddp_test::comm().size(), rank = ddp_test::comm().rank();
-  const auto make_mlp = [&] {
-    nn::manual_seed(3);
-    std::vector<std::pair<std::string, nn::ModulePtr>> layers;
-    for (int i = 0; i < 24; ++i) {
-      layers.emplace_back("fc" + std::to_string(i), nn::make<nn::Linear>(128, 128, dev));
-      layers.emplace_back("relu" + std::to_string(i), nn::make<nn::ReLU>());
-    }
-    layers.emplace_back("head", nn::make<nn::Linear>(128, 10, dev));
-    return nn::make<nn::Sequential>(layers);
-  };
-  const std::int64_t per = 8;
-  std::vector<float> xs(static_cast<std::size_t>(per * 128));
-  std::vector<std::int64_t> ys(static_cast<std::size_t>(per));
-  for (std::size_t i = 0; i < xs.size(); ++i)
-    xs[i] = std::sin(0.37f * static_cast<float>(i + 1000 * rank));
-  for (std::size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<std::int64_t>((i + rank) % 10);
-  const Tensor x = Tensor::from_vector(xs, Shape{per, 128}, dev);
-  const Tensor y = Tensor::from_vector(ys, Shape{per}, dev);
+  const auto make_mlp = [&] { return deep_mlp(dev); };
+  const auto batch = deep_mlp_batch(dev, rank);
+  const Tensor &x = batch.first, &y = batch.second;
 
   // The model alone (its gradients allocated before backward): backward's own memory, the
   // activations' gradients and the kernels' workspace.
@@ -518,11 +333,11 @@ struct ShardedSGD {
 // (exact in any order); p = 1 and p = 2 sum in double on the host, where the order changes the
 // total by ~1e-16 relative. The f32 coefficient is then DDP's unless the total lies that close
 // to an f32 rounding boundary, and the weights are DDP's bits.
-TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm is DDP's, the norm over every rank's shard") {
+TEST_CASE("ZeRO stages 1-3: clip_grad_norm is DDP's, the norm over every rank's shard") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
   const auto sgd = optimizers()[0].second;
   const double inf = std::numeric_limits<double>::infinity();
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     // Stage 1's pieces are stage 2's (only where the averaged gradient lives differs): the norm
     // types once, at stage 2.
     const std::vector<double> norms = stage == 1 ? std::vector<double>{2.0}
@@ -567,9 +382,9 @@ TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm is DDP's, the norm over every ran
   }
 }
 
-TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm's error_if_nonfinite on every rank, nothing changed") {
+TEST_CASE("ZeRO stages 1-3: clip_grad_norm's error_if_nonfinite on every rank, nothing changed") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     CAPTURE(stage);
     ShardedSGD z(mnist, stage);
     auto& zero = z.ddp;
@@ -613,9 +428,9 @@ TEST_CASE("ZeRO stages 1 and 2: clip_grad_norm's error_if_nonfinite on every ran
 }
 
 // FSDP's ShardedGradScaler: an inf in one rank's shard makes every rank skip the step.
-TEST_CASE("ZeRO stages 1 and 2: a GradScaler skips the same steps on every rank") {
+TEST_CASE("ZeRO stages 1-3: a GradScaler skips the same steps on every rank") {
   const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
-  for (const int stage : {1, 2}) {
+  for (const int stage : {1, 2, 3}) {
     CAPTURE(stage);
     ShardedSGD z(mnist, stage);
     auto& zero = z.ddp;
@@ -668,11 +483,13 @@ TEST_CASE("ZeRO: bad input is refused by name") {
     return "";
   };
   par::DDPOptions o;
-  o.zero_stage = 3;
+  o.zero_stage = 2;
+  o.shard_units = {"conv1"};
   CHECK(error_of([&] {
           par::DistributedDataParallel d(make_model(mnist, 1), ddp_test::shared_comm(), o);
-        }).find("zero_stage 3 (parameters sharded too): cohort has stages 1 and 2") !=
+        }).find("shard_units (1 given) are ZeRO stage 3's units; zero_stage is 2") !=
         std::string::npos);
+  o.shard_units.clear();
   o.zero_stage = 7;
   CHECK(error_of([&] {
           par::DistributedDataParallel d(make_model(mnist, 1), ddp_test::shared_comm(), o);

@@ -190,6 +190,7 @@ TEST_CASE("profile trace: the PyTorch profiler plugin's file name, steps, DataLo
   cohort::trace::record("data", "data", 100, 10);
   cohort::trace::record("forward", "compute", 110, 40);
   cohort::trace::record("allreduce bucket", "comm", 130, 30);
+  cohort::trace::record("allgather unit", "comm", 105, 20);  // ZeRO stage 3's gather
   cohort::trace::record("ddp sync_buffers", "comm", 95, 4);
   cohort::trace::record("ddp wait", "comm", 160, 5);
   cohort::trace::record("backward", "compute", 150, 50);
@@ -224,7 +225,7 @@ TEST_CASE("profile trace: the PyTorch profiler plugin's file name, steps, DataLo
       CHECK(e["pid"] == 1);
       by_name[e["name"].get<std::string>()] = e;
     }
-  REQUIRE(by_name.size() == 7);
+  REQUIRE(by_name.size() == 8);
   const auto& step = by_name.at("ProfilerStep#7");
   CHECK(step["cat"] == "user_annotation");
   CHECK(step["ts"] == 99);
@@ -236,6 +237,7 @@ TEST_CASE("profile trace: the PyTorch profiler plugin's file name, steps, DataLo
   CHECK(by_name.at("forward")["tid"] == step["tid"]);
   CHECK(by_name.at("shm:all_reduce")["tid"] != step["tid"]);  // DDP's communication thread
   CHECK(by_name.at("shm:all_reduce")["dur"] == 30);
+  CHECK(by_name.at("shm:all_gather")["tid"] == by_name.at("shm:all_reduce")["tid"]);
   CHECK(by_name.at("shm:broadcast")["cat"] == "cpu_op");
   CHECK(by_name.at("ddp wait")["args"]["cohort track"] == "comm");
 

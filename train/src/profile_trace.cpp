@@ -22,6 +22,7 @@ constexpr int kCommThread = 2;
 std::string collective_name(const std::string& span, const std::string& backend) {
   const std::string prefix = backend.empty() ? "comm" : backend;
   if (span.rfind("allreduce", 0) == 0) return prefix + ":all_reduce";
+  if (span.rfind("allgather", 0) == 0) return prefix + ":all_gather";
   if (span.find("sync_buffers") != std::string::npos) return prefix + ":broadcast";
   return span;  // a wait, or a span the plugin need not classify
 }

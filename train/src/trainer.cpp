@@ -90,6 +90,10 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                    "checkpoint_dir, or with zero_stage 0");
       COHORT_CHECK(options_.elastic == nullptr, why, "and elastic training would move the shards "
                    "onto a new group, which cohort does not do");
+      COHORT_CHECK(z < 3 || options_.ema == nullptr, why,
+                   "whose parameters are split over "
+                   "the ranks between steps: an EMA of them (TrainerOptions::ema, --model-ema) "
+                   "would gather the whole model every ema_steps; train it at zero_stage 1 or 2");
       if (options_.grad_scaler) ddp_->shard_grad_scaler(*options_.grad_scaler);
     }
   }

@@ -80,9 +80,14 @@ class FakeRaw final : public cohort::memory::RawMemory {
 void check_consistent(const CachingAllocator& a, const FakeRaw& raw,
                       const std::map<void*, std::size_t>& live) {
   const MemoryStats s = a.stats();
-  std::size_t in_use = 0;
-  for (const auto& [p, bytes] : live) in_use += CachingAllocator::round_size(bytes);
+  std::size_t in_use = 0, requested = 0;
+  for (const auto& [p, bytes] : live) {
+    in_use += CachingAllocator::round_size(bytes);
+    requested += bytes;
+  }
   CHECK(s.bytes_in_use == in_use);
+  CHECK(s.bytes_requested == requested);  // before rounding: what the user asked for
+  CHECK(s.peak_requested >= s.bytes_requested);
   CHECK(s.bytes_reserved == raw.used);  // every reserved byte came from the driver
   CHECK(s.bytes_reserved == s.bytes_in_use + a.bytes_cached());
   CHECK(s.allocs - s.frees == live.size());
@@ -371,6 +376,7 @@ TEST_CASE("host device statistics: blocks in the allocator's classes, raw ones r
     const MemoryStats during = host.memory_stats();
     CHECK(during.allocs == before.allocs + 1);
     CHECK(during.bytes_in_use == before.bytes_in_use + (caching ? 512 : 64));
+    CHECK(during.bytes_requested == before.bytes_requested + 40);
     if (!caching) {
       CHECK(during.raw_allocs == during.allocs);
       CHECK(during.bytes_reserved == during.bytes_in_use);
@@ -383,6 +389,7 @@ TEST_CASE("host device statistics: blocks in the allocator's classes, raw ones r
   const MemoryStats after = host.memory_stats();
   CHECK(after.frees == before.frees + 1);
   CHECK(after.bytes_in_use == before.bytes_in_use);
+  CHECK(after.bytes_requested == before.bytes_requested);
 }
 
 TEST_CASE("reset_peak_memory_stats: the peak starts again from what is in use") {

@@ -55,6 +55,10 @@ struct MemoryStats {
   std::size_t bytes_reserved = 0;   // taken from the driver: in use plus cached
   std::size_t peak_in_use = 0;
   std::size_t peak_reserved = 0;
+  // The bytes asked for by live allocations, before the allocator's rounding (PyTorch's
+  // requested_bytes): what a formula of tensor sizes predicts. bytes_in_use is their blocks'.
+  std::size_t bytes_requested = 0;
+  std::size_t peak_requested = 0;
   // Times the host blocked until the compute stream finished its queued work: synchronize(),
   // synchronize_stream(nullptr), and the blocking copies (copy_to_host, copy_from_host). Event
   // waits (synchronize_event) are not counted. Always 0 on a synchronous device.

@@ -63,6 +63,10 @@ class Tensor {
   // never frees the memory itself. DDP uses it to make gradients views into a communicator buffer.
   static Tensor wrap(void* data, const Shape& shape, DType dtype, Device& device,
                      std::shared_ptr<void> owner);
+  // An undefined tensor that still tells its shape and dtype: a value whose memory was given
+  // back and lives elsewhere (ZeRO stage 3's parameters between uses, cohort/parallel/ddp.hpp).
+  // defined() is false; data, device() and every op refuse it as any undefined tensor.
+  static Tensor released(const Shape& shape, DType dtype);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

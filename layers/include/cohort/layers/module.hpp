@@ -74,6 +74,14 @@ struct NamedTensor {
 // register_grad_ready_hook). The name is relative to the module the hook was registered on.
 using GradReadyHook = std::function<void(const NamedParameter&)>;
 
+// Called around one module's own forward and backward (see set_module_hooks). Any may be empty.
+struct ModuleHooks {
+  std::function<void(Module&)> pre_forward;    // before forward_impl (after the input check)
+  std::function<void(Module&)> post_forward;   // after forward_impl returned
+  std::function<void(Module&)> pre_backward;   // before backward_impl and its ensure_grad
+  std::function<void(Module&)> post_backward;  // after backward_impl returned (its grads final)
+};
+
 class Module {
  public:
   virtual ~Module() = default;
@@ -119,7 +127,8 @@ class Module {
   void load_state_dict(const std::vector<NamedTensor>& state, bool strict = true);
   std::int64_t num_parameters() const;  // elements over all parameters
   // The device of the first parameter, else of the first buffer; nullptr for a module with
-  // neither (PyTorch's next(model.parameters()).device).
+  // neither (PyTorch's next(model.parameters()).device). Parameters whose value is released
+  // (ZeRO stage 3 between uses) are passed over for their gradient's device, else skipped.
   Device* device() const;
 
   void zero_grad();
@@ -142,6 +151,13 @@ class Module {
   // later; hooks run on the thread that calls backward.
   void register_grad_ready_hook(GradReadyHook hook);
   void clear_grad_ready_hooks();
+
+  // Hooks around this module's own forward and backward (PyTorch's forward pre/post and full
+  // backward pre/post hooks, one set per module: this replaces any set before; ModuleHooks{}
+  // clears). Not inherited by children: each module runs its own. ZeRO stage 3 gathers a unit's
+  // parameters in its pre hooks and frees them in its post hooks (parallel/zero3.cpp). A hook
+  // that throws ends the forward or backward with its error.
+  void set_module_hooks(ModuleHooks hooks) { module_hooks_ = std::move(hooks); }
 
   // Gradient synchronisation between replicas, for modules that have any (a data-parallel
   // wrapper such as parallel::DistributedDataParallel). While off, backward only accumulates
@@ -214,6 +230,7 @@ class Module {
   };
   void set_path(const std::string& path);
   [[noreturn]] void rethrow_labeled(const Error& e) const;
+  void check_values_present() const;
   void add_hook_binding(const std::shared_ptr<GradReadyHook>& hook, const std::string& prefix);
   void collect_parameters(const std::string& prefix, std::vector<NamedParameter>& out) const;
   void collect_buffers(const std::string& prefix, std::vector<NamedTensor>& out) const;
@@ -230,6 +247,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
   std::vector<HookBinding> hooks_;
+  ModuleHooks module_hooks_;
 };
 
 // Makes a module: nn::make<Conv2d>(Conv2dOptions(1, 32, 3), device).

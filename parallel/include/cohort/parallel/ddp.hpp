@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/collectives/communicator.hpp"
@@ -103,12 +104,38 @@ struct DDPOptions {
   // its average added to a persistent chunk-sized gradient shard (what shard_parameters'
   // gradients view). At most two issued buckets are not yet given back: taking a third first
   // waits for the oldest's reduce-scatter. Backward's peak is those and the buckets being filled,
-  // not the whole gradient. So after backward the model's Parameter::grad is undefined (read the averaged gradient through the optimizer's shards), and memory between
-  // steps is parameters whole, gradients and optimizer state / n. Inside no_sync() the whole
-  // gradients accumulate as ever until the synchronised backward. Same communication, same
-  // bits as stage 1 (one rank: stage 1's layout, nothing to shard). 3 (parameters sharded too)
-  // is refused: cohort has stages 1 and 2.
+  // not the whole gradient. So after backward the model's Parameter::grad is undefined (read the
+  // averaged gradient through the optimizer's shards), and memory between steps is parameters
+  // whole, gradients and optimizer state / n. Inside no_sync() the whole gradients accumulate as
+  // ever until the synchronised backward. Same communication, same bits as stage 1 (one rank: stage
+  // 1's layout, nothing to shard). With 3 (ZeRO stage 3, FSDP's FULL_SHARD / fully_shard) the
+  // parameters are sharded too: the model is cut into units (shard_units), each unit's trainable
+  // parameters form one bucket, and between steps a rank holds only its chunk of each (values,
+  // gradients and optimizer state: 16P/n with Adam). A unit's values exist only while it runs: its
+  // forward all-gathers them (blocking if not prefetched), and frees them after
+  // (reshard_after_forward); its backward gathers them again and frees them when its gradients are
+  // final; the parameters outside every unit (the root unit) are gathered by DDP's forward and
+  // freed when its backward ends. Between uses a value is Tensor::released (shape and dtype kept,
+  // no memory): read the whole model through summon_full_params() (weights_digest and state_dict
+  // do). With prefetch the next unit's gather is issued when a unit starts (forward: the order of
+  // the last forward; backward: the reverse), so at most one unit beyond the running one is
+  // gathered. Communication per step: 3 x (n-1)/n of the units' elements (forward gather, backward
+  // gather, reduce-scatter) and 2 x of the root unit's; the same bits as DDP with deterministic.
+  // Eval forwards gather too: every rank must run them (the Trainer's evaluate does, each rank on
+  // its shard).
   int zero_stage = 0;
+  // Stage 3: the modules (dotted paths as Module::path(), "layer1.0", "features.3") each gathered
+  // as one unit. Units must not nest, and each must hold a parameter that requires a gradient.
+  // Empty (the default): the root's children with parameters, where a child with more than
+  // bucket_cap_mb of them and no parameters of its own is split into its children, recursively
+  // (FSDP's size-based wrap policy): ResNet's stages into blocks, the ViT's encoder into layers.
+  std::vector<std::string> shard_units;
+  // Stage 3: free a unit's values after its forward (FSDP's reshard_after_forward, the default);
+  // false keeps them until its backward (one gather a step less, the whole model alive during
+  // backward's start).
+  bool reshard_after_forward = true;
+  // Stage 3: gather the next unit while one runs (FSDP's forward and backward prefetch).
+  bool prefetch = true;
 };
 
 // 16 hex digits: FNV-1a over `model`'s state_dict (names, shapes and values, read to the host).
@@ -119,9 +146,9 @@ class DistributedDataParallel : public nn::Module {
  public:
   // Checks that every rank has the same parameter names and shapes (throws cohort::Error naming
   // the first differing parameter, both shapes and the rank, on every rank), copies rank 0's
-  // parameters and buffers to every rank (one broadcast each), builds the buckets and registers
-  // the grad-ready hook on `model`. Collective: every rank must construct its DDP at the same
-  // point. Blocks.
+  // parameters and buffers to every rank (one broadcast each per 16 MiB), builds the buckets and
+  // registers the grad-ready hook on `model`. Collective: every rank must construct its DDP at the
+  // same point. Blocks.
   DistributedDataParallel(nn::ModulePtr model, std::shared_ptr<comm::Communicator> comm,
                           DDPOptions options = {});
   // Removes the grad-ready hooks on the wrapped model (this object's and any others).
@@ -203,12 +230,38 @@ class DistributedDataParallel : public nn::Module {
   // (max) in unscale(), and every rank skips the same steps. A no-op at zero_stage 0, where the
   // gradients are whole and averaged. The scaler must not outlive this DDP.
   void shard_grad_scaler(optim::GradScaler& scaler);
+  // Stage 3: every unit's values gathered on every rank while the guard lives (FSDP's
+  // summon_full_params), so that the model can be read or written whole: state_dict, a digest,
+  // load_state_dict. With writeback, what the values hold when the guard ends becomes each rank's
+  // shard (a loaded checkpoint is kept, each rank keeping its chunk); without, changes are lost.
+  // Memory: the whole model while it lives. Collective both when made and when it ends (every
+  // rank, not inside forward or backward). At stages 0-2 it does nothing.
+  class FullParams {
+   public:
+    FullParams(FullParams&& other) noexcept;
+    FullParams(const FullParams&) = delete;
+    FullParams& operator=(const FullParams&) = delete;
+    FullParams& operator=(FullParams&&) = delete;
+    ~FullParams();
+
+   private:
+    friend class DistributedDataParallel;
+    FullParams(DistributedDataParallel* ddp, bool writeback);
+    DistributedDataParallel* ddp_;
+    bool writeback_;
+  };
+  FullParams summon_full_params(bool writeback = true);
+  // Stage 3: each unit's path ("" for the root unit) and its parameter names, in bucket order
+  // (the order their gradients are reduce-scattered). Empty at stages 0-2.
+  std::vector<std::pair<std::string, std::vector<std::string>>> shard_unit_layout() const;
+
   // Elements this rank owns (parameters' and padding) over all buckets: the optimizer's share.
   std::int64_t owned_elements() const;
   // f32 elements of every bucket, padding included (what the collectives move).
   std::int64_t bucket_elements() const;
 
   // 16 hex digits: FNV-1a over this rank's state_dict (names, shapes and values, read to host).
+  // Stage 3: of the whole model, gathered (summon_full_params): collective there.
   std::string weights_digest() const;
   // All-gathers the 64-bit digest; true when every rank holds the same weights. Collective.
   bool weights_identical_across_ranks();
@@ -245,7 +298,20 @@ class DistributedDataParallel : public nn::Module {
 
  private:
   struct Bucket;
+  struct Unit;                      // stage 3 (zero3.cpp)
   void check_zero_options() const;  // zero.cpp
+  // --- stage 3 (zero3.cpp) ---
+  bool shards_values() const { return opt_.zero_stage >= 3; }
+  void plan_units();          // units_ and their members, in bucket order (before the buckets)
+  void shard_values();        // after the buckets: each unit's shard, values released, hooks set
+  void gather_unit(Unit& u);  // issues its all-gather (nothing if gathering or alive)
+  void materialize_unit(Unit& u);  // waits for it; the values become views of the gathered bucket
+  void release_unit(Unit& u);      // values released, the gathered bucket given back
+  void unit_pre_forward(Unit& u);
+  void unit_pre_backward(Unit& u);
+  void begin_sharded_forward();   // the root unit gathered, the forward order restarted
+  void end_sharded_step();        // every unit still gathered released (waits for prefetches)
+  void write_back_unit(Unit& u);  // its owned chunk of the values into its shard
   void on_grad_ready(int index);
   void view_gradients_in(Bucket& b);
   void view_released_gradients_in(Bucket& b);  // stage 2: the bucket taken, grads viewed
@@ -274,6 +340,8 @@ class DistributedDataParallel : public nn::Module {
   std::vector<int> bucket_of_;          // per parameter
   std::vector<int> slot_of_;            // per parameter: its position in its bucket
   std::vector<std::unique_ptr<Bucket>> buckets_;
+  std::vector<std::unique_ptr<Unit>> units_;               // stage 3: units_[i] is bucket i's
+  std::vector<Unit*> forward_order_, last_forward_order_;  // units as their forwards ran
   bool has_buffers_ = false;
   bool syncing_ = true;          // false inside no_sync()
   bool in_step_ = false;         // a synchronised backward started, not yet finished
