@@ -69,6 +69,7 @@ struct Args {
   std::uint64_t seed = 1;
   std::string comm;
   bool skip_bad_images = false;
+  int zero_stage = 0;
 };
 
 std::string lower(std::string s) {
@@ -133,6 +134,7 @@ examples::ZooFlags to_zoo(const CLI::App& app, const Args& a) {
   f.output_dir = a.output_dir;
   f.resume = a.resume;
   f.sync_bn = a.sync_bn;
+  f.zero_stage = a.zero_stage;
   f.test_only = a.test_only;
   f.auto_augment = lower(a.auto_augment);
   f.ra_magnitude = a.ra_magnitude;
@@ -269,6 +271,10 @@ int main(int argc, char** argv) {
   app.add_option("--comm", a.comm, "cohort: the communicator (default: COHORT_COMM, then auto)");
   app.add_flag("--skip-bad-images", a.skip_bad_images,
                "cohort: replace an image that fails to decode by the next one, reporting it");
+  app.add_option("--zero-stage", a.zero_stage,
+                 "cohort: ZeRO sharding over the ranks: 1 the optimizer state, 2 the gradients "
+                 "too, 3 the parameters too (FSDP's FULL_SHARD); 0: DDP (default)")
+      ->check(CLI::Range(0, 3));
   return examples::parse_and_run(app, argc, argv, "classify", [&] {
     examples::ZooFlags f = to_zoo(app, a);
     if (app.count("--world-size") > 0) f.expected_world = a.world_size;

@@ -106,8 +106,24 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
     params_.push_back(p);
   }
 
-  // Buckets in reverse registration order (the order backward finishes gradients): bucket 0 holds
-  // the last parameters and is capped at first_bucket_mb so the first collective starts early.
+  form_buckets();
+  attach_buckets();
+  if (shards_values()) shard_values();  // the whole values go; each unit keeps its chunk
+
+  std::unordered_map<const Parameter*, int> index;
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    index[params_[i].param.get()] = static_cast<int>(i);
+  model_->register_grad_ready_hook([this, index](const NamedParameter& p) {
+    auto it = index.find(p.param.get());
+    if (it == index.end()) return;  // a parameter added after construction: not ours
+    on_grad_ready(it->second);
+  });
+}
+
+// Buckets in reverse registration order (the order backward finishes gradients): bucket 0 holds
+// the last parameters and is capped at first_bucket_mb so the first collective starts early. At
+// stage 3 one bucket per unit, in the units' order. ZeRO pads every bucket to n equal chunks.
+void DistributedDataParallel::form_buckets() {
   bucket_of_.assign(params_.size(), -1);
   slot_of_.assign(params_.size(), -1);
   auto cap_elems = [](double mb) {
@@ -155,6 +171,11 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
   const std::int64_t n = comm_->size();
   if (opt_.zero_stage > 0)
     for (auto& b : buckets_) b->numel = (b->numel + n - 1) / n * n;
+}
+
+// Each bucket's reducer, and where its gradients live: views into it (gradient_as_bucket_view),
+// or at stage 2 and 3 released until backward first needs them.
+void DistributedDataParallel::attach_buckets() {
   for (auto& b : buckets_) {
     Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
     b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
@@ -174,17 +195,6 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
       view_gradients_in(*b);
     }
   }
-
-  if (shards_values()) shard_values();  // the whole values go; each unit keeps its chunk
-
-  std::unordered_map<const Parameter*, int> index;
-  for (std::size_t i = 0; i < params_.size(); ++i)
-    index[params_[i].param.get()] = static_cast<int>(i);
-  model_->register_grad_ready_hook([this, index](const NamedParameter& p) {
-    auto it = index.find(p.param.get());
-    if (it == index.end()) return;  // a parameter added after construction: not ours
-    on_grad_ready(it->second);
-  });
 }
 
 // Points each member's gradient at its slice of the bucket (the order launch() packs them), keeping

@@ -402,72 +402,63 @@ void ElasticGroup::build(std::int64_t epoch) {
   comm_ = std::move(comm);
 }
 
-MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t committed) {
-  const auto t0 = Clock::now();
-  const std::int64_t seen_ns = wall_ns();
-  const std::string e = "e" + std::to_string(epoch_) + "/";
-  const auto wait =
-      std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) + std::chrono::seconds(30);
-  const std::string late = "rank " + std::to_string(launch_rank_) + " was left out of membership " +
-                           std::to_string(epoch_ + 1) +
-                           ": the others went on without it (it did not check in within the settle "
-                           "time, " +
-                           std::to_string(opt_.settle.count()) + " ms); refused";
-  COHORT_CHECK(!store_->check({e + "members"}), late);
-  store_->set_string(e + "in/" + std::to_string(launch_rank_), std::to_string(committed));
-  store_->add("news", 1);  // the others' watchers: this rank left the communicator
-  if (store_->add(e + "count", 1) == 1) {
-    // The decider: wait for every member to check in or be known gone, at most `settle`.
-    const auto deadline = Clock::now() + opt_.settle;
-    std::vector<int> in, gone, silent;
-    for (;;) {
-      in.clear();
-      gone.clear();
-      silent.clear();
-      for (int m : members_) {
-        const std::string s = std::to_string(m);
-        if (store_->check({e + "in/" + s}))
-          in.push_back(m);
-        else if (store_->check({gone_key(m)}))
-          gone.push_back(m);
-        else
-          silent.push_back(m);
-      }
-      if (silent.empty() || Clock::now() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+// The first member to check in for membership epoch_ + 1 decides it: waits for every member to
+// check in or be known gone, at most `settle`, and writes the members, the reason and the streak
+// of losses with the same step in flight under `e` + "members".
+void ElasticGroup::decide_shrink(const std::string& e, std::int64_t committed,
+                                 std::chrono::milliseconds wait) {
+  const auto deadline = Clock::now() + opt_.settle;
+  std::vector<int> in, gone, silent;
+  for (;;) {
+    in.clear();
+    gone.clear();
+    silent.clear();
+    for (int m : members_) {
+      const std::string s = std::to_string(m);
+      if (store_->check({e + "in/" + s}))
+        in.push_back(m);
+      else if (store_->check({gone_key(m)}))
+        gone.push_back(m);
+      else
+        silent.push_back(m);
     }
-    std::string record;
-    for (int m : in)
-      record += (record.empty() ? "" : ",") + std::to_string(m) + ":" +
-                store_->get_string(e + "in/" + std::to_string(m), wait);
-    std::string why;
-    for (int m : gone) why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " exited");
-    for (int m : silent)
-      why +=
-          (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " silent for " +
-                                       std::to_string(opt_.settle.count()) + " ms, declared dead");
-    // Losses in a row with the same step in flight (no step completed in between): a streak
-    // "<top committed>|<count>|<history>", kept by the deciders (one per membership, in turn).
-    std::int64_t top = committed;
-    for (int m : in)
-      top = std::max<std::int64_t>(
-          top, std::stoll(store_->get_string(e + "in/" + std::to_string(m), wait)));
-    int tries = 1;
-    std::string history;
-    if (store_->check({"streak"})) {
-      const std::string prev = store_->get_string("streak", wait);
-      const auto b1 = prev.find('|'), b2 = prev.find('|', b1 + 1);
-      if (std::stoll(prev.substr(0, b1)) == top) {
-        tries = std::stoi(prev.substr(b1 + 1, b2 - b1 - 1)) + 1;
-        history = prev.substr(b2 + 1) + "; ";
-      }
-    }
-    history += "try " + std::to_string(tries) + ": " + why;
-    store_->set_string("streak", std::to_string(top) + "|" + std::to_string(tries) + "|" + history);
-    store_->set_string(e + "members",
-                       record + "|" + why + "|" + std::to_string(tries) + "|" + history);
+    if (silent.empty() || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  const std::string decided = store_->get_string(e + "members", wait);
+  std::string record;
+  for (int m : in)
+    record += (record.empty() ? "" : ",") + std::to_string(m) + ":" +
+              store_->get_string(e + "in/" + std::to_string(m), wait);
+  std::string why;
+  for (int m : gone) why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " exited");
+  for (int m : silent)
+    why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(m) + " silent for " +
+                                        std::to_string(opt_.settle.count()) + " ms, declared dead");
+  // Losses in a row with the same step in flight (no step completed in between): a streak
+  // "<top committed>|<count>|<history>", kept by the deciders (one per membership, in turn).
+  std::int64_t top = committed;
+  for (int m : in)
+    top = std::max<std::int64_t>(
+        top, std::stoll(store_->get_string(e + "in/" + std::to_string(m), wait)));
+  int tries = 1;
+  std::string history;
+  if (store_->check({"streak"})) {
+    const std::string prev = store_->get_string("streak", wait);
+    const auto b1 = prev.find('|'), b2 = prev.find('|', b1 + 1);
+    if (std::stoll(prev.substr(0, b1)) == top) {
+      tries = std::stoi(prev.substr(b1 + 1, b2 - b1 - 1)) + 1;
+      history = prev.substr(b2 + 1) + "; ";
+    }
+  }
+  history += "try " + std::to_string(tries) + ": " + why;
+  store_->set_string("streak", std::to_string(top) + "|" + std::to_string(tries) + "|" + history);
+  store_->set_string(e + "members",
+                     record + "|" + why + "|" + std::to_string(tries) + "|" + history);
+}
+
+// The decider's "<launch rank>:<step>,...|<reason>|<tries>|<history>" as the change to
+// membership epoch_ + 1.
+MembershipChange ElasticGroup::read_decision(const std::string& decided) const {
   const auto bar = decided.find('|'), bar2 = decided.find('|', bar + 1),
              bar3 = decided.find('|', bar2 + 1);
   MembershipChange c;
@@ -483,6 +474,25 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
     c.new_members.push_back(std::stoi(item.substr(0, colon)));
     c.steps.push_back(std::stoll(item.substr(colon + 1)));
   }
+  return c;
+}
+
+MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t committed) {
+  const auto t0 = Clock::now();
+  const std::int64_t seen_ns = wall_ns();
+  const std::string e = "e" + std::to_string(epoch_) + "/";
+  const auto wait =
+      std::chrono::duration_cast<std::chrono::milliseconds>(opt_.settle) + std::chrono::seconds(30);
+  const std::string late = "rank " + std::to_string(launch_rank_) + " was left out of membership " +
+                           std::to_string(epoch_ + 1) +
+                           ": the others went on without it (it did not check in within the settle "
+                           "time, " +
+                           std::to_string(opt_.settle.count()) + " ms); refused";
+  COHORT_CHECK(!store_->check({e + "members"}), late);
+  store_->set_string(e + "in/" + std::to_string(launch_rank_), std::to_string(committed));
+  store_->add("news", 1);  // the others' watchers: this rank left the communicator
+  if (store_->add(e + "count", 1) == 1) decide_shrink(e, committed, wait);
+  MembershipChange c = read_decision(store_->get_string(e + "members", wait));
   // The decider listed them in members_ order: ascending launch ranks.
   COHORT_CHECK(
       std::find(c.new_members.begin(), c.new_members.end(), launch_rank_) != c.new_members.end(),

@@ -129,12 +129,13 @@ void HostDevice::reset_peak_memory_stats() {
 void* HostDevice::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   if (cache_) return cache_->allocate(bytes);
-  COHORT_CHECK_IN(
-      "host", !limit_ || in_use_.load(std::memory_order_relaxed) + rounded(bytes) <= limit_,
-      "out of memory: allocating ", bytes, " bytes with ", in_use_.load(std::memory_order_relaxed),
-      " in use would pass "
-      "COHORT_HOST_MEMORY_LIMIT (",
-      limit_, " bytes)");
+  COHORT_CHECK_IN("host",
+                  !limit_ || in_use_.load(std::memory_order_relaxed) + rounded(bytes) <= limit_,
+                  "out of memory on host (limited to ", limit_,
+                  " bytes by "
+                  "COHORT_HOST_MEMORY_LIMIT): asked for ",
+                  bytes, " bytes with ", in_use_.load(std::memory_order_relaxed),
+                  " in use (COHORT_HOST_CACHE=off)");
   void* p = std::aligned_alloc(64, rounded(bytes));
   COHORT_CHECK_IN("host", p != nullptr, "out of host memory allocating ", bytes, " bytes");
   allocs_.fetch_add(1, std::memory_order_relaxed);

@@ -9,7 +9,8 @@
 #      train.py's lines (Epoch: [e]  [i/n] ..., Total time, "Test:  Acc@1 .. Acc@5 ..", the EMA's,
 #      Training time), writes --output-dir's model_<epoch> and checkpoint files, learns;
 #   3. the translation is exact: classify's short train.py flags train the same bits as the zoo
-#      program (cifar_cnn) given the same recipe by its long names (deterministic, 2 ranks);
+#      program (cifar_cnn) given the same recipe by its long names (deterministic, 2 ranks;
+#      classify with cohort's --zero-stage 3, which is DDP's bits);
 #   4. --resume continues at the checkpoint's epoch, --test-only evaluates it;
 #   5. bad input: unknown flags, the refused ones, contradictions (--start-epoch without --resume,
 #      --test-only without weights, --model-ema-steps 0, a warm-up as long as the run,
@@ -92,12 +93,13 @@ for f in model_0 model_1 model_2 checkpoint; do
 done
 echo "ok: train.py's lines, --output-dir files, final Acc@1 $acc"
 
-# 3. The same recipe by the zoo program's long names trains the same bits.
+# 3. The same recipe by the zoo program's long names trains the same bits (classify sharded by
+#    --zero-stage 3, cifar_cnn as plain DDP: stage 3 gives DDP's bits).
 digest() { echo "$1" | sed -n 's/.*ranks hold identical weights: yes (digest \([0-9a-f]*\)).*/\1/p'; }
 a=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$bin" --data-path "$work/fm" \
   --model resnet18 -b 16 --epochs 1 -j 1 --opt sgd_nesterov --lr 0.01 --wd 5e-4 --train-crop-size 32 \
   --val-resize-size 36 --val-crop-size 32 --lr-step-size 1 --lr-gamma 0.5 --label-smoothing 0.1 \
-  --use-deterministic-algorithms --output-dir "" --comm shm 2>&1) || fail "classify exited $?: $a"
+  --use-deterministic-algorithms --output-dir "" --comm shm --zero-stage 3 2>&1) || fail "classify exited $?: $a"
 b=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$zoo" --data-path "$work/fm" \
   --model resnet18 --batch-size 16 --test-batch-size 16 --epochs 1 --workers 1 --optimizer sgd_nesterov \
   --lr 0.01 --momentum 0.9 --weight-decay 5e-4 --train-crop-size 32 --val-resize-size 36 \
@@ -105,7 +107,8 @@ b=$(OMP_NUM_THREADS=1 timeout 300 "$run" --nproc-per-node 2 --master-port 0 "$zo
   --deterministic --comm shm 2>&1) || fail "cifar_cnn exited $?: $b"
 [ -n "$(digest "$a")" ] && [ "$(digest "$a")" = "$(digest "$b")" ] ||
   fail "classify and cifar_cnn differ: $(digest "$a") vs $(digest "$b")"
-echo "ok: classify's flags = cifar_cnn's long names (digest $(digest "$a"))"
+grep -q "ZeRO stage 3: optimizer state, gradients and parameters / 2" <<<"$a" || fail "classify --zero-stage 3: not said: $a"
+echo "ok: classify's flags (at --zero-stage 3) = cifar_cnn's long names (DDP; digest $(digest "$a"))"
 
 # 4. --resume continues at the checkpoint's epoch; --test-only evaluates it.
 sum_before=$(sha256sum "$work/out/checkpoint.safetensors")

@@ -1,10 +1,9 @@
-// Trainer (see trainer.hpp): train_epoch's step loop (micro-batches, after_backward, clipping,
-// optimizer, per-step scheduler), evaluate's cross-rank sums, and fit's order per epoch (train,
-// buffer sync, evaluate, scalars, per-epoch scheduler step, checkpoint, hooks) until the epochs or
-// the step budget run out; checkpoints and resuming are in trainer_checkpoint.cpp, the run
-// report in trainer_report.cpp. The rules
-// they follow for distributed runs and GPU loss readback are in docs/TRAINING.md. Helpers:
-// shard_loader here, PendingLosses (pending_losses.hpp), the elastic parts in trainer_elastic.cpp.
+// Trainer (see trainer.hpp): its construction (the options checked), evaluate's cross-rank sums,
+// and fit's order per epoch (train, buffer sync, evaluate, scalars, per-epoch scheduler step,
+// checkpoint, hooks) until the epochs or the step budget run out. train_epoch's step loop is in
+// trainer_epoch.cpp, checkpoints and resuming in trainer_checkpoint.cpp, the run report in
+// trainer_report.cpp, the elastic parts in trainer_elastic.cpp. The rules they follow for
+// distributed runs and GPU loss readback are in docs/TRAINING.md.
 #include "cohort/train/trainer.hpp"
 
 #include <algorithm>
@@ -20,21 +19,14 @@
 #include "cohort/core/ops.hpp"
 #include "cohort/core/run_status.hpp"
 #include "cohort/core/trace.hpp"
-#include "cohort/layers/clip_grad.hpp"
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
 #include "cohort/train/run_report.hpp"
 #include "metadata_text.hpp"
-#include "pending_losses.hpp"
 #include "trainer_elastic.hpp"
+#include "trainer_loop.hpp"
 
 namespace cohort::train {
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
-
 Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                  optim::Scheduler* scheduler, TrainerOptions options)
     : model_(model), loss_(loss), opt_(optimizer), sched_(scheduler), options_(std::move(options)) {
@@ -153,293 +145,6 @@ double Trainer::images_per_s() const {
   return train_seconds_ > 0
              ? static_cast<double>(train_samples_ * options_.world_size) / train_seconds_
              : 0.0;
-}
-
-namespace {
-// Restores the loss's finite check, which train_epoch turns off on a GPU (where it is a readback).
-struct CheckFiniteGuard {
-  nn::Loss& loss;
-  bool saved;
-  ~CheckFiniteGuard() { loss.set_check_finite(saved); }
-};
-}  // namespace
-
-namespace {
-// The training loader serves this rank's shard: sharded here unless the caller already did.
-void shard_loader(data::DataLoader& loader, int rank, int world, bool pad, const char* which) {
-  if (world <= 1) return;
-  if (loader.world_size() == 1) {
-    loader.shard(rank, world, pad);
-    return;
-  }
-  COHORT_CHECK(loader.rank() == rank && loader.world_size() == world, "Trainer: the ", which,
-               " loader serves shard ", loader.rank(), " of ", loader.world_size(),
-               " but this is rank ", rank, " of ", world,
-               " (leave the loader unsharded and the Trainer shards it)");
-}
-}  // namespace
-
-EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
-  // An elastic group keeps the launch's shards, regrouped for the group it is now
-  // (DataLoader::regroup; the identity while nothing changed).
-  if (options_.elastic) {
-    elastic_epoch_loader(train);
-  } else {
-    shard_loader(train, rank(), world_size(), true, "training");
-  }
-  model_.train();
-  EpochResult r;
-  r.epoch = epoch;
-  double loss_sum = 0;
-  // 0, or the step after a mid-epoch checkpoint this run resumed from.
-  const std::int64_t first = apply_resume(train, epoch, r, loss_sum);
-  std::int64_t micro = 0, steps = 0;
-  // The epoch's micro-batches and steps (`done` steps done): again after an elastic change that
-  // kept each rank's batch, which changes them.
-  const auto count_steps = [&](std::int64_t done) {
-    micro = train.num_batches();
-    steps = micro / options_.accumulation;
-    if (steps == 0 && micro > 0) steps = 1;  // fewer batches than one accumulation: one step
-    if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
-    COHORT_CHECK(done <= steps, "Trainer: the checkpoint resumed from was saved after step ", done,
-                 " of epoch ", epoch, ", but this run's epoch has ", steps, " steps");
-    if (options_.max_steps > 0)
-      steps = std::min(steps, done + std::max<std::int64_t>(0, options_.max_steps - global_step_));
-  };
-  count_steps(first);
-  // The batches of the steps already done are skipped, not assembled.
-  train.set_epoch(epoch - 1, std::min(micro, first * options_.accumulation));
-  const std::vector<ParameterPtr> params =
-      options_.max_grad_norm > 0 ? model_.parameters() : std::vector<ParameterPtr>{};
-  ProgressBar bar(stdout, options_.log_interval, options_.show_progress ? -1 : 0);
-  if (options_.show_progress) bar.start_epoch(epoch, options_.epochs, steps, first);
-  r.steps = first;
-  std::int64_t samples = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  data::Batch batch;
-  const CheckFiniteGuard guard{loss_, loss_.check_finite()};
-  // With loss scaling a non-finite loss is the scaler's to handle, as in PyTorch: its gradients
-  // are non-finite, the step is skipped and the scale backs off (reported at the epoch's end).
-  if (options_.grad_scaler) loss_.set_check_finite(false);
-  // Elastic: a rank that became the group's rank 0 shows the progress from here on.
-  auto take_over_progress = [&](std::int64_t at) {
-    if (!is_lead() || !progress_wanted_ || options_.show_progress) return;
-    options_.show_progress = true;
-    bar = ProgressBar(stdout, options_.log_interval, -1);
-    bar.start_epoch(epoch, options_.epochs, steps, at);
-  };
-  PendingLosses pending;
-  const std::int64_t capacity =
-      options_.accumulation * std::max<std::int64_t>(1, std::min(options_.log_interval, steps));
-  bool deferred = false;  // the model's device is not host-accessible: read losses at log points
-  std::string device_name;
-  // Reads the pending losses back into the history and the epoch sum; returns the last one. On a
-  // device the Loss's own finite check (a readback per step) is off, so it is done here, late.
-  auto read_back = [&](std::int64_t last_step) {
-    const std::vector<double> losses = pending.read_back();
-    for (std::size_t i = 0; i < losses.size(); ++i) {
-      const double v = losses[i];
-      if (deferred && guard.saved && !std::isfinite(v)) {
-        const auto back = static_cast<std::int64_t>(losses.size() - 1 - i);
-        COHORT_FAIL("Trainer: the loss of step ", last_step - back + 1, " of epoch ", epoch,
-                    " (global step ", global_step_ - back, ") is ", std::isnan(v) ? "nan" : "inf",
-                    "; on ", device_name, " losses are read back every ", options_.log_interval,
-                    " steps (log interval), so ", back, " more step", back == 1 ? "" : "s",
-                    " ran after it. A label outside the classes shows as a nan loss there; the "
-                    "DataLoader checks labels on the host");
-      }
-      loss_sum += v;
-      history_.push_back(v);
-    }
-    return history_.empty() ? 0.0 : history_.back();  // the newest step loss read back
-  };
-  for (std::int64_t step = first; step < steps; ++step) {
-    if (options_.elastic) {
-      if (options_.elastic->grow_due(global_step_)) {
-        elastic_grow(train, epoch, r, loss_sum);
-        count_steps(r.steps);
-      }
-      if (const parallel::MembershipChange* c = options_.elastic->replay_at(global_step_)) {
-        const auto& keep = c->new_members;
-        if (std::find(keep.begin(), keep.end(), options_.elastic->launch_rank()) == keep.end()) {
-          options_.elastic->leave();
-          left_group_ = true;
-          std::printf("rank %d leaves the group at step %lld (replay of membership %lld)\n",
-                      options_.elastic->launch_rank(), static_cast<long long>(global_step_),
-                      static_cast<long long>(c->epoch));
-          return r;
-        }
-        step = elastic_recover(
-                   train, epoch, r,
-                   "replay of membership " + std::to_string(c->epoch) + ": " + c->reason, true) -
-               1;
-        count_steps(step + 1);
-        take_over_progress(step + 1);
-        continue;
-      }
-      elastic_mark();
-    }
-    // The whole step as one span on the "steps" track (the profile's ProfilerStep#N).
-    const std::int64_t step_t0 = trace::enabled() ? trace::now_us() : -1;
-    const std::int64_t pending_before = pending.count, samples_before = samples;
-    std::int64_t k_done = 0;
-    std::vector<std::int64_t> step_samples;  // for after_step
-    try {
-      // Micro-batches in this step: `accumulation`, fewer only when the epoch has fewer batches.
-      const std::int64_t k_this = std::max<std::int64_t>(
-          1, std::min(options_.accumulation, micro - step * options_.accumulation));
-      for (std::int64_t k = 0; k < k_this; ++k) {
-        const bool got = timer_.time(
-            "data", [&] { return train.next(batch); }, "data");
-        if (!got) break;
-        optim::GradScaler* const scaler = options_.grad_scaler;
-        // batch.weight: an elastic group's uneven split of the global batch (1 otherwise).
-        const float scale = (scaler ? scaler->scale() : 1.0f) /
-                            static_cast<float>(options_.accumulation) *
-                            static_cast<float>(batch.weight);
-        // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
-        // plain model).
-        model_.set_grad_sync(k + 1 >= k_this);
-        const autocast amp(batch.images.device(), options_.amp);
-        timer_.time("forward", [&] {
-          Tensor out = model_.forward(batch.images);
-          if (!deferred && !out.device().host_accessible()) {
-            deferred = true;
-            device_name = out.device().name();
-            loss_.set_check_finite(false);
-          }
-          // MixUp / CutMix (DataLoaderOptions::batch_transform): the soft targets.
-          pending.add(loss_.forward(out, batch.targets.defined() ? batch.targets : batch.labels),
-                      capacity);
-        });
-        timer_.time("backward", [&] { model_.backward(loss_.backward(scale), false); });
-        samples += batch.images.dim(0);
-        if (after_step)
-          step_samples.insert(step_samples.end(), batch.samples.begin(), batch.samples.end());
-        ++k_done;
-      }
-      model_.set_grad_sync(true);
-      if (k_done == 0) break;
-      pending.end_step(k_done);
-      if (ddp_) {  // reporting only: both are already inside backward
-        timer_.add_within("comm", "backward", ddp_->last_step().comm_wait_s);
-        timer_.add_within("overlap", "backward", ddp_->last_step().overlap_s);
-      }
-      optim::GradScaler* const scaler = options_.grad_scaler;
-      if (scaler)
-        timer_.time("optimizer", [&] { scaler->unscale(opt_); });  // before the hook and clipping
-      const bool skip = scaler && scaler->found_inf();
-      if (after_backward) after_backward();
-      if (options_.max_grad_norm > 0 && !skip) {
-        timer_.time("clip", [&] {
-          r.grad_norm = with_context(
-              "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
-                  std::to_string(epoch) + ", global step " + std::to_string(global_step_ + 1) + ")",
-              [&] {
-                if (ddp_ && ddp_->options().zero_stage > 0)  // the norm over every rank's shard
-                  return ddp_->clip_grad_norm(options_.max_grad_norm, options_.grad_norm_type,
-                                              options_.error_if_nonfinite);
-                return nn::clip_grad_norm(params, options_.max_grad_norm, options_.grad_norm_type,
-                                          options_.error_if_nonfinite);
-              });
-        });
-        if (!std::isfinite(r.grad_norm) && ++r.nonfinite_grad_norms <= 3 && is_lead())
-          std::fprintf(
-              stderr,
-              "Trainer: step %lld of epoch %lld (global step %lld): the total gradient norm "
-              "is %s; the gradients were scaled by max_grad_norm / norm as torch does "
-              "(error_if_nonfinite stops instead)%s\n",
-              static_cast<long long>(step + 1), static_cast<long long>(epoch),
-              static_cast<long long>(global_step_ + 1), std::isnan(r.grad_norm) ? "nan" : "inf",
-              r.nonfinite_grad_norms == 3 ? "; further such steps this epoch are counted, "
-                                            "not printed"
-                                          : "");
-      }
-      timer_.time("optimizer", [&] {
-        const ScaledLr lr(opt_, elastic_lr_factor());  // elastic, each rank's batch kept
-        if (scaler) {
-          if (!scaler->step(opt_)) ++r.skipped_steps;
-          scaler->update();
-        } else {
-          opt_.step();
-        }
-        opt_.zero_grad();
-      });
-    } catch (const Error& e) {
-      if (!options_.elastic || !elastic_failure(e)) throw;
-      model_.set_grad_sync(true);
-      pending.count = pending_before;  // the discarded step's losses
-      samples = samples_before;
-      step = elastic_recover(train, epoch, r, e.what(), false) - 1;
-      count_steps(step + 1);
-      take_over_progress(step + 1);
-      continue;
-    }
-    if (sched_ && options_.scheduler_interval == SchedulerInterval::step) sched_->step();
-    if (options_.ema && step % options_.ema_steps == 0) {  // torchvision: i % model_ema_steps
-      options_.ema->update(ddp_ ? ddp_->module() : model_);
-      if (epoch - 1 < options_.ema_warmup_epochs) options_.ema->reset();
-    }
-    timer_.end_step();
-    ++global_step_;
-    if (elastic_) elastic_step_done();
-    if (step_t0 >= 0)
-      trace::record("step " + std::to_string(global_step_), "steps", step_t0,
-                    trace::now_us() - step_t0);
-    ++r.steps;
-    run_status::note_step(global_step_);
-    // A step checkpoint. Also at the epoch's last step when fit evaluates before its epoch-end
-    // save (a rank can die in the evaluation). Every rank takes part: the loss sum so far is
-    // averaged over them.
-    if (options_.checkpoint_every_steps > 0 && global_step_ % options_.checkpoint_every_steps == 0 &&
-        !(step + 1 == steps && epoch_save_follows_)) {
-      read_back(step);  // a device's pending losses: the sum must be complete
-      save_checkpoint_now(train, epoch - 1, step + 1, r, loss_sum, false);
-    }
-    if (is_lead()) report_saves(options_.show_progress ? &bar : nullptr);
-    const bool log_point = (step + 1) % options_.log_interval == 0 || step + 1 == steps;
-    const double step_loss = deferred && !log_point ? 0.0 : read_back(step);
-    if (after_step) after_step(global_step_, step_samples);  // the loss is in the history now
-    if (deferred && !log_point) continue;
-    const double elapsed = seconds_since(t0);
-    const double ips =
-        elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0;
-    if (options_.show_progress) bar.update(step, step_loss, ips);
-    if (log_point) {
-      std::vector<std::pair<std::string, double>> scalars = {
-          {"loss", step_loss}, {"lr", opt_.lr()}, {"images_per_s", ips}};
-      if (options_.max_grad_norm > 0) scalars.emplace_back("grad_norm", r.grad_norm);
-      log_scalars("train", scalars);
-      std::vector<std::pair<std::string, double>> row = {{"step", static_cast<double>(global_step_)},
-                                                         {"epoch", static_cast<double>(epoch)}};
-      row.insert(row.end(), scalars.begin(), scalars.end());
-      metrics_.write("train", row, {{"phase_ms", timer_.mean_ms()}});
-    }
-  }
-  read_back(r.steps - 1);  // steps left pending when the epoch ended early
-  if (options_.show_progress && is_lead()) report_saves(&bar);
-  if (options_.show_progress) bar.end_epoch();
-  const double elapsed = seconds_since(t0);
-  train_seconds_ += elapsed;
-  train_samples_ += samples;
-  r.train_loss = r.steps ? loss_sum / static_cast<double>(r.steps) : 0.0;
-  if (reduce_metric) r.train_loss = reduce_metric(r.train_loss);
-  r.images_per_s = elapsed > 0 ? static_cast<double>(samples * options_.world_size) / elapsed : 0.0;
-  r.bad_samples = report_bad_samples(train, "epoch " + std::to_string(epoch));
-  // Loss scaling's skipped steps (the same on every rank: the inf check follows the all-reduce).
-  if (options_.grad_scaler && r.skipped_steps > 0 && is_lead()) {
-    const bool all = r.skipped_steps >= r.steps;
-    std::fprintf(stderr,
-                 "Trainer: grad scaler skipped %lld of %lld steps in epoch %lld (inf or NaN "
-                 "gradients); its scale is now %g%s\n",
-                 static_cast<long long>(r.skipped_steps), static_cast<long long>(r.steps),
-                 static_cast<long long>(epoch), static_cast<double>(options_.grad_scaler->scale()),
-                 all ? ": no step of the epoch was taken, so the gradients are not finite at any "
-                       "scale tried; look for NaN in the loss or the data, or a learning rate "
-                       "that diverged"
-                     : "");
-  }
-  return r;
 }
 
 // Rows of `out` ([N, classes]) whose label's output is among the 5 largest: fewer than 5 outputs
@@ -680,6 +385,5 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
   if (!options_.report_path.empty() && !left_group_) write_report();
   return results;
 }
-
 
 }  // namespace cohort::train

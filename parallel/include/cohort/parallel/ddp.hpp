@@ -312,6 +312,8 @@ class DistributedDataParallel : public nn::Module {
   void begin_sharded_forward();   // the root unit gathered, the forward order restarted
   void end_sharded_step();        // every unit still gathered released (waits for prefetches)
   void write_back_unit(Unit& u);  // its owned chunk of the values into its shard
+  void form_buckets();            // construction: the parameters into buckets (stage 3: the units')
+  void attach_buckets();          // construction: reducers, and the gradients' home
   void on_grad_ready(int index);
   void view_gradients_in(Bucket& b);
   void view_released_gradients_in(Bucket& b);  // stage 2: the bucket taken, grads viewed

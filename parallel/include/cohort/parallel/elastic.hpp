@@ -145,6 +145,9 @@ class ElasticGroup {
   std::vector<MembershipChange> changes_;
   std::vector<MembershipChange> replay_;
   void build(std::int64_t epoch);
+  // shrink's parts: the decider's wait and record, and every member's reading of it.
+  void decide_shrink(const std::string& e, std::int64_t committed, std::chrono::milliseconds wait);
+  MembershipChange read_decision(const std::string& decided) const;
   void log_change(const MembershipChange& c);
   std::string gone_key(int launch_rank);  // "gone/<rank>.<incarnation>"
   int incarnation_ = 0;  // how many times cohortrun started this launch rank before

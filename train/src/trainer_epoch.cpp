@@ -1,0 +1,365 @@
+// Trainer::train_epoch (see trainer.hpp): one epoch's step loop, as Trainer::EpochRun, whose parts
+// are the phases of a step: the elastic group's changes before it, the micro-batches (forward,
+// loss, backward; gradient sync on the last), clipping, the optimizer (with the GradScaler), and
+// what follows a step (scheduler, EMA, step checkpoint, losses read back, progress and scalars).
+// The rules for distributed runs and GPU loss readback are in docs/TRAINING.md.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cohort/core/autocast.hpp"
+#include "cohort/core/run_status.hpp"
+#include "cohort/core/trace.hpp"
+#include "cohort/layers/clip_grad.hpp"
+#include "cohort/train/progress.hpp"
+#include "cohort/train/trainer.hpp"
+#include "pending_losses.hpp"
+#include "trainer_elastic.hpp"
+#include "trainer_loop.hpp"
+
+namespace cohort::train {
+
+class Trainer::EpochRun {
+ public:
+  EpochRun(Trainer& t, data::DataLoader& train, std::int64_t epoch);
+  EpochRun(const EpochRun&) = delete;
+  EpochRun& operator=(const EpochRun&) = delete;
+  ~EpochRun() { t_.loss_.set_check_finite(saved_check_finite_); }
+  EpochResult run();
+
+ private:
+  enum class Before { go, again, leave };  // elastic_before: run the step, redo it, or return
+  void count_steps(std::int64_t done);
+  void take_over_progress(std::int64_t at);
+  double read_back(std::int64_t last_step);
+  Before elastic_before(std::int64_t& step);
+  std::int64_t micro_batches(std::int64_t step, std::vector<std::int64_t>& step_samples);
+  void clip(std::int64_t step);
+  void optimizer_step();
+  void step_done(std::int64_t step, const std::vector<std::int64_t>& step_samples,
+                 std::int64_t step_t0);
+  void finish();
+
+  Trainer& t_;
+  const TrainerOptions& o_;
+  data::DataLoader& train_;
+  const std::int64_t epoch_;
+  EpochResult r_;
+  double loss_sum_ = 0;
+  std::int64_t first_ = 0;  // 0, or the step after a mid-epoch checkpoint this run resumed from
+  std::int64_t micro_ = 0, steps_ = 0;
+  std::int64_t samples_ = 0;
+  std::vector<ParameterPtr> params_;  // clipped without a ZeRO DDP
+  ProgressBar bar_;
+  std::chrono::steady_clock::time_point t0_;
+  data::Batch batch_;
+  bool saved_check_finite_;
+  PendingLosses pending_;
+  std::int64_t capacity_ = 0;
+  bool deferred_ = false;  // the model's device is not host-accessible: read losses at log points
+  std::string device_name_;
+};
+
+EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
+  EpochRun run(*this, train, epoch);
+  return run.run();
+}
+
+Trainer::EpochRun::EpochRun(Trainer& t, data::DataLoader& train, std::int64_t epoch)
+    : t_(t),
+      o_(t.options_),
+      train_(train),
+      epoch_(epoch),
+      bar_(stdout, t.options_.log_interval, t.options_.show_progress ? -1 : 0),
+      saved_check_finite_(t.loss_.check_finite()) {
+  // An elastic group keeps the launch's shards, regrouped for the group it is now
+  // (DataLoader::regroup; the identity while nothing changed).
+  if (o_.elastic)
+    t_.elastic_epoch_loader(train_);
+  else
+    shard_loader(train_, t_.rank(), t_.world_size(), true, "training");
+  t_.model_.train();
+  r_.epoch = epoch_;
+  first_ = t_.apply_resume(train_, epoch_, r_, loss_sum_);
+  count_steps(first_);
+  // The batches of the steps already done are skipped, not assembled.
+  train_.set_epoch(epoch_ - 1, std::min(micro_, first_ * o_.accumulation));
+  if (o_.max_grad_norm > 0) params_ = t_.model_.parameters();
+  if (o_.show_progress) bar_.start_epoch(epoch_, o_.epochs, steps_, first_);
+  r_.steps = first_;
+  t0_ = std::chrono::steady_clock::now();
+  // With loss scaling a non-finite loss is the scaler's to handle, as in PyTorch: its gradients
+  // are non-finite, the step is skipped and the scale backs off (reported at the epoch's end).
+  if (o_.grad_scaler) t_.loss_.set_check_finite(false);
+  capacity_ = o_.accumulation * std::max<std::int64_t>(1, std::min(o_.log_interval, steps_));
+}
+
+// The epoch's micro-batches and steps (`done` steps done): again after an elastic change that
+// kept each rank's batch, which changes them.
+void Trainer::EpochRun::count_steps(std::int64_t done) {
+  micro_ = train_.num_batches();
+  steps_ = micro_ / o_.accumulation;
+  if (steps_ == 0 && micro_ > 0) steps_ = 1;  // fewer batches than one accumulation: one step
+  if (o_.max_steps_per_epoch > 0) steps_ = std::min(steps_, o_.max_steps_per_epoch);
+  COHORT_CHECK(done <= steps_, "Trainer: the checkpoint resumed from was saved after step ", done,
+               " of epoch ", epoch_, ", but this run's epoch has ", steps_, " steps");
+  if (o_.max_steps > 0)
+    steps_ = std::min(steps_, done + std::max<std::int64_t>(0, o_.max_steps - t_.global_step_));
+}
+
+// Elastic: a rank that became the group's rank 0 shows the progress from here on.
+void Trainer::EpochRun::take_over_progress(std::int64_t at) {
+  if (!t_.is_lead() || !t_.progress_wanted_ || o_.show_progress) return;
+  t_.options_.show_progress = true;
+  bar_ = ProgressBar(stdout, o_.log_interval, -1);
+  bar_.start_epoch(epoch_, o_.epochs, steps_, at);
+}
+
+// Reads the pending losses back into the history and the epoch sum; returns the last one. On a
+// device the Loss's own finite check (a readback per step) is off, so it is done here, late.
+double Trainer::EpochRun::read_back(std::int64_t last_step) {
+  const std::vector<double> losses = pending_.read_back();
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    const double v = losses[i];
+    if (deferred_ && saved_check_finite_ && !std::isfinite(v)) {
+      const auto back = static_cast<std::int64_t>(losses.size() - 1 - i);
+      COHORT_FAIL("Trainer: the loss of step ", last_step - back + 1, " of epoch ", epoch_,
+                  " (global step ", t_.global_step_ - back, ") is ", std::isnan(v) ? "nan" : "inf",
+                  "; on ", device_name_, " losses are read back every ", o_.log_interval,
+                  " steps (log interval), so ", back, " more step", back == 1 ? "" : "s",
+                  " ran after it. A label outside the classes shows as a nan loss there; the "
+                  "DataLoader checks labels on the host");
+    }
+    loss_sum_ += v;
+    t_.history_.push_back(v);
+  }
+  return t_.history_.empty() ? 0.0 : t_.history_.back();  // the newest step loss read back
+}
+
+EpochResult Trainer::EpochRun::run() {
+  for (std::int64_t step = first_; step < steps_; ++step) {
+    if (o_.elastic) {
+      const Before b = elastic_before(step);
+      if (b == Before::leave) return r_;
+      if (b == Before::again) continue;
+    }
+    // The whole step as one span on the "steps" track (the profile's ProfilerStep#N).
+    const std::int64_t step_t0 = trace::enabled() ? trace::now_us() : -1;
+    const std::int64_t pending_before = pending_.count, samples_before = samples_;
+    std::vector<std::int64_t> step_samples;  // for after_step
+    try {
+      if (micro_batches(step, step_samples) == 0) break;
+      if (t_.ddp_) {  // reporting only: both are already inside backward
+        t_.timer_.add_within("comm", "backward", t_.ddp_->last_step().comm_wait_s);
+        t_.timer_.add_within("overlap", "backward", t_.ddp_->last_step().overlap_s);
+      }
+      optim::GradScaler* const scaler = o_.grad_scaler;
+      if (scaler)  // before the hook and clipping
+        t_.timer_.time("optimizer", [&] { scaler->unscale(t_.opt_); });
+      const bool skip = scaler && scaler->found_inf();
+      if (t_.after_backward) t_.after_backward();
+      if (o_.max_grad_norm > 0 && !skip) clip(step);
+      optimizer_step();
+    } catch (const Error& e) {
+      if (!o_.elastic || !t_.elastic_failure(e)) throw;
+      t_.model_.set_grad_sync(true);
+      pending_.count = pending_before;  // the discarded step's losses
+      samples_ = samples_before;
+      step = t_.elastic_recover(train_, epoch_, r_, e.what(), false) - 1;
+      count_steps(step + 1);
+      take_over_progress(step + 1);
+      continue;
+    }
+    step_done(step, step_samples, step_t0);
+  }
+  finish();
+  return r_;
+}
+
+// Before a step of an elastic group: grow back at a due boundary, or replay a recorded change
+// (leaving the group when this rank is not in it).
+Trainer::EpochRun::Before Trainer::EpochRun::elastic_before(std::int64_t& step) {
+  parallel::ElasticGroup& g = *o_.elastic;
+  if (g.grow_due(t_.global_step_)) {
+    t_.elastic_grow(train_, epoch_, r_, loss_sum_);
+    count_steps(r_.steps);
+  }
+  if (const parallel::MembershipChange* c = g.replay_at(t_.global_step_)) {
+    const auto& keep = c->new_members;
+    if (std::find(keep.begin(), keep.end(), g.launch_rank()) == keep.end()) {
+      g.leave();
+      t_.left_group_ = true;
+      std::printf("rank %d leaves the group at step %lld (replay of membership %lld)\n",
+                  g.launch_rank(), static_cast<long long>(t_.global_step_),
+                  static_cast<long long>(c->epoch));
+      return Before::leave;
+    }
+    step = t_.elastic_recover(train_, epoch_, r_,
+                              "replay of membership " + std::to_string(c->epoch) + ": " + c->reason,
+                              true) -
+           1;
+    count_steps(step + 1);
+    take_over_progress(step + 1);
+    return Before::again;
+  }
+  t_.elastic_mark();
+  return Before::go;
+}
+
+// The step's micro-batches: `accumulation`, fewer only when the epoch has fewer batches. Returns
+// how many ran (0: the loader ran out).
+std::int64_t Trainer::EpochRun::micro_batches(std::int64_t step,
+                                              std::vector<std::int64_t>& step_samples) {
+  const std::int64_t k_this =
+      std::max<std::int64_t>(1, std::min(o_.accumulation, micro_ - step * o_.accumulation));
+  std::int64_t k_done = 0;
+  for (std::int64_t k = 0; k < k_this; ++k) {
+    const bool got = t_.timer_.time(
+        "data", [&] { return train_.next(batch_); }, "data");
+    if (!got) break;
+    optim::GradScaler* const scaler = o_.grad_scaler;
+    // batch.weight: an elastic group's uneven split of the global batch (1 otherwise).
+    const float scale = (scaler ? scaler->scale() : 1.0f) / static_cast<float>(o_.accumulation) *
+                        static_cast<float>(batch_.weight);
+    // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
+    // plain model).
+    t_.model_.set_grad_sync(k + 1 >= k_this);
+    const autocast amp(batch_.images.device(), o_.amp);
+    t_.timer_.time("forward", [&] {
+      Tensor out = t_.model_.forward(batch_.images);
+      if (!deferred_ && !out.device().host_accessible()) {
+        deferred_ = true;
+        device_name_ = out.device().name();
+        t_.loss_.set_check_finite(false);
+      }
+      // MixUp / CutMix (DataLoaderOptions::batch_transform): the soft targets.
+      pending_.add(t_.loss_.forward(out, batch_.targets.defined() ? batch_.targets : batch_.labels),
+                   capacity_);
+    });
+    t_.timer_.time("backward", [&] { t_.model_.backward(t_.loss_.backward(scale), false); });
+    samples_ += batch_.images.dim(0);
+    if (t_.after_step)
+      step_samples.insert(step_samples.end(), batch_.samples.begin(), batch_.samples.end());
+    ++k_done;
+  }
+  t_.model_.set_grad_sync(true);
+  if (k_done > 0) pending_.end_step(k_done);
+  return k_done;
+}
+
+void Trainer::EpochRun::clip(std::int64_t step) {
+  const std::int64_t global = t_.global_step_ + 1;
+  t_.timer_.time("clip", [&] {
+    r_.grad_norm = with_context(
+        "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
+            std::to_string(epoch_) + ", global step " + std::to_string(global) + ")",
+        [&] {
+          if (t_.ddp_ && t_.ddp_->options().zero_stage > 0)  // the norm over every rank's shard
+            return t_.ddp_->clip_grad_norm(o_.max_grad_norm, o_.grad_norm_type,
+                                           o_.error_if_nonfinite);
+          return nn::clip_grad_norm(params_, o_.max_grad_norm, o_.grad_norm_type,
+                                    o_.error_if_nonfinite);
+        });
+  });
+  if (!std::isfinite(r_.grad_norm) && ++r_.nonfinite_grad_norms <= 3 && t_.is_lead())
+    std::fprintf(stderr,
+                 "Trainer: step %lld of epoch %lld (global step %lld): the total gradient norm "
+                 "is %s; the gradients were scaled by max_grad_norm / norm as torch does "
+                 "(error_if_nonfinite stops instead)%s\n",
+                 static_cast<long long>(step + 1), static_cast<long long>(epoch_),
+                 static_cast<long long>(global), std::isnan(r_.grad_norm) ? "nan" : "inf",
+                 r_.nonfinite_grad_norms == 3 ? "; further such steps this epoch are counted, "
+                                                "not printed"
+                                              : "");
+}
+
+void Trainer::EpochRun::optimizer_step() {
+  t_.timer_.time("optimizer", [&] {
+    const ScaledLr lr(t_.opt_, t_.elastic_lr_factor());  // elastic, each rank's batch kept
+    if (optim::GradScaler* const scaler = o_.grad_scaler) {
+      if (!scaler->step(t_.opt_)) ++r_.skipped_steps;
+      scaler->update();
+    } else {
+      t_.opt_.step();
+    }
+    t_.opt_.zero_grad();
+  });
+}
+
+// After a step that ran: the per-step scheduler and the EMA, the counters and the step's trace
+// span (from step_t0; -1: not tracing), a step checkpoint, the losses read back (every step on
+// the host, at log points on a device), after_step, and the progress and scalars.
+void Trainer::EpochRun::step_done(std::int64_t step, const std::vector<std::int64_t>& step_samples,
+                                  std::int64_t step_t0) {
+  if (t_.sched_ && o_.scheduler_interval == SchedulerInterval::step) t_.sched_->step();
+  if (o_.ema && step % o_.ema_steps == 0) {  // torchvision: i % model_ema_steps
+    o_.ema->update(t_.ddp_ ? t_.ddp_->module() : t_.model_);
+    if (epoch_ - 1 < o_.ema_warmup_epochs) o_.ema->reset();
+  }
+  t_.timer_.end_step();
+  ++t_.global_step_;
+  if (t_.elastic_) t_.elastic_step_done();
+  if (step_t0 >= 0)
+    trace::record("step " + std::to_string(t_.global_step_), "steps", step_t0,
+                  trace::now_us() - step_t0);
+  ++r_.steps;
+  run_status::note_step(t_.global_step_);
+  // A step checkpoint. Also at the epoch's last step when fit evaluates before its epoch-end
+  // save (a rank can die in the evaluation). Every rank takes part: the loss sum so far is
+  // averaged over them.
+  if (o_.checkpoint_every_steps > 0 && t_.global_step_ % o_.checkpoint_every_steps == 0 &&
+      !(step + 1 == steps_ && t_.epoch_save_follows_)) {
+    read_back(step);  // a device's pending losses: the sum must be complete
+    t_.save_checkpoint_now(train_, epoch_ - 1, step + 1, r_, loss_sum_, false);
+  }
+  if (t_.is_lead()) t_.report_saves(o_.show_progress ? &bar_ : nullptr);
+  const bool log_point = (step + 1) % o_.log_interval == 0 || step + 1 == steps_;
+  const double step_loss = deferred_ && !log_point ? 0.0 : read_back(step);
+  if (t_.after_step) t_.after_step(t_.global_step_, step_samples);  // the loss is in the history
+  if (deferred_ && !log_point) return;
+  const double elapsed = seconds_since(t0_);
+  const double ips = elapsed > 0 ? static_cast<double>(samples_ * o_.world_size) / elapsed : 0;
+  if (o_.show_progress) bar_.update(step, step_loss, ips);
+  if (!log_point) return;
+  std::vector<std::pair<std::string, double>> scalars = {
+      {"loss", step_loss}, {"lr", t_.opt_.lr()}, {"images_per_s", ips}};
+  if (o_.max_grad_norm > 0) scalars.emplace_back("grad_norm", r_.grad_norm);
+  t_.log_scalars("train", scalars);
+  std::vector<std::pair<std::string, double>> row = {{"step", static_cast<double>(t_.global_step_)},
+                                                     {"epoch", static_cast<double>(epoch_)}};
+  row.insert(row.end(), scalars.begin(), scalars.end());
+  t_.metrics_.write("train", row, {{"phase_ms", t_.timer_.mean_ms()}});
+}
+
+// The epoch's figures: its mean loss (reduce_metric: over the ranks), images/s, the samples
+// that failed to read, and the GradScaler's skipped steps.
+void Trainer::EpochRun::finish() {
+  read_back(r_.steps - 1);  // steps left pending when the epoch ended early
+  if (o_.show_progress && t_.is_lead()) t_.report_saves(&bar_);
+  if (o_.show_progress) bar_.end_epoch();
+  const double elapsed = seconds_since(t0_);
+  t_.train_seconds_ += elapsed;
+  t_.train_samples_ += samples_;
+  r_.train_loss = r_.steps ? loss_sum_ / static_cast<double>(r_.steps) : 0.0;
+  if (t_.reduce_metric) r_.train_loss = t_.reduce_metric(r_.train_loss);
+  r_.images_per_s = elapsed > 0 ? static_cast<double>(samples_ * o_.world_size) / elapsed : 0.0;
+  r_.bad_samples = t_.report_bad_samples(train_, "epoch " + std::to_string(epoch_));
+  // Loss scaling's skipped steps (the same on every rank: the inf check follows the all-reduce).
+  if (o_.grad_scaler && r_.skipped_steps > 0 && t_.is_lead()) {
+    const bool all = r_.skipped_steps >= r_.steps;
+    std::fprintf(stderr,
+                 "Trainer: grad scaler skipped %lld of %lld steps in epoch %lld (inf or NaN "
+                 "gradients); its scale is now %g%s\n",
+                 static_cast<long long>(r_.skipped_steps), static_cast<long long>(r_.steps),
+                 static_cast<long long>(epoch_), static_cast<double>(o_.grad_scaler->scale()),
+                 all ? ": no step of the epoch was taken, so the gradients are not finite at any "
+                       "scale tried; look for NaN in the loss or the data, or a learning rate "
+                       "that diverged"
+                     : "");
+  }
+}
+
+}  // namespace cohort::train
