@@ -2,8 +2,8 @@
 // the units (FSDP's size policy, named units, the root unit, frozen parameters), the options
 // (prefetch off, values kept through forward: DDP's bits, the bytes each moves), the model state
 // the host allocator holds (16P/n with Adam between steps; backward's peak a few units above it,
-// far below stage 2's), reading and writing the whole model (summon_full_params, evaluation), and
-// bad input named.
+// far below stage 2's), reading and writing the whole model (summon_full_params, evaluation), the
+// Trainer's evaluation on test shards of different batch counts, and bad input named.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "cohort/data/dataloader.hpp"
+#include "cohort/data/synthetic.hpp"
+#include "cohort/train/trainer.hpp"
 #include "zero_fixture.hpp"
 
 namespace {
@@ -337,4 +340,41 @@ TEST_CASE("ZeRO stage 3: bad units and a module run outside its unit are refused
   auto zopt = par::make_zero_optimizer<optim::SGD>(*zero, so);
   train(*zero, *zopt, mnist, 1, 2);
   CHECK(zero->weights_identical_across_ranks());
+}
+
+TEST_CASE("ZeRO stage 3: the Trainer evaluates test shards of different batch counts as DDP") {
+  // 2n + 1 samples in batches of 2, unpadded: rank 0 gets 3 (two batches), every other rank 2
+  // (one). At stage 3 each forward is collective, so the others repeat a forward, dropped.
+  const int n = ddp_test::comm().size();
+  const ModelCase mnist{"mnist_net", Shape{1, 28, 28}};
+  auto& dev = cohort::host_device();
+  const auto evaluate = [&](int stage) {
+    par::DDPOptions o;
+    o.zero_stage = stage;
+    o.deterministic = true;
+    auto ddp =
+        nn::make<par::DistributedDataParallel>(make_model(mnist, 1), ddp_test::shared_comm(), o);
+    optim::SGDOptions so;
+    so.lr = 0.01;
+    std::unique_ptr<optim::Optimizer> opt =
+        stage > 0
+            ? std::unique_ptr<optim::Optimizer>(par::make_zero_optimizer<optim::SGD>(*ddp, so))
+            : std::make_unique<optim::SGD>(par::trainable_parameters(ddp->module()), so);
+    auto ds = std::make_shared<cohort::data::SyntheticDataset>(2 * n + 1, mnist.input, 10, 7);
+    cohort::data::DataLoaderOptions lo;
+    lo.batch_size = 2;
+    cohort::data::DataLoader test(ds, lo, {}, dev);
+    nn::NLLLoss loss;
+    cohort::train::TrainerOptions to;
+    to.show_progress = false;
+    cohort::train::Trainer trainer(*ddp, loss, *opt, nullptr, to);
+    const auto r = trainer.evaluate(test);
+    CHECK(test.num_batches() == (n > 1 && ddp_test::comm().rank() == 0 ? 2 : n > 1 ? 1 : 2));
+    return r;
+  };
+  const auto ddp = evaluate(0), zero = evaluate(3);
+  CHECK(zero.samples == 2 * n + 1);
+  CHECK(zero.samples == ddp.samples);
+  CHECK(zero.correct == ddp.correct);
+  CHECK(zero.loss == ddp.loss);  // the same forwards on the same weights, summed in rank order
 }

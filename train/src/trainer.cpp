@@ -187,6 +187,26 @@ std::int64_t Trainer::report_bad_samples(const data::DataLoader& loader, const s
   return static_cast<std::int64_t>(bad.size());
 }
 
+// ZeRO stage 3: every forward gathers the units (collectives), so every rank must run as many
+// as the others. The test shards are not padded and can differ by a batch: agreed before the
+// first forward, the most any rank has; a rank with fewer then repeats its last batch, the result
+// dropped (what PyTorch's Join context does for FSDP). Otherwise: this rank's `batches`.
+std::int64_t Trainer::sharded_eval_forwards(std::int64_t batches) {
+  if (!ddp_ || ddp_->options().zero_stage < 3 || !comm_ || comm_->size() < 2) return batches;
+  std::int64_t most_least[2] = {batches, -batches};  // one max: the most, and minus the least
+  with_context("Trainer::evaluate (the most test batches a rank has, for ZeRO stage 3)", [&] {
+    comm::allreduce_host(*comm_, model_.device(), most_least, 2, DType::i64, comm::ReduceOp::max);
+  });
+  COHORT_CHECK(most_least[0] == 0 || most_least[1] < 0,
+               "Trainer::evaluate: a rank has no test "
+               "batch and another has ",
+               most_least[0],
+               ": at zero_stage 3 every rank runs the "
+               "same forwards, so the test set needs at least one sample per rank (",
+               world_size(), " ranks)");
+  return most_least[0];
+}
+
 EvalResult Trainer::evaluate(data::DataLoader& test) {
   trace::Span span("evaluate", "compute");
   if (elastic_ && comm_ && (test.rank() != rank() || test.world_size() != world_size()))
@@ -212,7 +232,10 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
                    std::min(options_.log_interval, std::max<std::int64_t>(1, (batches + 3) / 4)),
                    world_size() > 1 ? "evaluate (rank 0's shard)" : "evaluate");
   std::int64_t done = 0;
+  const std::int64_t forwards = sharded_eval_forwards(batches);
+  Tensor last;  // the last batch's images: ZeRO stage 3's extra forwards below
   while (test.next(batch)) {
+    last = batch.images;
     Tensor out;
     {
       const autocast amp(batch.images.device(), options_.amp);
@@ -240,6 +263,10 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
     ++done;
   }
   if (options_.show_progress) bar.end_epoch();
+  for (; done < forwards; ++done) {  // ZeRO stage 3: as many forwards as the rank with the most
+    const autocast amp(last.device(), options_.amp);
+    model_.forward(last);
+  }
   r.bad_samples = report_bad_samples(test, "evaluation");
   timer_.add_outside("evaluate", seconds_since(t0));
   model_.train();

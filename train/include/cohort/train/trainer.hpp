@@ -223,6 +223,7 @@ class Trainer {
 
  private:
   class EpochRun;  // train_epoch's state and the phases of its steps (trainer_epoch.cpp)
+  std::int64_t sharded_eval_forwards(std::int64_t batches);  // evaluate at ZeRO stage 3
   static std::int64_t top5_hits(const Tensor& out, const std::vector<std::int64_t>& labels);
   void restore_ema(const CheckpointLoad& got);
   std::int64_t report_bad_samples(const data::DataLoader& loader, const std::string& when) const;
