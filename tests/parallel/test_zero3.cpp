@@ -5,9 +5,11 @@
 // far below stage 2's), reading and writing the whole model (summon_full_params, evaluation), the
 // Trainer's evaluation on test shards of different batch counts, and bad input named.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +19,7 @@
 
 #include "cohort/data/dataloader.hpp"
 #include "cohort/data/synthetic.hpp"
+#include "cohort/train/checkpoint.hpp"
 #include "cohort/train/trainer.hpp"
 #include "zero_fixture.hpp"
 
@@ -255,6 +258,25 @@ TEST_CASE("ZeRO stage 3: summon_full_params reads and writes the whole model; ev
           Tensor::zeros(b[0].tensor.shape(), cohort::DType::f32, b[0].tensor.device()));
   }
   CHECK(zero->weights_digest() == ddp->weights_digest());
+  // Saving: inside summon_full_params the whole model (a file with DDP's weights); outside it a
+  // released value is refused by name.
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("zero3_save_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
+  if (n > 1) {
+    const std::string outside = error_of([&] { cohort::train::save_model(file, zero->module()); });
+    CAPTURE(outside);
+    CHECK(outside.find("value lives elsewhere: a ZeRO stage 3 parameter between uses; save inside "
+                       "DistributedDataParallel::summon_full_params") != std::string::npos);
+  }
+  {
+    const auto whole = zero->summon_full_params(false);
+    cohort::train::save_model(file, zero->module());
+  }
+  auto reloaded = make_model(mnist, 6);
+  cohort::train::load_model(file, *reloaded);
+  std::filesystem::remove(file);
+  CHECK(par::weights_digest(*reloaded) == ddp->weights_digest());
   // Evaluation (no gradients) gathers each unit for its forward and frees it after: the output is
   // DDP's, and nothing stays gathered.
   auto [x, y] = batch_of(mnist, 9, ddp->communicator().rank(), 3, n);

@@ -50,7 +50,14 @@ const std::string& meta(const io::SafetensorsFile& f, const std::string& path,
 
 void save_model(const std::string& path, const nn::Module& model) {
   io::NamedTensors ts;
-  for (const auto& e : model.state_dict()) ts.emplace_back(e.name, e.tensor);
+  for (const auto& e : model.state_dict()) {
+    COHORT_CHECK(e.tensor.defined() || e.tensor.numel() == 0, "save_model('", path, "'): '", e.name,
+                 "' ", e.tensor.shape().str(),
+                 " has no value here: its value lives "
+                 "elsewhere: a ZeRO stage 3 parameter between uses; save inside "
+                 "DistributedDataParallel::summon_full_params");
+    ts.emplace_back(e.name, e.tensor);
+  }
   io::save_safetensors(path, ts,
                        {{"format", "pt"}, {"writer", "cohort"},
                         {"cohort.state_digest", nn::state_digest(model)}});
