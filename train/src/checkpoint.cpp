@@ -51,8 +51,9 @@ const std::string& meta(const io::SafetensorsFile& f, const std::string& path,
 void save_model(const std::string& path, const nn::Module& model) {
   io::NamedTensors ts;
   for (const auto& e : model.state_dict()) {
-    COHORT_CHECK(e.tensor.defined() || e.tensor.numel() == 0, "save_model('", path, "'): '", e.name,
-                 "' ", e.tensor.shape().str(),
+    // Undefined with a shape: Tensor::released (a plain undefined tensor has rank 0).
+    COHORT_CHECK(e.tensor.defined() || e.tensor.shape().rank() == 0, "save_model('", path, "'): '",
+                 e.name, "' ", e.tensor.shape().str(),
                  " has no value here: its value lives "
                  "elsewhere: a ZeRO stage 3 parameter between uses; save inside "
                  "DistributedDataParallel::summon_full_params");

@@ -93,10 +93,10 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   entries.reserve(tensors.size());
   for (const auto& [name, t] : tensors) {
     COHORT_CHECK(t.defined(), "save_safetensors('", path, "'): tensor '", name, "' is undefined",
-                 t.numel() > 0 ? " (its " + t.shape().str() +
-                                     " value lives elsewhere: a ZeRO "
-                                     "stage 3 parameter between uses?)"
-                               : std::string());
+                 t.shape().rank() > 0 ? " (its " + t.shape().str() +
+                                            " value lives elsewhere: a ZeRO "
+                                            "stage 3 parameter between uses?)"
+                                      : std::string());
     entries.push_back(SafetensorsEntry::of(name, t));
   }
   save_safetensors(path, entries, metadata);
