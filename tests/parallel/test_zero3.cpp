@@ -275,8 +275,20 @@ TEST_CASE("ZeRO stage 3: summon_full_params reads and writes the whole model; ev
   }
   auto reloaded = make_model(mnist, 6);
   cohort::train::load_model(file, *reloaded);
-  std::filesystem::remove(file);
   CHECK(par::weights_digest(*reloaded) == ddp->weights_digest());
+  // The whole file loaded into another stage-3 model inside summon_full_params (writeback): each
+  // rank keeps its chunk, and the model it holds is the file's.
+  auto other =
+      nn::make<par::DistributedDataParallel>(make_model(mnist, 7), ddp_test::shared_comm(), o);
+  CHECK(other->weights_digest() != ddp->weights_digest());
+  {
+    const auto whole = other->summon_full_params();
+    cohort::train::load_model(file, other->module());
+  }
+  std::filesystem::remove(file);
+  CHECK(other->weights_digest() == ddp->weights_digest());
+  if (n > 1)
+    for (const auto& p : other->module().named_parameters()) CHECK(!p.param->value.defined());
   // Evaluation (no gradients) gathers each unit for its forward and frees it after: the output is
   // DDP's, and nothing stays gathered.
   auto [x, y] = batch_of(mnist, 9, ddp->communicator().rank(), 3, n);

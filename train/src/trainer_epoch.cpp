@@ -27,7 +27,7 @@ class Trainer::EpochRun {
   EpochRun(Trainer& t, data::DataLoader& train, std::int64_t epoch);
   EpochRun(const EpochRun&) = delete;
   EpochRun& operator=(const EpochRun&) = delete;
-  ~EpochRun() { t_.loss_.set_check_finite(saved_check_finite_); }
+  ~EpochRun() { trainer_.loss_.set_check_finite(saved_check_finite_); }
   EpochResult run();
 
  private:
@@ -43,8 +43,8 @@ class Trainer::EpochRun {
                  std::int64_t step_t0);
   void finish();
 
-  Trainer& t_;
-  const TrainerOptions& o_;
+  Trainer& trainer_;
+  const TrainerOptions& options_;
   data::DataLoader& train_;
   const std::int64_t epoch_;
   EpochResult r_;
@@ -69,53 +69,55 @@ EpochResult Trainer::train_epoch(data::DataLoader& train, std::int64_t epoch) {
 }
 
 Trainer::EpochRun::EpochRun(Trainer& t, data::DataLoader& train, std::int64_t epoch)
-    : t_(t),
-      o_(t.options_),
+    : trainer_(t),
+      options_(t.options_),
       train_(train),
       epoch_(epoch),
       bar_(stdout, t.options_.log_interval, t.options_.show_progress ? -1 : 0),
       saved_check_finite_(t.loss_.check_finite()) {
   // An elastic group keeps the launch's shards, regrouped for the group it is now
   // (DataLoader::regroup; the identity while nothing changed).
-  if (o_.elastic)
-    t_.elastic_epoch_loader(train_);
+  if (options_.elastic)
+    trainer_.elastic_epoch_loader(train_);
   else
-    shard_loader(train_, t_.rank(), t_.world_size(), true, "training");
-  t_.model_.train();
+    shard_loader(train_, trainer_.rank(), trainer_.world_size(), true, "training");
+  trainer_.model_.train();
   r_.epoch = epoch_;
-  first_ = t_.apply_resume(train_, epoch_, r_, loss_sum_);
+  first_ = trainer_.apply_resume(train_, epoch_, r_, loss_sum_);
   count_steps(first_);
   // The batches of the steps already done are skipped, not assembled.
-  train_.set_epoch(epoch_ - 1, std::min(micro_, first_ * o_.accumulation));
-  if (o_.max_grad_norm > 0) params_ = t_.model_.parameters();
-  if (o_.show_progress) bar_.start_epoch(epoch_, o_.epochs, steps_, first_);
+  train_.set_epoch(epoch_ - 1, std::min(micro_, first_ * options_.accumulation));
+  if (options_.max_grad_norm > 0) params_ = trainer_.model_.parameters();
+  if (options_.show_progress) bar_.start_epoch(epoch_, options_.epochs, steps_, first_);
   r_.steps = first_;
   t0_ = std::chrono::steady_clock::now();
   // With loss scaling a non-finite loss is the scaler's to handle, as in PyTorch: its gradients
   // are non-finite, the step is skipped and the scale backs off (reported at the epoch's end).
-  if (o_.grad_scaler) t_.loss_.set_check_finite(false);
-  capacity_ = o_.accumulation * std::max<std::int64_t>(1, std::min(o_.log_interval, steps_));
+  if (options_.grad_scaler) trainer_.loss_.set_check_finite(false);
+  capacity_ =
+      options_.accumulation * std::max<std::int64_t>(1, std::min(options_.log_interval, steps_));
 }
 
 // The epoch's micro-batches and steps (`done` steps done): again after an elastic change that
 // kept each rank's batch, which changes them.
 void Trainer::EpochRun::count_steps(std::int64_t done) {
   micro_ = train_.num_batches();
-  steps_ = micro_ / o_.accumulation;
+  steps_ = micro_ / options_.accumulation;
   if (steps_ == 0 && micro_ > 0) steps_ = 1;  // fewer batches than one accumulation: one step
-  if (o_.max_steps_per_epoch > 0) steps_ = std::min(steps_, o_.max_steps_per_epoch);
+  if (options_.max_steps_per_epoch > 0) steps_ = std::min(steps_, options_.max_steps_per_epoch);
   COHORT_CHECK(done <= steps_, "Trainer: the checkpoint resumed from was saved after step ", done,
                " of epoch ", epoch_, ", but this run's epoch has ", steps_, " steps");
-  if (o_.max_steps > 0)
-    steps_ = std::min(steps_, done + std::max<std::int64_t>(0, o_.max_steps - t_.global_step_));
+  if (options_.max_steps > 0)
+    steps_ = std::min(steps_,
+                      done + std::max<std::int64_t>(0, options_.max_steps - trainer_.global_step_));
 }
 
 // Elastic: a rank that became the group's rank 0 shows the progress from here on.
 void Trainer::EpochRun::take_over_progress(std::int64_t at) {
-  if (!t_.is_lead() || !t_.progress_wanted_ || o_.show_progress) return;
-  t_.options_.show_progress = true;
-  bar_ = ProgressBar(stdout, o_.log_interval, -1);
-  bar_.start_epoch(epoch_, o_.epochs, steps_, at);
+  if (!trainer_.is_lead() || !trainer_.progress_wanted_ || options_.show_progress) return;
+  trainer_.options_.show_progress = true;
+  bar_ = ProgressBar(stdout, options_.log_interval, -1);
+  bar_.start_epoch(epoch_, options_.epochs, steps_, at);
 }
 
 // Reads the pending losses back into the history and the epoch sum; returns the last one. On a
@@ -127,21 +129,23 @@ double Trainer::EpochRun::read_back(std::int64_t last_step) {
     if (deferred_ && saved_check_finite_ && !std::isfinite(v)) {
       const auto back = static_cast<std::int64_t>(losses.size() - 1 - i);
       COHORT_FAIL("Trainer: the loss of step ", last_step - back + 1, " of epoch ", epoch_,
-                  " (global step ", t_.global_step_ - back, ") is ", std::isnan(v) ? "nan" : "inf",
-                  "; on ", device_name_, " losses are read back every ", o_.log_interval,
+                  " (global step ", trainer_.global_step_ - back, ") is ",
+                  std::isnan(v) ? "nan" : "inf", "; on ", device_name_,
+                  " losses are read back every ", options_.log_interval,
                   " steps (log interval), so ", back, " more step", back == 1 ? "" : "s",
                   " ran after it. A label outside the classes shows as a nan loss there; the "
                   "DataLoader checks labels on the host");
     }
     loss_sum_ += v;
-    t_.history_.push_back(v);
+    trainer_.history_.push_back(v);
   }
-  return t_.history_.empty() ? 0.0 : t_.history_.back();  // the newest step loss read back
+  return trainer_.history_.empty() ? 0.0
+                                   : trainer_.history_.back();  // the newest step loss read back
 }
 
 EpochResult Trainer::EpochRun::run() {
   for (std::int64_t step = first_; step < steps_; ++step) {
-    if (o_.elastic) {
+    if (options_.elastic) {
       const Before b = elastic_before(step);
       if (b == Before::leave) return r_;
       if (b == Before::again) continue;
@@ -152,23 +156,23 @@ EpochResult Trainer::EpochRun::run() {
     std::vector<std::int64_t> step_samples;  // for after_step
     try {
       if (micro_batches(step, step_samples) == 0) break;
-      if (t_.ddp_) {  // reporting only: both are already inside backward
-        t_.timer_.add_within("comm", "backward", t_.ddp_->last_step().comm_wait_s);
-        t_.timer_.add_within("overlap", "backward", t_.ddp_->last_step().overlap_s);
+      if (trainer_.ddp_) {  // reporting only: both are already inside backward
+        trainer_.timer_.add_within("comm", "backward", trainer_.ddp_->last_step().comm_wait_s);
+        trainer_.timer_.add_within("overlap", "backward", trainer_.ddp_->last_step().overlap_s);
       }
-      optim::GradScaler* const scaler = o_.grad_scaler;
+      optim::GradScaler* const scaler = options_.grad_scaler;
       if (scaler)  // before the hook and clipping
-        t_.timer_.time("optimizer", [&] { scaler->unscale(t_.opt_); });
+        trainer_.timer_.time("optimizer", [&] { scaler->unscale(trainer_.opt_); });
       const bool skip = scaler && scaler->found_inf();
-      if (t_.after_backward) t_.after_backward();
-      if (o_.max_grad_norm > 0 && !skip) clip(step);
+      if (trainer_.after_backward) trainer_.after_backward();
+      if (options_.max_grad_norm > 0 && !skip) clip(step);
       optimizer_step();
     } catch (const Error& e) {
-      if (!o_.elastic || !t_.elastic_failure(e)) throw;
-      t_.model_.set_grad_sync(true);
+      if (!options_.elastic || !trainer_.elastic_failure(e)) throw;
+      trainer_.model_.set_grad_sync(true);
       pending_.count = pending_before;  // the discarded step's losses
       samples_ = samples_before;
-      step = t_.elastic_recover(train_, epoch_, r_, e.what(), false) - 1;
+      step = trainer_.elastic_recover(train_, epoch_, r_, e.what(), false) - 1;
       count_steps(step + 1);
       take_over_progress(step + 1);
       continue;
@@ -182,30 +186,30 @@ EpochResult Trainer::EpochRun::run() {
 // Before a step of an elastic group: grow back at a due boundary, or replay a recorded change
 // (leaving the group when this rank is not in it).
 Trainer::EpochRun::Before Trainer::EpochRun::elastic_before(std::int64_t& step) {
-  parallel::ElasticGroup& g = *o_.elastic;
-  if (g.grow_due(t_.global_step_)) {
-    t_.elastic_grow(train_, epoch_, r_, loss_sum_);
+  parallel::ElasticGroup& g = *options_.elastic;
+  if (g.grow_due(trainer_.global_step_)) {
+    trainer_.elastic_grow(train_, epoch_, r_, loss_sum_);
     count_steps(r_.steps);
   }
-  if (const parallel::MembershipChange* c = g.replay_at(t_.global_step_)) {
+  if (const parallel::MembershipChange* c = g.replay_at(trainer_.global_step_)) {
     const auto& keep = c->new_members;
     if (std::find(keep.begin(), keep.end(), g.launch_rank()) == keep.end()) {
       g.leave();
-      t_.left_group_ = true;
+      trainer_.left_group_ = true;
       std::printf("rank %d leaves the group at step %lld (replay of membership %lld)\n",
-                  g.launch_rank(), static_cast<long long>(t_.global_step_),
+                  g.launch_rank(), static_cast<long long>(trainer_.global_step_),
                   static_cast<long long>(c->epoch));
       return Before::leave;
     }
-    step = t_.elastic_recover(train_, epoch_, r_,
-                              "replay of membership " + std::to_string(c->epoch) + ": " + c->reason,
-                              true) -
+    step = trainer_.elastic_recover(
+               train_, epoch_, r_,
+               "replay of membership " + std::to_string(c->epoch) + ": " + c->reason, true) -
            1;
     count_steps(step + 1);
     take_over_progress(step + 1);
     return Before::again;
   }
-  t_.elastic_mark();
+  trainer_.elastic_mark();
   return Before::go;
 }
 
@@ -213,58 +217,62 @@ Trainer::EpochRun::Before Trainer::EpochRun::elastic_before(std::int64_t& step) 
 // how many ran (0: the loader ran out).
 std::int64_t Trainer::EpochRun::micro_batches(std::int64_t step,
                                               std::vector<std::int64_t>& step_samples) {
-  const std::int64_t k_this =
-      std::max<std::int64_t>(1, std::min(o_.accumulation, micro_ - step * o_.accumulation));
+  const std::int64_t k_this = std::max<std::int64_t>(
+      1, std::min(options_.accumulation, micro_ - step * options_.accumulation));
   std::int64_t k_done = 0;
   for (std::int64_t k = 0; k < k_this; ++k) {
-    const bool got = t_.timer_.time(
+    const bool got = trainer_.timer_.time(
         "data", [&] { return train_.next(batch_); }, "data");
     if (!got) break;
-    optim::GradScaler* const scaler = o_.grad_scaler;
+    optim::GradScaler* const scaler = options_.grad_scaler;
     // batch.weight: an elastic group's uneven split of the global batch (1 otherwise).
-    const float scale = (scaler ? scaler->scale() : 1.0f) / static_cast<float>(o_.accumulation) *
+    const float scale = (scaler ? scaler->scale() : 1.0f) /
+                        static_cast<float>(options_.accumulation) *
                         static_cast<float>(batch_.weight);
     // Only the step's last micro-batch synchronises gradients across replicas (a no-op for a
     // plain model).
-    t_.model_.set_grad_sync(k + 1 >= k_this);
-    const autocast amp(batch_.images.device(), o_.amp);
-    t_.timer_.time("forward", [&] {
-      Tensor out = t_.model_.forward(batch_.images);
+    trainer_.model_.set_grad_sync(k + 1 >= k_this);
+    const autocast amp(batch_.images.device(), options_.amp);
+    trainer_.timer_.time("forward", [&] {
+      Tensor out = trainer_.model_.forward(batch_.images);
       if (!deferred_ && !out.device().host_accessible()) {
         deferred_ = true;
         device_name_ = out.device().name();
-        t_.loss_.set_check_finite(false);
+        trainer_.loss_.set_check_finite(false);
       }
       // MixUp / CutMix (DataLoaderOptions::batch_transform): the soft targets.
-      pending_.add(t_.loss_.forward(out, batch_.targets.defined() ? batch_.targets : batch_.labels),
-                   capacity_);
+      pending_.add(
+          trainer_.loss_.forward(out, batch_.targets.defined() ? batch_.targets : batch_.labels),
+          capacity_);
     });
-    t_.timer_.time("backward", [&] { t_.model_.backward(t_.loss_.backward(scale), false); });
+    trainer_.timer_.time("backward",
+                         [&] { trainer_.model_.backward(trainer_.loss_.backward(scale), false); });
     samples_ += batch_.images.dim(0);
-    if (t_.after_step)
+    if (trainer_.after_step)
       step_samples.insert(step_samples.end(), batch_.samples.begin(), batch_.samples.end());
     ++k_done;
   }
-  t_.model_.set_grad_sync(true);
+  trainer_.model_.set_grad_sync(true);
   if (k_done > 0) pending_.end_step(k_done);
   return k_done;
 }
 
 void Trainer::EpochRun::clip(std::int64_t step) {
-  const std::int64_t global = t_.global_step_ + 1;
-  t_.timer_.time("clip", [&] {
+  const std::int64_t global = trainer_.global_step_ + 1;
+  trainer_.timer_.time("clip", [&] {
     r_.grad_norm = with_context(
         "Trainer (clipping the gradients of step " + std::to_string(step + 1) + " of epoch " +
             std::to_string(epoch_) + ", global step " + std::to_string(global) + ")",
         [&] {
-          if (t_.ddp_ && t_.ddp_->options().zero_stage > 0)  // the norm over every rank's shard
-            return t_.ddp_->clip_grad_norm(o_.max_grad_norm, o_.grad_norm_type,
-                                           o_.error_if_nonfinite);
-          return nn::clip_grad_norm(params_, o_.max_grad_norm, o_.grad_norm_type,
-                                    o_.error_if_nonfinite);
+          if (trainer_.ddp_ &&
+              trainer_.ddp_->options().zero_stage > 0)  // the norm over every rank's shard
+            return trainer_.ddp_->clip_grad_norm(options_.max_grad_norm, options_.grad_norm_type,
+                                                 options_.error_if_nonfinite);
+          return nn::clip_grad_norm(params_, options_.max_grad_norm, options_.grad_norm_type,
+                                    options_.error_if_nonfinite);
         });
   });
-  if (!std::isfinite(r_.grad_norm) && ++r_.nonfinite_grad_norms <= 3 && t_.is_lead())
+  if (!std::isfinite(r_.grad_norm) && ++r_.nonfinite_grad_norms <= 3 && trainer_.is_lead())
     std::fprintf(stderr,
                  "Trainer: step %lld of epoch %lld (global step %lld): the total gradient norm "
                  "is %s; the gradients were scaled by max_grad_norm / norm as torch does "
@@ -277,15 +285,16 @@ void Trainer::EpochRun::clip(std::int64_t step) {
 }
 
 void Trainer::EpochRun::optimizer_step() {
-  t_.timer_.time("optimizer", [&] {
-    const ScaledLr lr(t_.opt_, t_.elastic_lr_factor());  // elastic, each rank's batch kept
-    if (optim::GradScaler* const scaler = o_.grad_scaler) {
-      if (!scaler->step(t_.opt_)) ++r_.skipped_steps;
+  trainer_.timer_.time("optimizer", [&] {
+    const ScaledLr lr(trainer_.opt_,
+                      trainer_.elastic_lr_factor());  // elastic, each rank's batch kept
+    if (optim::GradScaler* const scaler = options_.grad_scaler) {
+      if (!scaler->step(trainer_.opt_)) ++r_.skipped_steps;
       scaler->update();
     } else {
-      t_.opt_.step();
+      trainer_.opt_.step();
     }
-    t_.opt_.zero_grad();
+    trainer_.opt_.zero_grad();
   });
 }
 
@@ -294,67 +303,72 @@ void Trainer::EpochRun::optimizer_step() {
 // the host, at log points on a device), after_step, and the progress and scalars.
 void Trainer::EpochRun::step_done(std::int64_t step, const std::vector<std::int64_t>& step_samples,
                                   std::int64_t step_t0) {
-  if (t_.sched_ && o_.scheduler_interval == SchedulerInterval::step) t_.sched_->step();
-  if (o_.ema && step % o_.ema_steps == 0) {  // torchvision: i % model_ema_steps
-    o_.ema->update(t_.ddp_ ? t_.ddp_->module() : t_.model_);
-    if (epoch_ - 1 < o_.ema_warmup_epochs) o_.ema->reset();
+  if (trainer_.sched_ && options_.scheduler_interval == SchedulerInterval::step)
+    trainer_.sched_->step();
+  if (options_.ema && step % options_.ema_steps == 0) {  // torchvision: i % model_ema_steps
+    options_.ema->update(trainer_.ddp_ ? trainer_.ddp_->module() : trainer_.model_);
+    if (epoch_ - 1 < options_.ema_warmup_epochs) options_.ema->reset();
   }
-  t_.timer_.end_step();
-  ++t_.global_step_;
-  if (t_.elastic_) t_.elastic_step_done();
+  trainer_.timer_.end_step();
+  ++trainer_.global_step_;
+  if (trainer_.elastic_) trainer_.elastic_step_done();
   if (step_t0 >= 0)
-    trace::record("step " + std::to_string(t_.global_step_), "steps", step_t0,
+    trace::record("step " + std::to_string(trainer_.global_step_), "steps", step_t0,
                   trace::now_us() - step_t0);
   ++r_.steps;
-  run_status::note_step(t_.global_step_);
+  run_status::note_step(trainer_.global_step_);
   // A step checkpoint. Also at the epoch's last step when fit evaluates before its epoch-end
   // save (a rank can die in the evaluation). Every rank takes part: the loss sum so far is
   // averaged over them.
-  if (o_.checkpoint_every_steps > 0 && t_.global_step_ % o_.checkpoint_every_steps == 0 &&
-      !(step + 1 == steps_ && t_.epoch_save_follows_)) {
+  if (options_.checkpoint_every_steps > 0 &&
+      trainer_.global_step_ % options_.checkpoint_every_steps == 0 &&
+      !(step + 1 == steps_ && trainer_.epoch_save_follows_)) {
     read_back(step);  // a device's pending losses: the sum must be complete
-    t_.save_checkpoint_now(train_, epoch_ - 1, step + 1, r_, loss_sum_, false);
+    trainer_.save_checkpoint_now(train_, epoch_ - 1, step + 1, r_, loss_sum_, false);
   }
-  if (t_.is_lead()) t_.report_saves(o_.show_progress ? &bar_ : nullptr);
-  const bool log_point = (step + 1) % o_.log_interval == 0 || step + 1 == steps_;
+  if (trainer_.is_lead()) trainer_.report_saves(options_.show_progress ? &bar_ : nullptr);
+  const bool log_point = (step + 1) % options_.log_interval == 0 || step + 1 == steps_;
   const double step_loss = deferred_ && !log_point ? 0.0 : read_back(step);
-  if (t_.after_step) t_.after_step(t_.global_step_, step_samples);  // the loss is in the history
+  if (trainer_.after_step)
+    trainer_.after_step(trainer_.global_step_, step_samples);  // the loss is in the history
   if (deferred_ && !log_point) return;
   const double elapsed = seconds_since(t0_);
-  const double ips = elapsed > 0 ? static_cast<double>(samples_ * o_.world_size) / elapsed : 0;
-  if (o_.show_progress) bar_.update(step, step_loss, ips);
+  const double ips =
+      elapsed > 0 ? static_cast<double>(samples_ * options_.world_size) / elapsed : 0;
+  if (options_.show_progress) bar_.update(step, step_loss, ips);
   if (!log_point) return;
   std::vector<std::pair<std::string, double>> scalars = {
-      {"loss", step_loss}, {"lr", t_.opt_.lr()}, {"images_per_s", ips}};
-  if (o_.max_grad_norm > 0) scalars.emplace_back("grad_norm", r_.grad_norm);
-  t_.log_scalars("train", scalars);
-  std::vector<std::pair<std::string, double>> row = {{"step", static_cast<double>(t_.global_step_)},
-                                                     {"epoch", static_cast<double>(epoch_)}};
+      {"loss", step_loss}, {"lr", trainer_.opt_.lr()}, {"images_per_s", ips}};
+  if (options_.max_grad_norm > 0) scalars.emplace_back("grad_norm", r_.grad_norm);
+  trainer_.log_scalars("train", scalars);
+  std::vector<std::pair<std::string, double>> row = {
+      {"step", static_cast<double>(trainer_.global_step_)}, {"epoch", static_cast<double>(epoch_)}};
   row.insert(row.end(), scalars.begin(), scalars.end());
-  t_.metrics_.write("train", row, {{"phase_ms", t_.timer_.mean_ms()}});
+  trainer_.metrics_.write("train", row, {{"phase_ms", trainer_.timer_.mean_ms()}});
 }
 
 // The epoch's figures: its mean loss (reduce_metric: over the ranks), images/s, the samples
 // that failed to read, and the GradScaler's skipped steps.
 void Trainer::EpochRun::finish() {
   read_back(r_.steps - 1);  // steps left pending when the epoch ended early
-  if (o_.show_progress && t_.is_lead()) t_.report_saves(&bar_);
-  if (o_.show_progress) bar_.end_epoch();
+  if (options_.show_progress && trainer_.is_lead()) trainer_.report_saves(&bar_);
+  if (options_.show_progress) bar_.end_epoch();
   const double elapsed = seconds_since(t0_);
-  t_.train_seconds_ += elapsed;
-  t_.train_samples_ += samples_;
+  trainer_.train_seconds_ += elapsed;
+  trainer_.train_samples_ += samples_;
   r_.train_loss = r_.steps ? loss_sum_ / static_cast<double>(r_.steps) : 0.0;
-  if (t_.reduce_metric) r_.train_loss = t_.reduce_metric(r_.train_loss);
-  r_.images_per_s = elapsed > 0 ? static_cast<double>(samples_ * o_.world_size) / elapsed : 0.0;
-  r_.bad_samples = t_.report_bad_samples(train_, "epoch " + std::to_string(epoch_));
+  if (trainer_.reduce_metric) r_.train_loss = trainer_.reduce_metric(r_.train_loss);
+  r_.images_per_s =
+      elapsed > 0 ? static_cast<double>(samples_ * options_.world_size) / elapsed : 0.0;
+  r_.bad_samples = trainer_.report_bad_samples(train_, "epoch " + std::to_string(epoch_));
   // Loss scaling's skipped steps (the same on every rank: the inf check follows the all-reduce).
-  if (o_.grad_scaler && r_.skipped_steps > 0 && t_.is_lead()) {
+  if (options_.grad_scaler && r_.skipped_steps > 0 && trainer_.is_lead()) {
     const bool all = r_.skipped_steps >= r_.steps;
     std::fprintf(stderr,
                  "Trainer: grad scaler skipped %lld of %lld steps in epoch %lld (inf or NaN "
                  "gradients); its scale is now %g%s\n",
                  static_cast<long long>(r_.skipped_steps), static_cast<long long>(r_.steps),
-                 static_cast<long long>(epoch_), static_cast<double>(o_.grad_scaler->scale()),
+                 static_cast<long long>(epoch_), static_cast<double>(options_.grad_scaler->scale()),
                  all ? ": no step of the epoch was taken, so the gradients are not finite at any "
                        "scale tried; look for NaN in the loss or the data, or a learning rate "
                        "that diverged"

@@ -116,13 +116,14 @@ struct DDPOptions {
   // (reshard_after_forward); its backward gathers them again and frees them when its gradients are
   // final; the parameters outside every unit (the root unit) are gathered by DDP's forward and
   // freed when its backward ends. Between uses a value is Tensor::released (shape and dtype kept,
-  // no memory): read the whole model through summon_full_params() (weights_digest and state_dict
-  // do). With prefetch the next unit's gather is issued when a unit starts (forward: the order of
-  // the last forward; backward: the reverse), so at most one unit beyond the running one is
-  // gathered. Communication per step: 3 x (n-1)/n of the units' elements (forward gather, backward
-  // gather, reduce-scatter) and 2 x of the root unit's; the same bits as DDP with deterministic.
-  // Eval forwards gather too: every rank must run them (the Trainer's evaluate does, each rank on
-  // its shard).
+  // no memory): read, save or load the whole model inside summon_full_params() (weights_digest
+  // does so itself; state_dict and save_model outside it see released values). With prefetch the
+  // next unit's gather is issued when a unit starts (forward: the order of the last forward;
+  // backward: the reverse), so at most one unit beyond the running one is gathered. Communication
+  // per step: 3 x (n-1)/n of the units' elements (forward gather, backward gather, reduce-scatter)
+  // and 2 x of the root unit's; the same bits as DDP with deterministic. Eval forwards gather too:
+  // every rank must run as many (the Trainer's evaluate agrees on the most test batches a rank has,
+  // and a rank with fewer repeats its last batch).
   int zero_stage = 0;
   // Stage 3: the modules (dotted paths as Module::path(), "layer1.0", "features.3") each gathered
   // as one unit. Units must not nest, and each must hold a parameter that requires a gradient.
