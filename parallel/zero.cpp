@@ -54,7 +54,7 @@ std::vector<ParameterPtr> DistributedDataParallel::shard_parameters(
   std::unordered_map<const Parameter*, int> index;
   for (std::size_t i = 0; i < params_.size(); ++i)
     index[params_[i].param.get()] = static_cast<int>(i);
-  const std::int64_t n = comm_->size(), rank = comm_->rank();
+  const std::int64_t rank = comm_->rank();
   std::vector<ParameterPtr> out;
   out.reserve(params.size());
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -66,29 +66,65 @@ std::vector<ParameterPtr> DistributedDataParallel::shard_parameters(
                  "wrapped model that requires a gradient");
     const auto i = static_cast<std::size_t>(it->second);
     const Bucket& b = *buckets_[static_cast<std::size_t>(bucket_of_[i])];
-    std::int64_t off = 0;  // the parameter's place in its bucket
-    for (int m : b.members) {
-      if (static_cast<std::size_t>(m) == i) break;
-      off += detail::bucket_slot(params_[static_cast<std::size_t>(m)].param->value.numel());
-    }
-    const std::int64_t chunk = b.numel / n, lo = rank * chunk, hi = lo + chunk;
     const Parameter& p = *params_[i].param;
-    const std::int64_t numel = p.value.numel();
-    const std::int64_t a = std::clamp(lo - off, std::int64_t{0}, numel);
-    const std::int64_t e = std::clamp(hi - off, a, numel);
+    const OwnedRange r = owned_range(i, rank);
     auto piece = std::make_shared<Parameter>();
-    // In the owned chunk's coordinates; an empty piece (the parameter lies outside the chunk)
-    // takes an empty slice at the nearer end.
-    const std::int64_t g = std::clamp(off + a - lo, std::int64_t{0}, chunk);
-    // Stage 3: the values' own home is the unit's shard (the model's are released between uses).
-    piece->value = shards_values() ? units_[static_cast<std::size_t>(bucket_of_[i])]->shard.slice(
-                                         g, g + (e - a))
-                                   : p.value.reshape({numel}).slice(a, e);
-    piece->grad = b.reducer->owned_gradient().slice(g, g + (e - a));
+    piece->value = owned_values(i, r);
+    piece->grad = b.reducer->owned_gradient().slice(r.at, r.at + (r.end - r.begin));
     piece->requires_grad = p.requires_grad;
+    pieces_.emplace_back(piece, static_cast<int>(i));
     out.push_back(std::move(piece));
   }
   return out;
+}
+
+DistributedDataParallel::OwnedRange DistributedDataParallel::owned_range(std::size_t i,
+                                                                         std::int64_t rank) const {
+  const Bucket& b = *buckets_[static_cast<std::size_t>(bucket_of_[i])];
+  std::int64_t off = 0;  // the parameter's place in its bucket
+  for (int m : b.members) {
+    if (static_cast<std::size_t>(m) == i) break;
+    off += detail::bucket_slot(params_[static_cast<std::size_t>(m)].param->value.numel());
+  }
+  const std::int64_t chunk = b.numel / comm_->size(), lo = rank * chunk, hi = lo + chunk;
+  const std::int64_t numel = params_[i].param->value.numel();
+  const std::int64_t a = std::clamp(lo - off, std::int64_t{0}, numel);
+  const std::int64_t e = std::clamp(hi - off, a, numel);
+  // In the owned chunk's coordinates; an empty range (the parameter lies outside the chunk)
+  // takes an empty slice at the nearer end.
+  return {a, e, std::clamp(off + a - lo, std::int64_t{0}, chunk)};
+}
+
+Tensor DistributedDataParallel::owned_values(std::size_t i, const OwnedRange& r) const {
+  // Stage 3: the values' own home is the unit's shard (the model's are released between uses).
+  if (shards_values())
+    return units_[static_cast<std::size_t>(bucket_of_[i])]->shard.slice(r.at,
+                                                                        r.at + (r.end - r.begin));
+  const Tensor& v = params_[i].param->value;
+  return v.reshape({v.numel()}).slice(r.begin, r.end);
+}
+
+std::vector<DistributedDataParallel::ShardPiece> DistributedDataParallel::shard_pieces(
+    int rank) const {
+  COHORT_CHECK(opt_.zero_stage > 0,
+               "DistributedDataParallel::shard_pieces: zero_stage is 0 "
+               "(plain DDP holds every parameter whole on every rank)");
+  COHORT_CHECK(rank >= 0 && rank < comm_->size(), "DistributedDataParallel::shard_pieces: rank ",
+               rank, " is outside the group of ", comm_->size());
+  std::vector<ShardPiece> out;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const OwnedRange r = owned_range(i, rank);
+    ShardPiece s{params_[i].name, params_[i].param->value.shape(), r.begin, r.end, {}};
+    if (rank == comm_->rank()) s.values = owned_values(i, r);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+int DistributedDataParallel::shard_piece_index(const Parameter& piece) const {
+  for (const auto& [w, i] : pieces_)
+    if (auto sp = w.lock(); sp.get() == &piece) return i;
+  return -1;
 }
 
 void DistributedDataParallel::attach_optimizer(optim::Optimizer& optimizer) {

@@ -146,35 +146,18 @@ class CollChannel final : public Channel {
 
   void* scratch(int slot, std::size_t bytes) override { return e_.scratch_buffer(slot, bytes); }
 
-  // Cancels the receives still outstanding and lets go of every request (UCP releases a send's
-  // request when the send completes). Idempotent.
-  //
-  // Before letting go it drives the worker for up to kDrainGrace until every request is through:
-  // the caller gets its buffers back when the op fails, and a rendezvous transfer that a peer
-  // already matched still reads the send buffer (a freed one makes UCX abort the peer's process)
-  // or writes the receive buffer. A receive that was cancelled before it matched completes at
-  // once; a matched one, and a send the peer matched before it learnt of the failure, complete
-  // within milliseconds. A send that no peer matched (the peer failed too) is the only thing
-  // the grace is spent on.
+  // Lets go of every request not complete yet (Impl::release: cancelled, drained for a grace,
+  // freed; the worker quarantined if one is still in flight), so that the caller gets its
+  // buffers back when the op fails. Idempotent.
   void abandon() {
-    for (auto& q : pending_)
-      if (!q.done && q.req != nullptr && q.recv) ucp_request_cancel(e_.worker, q.req);
-    const auto limit = Clock::now() + kDrainGrace;
-    for (;;) {
-      bool all = true;
-      // A peer declared dead will never take a send: not waited for (the request is freed below,
-      // and UCX completes it on its own; the buffer's owner keeps it, as DDP::rebind does).
-      for (auto& q : pending_) all = (drained(q) || e_.is_declared_dead(q.peer)) && all;
-      if (all || Clock::now() > limit) break;
-      e_.progress();
-      sched_yield();
-    }
+    std::vector<Engine::Impl::Letgo> reqs;
     for (auto& q : pending_) {
       if (q.done || q.req == nullptr) continue;
-      ucp_request_free(q.req);
+      reqs.push_back({q.req, q.peer, q.recv});
       q.req = nullptr;
       q.done = true;
     }
+    if (!reqs.empty()) e_.release(reqs);
   }
 
   // Peers whose messages to this rank have not arrived / that have not taken this rank's data.
@@ -229,18 +212,6 @@ class CollChannel final : public Channel {
                                                         pending_[fp_recv_handle_].peer, theirs));
   }
 
-  static constexpr auto kDrainGrace = std::chrono::milliseconds(500);
-
-  // abandon()'s test: true once the request is complete, whatever its status.
-  bool drained(Pending& q) {
-    if (q.done || q.req == nullptr) return true;
-    if (ucp_request_check_status(q.req) == UCS_INPROGRESS) return false;
-    ucp_request_free(q.req);
-    q.req = nullptr;
-    q.done = true;
-    return true;
-  }
-
   void check_length(int peer, std::size_t got, std::size_t want) const {
     if (got != want)
       COHORT_UCX_FAIL(e_.rank, desc_.str(), ": rank ", peer, " sent a ", got,
@@ -257,7 +228,7 @@ class CollChannel final : public Channel {
   // had just aborted, in a fresh-clone CI run).
   // A peer declared dead (Communicator::declare_dead) sends no verdict: then there is no wait.
   void await_peer_verdict() const {
-    const auto until = Clock::now() + kDrainGrace;
+    const auto until = Clock::now() + Engine::Impl::kDrainGrace;
     while (e_.peer_failure_rank < 0 && !e_.any_declared.load(std::memory_order_acquire) &&
            Clock::now() < until)
       if (e_.progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -83,6 +83,12 @@ void Engine::Impl::teardown() {
     std::lock_guard<std::mutex> lk(mu);
     healthy = !failed;
   }
+  if (quarantined) {  // release(): a transfer may still target a caller's buffer; leave it be
+    worker = nullptr;
+    context = nullptr;
+    control_req = nullptr;
+    return;
+  }
   if (worker != nullptr) {
     // Let control messages already sent (an abort, status replies) leave first: a forced close
     // would drop them.

@@ -228,7 +228,31 @@ struct Engine::Impl final : Driver {
   void fail(std::shared_ptr<OpState> culprit, std::exception_ptr error, const std::string& why);
   std::exception_ptr aborted(const OpDesc& d) const;
 
-  unsigned progress() { return ucp_worker_progress(worker) + poll_control(); }
+  // How long a failed op's requests are given to finish before they are let go (release()), and
+  // how long a transport error waits for the peer's own verdict (coll_channel.hpp).
+  static constexpr auto kDrainGrace = std::chrono::milliseconds(500);
+
+  // A request of a failed op, to be let go by release().
+  struct Letgo {
+    void* req = nullptr;
+    int peer = -1;
+    bool recv = false;
+  };
+  // Lets go of a failed op's requests before the op's failure reaches its caller (who then frees
+  // the buffers): cancels the receives, drives the worker for up to kDrainGrace until every
+  // request is complete, and frees them. A receive cancelled before it matched completes at
+  // once; a matched one, and a send the peer matched, complete within milliseconds while the
+  // peer runs. One still in flight after the grace (its peer stopped mid-message: SIGSTOP, a
+  // stalled host) would go on writing into, or reading from, a buffer that is no longer the
+  // caller's: then the worker is quarantined. Sends to a peer declared dead are not waited for
+  // (their buffers' owner keeps them, as DDP::rebind does).
+  void release(const std::vector<Letgo>& reqs);
+  // Set by release(): the worker is never progressed again (UCX copies data only inside
+  // ucp_worker_progress, so nothing touches the callers' buffers), and teardown leaves the worker
+  // and context unreleased (closing them would progress). The communicator has failed already.
+  bool quarantined = false;
+
+  unsigned progress() { return quarantined ? 0 : ucp_worker_progress(worker) + poll_control(); }
   unsigned poll_control();
   void post_control_recv();
   void handle_control(const ControlMsg& m);

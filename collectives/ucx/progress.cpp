@@ -16,6 +16,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "detail/backoff.hpp"
@@ -275,11 +276,12 @@ void Engine::Impl::fail(std::shared_ptr<OpState> culprit, std::exception_ptr err
   }
   std::vector<Inflight> posted;
   posted.swap(inflight);
-  for (auto& f : posted) {
-    if (f.op->args.kind == OpKind::recv) ucp_request_cancel(worker, f.req);
-    ucp_request_free(f.req);  // a send still in flight is released when UCP is done with it
+  std::vector<Letgo> reqs;
+  for (const auto& f : posted)
+    reqs.push_back({f.req, f.op->args.peer, f.op->args.kind == OpKind::recv});
+  release(reqs);  // before any op completes: its caller may free the buffer at once
+  for (auto& f : posted)
     if (f.op != culprit) f.op->complete(aborted(f.op->args));
-  }
   if (culprit) culprit->complete(error);
   for (auto& q : queued) q->complete(aborted(q->args));
   // Tell the others, unless this failure came from one of them (its origin told everybody).
@@ -291,6 +293,36 @@ void Engine::Impl::fail(std::shared_ptr<OpState> culprit, std::exception_ptr err
     for (int p = 0; p < size; ++p)
       if (p != rank) send_control(p, m);
   }
+}
+
+void Engine::Impl::release(const std::vector<Letgo>& reqs) {
+  for (const auto& q : reqs)
+    if (q.recv) ucp_request_cancel(worker, q.req);
+  auto through = [&](const Letgo& q) {
+    return ucp_request_check_status(q.req) != UCS_INPROGRESS ||
+           (!q.recv && is_declared_dead(q.peer));
+  };
+  const auto limit = Clock::now() + kDrainGrace;
+  std::vector<int> stuck;
+  for (;;) {
+    stuck.clear();
+    for (const auto& q : reqs)
+      if (!through(q)) stuck.push_back(q.peer);
+    if (stuck.empty() || quarantined || Clock::now() > limit) break;
+    if (progress() == 0) sched_yield();
+  }
+  for (const auto& q : reqs) ucp_request_free(q.req);
+  if (stuck.empty() || quarantined) return;
+  quarantined = true;
+  std::sort(stuck.begin(), stuck.end());
+  stuck.erase(std::unique(stuck.begin(), stuck.end()), stuck.end());
+  std::string peers;
+  for (int p : stuck) peers += (peers.empty() ? "" : ", ") + std::to_string(p);
+  std::fprintf(stderr,
+               "cohort ucx rank %d: a failed op's transfer with rank(s) %s was still in flight "
+               "after %lld ms; this communicator's UCX worker is no longer progressed (so it "
+               "cannot touch the op's buffers) and is left unreleased until exit\n",
+               rank, peers.c_str(), static_cast<long long>(kDrainGrace.count()));
 }
 
 void* Engine::Impl::scratch_buffer(int slot, std::size_t bytes) {

@@ -23,6 +23,7 @@
 #include "cohort/layers/dropout.hpp"
 #include "cohort/train/safetensors.hpp"
 #include "metadata_text.hpp"
+#include "training_state.hpp"
 
 namespace cohort::train {
 namespace {
@@ -87,11 +88,8 @@ std::string state_path_for(const std::string& model_path) {
   return model_path + ".state.safetensors";
 }
 
-namespace {
+namespace detail {
 
-// The training state's metadata (all but the weights' digest), with the optimizer's buffers
-// copied into `tensors`.
-// `tensors` may hold an earlier snapshot's entries: they are filled again in place.
 std::map<std::string, std::string> state_metadata(const nn::Module& model,
                                                   const optim::Optimizer& optimizer,
                                                   const optim::Scheduler* scheduler,
@@ -129,6 +127,10 @@ std::map<std::string, std::string> state_metadata(const nn::Module& model,
   return md;
 }
 
+}  // namespace detail
+
+namespace {
+
 std::string digest_of(const std::vector<io::SafetensorsEntry>& state) {
   std::uint64_t h = kFnvOffset;
   for (const auto& e : state)
@@ -142,7 +144,8 @@ void save_training_state(const std::string& path, const nn::Module& model,
                          const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
                          const TrainingProgress& progress) {
   std::vector<io::SafetensorsEntry> ts;
-  std::map<std::string, std::string> md = state_metadata(model, optimizer, scheduler, progress, &ts);
+  std::map<std::string, std::string> md =
+      detail::state_metadata(model, optimizer, scheduler, progress, &ts);
   // The weights this state belongs to: load_training_state refuses a model holding others.
   md["model.state_digest"] = nn::state_digest(model);
   io::save_safetensors(path, ts, md);
@@ -161,47 +164,65 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
                  "between their writes, or files mixed up); load the model saved with this state, "
                  "or use load_checkpoint, which falls back to the previous whole pair");
   }
+  std::map<std::string, Tensor> optimizer_tensors, extra;
+  COHORT_CHECK(optimizer.num_params() > 0, "load_training_state: the optimizer has no parameters");
+  Device& dev = optimizer.params(0).front()->value.device();  // load_state copies where needed
+  for (const auto& e : f.tensors) {
+    if (e.name.rfind("extra.", 0) == 0) {
+      extra[e.name.substr(6)] = e.to(dev);
+      continue;
+    }
+    COHORT_CHECK(e.name.rfind("optimizer.", 0) == 0, "checkpoint '", path, "': unexpected tensor '",
+                 e.name, "'");
+    optimizer_tensors[e.name.substr(10)] = e.to(dev);
+  }
+  return detail::apply_training_state(path, f.metadata, std::move(optimizer_tensors),
+                                      std::move(extra), model, optimizer, scheduler);
+}
+
+namespace detail {
+
+TrainingProgress apply_training_state(const std::string& path,
+                                      const std::map<std::string, std::string>& md,
+                                      std::map<std::string, Tensor> optimizer_tensors,
+                                      std::map<std::string, Tensor> extra, nn::Module& model,
+                                      optim::Optimizer& optimizer, optim::Scheduler* scheduler) {
+  const auto meta = [&](const std::string& key) -> const std::string& {
+    const auto it = md.find(key);
+    COHORT_CHECK(it != md.end(), "checkpoint '", path, "' lacks '", key, "'");
+    return it->second;
+  };
   TrainingProgress p;
-  p.epoch = static_cast<std::int64_t>(parse_exact(path, "epoch", meta(f, path, "epoch")));
-  p.global_step =
-      static_cast<std::int64_t>(parse_exact(path, "global_step", meta(f, path, "global_step")));
+  p.epoch = static_cast<std::int64_t>(parse_exact(path, "epoch", meta("epoch")));
+  p.global_step = static_cast<std::int64_t>(parse_exact(path, "global_step", meta("global_step")));
   // Absent from checkpoints written before mid-epoch saves existed: those are epoch-end saves.
-  if (const auto it = f.metadata.find("step_in_epoch"); it != f.metadata.end())
+  if (const auto it = md.find("step_in_epoch"); it != md.end())
     p.step_in_epoch = static_cast<std::int64_t>(parse_exact(path, "step_in_epoch", it->second));
-  for (const auto& [k, v] : f.metadata)
+  for (const auto& [k, v] : md)
     if (k.rfind("run.", 0) == 0) p.run[k.substr(4)] = v;
+  p.extra = std::move(extra);
 
   optim::StateDict os;
-  os.kind = meta(f, path, "optimizer.kind");
+  os.kind = meta("optimizer.kind");
+  os.tensors = std::move(optimizer_tensors);
   optim::StateDict ss;
-  for (const auto& [k, v] : f.metadata) {
+  for (const auto& [k, v] : md) {
     if (k.rfind("optimizer.", 0) == 0 && k != "optimizer.kind")
       os.scalars[k.substr(10)] = parse_exact(path, k, v);
     if (k.rfind("scheduler.", 0) == 0 && k != "scheduler.kind")
       ss.scalars[k.substr(10)] = parse_exact(path, k, v);
   }
-  COHORT_CHECK(optimizer.num_params() > 0, "load_training_state: the optimizer has no parameters");
-  Device& dev = optimizer.params(0).front()->value.device();  // load_state copies where needed
-  for (const auto& e : f.tensors) {
-    if (e.name.rfind("extra.", 0) == 0) {
-      p.extra[e.name.substr(6)] = e.to(dev);
-      continue;
-    }
-    COHORT_CHECK(e.name.rfind("optimizer.", 0) == 0, "checkpoint '", path, "': unexpected tensor '",
-                 e.name, "'");
-    os.tensors[e.name.substr(10)] = e.to(dev);
-  }
-  const bool has_sched = f.metadata.count("scheduler.kind") != 0;
+  const bool has_sched = md.count("scheduler.kind") != 0;
   COHORT_CHECK(has_sched == (scheduler != nullptr), "checkpoint '", path, "' ",
                has_sched ? "has" : "has no", " scheduler state but the run ",
                scheduler ? "has a scheduler" : "has none");
-  if (has_sched) ss.kind = meta(f, path, "scheduler.kind");
+  if (has_sched) ss.kind = meta("scheduler.kind");
 
   // Validate the random-number entries before changing anything.
   std::vector<std::pair<nn::Dropout*, std::pair<std::uint64_t, std::uint64_t>>> rng;
   for_each_dropout(model, "", [&](const std::string& dp, nn::Dropout& d) {
-    const std::string& s = meta(f, path, "rng." + dp + ".seed");
-    const std::string& st = meta(f, path, "rng." + dp + ".step");
+    const std::string& s = meta("rng." + dp + ".seed");
+    const std::string& st = meta("rng." + dp + ".step");
     rng.push_back(
         {&d, {std::strtoull(s.c_str(), nullptr, 10), std::strtoull(st.c_str(), nullptr, 10)}});
   });
@@ -217,6 +238,8 @@ TrainingProgress load_training_state(const std::string& path, nn::Module& model,
   }
   return p;
 }
+
+}  // namespace detail
 
 namespace {
 
@@ -275,7 +298,7 @@ CheckpointSnapshot snapshot_checkpoint(const nn::Module& model, const optim::Opt
   const auto state = model.state_dict();
   s.model.resize(state.size());
   for (std::size_t i = 0; i < state.size(); ++i) s.model[i].assign(state[i].name, state[i].tensor);
-  s.state = state_metadata(model, optimizer, scheduler, progress, &s.optimizer);
+  s.state = detail::state_metadata(model, optimizer, scheduler, progress, &s.optimizer);
   s.global_step = progress.global_step;
   s.epoch_end = progress.step_in_epoch == 0;
   return s;

@@ -22,6 +22,7 @@
 #include "cohort/train/checkpoint.hpp"
 #include "cohort/train/progress.hpp"
 #include "cohort/train/run_report.hpp"
+#include "cohort/train/sharded_checkpoint.hpp"
 #include "metadata_text.hpp"
 #include "trainer_elastic.hpp"
 #include "trainer_loop.hpp"
@@ -76,10 +77,16 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
     if (const int z = ddp_->options().zero_stage; z > 0) {
       const std::string why = "Trainer: the model is a DistributedDataParallel with zero_stage " +
                               std::to_string(z) + ", ";
-      COHORT_CHECK(options_.checkpoint_path.empty() && options_.checkpoint_dir.empty(), why,
-                   "whose optimizer state is split over the ranks: checkpoints of it (one file "
-                   "per rank) do not exist in cohort; train without checkpoint_path/"
-                   "checkpoint_dir, or with zero_stage 0");
+      // Its checkpoints are sharded (train/sharded_checkpoint.hpp): a directory of one file per
+      // rank, in checkpoint_dir/sharded, that loads on any number of ranks.
+      COHORT_CHECK(options_.checkpoint_path.empty(), why,
+                   "whose optimizer state is split over "
+                   "the ranks: its checkpoints are sharded, one file per rank in a directory; "
+                   "give checkpoint_dir (--checkpoint-dir) instead of checkpoint_path");
+      if (!options_.checkpoint_dir.empty()) {
+        sharded_checkpoints_ = true;
+        checkpoint_file_ = options_.checkpoint_dir + "/sharded";
+      }
       COHORT_CHECK(options_.elastic == nullptr, why, "and elastic training would move the shards "
                    "onto a new group, which cohort does not do");
       COHORT_CHECK(z < 3 || options_.ema == nullptr, why,
@@ -302,7 +309,14 @@ EvalResult Trainer::evaluate(data::DataLoader& test) {
 
 CheckpointLoad Trainer::resume(const std::string& path) {
   nn::Module& plain = ddp_ ? ddp_->module() : model_;
-  CheckpointLoad got = load_checkpoint(path, plain, opt_, sched_);
+  CheckpointLoad got;
+  if (sharded_checkpoints_) {
+    ShardedLoad l = load_sharded_checkpoint(path, *ddp_, opt_, sched_);
+    got.progress = std::move(l.progress);
+    got.model_path = l.dir;
+  } else {
+    got = load_checkpoint(path, plain, opt_, sched_);
+  }
   restore_ema(got);
   epochs_done_ = got.progress.epoch;
   global_step_ = got.progress.global_step;

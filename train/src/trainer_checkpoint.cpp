@@ -16,6 +16,7 @@
 
 #include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/run_status.hpp"
+#include "cohort/train/sharded_checkpoint.hpp"
 #include "cohort/train/trainer.hpp"
 #include "metadata_text.hpp"
 
@@ -80,7 +81,7 @@ void Trainer::resume_from_dir() {
   make_dirs(dir);
   const std::string& file = checkpoint_file_;
   std::int64_t step = -1;  // -1: nothing to resume from
-  if (has_checkpoint_files(file)) {
+  if (sharded_checkpoints_ ? has_sharded_checkpoint(file) : has_checkpoint_files(file)) {
     CheckpointLoad got;
     try {
       got = resume(file);
@@ -207,6 +208,18 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
     p.extra = options_.ema->checkpoint_tensors();
     p.run["model_ema.n_averaged"] = std::to_string(options_.ema->n_averaged());
   }
+  if (sharded_checkpoints_) {  // every rank writes its shard, in the foreground (collective)
+    timer_.time("checkpoint", [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      CheckpointWriter::Timing t;
+      t.step = global_step_;
+      t.epoch_end = step_in_epoch == 0;
+      t.bytes = save_sharded_checkpoint(checkpoint_file_, *ddp_, opt_, sched_, p);
+      t.copy_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      sharded_saves_.push_back(t);
+    });
+    return;
+  }
   if (!is_lead()) return;
   timer_.time("checkpoint", [&] {
     using clock = std::chrono::steady_clock;
@@ -225,7 +238,25 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
 
 void Trainer::report_saves(ProgressBar* bar) {
   for (;;) {
-    const CheckpointWriter::Timing t = writer_.take_finished();
+    CheckpointWriter::Timing t;
+    if (!sharded_saves_.empty()) {
+      t = sharded_saves_.front();
+      sharded_saves_.erase(sharded_saves_.begin());
+      saves_.push_back(t);
+      if (!options_.show_progress || !is_lead()) continue;
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "checkpoint: step %lld%s -> %s (sharded, %d files, this rank's %s): training "
+                    "blocked %.1f ms while every rank wrote its shard",
+                    static_cast<long long>(t.step), t.epoch_end ? ", epoch's end" : "",
+                    checkpoint_file_.c_str(), world_size(), mb(t.bytes).c_str(), 1e3 * t.copy_s);
+      if (bar)
+        bar->note(line);
+      else
+        std::printf("%s\n", line);
+      continue;
+    }
+    t = writer_.take_finished();
     if (t.step < 0) return;
     saves_.push_back(t);
     metrics_.write("checkpoint", {{"step", static_cast<double>(t.step)},

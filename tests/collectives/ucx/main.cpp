@@ -2,6 +2,8 @@
 //   test_collectives_ucx --bench [ranks]   all-reduce busbw, ranks (default 2) as processes
 //   test_collectives_ucx --ucx-worker DIR N RANK / --ucx-bench-worker DIR N RANK   (internal: the
 //       rank processes that the "3 processes" test and --bench start)
+//   test_collectives_ucx --ucx-stall-worker DIR KIND RANK   (internal: the ranks of the stalled-
+//       transfer test)
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <sched.h>
@@ -18,6 +20,8 @@
 #include "ucx/ucx_communicator.hpp"
 
 int ucx_worker_main(const std::string& dir, int n, int rank);  // test_ucx.cpp
+int ucx_stall_worker_main(const std::string& dir, const std::string& kind,
+                          int rank);  // test_ucx.cpp
 
 namespace {
 
@@ -121,6 +125,8 @@ int main(int argc, char** argv) {
     const int n = std::atoi(argv[3]), rank = std::atoi(argv[4]);
     return mode == "--ucx-worker" ? ucx_worker_main(dir, n, rank) : bench_worker(dir, n, rank);
   }
+  if (mode == "--ucx-stall-worker" && argc == 5)
+    return ucx_stall_worker_main(argv[2], argv[3], std::atoi(argv[4]));
   if (mode == "--bench") return bench_main(argc > 2 ? std::atoi(argv[2]) : 2);
   doctest::Context context(argc, argv);
   return context.run();

@@ -256,6 +256,23 @@ class DistributedDataParallel : public nn::Module {
   // (the order their gradients are reduce-scattered). Empty at stages 0-2.
   std::vector<std::pair<std::string, std::vector<std::string>>> shard_unit_layout() const;
 
+  // ZeRO (stages 1-3): how the parameters that require a gradient are split, for sharded
+  // checkpoints (train/sharded_checkpoint.hpp). One piece per such parameter, in registration
+  // order: the flat element range [begin, end) of it that rank `rank` of this group owns
+  // (possibly empty; shard_parameters' pieces for that rank), and, for this rank only, `values`:
+  // a flat view of those elements (stage 3: of the unit's shard, the values' home; stages 1-2: of
+  // the parameter). Every rank can compute every rank's ranges; no communication.
+  struct ShardPiece {
+    std::string name;
+    Shape shape;  // the whole parameter's
+    std::int64_t begin = 0, end = 0;
+    Tensor values;  // `rank` == this rank only
+  };
+  std::vector<ShardPiece> shard_pieces(int rank) const;
+  // The index in shard_pieces() of a piece that shard_parameters() returned (the optimizer's
+  // parameters), or -1 for any other Parameter.
+  int shard_piece_index(const Parameter& piece) const;
+
   // Elements this rank owns (parameters' and padding) over all buckets: the optimizer's share.
   std::int64_t owned_elements() const;
   // f32 elements of every bucket, padding included (what the collectives move).
@@ -334,6 +351,14 @@ class DistributedDataParallel : public nn::Module {
   std::shared_ptr<comm::Communicator> comm_;
   DDPOptions opt_;
   std::vector<NamedParameter> params_;  // requires_grad ones, registration order
+  // What shard_parameters() handed out: each piece and the index of its parameter in params_.
+  mutable std::vector<std::pair<std::weak_ptr<Parameter>, int>> pieces_;
+  struct OwnedRange {
+    std::int64_t begin, end;  // of the parameter's flat elements
+    std::int64_t at;          // where they start in the owner's chunk of the bucket
+  };
+  OwnedRange owned_range(std::size_t index, std::int64_t rank) const;  // zero.cpp
+  Tensor owned_values(std::size_t index, const OwnedRange& r) const;   // this rank's range
   // What rebind() left behind: the old group's reducers and communicator, freed with this DDP.
   struct Retired {
     std::shared_ptr<comm::Communicator> comm;

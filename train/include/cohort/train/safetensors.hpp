@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,51 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;
   const SafetensorsEntry* find(const std::string& name) const;
 };
+
+// A safetensors file written one tensor at a time, memory bounded by what the caller hands over
+// (a consolidated sharded checkpoint streams one tensor at a time): the header (names, dtypes,
+// shapes) is written first, then each tensor's bytes in the header's order, in pieces of any
+// size. Atomic as save_safetensors: commit() fsyncs and renames into place; a writer destroyed
+// before commit(), or one that failed, removes its temporary file.
+class SafetensorsStreamWriter {
+ public:
+  struct Spec {
+    std::string name;
+    DType dtype = DType::f32;
+    Shape shape;
+  };
+  SafetensorsStreamWriter(const std::string& path, const std::vector<Spec>& tensors,
+                          const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsStreamWriter();
+  SafetensorsStreamWriter(const SafetensorsStreamWriter&) = delete;
+  SafetensorsStreamWriter& operator=(const SafetensorsStreamWriter&) = delete;
+  void write(const void* bytes, std::size_t n);  // the next bytes, in tensor order
+  void commit();                                 // every tensor written whole
+
+ private:
+  struct File;
+  std::unique_ptr<File> f_;
+};
+
+// A safetensors file's header alone: each tensor's dtype, shape and where its bytes lie, for
+// reading parts of tensors (a sharded checkpoint's load reads only the ranges a rank needs).
+// Validated as load_safetensors validates.
+struct SafetensorsHeader {
+  struct Info {
+    std::string name;
+    DType dtype = DType::f32;
+    Shape shape;
+    std::uint64_t offset = 0;  // in the file
+    std::uint64_t bytes = 0;
+  };
+  std::string path;
+  std::vector<Info> tensors;  // in file order
+  std::map<std::string, std::string> metadata;
+  const Info* find(const std::string& name) const;
+};
+SafetensorsHeader read_safetensors_header(const std::string& path);
+// `bytes` bytes at file offset `offset` of `path` into `dst`; a short file is an error naming it.
+void read_file_bytes(const std::string& path, std::uint64_t offset, std::size_t bytes, void* dst);
 
 // Validates everything before returning: header length against the file size, JSON syntax,
 // known dtypes, shapes matching byte ranges, ranges inside the data section and not overlapping.

@@ -246,9 +246,11 @@ class Trainer {
   std::string checkpoint_file_;
   CheckpointWriter writer_;
   std::vector<CheckpointWriter::Timing> saves_;
+  std::vector<CheckpointWriter::Timing> sharded_saves_;  // not yet reported (report_saves)
   TrainingProgress resumed_;     // what resume() loaded; applied by the next train_epoch
   bool resume_pending_ = false;
   bool dir_checked_ = false;     // fit() looked for a checkpoint in checkpoint_dir
+  bool sharded_checkpoints_ = false;  // ZeRO: checkpoint_file_ is a sharded checkpoint's directory
   // fit() saves at the epoch's end with no evaluation before it: a step save at the epoch's last
   // step would be written twice.
   bool epoch_save_follows_ = false;
