@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cohort/cohort.hpp"
+#include "zero_setup.hpp"
 
 int main(int argc, char** argv) {
   using namespace cohort;
@@ -32,14 +33,10 @@ int main(int argc, char** argv) {
     auto comm = comm::init_process_group();
     const int n = comm->size(), rank = comm->rank();
     const std::size_t start = dev.memory_stats().bytes_requested;
-    nn::manual_seed(1);
-    models::ModelConfig cfg;
-    cfg.image_size = 32;
-    auto model = models::make(name, dev, cfg);
+    const auto w = zero_bench::wrap_model(name, stage, comm, dev);
+    const auto& model = w.model;
+    const auto& ddp = w.ddp;
     const std::int64_t P = model->num_parameters();
-    parallel::DDPOptions o;
-    o.zero_stage = stage;
-    auto ddp = nn::make<parallel::DistributedDataParallel>(model, comm, o);
     // The model's own gradient tensors are gone now (views into the buckets, or released at
     // stages 2 and 3): what the allocator holds for the model is its parameters (at stage 3 their
     // shards) and batch norm's buffers, and at stages 2 and 3 the gradient shards.
@@ -47,23 +44,14 @@ int main(int argc, char** argv) {
     const std::size_t shard_bytes =
         sharded_grads ? static_cast<std::size_t>(ddp->owned_elements()) * sizeof(float) : 0;
     const std::size_t params_bytes = dev.memory_stats().bytes_requested - start - shard_bytes;
-    optim::AdamOptions ao;
-    std::unique_ptr<optim::Optimizer> opt;
-    if (stage > 0)
-      opt = parallel::make_zero_optimizer<optim::Adam>(*ddp, ao);
-    else
-      opt = std::make_unique<optim::Adam>(parallel::trainable_parameters(*model), ao);
+    auto opt = zero_bench::adam(w, stage);
     nn::CrossEntropyLoss loss;
-    data::SyntheticDataset ds(4 * n, Shape{3, 32, 32}, 10, 3);
-    std::vector<float> x(2 * 3 * 32 * 32);
-    std::vector<std::int64_t> y(2);
     std::size_t state_bytes = 0, peak_bytes = 0;
     for (int step = 0; step < 3; ++step) {
-      for (int i = 0; i < 2; ++i) y[i] = ds.get(rank * 2 + i, x.data() + i * 3 * 32 * 32);
+      const auto [x, y] = zero_bench::batch(rank, n, dev);
       opt->zero_grad();
       if (step == 1) dev.reset_peak_memory_stats();
-      loss.forward(ddp->forward(Tensor::from_vector(x, Shape{2, 3, 32, 32}, dev)),
-                   Tensor::from_vector(y, Shape{2}, dev));
+      loss.forward(ddp->forward(x), y);
       ddp->backward(loss.backward(), false);
       const std::size_t before = dev.memory_stats().bytes_requested;
       opt->step();

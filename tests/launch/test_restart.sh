@@ -3,7 +3,8 @@
 # Trainer resumes from --checkpoint-dir by itself, and the run ends with the weights digest of the
 # same run never interrupted (deterministic mode), for 2 ranks over shm and 3 over ucx, several
 # seeds (kill step and victim rank drawn from the seed; without SEEDS, shm takes seeds 2 and 3 and
-# ucx seed 1, so each kill step and each victim kind runs once). From cohortrun's report it also checks
+# ucx seed 1, so each kill step and each victim kind runs once; and 2 ranks over shm at ZeRO stage 2,
+# whose checkpoints are sharded, seed 2, with DDP's digest). From cohortrun's report it also checks
 # that the run resumed from the newest checkpoint written before the kill, that at most
 # --checkpoint-every steps were recomputed (more only when a save was still being written, which
 # cohortrun says; that save may also finish before the group stops, and is then the one resumed), and that training resumed within 10 s of the death. Last, a 3-rank job's
@@ -36,31 +37,37 @@ fail=0
 case_seeds() {
   if [ ${#seeds[@]} -gt 0 ]; then echo "${seeds[*]}"
   elif [ "$1" = shm ]; then echo 2 3
+  elif [ "$1" = shm_z2 ]; then echo 2
   else echo 1
   fi
 }
-for case in "shm 2" "ucx 3"; do
+# The third field: the ZeRO stage (its checkpoints are sharded: one file per rank, rank 0
+# publishing; train/sharded_checkpoint.hpp). Its uninterrupted run must also equal plain DDP's.
+for case in "shm 2 0" "ucx 3 0" "shm 2 2"; do
   set -- $case
-  comm=$1 n=$2
+  comm=$1 n=$2 zero=$3
+  name=$comm extra=()
+  [ "$zero" != 0 ] && name="${comm}_z$zero" extra=(--zero-stage "$zero")
   timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 "$bin/mnist_cnn" --comm "$comm" \
-    "${job[@]}" --checkpoint-dir "$work/ref_$comm" >"$work/ref_$comm.log" 2>&1
-  want=$(digest_of "$work/ref_$comm.log")
-  if [ -z "$want" ]; then
-    echo "FAIL  $comm $n ranks: the uninterrupted reference run failed"
-    tail -n 5 "$work/ref_$comm.log"
+    "${job[@]}" "${extra[@]}" --checkpoint-dir "$work/ref_$name" >"$work/ref_$name.log" 2>&1
+  want=$(digest_of "$work/ref_$name.log")
+  [ "$name" = shm ] && want_shm=$want
+  if [ -z "$want" ] || { [ "$zero" != 0 ] && [ "$want" != "${want_shm:-}" ]; }; then
+    echo "FAIL  $name $n ranks: the uninterrupted reference run failed or differs from DDP's ('$want', DDP '${want_shm:-}')"
+    tail -n 5 "$work/ref_$name.log"
     fail=1
     continue
   fi
-  for seed in $(case_seeds "$comm"); do
+  for seed in $(case_seeds "$name"); do
     # Seeds 1, 2, 3: steps 40, 23 and 6 (before the first checkpoint), as with 60 steps; at least
     # 10 steps are left after the kill whatever the seed.
     kill_step=$((3 + (seed * 37) % 54))
     [ "$kill_step" -gt $((steps - 10)) ] && kill_step=$((steps - 10))
     victim=$((seed % n))
-    label="$comm $n ranks, seed $seed"
-    log="$work/kill_${comm}_$seed.log"
+    label="$comm $n ranks$([ "$zero" != 0 ] && echo ", ZeRO stage $zero"), seed $seed"
+    log="$work/kill_${name}_$seed.log"
     timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 --max-restarts 2 \
-      "$bin/mnist_cnn" --comm "$comm" "${job[@]}" --checkpoint-dir "$work/ck_${comm}_$seed" \
+      "$bin/mnist_cnn" --comm "$comm" "${job[@]}" "${extra[@]}" --checkpoint-dir "$work/ck_${name}_$seed" \
       >"$log" 2>&1 &
     job_pid=$!
     for _ in $(seq 1 600); do

@@ -10,12 +10,16 @@
 #  3. Bad input, each refused before anything changes, naming the file or the tensor: a
 #     truncated shard, a missing shard, an index whose shape does not match its pieces, and
 #     shards of two saves mixed; the directory is left as it was.
+#  4. Every rank SIGKILLed at once, at a random instant of a run that saves after every step:
+#     a whole checkpoint is always left (cohort-checkpoint describe checks every file against
+#     the index), and the run resumes from it.
 #
 #   test_sharded_checkpoint.sh BIN_DIR
 set -uo pipefail
 bin=$(cd "$1" && pwd)
+. "$(dirname "$0")/kill_rank.sh"  # COHORT_TEST_JOB and own_mnist_pids
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'own_mnist_pids | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
 data=$(python3 "$(dirname "$0")/launch_data.py" /usr/share/datasets/fashion-mnist "$work/data") ||
   data=/usr/share/datasets/fashion-mnist
@@ -26,7 +30,7 @@ run() {
   local n=$1 epochs=$2 dir=$3 log=$4
   shift 4
   timeout 300 "$bin/cohortrun" --nproc-per-node "$n" --master-port 0 "$bin/mnist_cnn" --comm shm \
-    --epochs "$epochs" --max-steps-per-epoch 12 --log-interval 100 --test-batch-size 1000 \
+    --epochs "$epochs" --max-steps-per-epoch "${PER_EPOCH:-12}" --log-interval 100 --test-batch-size 1000 \
     --deterministic --data "$data" --checkpoint-dir "$dir" "$@" >"$log" 2>&1
 }
 
@@ -125,4 +129,25 @@ expect_refused "an index that does not match its files" \
   "sed -i '0,/9216/s//9217/' index.json"
 expect_refused "shards of two saves mixed" "is not rank 1's shard of this save" \
   "cp '$work/z_3to2_epoch1/sharded/shard-1-of-3.safetensors' shard-1-of-2.safetensors"
+
+# 4. Killed at random instants while saving every step (the writes run in the background).
+for round in 1 2 3; do
+  dir="$work/crash$round" log="$work/crash$round.log"
+  PER_EPOCH=400 run 2 1 "$dir" "$log" --zero-stage 2 --checkpoint-every 1 --max-steps 60 &
+  job=$!
+  for _ in $(seq 1 600); do [ -e "$dir/sharded/index.json" ] && break; sleep 0.05; done
+  sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+  own_mnist_pids | xargs -r kill -9
+  wait "$job" 2>/dev/null
+  if "$bin/cohort-checkpoint" describe "$dir/sharded" >"$work/describe.log" 2>&1 &&
+     PER_EPOCH=400 run 2 1 "$dir" "$log.2" --zero-stage 2 --max-steps 60 &&
+     grep -q "resumed from $dir/sharded" "$log.2"; then
+    echo "ok    killed while saving (round $round): $(head -n1 "$work/describe.log" | sed 's/.*: //'), resumed"
+  else
+    echo "FAIL  killed while saving (round $round): no whole checkpoint left, or no resume"
+    cat "$work/describe.log"
+    tail -n 3 "$log.2"
+    fail=1
+  fi
+done
 exit $fail

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/testing.hpp"
 #include "cohort/data/dataloader.hpp"
 #include "cohort/data/synthetic.hpp"
 #include "cohort/train/checkpoint.hpp"

@@ -22,6 +22,7 @@
 #include "cohort/core/run_status.hpp"
 #include "cohort/layers/dropout.hpp"
 #include "cohort/train/safetensors.hpp"
+#include "cohort/train/sharded_checkpoint.hpp"
 #include "metadata_text.hpp"
 #include "training_state.hpp"
 
@@ -387,25 +388,24 @@ CheckpointWriter::Timing CheckpointWriter::take_finished() {
   return t;
 }
 
-double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapshot,
-                              double copy_s, double waited_s) {
+double CheckpointWriter::start(Timing timing, std::function<void()> write, double waited_s) {
   const auto t0 = std::chrono::steady_clock::now();
   wait();  // one write at a time; its error surfaces here
-  const double waited =
+  timing.wait_s =
       waited_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!state_) state_ = std::make_shared<State>();
   State& st = *state_;
   {
     std::lock_guard<std::mutex> lock(st.mu);
     st.running = true;
-    st.current = {snapshot.global_step, snapshot.epoch_end, waited, copy_s, 0, snapshot.bytes()};
+    st.current = timing;
   }
-  run_status::note_checkpoint_writing(snapshot.global_step);
-  st.thread = std::thread([&st, path, snap = std::move(snapshot)]() mutable {
+  run_status::note_checkpoint_writing(timing.step);
+  st.thread = std::thread([&st, step = timing.step, write = std::move(write)]() mutable {
     const auto w0 = std::chrono::steady_clock::now();
     std::exception_ptr err;
     try {
-      write_checkpoint(path, snap);
+      write();
     } catch (...) {
       err = std::current_exception();
     }
@@ -416,11 +416,31 @@ double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapsh
     st.running = false;
     if (!err) {
       st.finished.push_back(st.current);
-      run_status::note_checkpoint_written(snap.global_step);
+      run_status::note_checkpoint_written(step);
     }
-    st.spare = std::move(snap);
   });
-  return waited;
+  return timing.wait_s;
+}
+
+double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapshot, double copy_s,
+                              double waited_s) {
+  const Timing t{snapshot.global_step, snapshot.epoch_end, 0, copy_s, 0, snapshot.bytes()};
+  auto snap = std::make_shared<CheckpointSnapshot>(std::move(snapshot));
+  return start(
+      t,
+      [this, path, snap] {
+        write_checkpoint(path, *snap);
+        std::lock_guard<std::mutex> lock(state_->mu);
+        state_->spare = std::move(*snap);  // for reclaim()
+      },
+      waited_s);
+}
+
+double CheckpointWriter::save_sharded(ShardedSnapshot snapshot, double copy_s, double waited_s) {
+  const Timing t{snapshot.global_step, snapshot.epoch_end, 0, copy_s, 0, snapshot.bytes()};
+  auto snap = std::make_shared<ShardedSnapshot>(std::move(snapshot));
+  return start(
+      t, [snap] { write_sharded_checkpoint(*snap); }, waited_s);
 }
 
 CheckpointLoad load_checkpoint(const std::string& path, nn::Module& model,

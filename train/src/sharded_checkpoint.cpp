@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "cohort/collectives/host_collectives.hpp"
 #include "cohort/core/error.hpp"
@@ -321,60 +322,63 @@ bool has_sharded_checkpoint(const std::string& dir) {
   return file_exists(dir + "/index.json") || file_exists(dir + ".prev/index.json");
 }
 
-std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataParallel& ddp,
-                                      const optim::Optimizer& optimizer,
-                                      const optim::Scheduler* scheduler,
-                                      const TrainingProgress& progress) {
+std::size_t ShardedSnapshot::bytes() const {
+  std::size_t n = 0;
+  for (const auto& e : entries) n += e.bytes.size();
+  return n;
+}
+
+ShardedSnapshot snapshot_sharded_checkpoint(const std::string& dir, DistributedDataParallel& ddp,
+                                            const optim::Optimizer& optimizer,
+                                            const optim::Scheduler* scheduler,
+                                            const TrainingProgress& progress) {
   comm::Communicator& c = ddp.communicator();
   const int n = c.size(), me = c.rank();
   const std::string who = "save_sharded_checkpoint('" + dir + "')";
-  const std::string tmp = dir + ".tmp";
-  const std::vector<ParamLayout> layout = layout_of(ddp);
-  std::vector<std::string> names;
-  std::vector<io::SafetensorsEntry> opt_entries;
-  std::map<std::string, std::string> md;
+  ShardedSnapshot snap;
+  snap.dir = dir;
+  snap.rank = me;
+  snap.world_size = n;
+  snap.global_step = progress.global_step;
+  snap.epoch_end = progress.step_in_epoch == 0;
   // A 52-bit id that ties the files to the index (exact in the f64 the all-reduce carries).
-  double save_id = 0;
-  if (me == 0)
-    save_id = static_cast<double>(std::random_device{}() & 0xfffffu) * 4294967296.0 +
-              static_cast<double>(std::random_device{}());
-  agree(c, who + " (preparing " + tmp + ")", [&] {
-    names = slot_names(ddp, optimizer, layout, who.c_str());
-    md = detail::state_metadata(ddp.module(), optimizer, scheduler, progress, &opt_entries);
-    if (me == 0) {
-      fs::remove_all(tmp);
-      fs::create_directories(tmp);
-    }
-  });
-  if (n > 1) comm::allreduce_host(c, nullptr, &save_id, 1, DType::f64, comm::ReduceOp::max);
-
-  std::map<std::string, std::size_t> index_of;
-  for (std::size_t i = 0; i < layout.size(); ++i) index_of[layout[i].name] = i;
-  // The optimizer's buffers by parameter name; each is the parameter's piece, element for element.
-  std::vector<std::pair<std::string, std::size_t>> opt_tensors;  // name, parameter index
-  std::vector<io::SafetensorsEntry> entries;
-  std::uint64_t bytes = 0;
-  agree(c, who + " (writing each rank's shard)", [&] {
+  if (me == 0) {
+    std::random_device rd;
+    snap.save_id = static_cast<double>(rd() & 0xfffffu) * 4294967296.0 + static_cast<double>(rd());
+  }
+  if (n > 1) comm::allreduce_host(c, nullptr, &snap.save_id, 1, DType::f64, comm::ReduceOp::max);
+  agree(c, who, [&] {
+    const std::vector<ParamLayout> layout = layout_of(ddp);
+    const std::vector<std::string> names = slot_names(ddp, optimizer, layout, who.c_str());
+    std::vector<io::SafetensorsEntry> opt_entries;
+    const std::map<std::string, std::string> md =
+        detail::state_metadata(ddp.module(), optimizer, scheduler, progress, &opt_entries);
+    std::map<std::string, std::size_t> index_of;
+    for (std::size_t i = 0; i < layout.size(); ++i) index_of[layout[i].name] = i;
+    auto& entries = snap.entries;
     for (const auto& l : layout) {
       const auto [a, e] = l.ranges[static_cast<std::size_t>(me)];
       if (e > a) entries.push_back(io::SafetensorsEntry::of("model." + l.name, l.mine));
     }
+    // The optimizer's buffers by parameter name; each is the parameter's piece, element for
+    // element.
+    std::vector<std::pair<std::string, std::size_t>> opt_tensors;  // name, parameter index
     std::vector<io::SafetensorsEntry> extra;
     for (auto& t : opt_entries) {
-      std::size_t slot = 0;
-      std::string buffer;
       if (t.name.rfind("extra.", 0) == 0) {  // whole on every rank: rank 0's
         if (me == 0) extra.push_back(std::move(t));
         continue;
       }
+      std::size_t slot = 0;
+      std::string buffer;
       COHORT_CHECK(split_slot_key(t.name.substr(10), &slot, &buffer) && slot < names.size(), who,
                    ": unexpected optimizer tensor '", t.name, "'");
       const std::size_t i = index_of.at(names[slot]);
+      if (ddp.options().zero_stage == 0 && me != 0) continue;  // rank 0 writes plain DDP's
       const auto [a, e] = layout[i].ranges[static_cast<std::size_t>(me)];
-      COHORT_CHECK(t.shape.numel() == e - a || (t.shape.numel() == layout[i].shape.numel() &&
-                                                ddp.options().zero_stage == 0),
-                   who, ": the optimizer's '", buffer, "' of '", names[slot], "' has ",
-                   t.shape.numel(), " elements where its piece has ", e - a);
+      COHORT_CHECK(t.shape.numel() == e - a, who, ": the optimizer's '", buffer, "' of '",
+                   names[slot], "' has ", t.shape.numel(), " elements where this rank's piece has ",
+                   e - a);
       const std::string key = "optimizer." + names[slot] + "." + buffer;
       opt_tensors.emplace_back(key, i);
       if (e == a) continue;
@@ -382,35 +386,25 @@ std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataPar
       t.shape = Shape({e - a});
       entries.push_back(std::move(t));
     }
-    if (me == 0) {
-      // Whatever the state_dict holds whole (buffers, frozen parameters), and the extras.
-      for (const auto& s : ddp.module().state_dict()) {
-        if (index_of.count(s.name) != 0) continue;
-        io::SafetensorsEntry e = io::SafetensorsEntry::of("model." + s.name, s.tensor);
-        e.shape = Shape({e.shape.numel()});
-        entries.push_back(std::move(e));
-      }
-      for (auto& e : extra) {
-        e.shape = Shape({e.shape.numel()});
-        entries.push_back(std::move(e));
-      }
-    }
-    for (const auto& e : entries) bytes += e.bytes.size();
-    io::save_safetensors(tmp + "/" + shard_name(me, n), entries,
-                         {{"format", kFormat},
-                          {"cohort.rank", std::to_string(me)},
-                          {"cohort.world_size", std::to_string(n)},
-                          {"cohort.save_id", detail::exact_text(save_id)}});
-  });
-
-  agree(c, who + " (publishing the index)", [&] {
     if (me != 0) return;
+    // Rank 0: whatever the state_dict holds whole (buffers, frozen parameters), the extras, and
+    // the index.
+    for (const auto& st : ddp.module().state_dict()) {
+      if (index_of.count(st.name) != 0) continue;
+      io::SafetensorsEntry e = io::SafetensorsEntry::of("model." + st.name, st.tensor);
+      e.shape = Shape({e.shape.numel()});
+      entries.push_back(std::move(e));
+    }
+    for (auto& e : extra) {
+      e.shape = Shape({e.shape.numel()});
+      entries.push_back(std::move(e));
+    }
     Json j;
     j["format"] = kFormat;
     j["version"] = 1;
     j["world_size"] = n;
     j["zero_stage"] = ddp.options().zero_stage;
-    j["save_id"] = save_id;
+    j["save_id"] = snap.save_id;
     Json files = Json::array();
     for (int r = 0; r < n; ++r) files.push_back(shard_name(r, n));
     j["files"] = files;
@@ -424,22 +418,21 @@ std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataPar
       tensors[key] = {
           {"dtype", dtype_name(l.dtype)}, {"shape", l.shape.dims()}, {"pieces", pieces}};
     };
-    for (const auto& s : ddp.module().state_dict()) {
-      const auto it = index_of.find(s.name);
-      if (it != index_of.end()) {
-        sharded("model." + s.name, layout[it->second]);
-        continue;
-      }
-      tensors["model." + s.name] = {{"dtype", dtype_name(s.tensor.dtype())},
-                                    {"shape", s.tensor.shape().dims()},
-                                    {"pieces", Json::array({{0, 0, s.tensor.shape().numel()}})}};
+    auto whole = [&](const std::string& key, DType dt, const Shape& shape) {
+      tensors[key] = {{"dtype", dtype_name(dt)},
+                      {"shape", shape.dims()},
+                      {"pieces", Json::array({{0, 0, shape.numel()}})}};
+    };
+    for (const auto& st : ddp.module().state_dict()) {
+      const auto it = index_of.find(st.name);
+      if (it != index_of.end())
+        sharded("model." + st.name, layout[it->second]);
+      else
+        whole("model." + st.name, st.tensor.dtype(), st.tensor.shape());
     }
     for (const auto& [key, i] : opt_tensors) sharded(key, layout[i]);
     for (const auto& e : entries)
-      if (e.name.rfind("extra.", 0) == 0)
-        tensors[e.name] = {{"dtype", dtype_name(e.dtype)},
-                           {"shape", Json::array({e.shape.numel()})},
-                           {"pieces", Json::array({{0, 0, e.shape.numel()}})}};
+      if (e.name.rfind("extra.", 0) == 0) whole(e.name, e.dtype, e.shape);
     j["tensors"] = tensors;
     // The scalars by parameter name ("optimizer.state.<name>.step"), so they map onto any
     // numbering of the pieces.
@@ -454,21 +447,84 @@ std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataPar
         meta[k] = v;
     }
     j["metadata"] = meta;
-    write_text_atomically(tmp + "/index.json", j.dump(1));
-    sync_dir(tmp);
-    // Publication: DIR -> DIR.prev, DIR.tmp -> DIR, DIR.prev removed (see the header).
-    const std::string prev = dir + ".prev";
-    if (file_exists(dir + "/index.json")) {
-      fs::remove_all(prev);
-      fs::rename(dir, prev);
-    } else {
-      fs::remove_all(dir);  // an unfinished directory of no use
-    }
-    fs::rename(tmp, dir);
-    sync_dir(parent_of(dir));
-    fs::remove_all(prev);
+    snap.index = j.dump(1);
   });
-  return bytes;
+  return snap;
+}
+
+namespace {
+
+std::string staging_dir(const ShardedSnapshot& s) {
+  char id[32];
+  std::snprintf(id, sizeof id, "%013llx", static_cast<unsigned long long>(s.save_id));
+  return s.dir + ".tmp-" + id;
+}
+
+// Rank 0, once every rank's file is whole: the index, then DIR -> DIR.prev, the new directory ->
+// DIR, DIR.prev removed, and the staging directories of unfinished saves.
+void publish(const ShardedSnapshot& s, const std::string& tmp) {
+  write_text_atomically(tmp + "/index.json", s.index);
+  sync_dir(tmp);
+  const std::string prev = s.dir + ".prev";
+  if (file_exists(s.dir + "/index.json")) {
+    fs::remove_all(prev);
+    fs::rename(s.dir, prev);
+  } else {
+    fs::remove_all(s.dir);  // an unfinished directory of no use
+  }
+  fs::rename(tmp, s.dir);
+  sync_dir(parent_of(s.dir));
+  fs::remove_all(prev);
+  // Saves that a crash cut short left their staging directories; none can be in flight now
+  // (the next save's id needs rank 0, which is here).
+  const fs::path parent = fs::path(parent_of(s.dir));
+  const std::string stem = fs::path(s.dir).filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec))
+    if (e.path().filename().string().rfind(stem, 0) == 0) fs::remove_all(e.path(), ec);
+}
+
+}  // namespace
+
+void write_sharded_checkpoint(const ShardedSnapshot& s) {
+  const std::string tmp = staging_dir(s);
+  fs::create_directories(tmp);
+  io::save_safetensors(tmp + "/" + shard_name(s.rank, s.world_size), s.entries,
+                       {{"format", kFormat},
+                        {"cohort.rank", std::to_string(s.rank)},
+                        {"cohort.world_size", std::to_string(s.world_size)},
+                        {"cohort.save_id", detail::exact_text(s.save_id)}});
+  write_text_atomically(tmp + "/done-" + std::to_string(s.rank), "");
+  if (s.rank != 0) return;
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.wait_ms);
+  for (auto pause = std::chrono::milliseconds(1);;
+       pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
+    std::vector<int> missing;
+    for (int r = 0; r < s.world_size; ++r)
+      if (!file_exists(tmp + "/done-" + std::to_string(r))) missing.push_back(r);
+    if (missing.empty()) break;
+    if (std::chrono::steady_clock::now() > limit) {
+      std::string who;
+      for (int r : missing) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      COHORT_FAIL("sharded checkpoint '", s.dir, "' of step ", s.global_step, ": rank(s) ", who,
+                  " did not write their shard into ", tmp, " within ", s.wait_ms / 1000,
+                  " s; nothing was published (the previous checkpoint stands)");
+    }
+    std::this_thread::sleep_for(pause);
+  }
+  for (int r = 0; r < s.world_size; ++r) ::unlink((tmp + "/done-" + std::to_string(r)).c_str());
+  publish(s, tmp);
+}
+
+std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataParallel& ddp,
+                                      const optim::Optimizer& optimizer,
+                                      const optim::Scheduler* scheduler,
+                                      const TrainingProgress& progress) {
+  const ShardedSnapshot snap =
+      snapshot_sharded_checkpoint(dir, ddp, optimizer, scheduler, progress);
+  agree(ddp.communicator(), "save_sharded_checkpoint('" + dir + "')",
+        [&] { write_sharded_checkpoint(snap); });
+  return snap.bytes();
 }
 
 ShardedLoad load_sharded_checkpoint(const std::string& dir, DistributedDataParallel& ddp,

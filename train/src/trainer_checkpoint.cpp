@@ -208,15 +208,17 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
     p.extra = options_.ema->checkpoint_tensors();
     p.run["model_ema.n_averaged"] = std::to_string(options_.ema->n_averaged());
   }
-  if (sharded_checkpoints_) {  // every rank writes its shard, in the foreground (collective)
+  if (sharded_checkpoints_) {  // every rank copies its shard and writes it in the background
     timer_.time("checkpoint", [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      CheckpointWriter::Timing t;
-      t.step = global_step_;
-      t.epoch_end = step_in_epoch == 0;
-      t.bytes = save_sharded_checkpoint(checkpoint_file_, *ddp_, opt_, sched_, p);
-      t.copy_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      sharded_saves_.push_back(t);
+      using clock = std::chrono::steady_clock;
+      const auto t0 = clock::now();
+      writer_.wait();  // the previous write (rethrowing its error)
+      const auto t1 = clock::now();
+      ShardedSnapshot snap = snapshot_sharded_checkpoint(checkpoint_file_, *ddp_, opt_, sched_, p);
+      const auto t2 = clock::now();
+      writer_.save_sharded(std::move(snap), std::chrono::duration<double>(t2 - t1).count(),
+                           std::chrono::duration<double>(t1 - t0).count());
+      if (wait) writer_.wait();
     });
     return;
   }
@@ -238,25 +240,7 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
 
 void Trainer::report_saves(ProgressBar* bar) {
   for (;;) {
-    CheckpointWriter::Timing t;
-    if (!sharded_saves_.empty()) {
-      t = sharded_saves_.front();
-      sharded_saves_.erase(sharded_saves_.begin());
-      saves_.push_back(t);
-      if (!options_.show_progress || !is_lead()) continue;
-      char line[512];
-      std::snprintf(line, sizeof line,
-                    "checkpoint: step %lld%s -> %s (sharded, %d files, this rank's %s): training "
-                    "blocked %.1f ms while every rank wrote its shard",
-                    static_cast<long long>(t.step), t.epoch_end ? ", epoch's end" : "",
-                    checkpoint_file_.c_str(), world_size(), mb(t.bytes).c_str(), 1e3 * t.copy_s);
-      if (bar)
-        bar->note(line);
-      else
-        std::printf("%s\n", line);
-      continue;
-    }
-    t = writer_.take_finished();
+    const CheckpointWriter::Timing t = writer_.take_finished();
     if (t.step < 0) return;
     saves_.push_back(t);
     metrics_.write("checkpoint", {{"step", static_cast<double>(t.step)},
@@ -266,14 +250,18 @@ void Trainer::report_saves(ProgressBar* bar) {
                                   {"wait_ms", 1e3 * t.wait_s},
                                   {"write_ms", 1e3 * t.write_s},
                                   {"bytes", static_cast<double>(t.bytes)}});
-    if (!options_.show_progress) continue;
+    if (!options_.show_progress || !is_lead()) continue;
     char line[512];
+    const std::string what =
+        sharded_checkpoints_ ? "sharded, " + std::to_string(world_size()) + " files, rank 0's " +
+                                   mb(t.bytes) + "; rank 0 waits for every rank's and publishes"
+                             : mb(t.bytes);
     std::snprintf(line, sizeof line,
                   "checkpoint: step %lld%s -> %s (%s): training blocked %.1f ms (copy %.1f ms, "
                   "waiting for the previous write %.1f ms), written in %.1f ms in the background",
                   static_cast<long long>(t.step), t.epoch_end ? ", epoch's end" : "",
-                  checkpoint_file_.c_str(), mb(t.bytes).c_str(),
-                  1e3 * (t.wait_s + t.copy_s), 1e3 * t.copy_s, 1e3 * t.wait_s, 1e3 * t.write_s);
+                  checkpoint_file_.c_str(), what.c_str(), 1e3 * (t.wait_s + t.copy_s),
+                  1e3 * t.copy_s, 1e3 * t.wait_s, 1e3 * t.write_s);
     if (bar)
       bar->note(line);
     else

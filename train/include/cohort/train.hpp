@@ -9,5 +9,6 @@
 #include "cohort/train/profile_trace.hpp"
 #include "cohort/train/progress.hpp"
 #include "cohort/train/safetensors.hpp"
+#include "cohort/train/sharded_checkpoint.hpp"
 #include "cohort/train/tensorboard.hpp"
 #include "cohort/train/trainer.hpp"

@@ -18,8 +18,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,8 @@
 #include "cohort/train/safetensors.hpp"
 
 namespace cohort::train {
+
+struct ShardedSnapshot;  // sharded_checkpoint.hpp
 
 void save_model(const std::string& path, const nn::Module& model);
 void load_model(const std::string& path, nn::Module& model);
@@ -117,6 +120,9 @@ class CheckpointWriter {
   // then reclaim(), to copy into the last snapshot's memory), reported with the write's timing.
   double save(const std::string& path, CheckpointSnapshot snapshot, double copy_s = 0,
               double waited_s = 0);
+  // The same for a sharded checkpoint's snapshot (sharded_checkpoint.hpp): this rank's file, and
+  // on rank 0 the wait for the others' and the publication, in the background.
+  double save_sharded(ShardedSnapshot snapshot, double copy_s = 0, double waited_s = 0);
   // The memory of the last snapshot written, once its write is done (else empty): for
   // snapshot_checkpoint to fill again.
   CheckpointSnapshot reclaim();
@@ -130,6 +136,8 @@ class CheckpointWriter {
  private:
   struct State;
   std::shared_ptr<State> state_;
+  // One write at a time: waits for the previous one, then runs `write` on the writer's thread.
+  double start(Timing timing, std::function<void()> write, double waited_s);
 };
 
 struct CheckpointLoad {

@@ -17,10 +17,11 @@
 // The optimizer state is keyed by parameter name, not by the optimizer's numbering, so it maps
 // onto another world size (where each rank's pieces are other ranges of the same parameters).
 //
-// Crash safety: the files are written into DIR.tmp (each atomic and fsynced; rank 0 writes the
-// index last, after every rank's file is whole), then DIR moves to DIR.prev, DIR.tmp to DIR, and
-// DIR.prev is removed. Killed at any instant, a whole checkpoint remains: DIR, or DIR.prev when
-// the kill fell between the two renames (load_sharded_checkpoint takes it then).
+// Crash safety: the files are written into DIR.tmp-<save id> (each atomic and fsynced; rank 0
+// writes the index last, after every rank's file is whole), then DIR moves to DIR.prev, the new
+// directory to DIR, and DIR.prev is removed. Killed at any instant, a whole checkpoint remains:
+// DIR, or DIR.prev when the kill fell between the two renames (load_sharded_checkpoint takes it
+// then).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,7 @@
 
 namespace cohort::train {
 
+// snapshot, write, and a barrier: on return the checkpoint is published for every rank.
 // Collective over ddp's communicator (every rank, same arguments). `optimizer`: over
 // ddp.shard_parameters() at stages 1-3, over the model's own parameters at stage 0 (then rank 0
 // writes everything, the other ranks nothing). Returns the bytes this rank wrote. An error on any
@@ -43,6 +45,33 @@ std::uint64_t save_sharded_checkpoint(const std::string& dir,
                                       const optim::Optimizer& optimizer,
                                       const optim::Scheduler* scheduler,
                                       const TrainingProgress& progress);
+
+// A sharded save split as the Trainer's step checkpoints are (checkpoint.hpp): the snapshot, a
+// copy of this rank's share in host memory and the only part that stops training, and its write,
+// which needs nothing else and runs on any thread (CheckpointWriter::save_sharded). Publication
+// needs no collective: each rank writes its file and then a marker into the save's own
+// DIR.tmp-<id>/, and rank 0, once every rank's marker is there, writes the index and publishes.
+struct ShardedSnapshot {
+  std::string dir;
+  int rank = 0, world_size = 1;
+  double save_id = 0;                         // ties the files to the index
+  std::vector<io::SafetensorsEntry> entries;  // this rank's file
+  std::string index;                          // rank 0: index.json's text
+  std::int64_t global_step = 0;
+  bool epoch_end = false;
+  // How long rank 0 waits for the other ranks' files before the save fails, naming them.
+  std::int64_t wait_ms = 600000;
+  std::size_t bytes() const;
+};
+// Collective (agrees on the save id; an error on any rank is an error on every rank).
+ShardedSnapshot snapshot_sharded_checkpoint(const std::string& dir,
+                                            parallel::DistributedDataParallel& ddp,
+                                            const optim::Optimizer& optimizer,
+                                            const optim::Scheduler* scheduler,
+                                            const TrainingProgress& progress);
+// Not collective. Rank 0 returns once the checkpoint is published, the others once their own file
+// is whole. A crash at any instant leaves the previous checkpoint loadable.
+void write_sharded_checkpoint(const ShardedSnapshot& snapshot);
 
 struct ShardedLoad {
   TrainingProgress progress;

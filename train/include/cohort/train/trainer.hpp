@@ -72,7 +72,9 @@ struct TrainerOptions {
   // checkpoint in DIR when it holds one (every rank reads it, so DIR must be the same directory
   // for every rank: one host, or a shared file system), then saves to DIR/checkpoint.safetensors
   // (+ its .state) at every epoch's end and every checkpoint_every_steps steps. Empty: none. Use
-  // it or checkpoint_path, not both.
+  // it or checkpoint_path, not both. With a DistributedDataParallel at zero_stage 1-3 the
+  // checkpoints are sharded (train/sharded_checkpoint.hpp) in DIR/sharded: every rank copies and
+  // writes its own share, and they resume on any number of ranks and at any stage.
   std::string checkpoint_dir;
   // > 0: also save every this many optimizer steps (counted by global_step()), mid-epoch included;
   // needs checkpoint_dir or checkpoint_path. Rank 0 copies the state to host memory (the only time
@@ -246,7 +248,6 @@ class Trainer {
   std::string checkpoint_file_;
   CheckpointWriter writer_;
   std::vector<CheckpointWriter::Timing> saves_;
-  std::vector<CheckpointWriter::Timing> sharded_saves_;  // not yet reported (report_saves)
   TrainingProgress resumed_;     // what resume() loaded; applied by the next train_epoch
   bool resume_pending_ = false;
   bool dir_checked_ = false;     // fit() looked for a checkpoint in checkpoint_dir
