@@ -43,8 +43,9 @@ echo "not a checkpoint" >"$tmp/partial/checkpoint.safetensors"
 expect "a partial checkpoint pair" 1 "cannot resume from checkpoint_dir '$tmp/partial' (nothing in it was changed" -- --checkpoint-dir "$tmp/partial" --max-steps 1
 grep -qx "not a checkpoint" "$tmp/partial/checkpoint.safetensors" ||
   { echo "FAIL a partial checkpoint pair: the file was changed"; failures=$((failures + 1)); }
-# ZeRO (--zero-stage): a stage out of range, and what needs the whole optimizer state (checkpoints).
+# ZeRO (--zero-stage): a stage out of range, and a one-file checkpoint of state split over the
+# ranks (its checkpoints are sharded: --checkpoint-dir, tests/launch/test_sharded_checkpoint.sh).
 expect "zero stage out of range" 2 "mnist_cnn: --zero-stage: Value 4 not in range 0 to 3" -- --comm self --zero-stage 4
-expect "zero with checkpoints" 1 "checkpoints of it (one file per rank) do not exist in cohort" -- --comm self --zero-stage 1 --checkpoint-dir "$tmp/zck" --max-steps 1
+expect "zero with a one-file checkpoint" 1 "its checkpoints are sharded, one file per rank in a directory; give checkpoint_dir (--checkpoint-dir) instead of checkpoint_path" -- --comm self --zero-stage 1 --save-model "$tmp/zm.safetensors" --max-steps 1
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -13,6 +13,7 @@
 #  4. Every rank SIGKILLed at once, at a random instant of a run that saves after every step:
 #     a whole checkpoint is always left (cohort-checkpoint describe checks every file against
 #     the index), and the run resumes from it.
+#  5. A mid-epoch checkpoint of 2 ranks resumed by 3: refused by name, the directory unchanged.
 #
 #   test_sharded_checkpoint.sh BIN_DIR
 set -uo pipefail
@@ -139,6 +140,7 @@ for round in 1 2 3; do
   sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
   own_mnist_pids | xargs -r kill -9
   wait "$job" 2>/dev/null
+  [ "$round" = 1 ] && cp -r "$dir" "$work/midepoch"  # for part 5
   if "$bin/cohort-checkpoint" describe "$dir/sharded" >"$work/describe.log" 2>&1 &&
      PER_EPOCH=400 run 2 1 "$dir" "$log.2" --zero-stage 2 --max-steps 60 &&
      grep -q "resumed from $dir/sharded" "$log.2"; then
@@ -150,4 +152,19 @@ for round in 1 2 3; do
     fail=1
   fi
 done
+
+# 5. A mid-epoch sharded checkpoint of 2 ranks resumed by 3: refused by name (the position is one
+#    in each rank's shard of the data), the directory unchanged.
+before=$(cd "$work/midepoch" && find . -type f -exec md5sum {} + | sort)
+PER_EPOCH=400 run 3 1 "$work/midepoch" "$work/midepoch.log" --zero-stage 2 --max-steps 60
+rc=$?
+after=$(cd "$work/midepoch" && find . -type f -exec md5sum {} + | sort)
+if [ $rc -ne 0 ] && grep -q "world_size = '2', this run has '3'" "$work/midepoch.log" &&
+   [ "$before" = "$after" ]; then
+  echo "ok    a 2-rank mid-epoch sharded checkpoint resumed by 3 ranks: refused (exit $rc), directory unchanged"
+else
+  echo "FAIL  a 2-rank mid-epoch sharded checkpoint resumed by 3 ranks: exit $rc"
+  grep -E "world_size|rror" "$work/midepoch.log" | tail -n 3
+  fail=1
+fi
 exit $fail

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -486,22 +487,51 @@ void publish(const ShardedSnapshot& s, const std::string& tmp) {
 
 }  // namespace
 
-void write_sharded_checkpoint(const ShardedSnapshot& s) {
+namespace {
+
+std::string marker(const std::string& tmp, const char* what, int rank) {
+  return tmp + "/" + what + "-" + std::to_string(rank);
+}
+
+// This rank's file, then its marker "done-<rank>"; a failure leaves "failed-<rank>" with the
+// reason instead, so that rank 0 stops waiting at once and names it.
+void write_own_shard(const ShardedSnapshot& s) {
   const std::string tmp = staging_dir(s);
-  fs::create_directories(tmp);
-  io::save_safetensors(tmp + "/" + shard_name(s.rank, s.world_size), s.entries,
-                       {{"format", kFormat},
-                        {"cohort.rank", std::to_string(s.rank)},
-                        {"cohort.world_size", std::to_string(s.world_size)},
-                        {"cohort.save_id", detail::exact_text(s.save_id)}});
-  write_text_atomically(tmp + "/done-" + std::to_string(s.rank), "");
-  if (s.rank != 0) return;
+  try {
+    fs::create_directories(tmp);
+    io::save_safetensors(tmp + "/" + shard_name(s.rank, s.world_size), s.entries,
+                         {{"format", kFormat},
+                          {"cohort.rank", std::to_string(s.rank)},
+                          {"cohort.world_size", std::to_string(s.world_size)},
+                          {"cohort.save_id", detail::exact_text(s.save_id)}});
+    write_text_atomically(marker(tmp, "done", s.rank), "");
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::create_directories(tmp, ec);
+    std::ofstream(marker(tmp, "failed", s.rank)) << e.what();
+    throw;
+  }
+}
+
+// Rank 0: waits (up to wait_ms) for every rank's marker, then publishes.
+void publish_when_whole(const ShardedSnapshot& s) {
+  const std::string tmp = staging_dir(s);
   const auto limit = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.wait_ms);
   for (auto pause = std::chrono::milliseconds(1);;
        pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
     std::vector<int> missing;
-    for (int r = 0; r < s.world_size; ++r)
-      if (!file_exists(tmp + "/done-" + std::to_string(r))) missing.push_back(r);
+    for (int r = 0; r < s.world_size; ++r) {
+      if (file_exists(marker(tmp, "done", r))) continue;
+      if (file_exists(marker(tmp, "failed", r))) {
+        std::ifstream in(marker(tmp, "failed", r));
+        const std::string why((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+        COHORT_FAIL("sharded checkpoint '", s.dir, "' of step ", s.global_step, ": rank ", r,
+                    " could not write its shard (", why,
+                    "); nothing was published (the previous checkpoint stands)");
+      }
+      missing.push_back(r);
+    }
     if (missing.empty()) break;
     if (std::chrono::steady_clock::now() > limit) {
       std::string who;
@@ -512,8 +542,15 @@ void write_sharded_checkpoint(const ShardedSnapshot& s) {
     }
     std::this_thread::sleep_for(pause);
   }
-  for (int r = 0; r < s.world_size; ++r) ::unlink((tmp + "/done-" + std::to_string(r)).c_str());
+  for (int r = 0; r < s.world_size; ++r) ::unlink(marker(tmp, "done", r).c_str());
   publish(s, tmp);
+}
+
+}  // namespace
+
+void write_sharded_checkpoint(const ShardedSnapshot& s) {
+  write_own_shard(s);
+  if (s.rank == 0) publish_when_whole(s);
 }
 
 std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataParallel& ddp,
@@ -522,8 +559,12 @@ std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataPar
                                       const TrainingProgress& progress) {
   const ShardedSnapshot snap =
       snapshot_sharded_checkpoint(dir, ddp, optimizer, scheduler, progress);
-  agree(ddp.communicator(), "save_sharded_checkpoint('" + dir + "')",
-        [&] { write_sharded_checkpoint(snap); });
+  const std::string who = "save_sharded_checkpoint('" + dir + "')";
+  // Two agreements: every rank's file first, so that rank 0 never waits for a rank that failed.
+  agree(ddp.communicator(), who + " (writing each rank's shard)", [&] { write_own_shard(snap); });
+  agree(ddp.communicator(), who + " (publishing)", [&] {
+    if (snap.rank == 0) publish_when_whole(snap);
+  });
   return snap.bytes();
 }
 
