@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -412,4 +413,78 @@ TEST_CASE("ZeRO stage 3: the Trainer evaluates test shards of different batch co
   CHECK(zero.samples == ddp.samples);
   CHECK(zero.correct == ddp.correct);
   CHECK(zero.loss == ddp.loss);  // the same forwards on the same weights, summed in rank order
+}
+
+namespace {
+
+// a, then b (twice a's size) except on rank `skip`, then a head: a rank whose forward takes
+// another path than the others', as a data-dependent branch would.
+class SkipsOnRank final : public nn::Module {
+ public:
+  SkipsOnRank(int skip, int rank, cohort::Device& dev)
+      : Module("SkipsOnRank"), skip_(skip == rank) {
+    nn::manual_seed(5);
+    a_ = nn::make<nn::Linear>(16, 16, dev);
+    b_ = nn::make<nn::Sequential>(std::vector<std::pair<std::string, nn::ModulePtr>>{
+        {"0", nn::make<nn::Linear>(16, 16, dev)}, {"1", nn::make<nn::Linear>(16, 16, dev)}});
+    head_ = nn::make<nn::Linear>(16, 10, dev);
+    register_module("a", a_);
+    register_module("b", b_);
+    register_module("head", head_);
+  }
+
+ protected:
+  Tensor forward_impl(const Tensor& x) override {
+    Tensor h = a_->forward(x);
+    if (!skip_) h = b_->forward(h);
+    return head_->forward(h);
+  }
+  Tensor backward_impl(const Tensor& g, bool need_input_grad) override {
+    Tensor gh = head_->backward(g, true);
+    if (!skip_) gh = b_->backward(gh, true);
+    return a_->backward(gh, need_input_grad);
+  }
+  Shape output_shape_impl(const Shape& input) const override { return head_->output_shape(input); }
+
+ private:
+  const bool skip_;
+  nn::ModulePtr a_, b_, head_;
+};
+
+}  // namespace
+
+// Breaks the job's communicator: runs alone (parallel_zero3_skip_gather_*,
+// COHORT_TEST_BREAKS_COMM).
+TEST_CASE("ZeRO stage 3: a rank that skips a unit's gather is named, with both sides") {
+  auto& c = ddp_test::comm();
+  if (c.size() < 2) return;
+  par::DDPOptions o;
+  o.zero_stage = 3;
+  o.shard_units = {"a", "b", "head"};
+  auto zero = nn::make<par::DistributedDataParallel>(
+      std::make_shared<SkipsOnRank>(1, c.rank(), ddp_test::test_device()), ddp_test::shared_comm(),
+      o);
+  optim::SGDOptions so;
+  so.lr = 0.1;
+  auto opt = par::make_zero_optimizer<optim::SGD>(*zero, so);
+  std::vector<float> xs(2 * 16, 0.5f);
+  const Tensor x = Tensor::from_vector(xs, Shape{2, 16}, ddp_test::test_device());
+  const Tensor y =
+      Tensor::from_vector(std::vector<std::int64_t>{1, 2}, Shape{2}, ddp_test::test_device());
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string e = error_of([&] {
+    nn::CrossEntropyLoss loss;
+    loss.forward(zero->forward(x), y);
+    zero->backward(loss.backward(), false);
+    opt->step();
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE(e);
+  // Both sides on every rank: rank 0's all-gather of unit b against the one rank 1 issued in its
+  // place (the head's), within the collective timeout (COHORT_COMM_TIMEOUT_MS, 5 s here).
+  CHECK(e.find("collective mismatch: rank 0 issued allgather #") != std::string::npos);
+  CHECK(e.find("where rank 1 issued allgather #") != std::string::npos);
+  // (Which rank's error also names its unit depends on where each rank waits first: a
+  // prefetched gather fails inside the op that waits for it.)
+  CHECK(s < 10.0);
 }
