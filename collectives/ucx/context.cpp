@@ -4,7 +4,10 @@
 // this is the one file that uses the check macro for UCX status codes (check.hpp); later failures
 // are reported through the op they belong to (coll_channel.hpp, p2p.cpp).
 #include <algorithm>
+#include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "ucx/check.hpp"
 #include "ucx/engine_impl.hpp"
@@ -84,6 +87,13 @@ void Engine::Impl::teardown() {
     healthy = !failed;
   }
   if (quarantined) {  // release(): a transfer may still target a caller's buffer; leave it be
+    // Kept reachable until exit (a leak checker then sees memory held, not lost).
+    static auto* kept = new std::vector<std::pair<ucp_worker_h, ucp_context_h>>();
+    static std::mutex kept_mu;
+    {
+      std::lock_guard<std::mutex> lk(kept_mu);
+      kept->emplace_back(worker, context);
+    }
     worker = nullptr;
     context = nullptr;
     control_req = nullptr;

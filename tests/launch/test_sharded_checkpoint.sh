@@ -15,7 +15,8 @@
 #     the index), and the run resumes from it.
 #  5. A mid-epoch checkpoint of 2 ranks resumed by 3: refused by name, the directory unchanged.
 #
-#   test_sharded_checkpoint.sh BIN_DIR
+#   [PAIRS="N M S1 S2;..."] [ONLY_PAIRS=1] test_sharded_checkpoint.sh BIN_DIR
+#   (ONLY_PAIRS=1: part 1 alone, for a wider sweep of world sizes by hand)
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 . "$(dirname "$0")/kill_rank.sh"  # COHORT_TEST_JOB and own_mnist_pids
@@ -36,7 +37,9 @@ run() {
 }
 
 # 1. N -> M, DDP and ZeRO side by side.
-for case in "2 3 2 3" "3 2 3 1" "4 1 1 2" "1 4 2 2"; do
+# PAIRS="N M S1 S2;..." replaces the four cases (a wider sweep by hand, docs/PARALLEL.md).
+IFS=';' read -r -a cases <<<"${PAIRS:-2 3 2 3;3 2 3 1;4 1 1 2;1 4 2 2}"
+for case in "${cases[@]}"; do
   set -- $case
   n=$1 m=$2 s1=$3 s2=$4
   tag="${n}to${m}"
@@ -56,6 +59,8 @@ for case in "2 3 2 3" "3 2 3 1" "4 1 1 2" "1 4 2 2"; do
     fail=1
   fi
 done
+
+[ "${ONLY_PAIRS:-0}" = 1 ] && exit $fail
 
 # 2. Consolidation against DDP's own files (same weights and optimizer state at 3 -> 2).
 if "$bin/cohort-checkpoint" consolidate "$work/z_3to2/sharded" "$work/full.safetensors" \
