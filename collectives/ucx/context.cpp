@@ -4,10 +4,7 @@
 // this is the one file that uses the check macro for UCX status codes (check.hpp); later failures
 // are reported through the op they belong to (coll_channel.hpp, p2p.cpp).
 #include <algorithm>
-#include <mutex>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include "ucx/check.hpp"
 #include "ucx/engine_impl.hpp"
@@ -80,24 +77,31 @@ void Engine::Impl::setup() {
   post_control_recv();
 }
 
+void Engine::Impl::worker_quarantine_teardown() {
+  if (control_req != nullptr) {  // not matched yet: the cancel completes it, copying nothing
+    ucp_request_cancel(worker, control_req);
+    ucp_request_free(control_req);
+    control_req = nullptr;
+  }
+  for (auto& o : control_out) ucp_request_free(o.second);
+  control_out.clear();
+  for (auto& ep : eps) ep = nullptr;
+  for (auto& ep : ctl_eps) ep = nullptr;
+  ucp_worker_destroy(worker);
+  worker = nullptr;
+}
+
 void Engine::Impl::teardown() {
   bool healthy;
   {
     std::lock_guard<std::mutex> lk(mu);
     healthy = !failed;
   }
-  if (quarantined) {  // release(): a transfer may still target a caller's buffer; leave it be
-    // Kept reachable until exit (a leak checker then sees memory held, not lost).
-    static auto* kept = new std::vector<std::pair<ucp_worker_h, ucp_context_h>>();
-    static std::mutex kept_mu;
-    {
-      std::lock_guard<std::mutex> lk(kept_mu);
-      kept->emplace_back(worker, context);
-    }
-    worker = nullptr;
-    context = nullptr;
-    control_req = nullptr;
-    return;
+  if (quarantined && worker != nullptr) {
+    // release(): a transfer may still target a caller's buffer, so nothing here progresses the
+    // worker (no flush, no close handshake, no waiting for peers): UCX copies data only inside
+    // its progress, and ucp_worker_destroy tears the endpoints and transports down without it.
+    worker_quarantine_teardown();
   }
   if (worker != nullptr) {
     // Let control messages already sent (an abort, status replies) leave first: a forced close

@@ -248,9 +248,10 @@ struct Engine::Impl final : Driver {
   // (their buffers' owner keeps them, as DDP::rebind does).
   void release(const std::vector<Letgo>& reqs);
   // Set by release(): the worker is never progressed again (UCX copies data only inside
-  // ucp_worker_progress, so nothing touches the callers' buffers), and teardown leaves the worker
-  // and context unreleased (closing them would progress). The communicator has failed already.
+  // ucp_worker_progress, so nothing touches the callers' buffers), and teardown destroys it
+  // without progressing it (worker_quarantine_teardown). The communicator has failed already.
   bool quarantined = false;
+  void worker_quarantine_teardown();
 
   unsigned progress() { return quarantined ? 0 : ucp_worker_progress(worker) + poll_control(); }
   unsigned poll_control();

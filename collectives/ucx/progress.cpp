@@ -321,7 +321,7 @@ void Engine::Impl::release(const std::vector<Letgo>& reqs) {
   std::fprintf(stderr,
                "cohort ucx rank %d: a failed op's transfer with rank(s) %s was still in flight "
                "after %lld ms; this communicator's UCX worker is no longer progressed (so it "
-               "cannot touch the op's buffers) and is left unreleased until exit\n",
+               "cannot touch the op's buffers) and is destroyed with the communicator\n",
                rank, peers.c_str(), static_cast<long long>(kDrainGrace.count()));
 }
 
