@@ -177,8 +177,9 @@ void DistributedDataParallel::form_buckets() {
 // or at stage 2 and 3 released until backward first needs them.
 void DistributedDataParallel::attach_buckets() {
   for (auto& b : buckets_) {
-    Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
-    b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
+    if (!b->device)
+      b->device = &params_[static_cast<std::size_t>(b->members[0])].param->value.device();
+    b->reducer = detail::make_reducer(opt_, *comm_, *b->device, b->numel);
     b->ready.assign(b->members.size(), 0);
     b->pending = static_cast<int>(b->members.size());
     if (releases_gradients()) {
@@ -253,6 +254,7 @@ DistributedDataParallel::~DistributedDataParallel() {
   // The wrapped model may outlive this module: its gradients get memory of their own again
   // instead of keeping the buckets (and, for communicator buffers, the communicator) alive.
   for (auto& b : buckets_) {
+    if (!b->reducer) continue;  // a rebind() that failed half-way
     const Tensor flat = b->reducer->flat_bucket();
     if (!flat.defined()) continue;  // stage 2 between steps: no bucket, no views
     const char* lo = static_cast<const char*>(flat.raw());
@@ -274,9 +276,6 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
   COHORT_CHECK(comm != nullptr, "DistributedDataParallel::rebind: communicator is null");
   COHORT_CHECK(root >= 0 && root < comm->size(), "DistributedDataParallel::rebind: root ", root,
                " is not a rank of the new group of ", comm->size());
-  COHORT_CHECK(opt_.zero_stage == 0, "DistributedDataParallel::rebind: zero_stage ",
-               opt_.zero_stage, " shards the optimizer state over the old group; moving it onto "
-               "a new group (elastic training) is not implemented");
   // The old ops are dropped unwaited: their communicator failed or lost its peers. Their buffers
   // are kept, with that communicator, until this DDP goes: a failed op of a backend with a
   // progress thread may still hold a receive into them.
@@ -286,31 +285,43 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
     b->work.reset();
     old.reducers.push_back(std::move(b->reducer));
   }
-  retired_.push_back(std::move(old));
   comm_ = std::move(comm);
   rebind_sync_batchnorm(*model_, comm_);  // synchronised batch norms follow the group
-  for (const auto& p : params_)
-    if (p.param->grad.defined())
-      p.param->grad =
-          Tensor::zeros(p.param->value.shape(), p.param->value.dtype(), p.param->value.device());
+  // Stage 3: the values are whole only inside summon_full_params() (a growth: the joiners'
+  // constructors take them); otherwise only the shards, void in the new split, are here.
+  const bool whole_values =
+      !shards_values() || std::all_of(units_.begin(), units_.end(),
+                                      [](const auto& u) { return u->state == Unit::State::alive; });
+  if (opt_.zero_stage > 0) {
+    reshard_onto_group(old);  // zero.cpp: the split for the new group's size
+  } else {
+    for (const auto& p : params_)
+      if (p.param->grad.defined())
+        p.param->grad =
+            Tensor::zeros(p.param->value.shape(), p.param->value.dtype(), p.param->value.device());
+  }
+  retired_.push_back(std::move(old));
   with_context(
       "DistributedDataParallel::rebind (the same-model check and the broadcast of rank " +
           std::to_string(root) + "'s parameters and buffers to the new group)",
       [&] {
         detail::check_same_parameters(*model_, *comm_);
-        bool written = detail::broadcast_from(values_of(model_->named_parameters()), *comm_, root);
+        bool written = whole_values &&
+                       detail::broadcast_from(values_of(model_->named_parameters()), *comm_, root);
         if (has_buffers_)
           written |= detail::broadcast_from(tensors_of(model_->named_buffers()), *comm_, root);
         if (written) model_->notify_state_loaded();
       });
-  for (auto& b : buckets_) {
-    Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
-    b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
-    b->pending = static_cast<int>(b->members.size());
-    std::fill(b->ready.begin(), b->ready.end(), 0);
-    b->launched = b->done = false;
-    if (opt_.gradient_as_bucket_view) view_gradients_in(*b);
-  }
+  if (opt_.zero_stage > 0) place_new_shards(whole_values);  // zero.cpp
+  if (opt_.zero_stage == 0)
+    for (auto& b : buckets_) {
+      Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
+      b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
+      b->pending = static_cast<int>(b->members.size());
+      std::fill(b->ready.begin(), b->ready.end(), 0);
+      b->launched = b->done = false;
+      if (opt_.gradient_as_bucket_view) view_gradients_in(*b);
+    }
   next_launch_ = 0;
   in_step_ = false;
 }

@@ -21,6 +21,8 @@ struct DistributedDataParallel::Bucket {
   std::vector<char> ready;  // per member, this step
   bool launched = false, done = false;
   bool completed = false;   // stage 2 completes a bucket as soon as it is done (poll)
+  // Its members' device (noted at construction: at stage 3 the values are released later).
+  Device* device = nullptr;
   std::unique_ptr<detail::Reducer> reducer;
   comm::WorkHandle work;
   double issue_t = 0, done_t = 0;

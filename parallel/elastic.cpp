@@ -477,7 +477,9 @@ MembershipChange ElasticGroup::read_decision(const std::string& decided) const {
   return c;
 }
 
-MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t committed) {
+MembershipChange ElasticGroup::shrink(
+    const std::string& reason, std::int64_t committed,
+    const std::function<std::int64_t(const MembershipChange&)>& restart) {
   const auto t0 = Clock::now();
   const std::int64_t seen_ns = wall_ns();
   const std::string e = "e" + std::to_string(epoch_) + "/";
@@ -530,6 +532,12 @@ MembershipChange ElasticGroup::shrink(const std::string& reason, std::int64_t co
   }
   build(epoch_);
   c.build_s = seconds_since(tb);
+  if (restart) {
+    const std::int64_t from = restart(c);
+    c.step = from;
+    c.steps.assign(c.new_members.size(), from);
+    c.root = 0;
+  }
   log_change(c);
   return c;
 }

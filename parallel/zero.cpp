@@ -47,6 +47,52 @@ void DistributedDataParallel::check_zero_options() const {
                  p.param->value.device().name(), " (use zero_stage 0 on a GPU)");
 }
 
+void DistributedDataParallel::reshard_onto_group(Retired& old) {
+  const std::int64_t n = comm_->size();
+  for (auto& u : units_) {  // stage 3: the old group's gathers in flight are dropped
+    old.work.push_back(std::move(u->work));
+    old.buffers.push_back(u->gathered);
+    u->work.reset();
+  }
+  forward_order_.clear();
+  last_forward_order_.clear();
+  for (const auto& p : params_) {
+    p.param->grad = Tensor();
+    p.param->grad_source = nullptr;
+  }
+  for (auto& b : buckets_) {  // the padding for n chunks (form_buckets)
+    std::int64_t numel = 0;
+    for (int m : b->members)
+      numel += detail::bucket_slot(params_[static_cast<std::size_t>(m)].param->value.numel());
+    b->numel = (numel + n - 1) / n * n;
+    b->launched = b->done = b->completed = false;
+  }
+}
+
+void DistributedDataParallel::place_new_shards(bool whole_values) {
+  // Reducers for the new chunks (collective where they take communicator buffers: after the
+  // broadcast, in the order a joiner's constructor makes them), and the gradients' home.
+  attach_buckets();
+  if (shards_values()) {
+    place_unit_shards(whole_values);
+    // The values the old group had gathered (summon_full_params) are views into its buffers.
+    for (auto& u : units_) u->gathered = Tensor();
+  }
+  // The optimizer's pieces: the same objects over this rank's new ranges.
+  std::vector<std::pair<std::weak_ptr<Parameter>, int>> alive;
+  for (auto& [w, i] : pieces_) {
+    const ParameterPtr piece = w.lock();
+    if (!piece) continue;
+    const auto index = static_cast<std::size_t>(i);
+    const Bucket& b = *buckets_[static_cast<std::size_t>(bucket_of_[index])];
+    const OwnedRange r = owned_range(index, comm_->rank());
+    piece->value = owned_values(index, r);
+    piece->grad = b.reducer->owned_gradient().slice(r.at, r.at + (r.end - r.begin));
+    alive.emplace_back(w, i);
+  }
+  pieces_ = std::move(alive);
+}
+
 std::vector<ParameterPtr> DistributedDataParallel::shard_parameters(
     const std::vector<ParameterPtr>& params) const {
   COHORT_CHECK(opt_.zero_stage > 0, "DistributedDataParallel::shard_parameters: zero_stage is 0 "

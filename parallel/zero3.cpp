@@ -130,22 +130,21 @@ void DistributedDataParallel::plan_units() {
   units_ = std::move(units);
 }
 
-void DistributedDataParallel::shard_values() {
+void DistributedDataParallel::place_unit_shards(bool copy_values) {
   const std::int64_t n = comm_->size(), rank = comm_->rank();
   for (std::size_t ui = 0; ui < units_.size(); ++ui) {
     Unit& u = *units_[ui];
     u.bucket = static_cast<int>(ui);
     const Bucket& b = *buckets_[ui];
-    Device& dev = params_[static_cast<std::size_t>(b.members[0])].param->value.device();
     const std::int64_t chunk = b.numel / n, lo = rank * chunk;
-    u.shard = Tensor::zeros(Shape{chunk}, DType::f32, dev);
+    u.shard = Tensor::zeros(Shape{chunk}, DType::f32, *b.device);
     float* shard = u.shard.data<float>();
     std::int64_t off = 0;
     for (int m : b.members) {
       Parameter& p = *params_[static_cast<std::size_t>(m)].param;
       const std::int64_t numel = p.value.numel();
       const std::int64_t a = std::max(lo, off), e = std::min(lo + chunk, off + numel);
-      if (a < e)
+      if (copy_values && a < e)
         std::memcpy(shard + (a - lo), p.value.data<float>() + (a - off),
                     static_cast<std::size_t>(e - a) * sizeof(float));
       // One rank: the shard is the bucket, and the values stay views of it for good.
@@ -153,7 +152,14 @@ void DistributedDataParallel::shard_values() {
                        : Tensor::released(p.value.shape(), p.value.dtype());
       off += detail::bucket_slot(numel);
     }
-    if (n == 1) u.state = Unit::State::alive;
+    u.state = n == 1 ? Unit::State::alive : Unit::State::released;
+  }
+}
+
+void DistributedDataParallel::shard_values() {
+  place_unit_shards(true);
+  for (auto& unit : units_) {
+    Unit& u = *unit;
     if (u.module == nullptr) continue;
     Unit* up = &u;
     nn::ModuleHooks h;

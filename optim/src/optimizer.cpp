@@ -190,6 +190,15 @@ void Optimizer::step() {
       COHORT_CHECK(&p.grad.device() == &p.value.device(), where("step"), label,
                    ": value is on ", p.value.device().name(), " but gradient is on ",
                    p.grad.device().name());
+      // The parameter was re-pointed (a ZeRO DDP rebound onto a group of another size) and the
+      // state made for its old shape was not replaced by a load.
+      for (const auto& [name, buf] : groups_[g].slots[i].buffers)
+        COHORT_CHECK(buf.numel() == p.value.numel(), where("step"), label, " (shape ",
+                     p.value.shape().str(), "): its state '", name, "' is of shape ",
+                     buf.shape().str(),
+                     ", made for another shape; load the state that goes "
+                     "with the parameter (after an elastic change of a ZeRO group: its sharded "
+                     "checkpoint)");
     }
   }
   for (std::size_t g = 0; g < groups_.size(); ++g)

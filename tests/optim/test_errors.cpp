@@ -159,6 +159,28 @@ TEST_CASE("bad gradients at step(): nothing changes") {
   CHECK(sgd.state().tensors.count("state.1.momentum_buffer") == 0);
 }
 
+TEST_CASE("state made for another shape (a re-pointed parameter) is refused before any update") {
+  // What a ZeRO DDP's rebind onto a group of another size does to the optimizer's pieces.
+  auto ps = params();
+  optim_test::set_grads(ps, 1, 1);
+  optim::SGDOptions o = sgd_lr(0.1);
+  o.momentum = 0.9;
+  optim::SGD sgd(ps, o);
+  sgd.step();  // momentum buffers of [3, 4] and [5]
+  ps[1]->value = Tensor::zeros({3}, DType::f32, cohort::host_device());
+  ps[1]->grad = Tensor::zeros({3}, DType::f32, cohort::host_device());
+  const Tensor before0 = ps[0]->value.clone();
+  CHECK_ERROR_MENTIONS("SGD.step|parameter 1|[3]|momentum_buffer|[5]|load the state",
+                       [&] { sgd.step(); });
+  CHECK(optim_test::bit_diff(ps[0]->value, before0) == "");  // nothing updated
+  // Its state loaded for the new shape: it steps again.
+  optim::StateDict st = sgd.state();
+  st.tensors["state.1.momentum_buffer"] = Tensor::zeros({3}, DType::f32, cohort::host_device());
+  sgd.load_state(st);
+  sgd.step();
+  CHECK(sgd.step_count(0, 1) == 2);
+}
+
 TEST_CASE("step hooks: pre-hooks before any update, post-hooks after every one, removable") {
   const auto ps = params();
   for (auto& p : ps) p->grad.copy_from(Tensor::full(p->value.shape(), 1.0, DType::f32, p->value.device()));

@@ -17,6 +17,7 @@
 #include "cohort/layers.hpp"
 #include "cohort/optim.hpp"
 #include "cohort/train/checkpoint.hpp"
+#include "cohort/train/sharded_checkpoint.hpp"
 
 namespace nn = cohort::nn;
 namespace train = cohort::train;
@@ -169,4 +170,29 @@ TEST_CASE("checkpoints: a model and a training state from different saves are re
   fs::remove(train::previous_path_for(path));
   const std::string none = error_of([&] { train::load_checkpoint(path, *r, ro, nullptr); });
   CHECK(none.find("no whole checkpoint at '" + path + "'") != std::string::npos);
+}
+
+TEST_CASE("sharded checkpoints: rank 0 waiting for a lost rank's shard gives up when told") {
+  // An elastic group that lost rank 1 (its shard will never come): rank 0's write in flight
+  // stops waiting at once, publishes nothing, and says why; the directory is left as it was.
+  TempDir d;
+  train::ShardedSnapshot s;
+  s.dir = d.file("sharded");
+  s.rank = 0;
+  s.world_size = 2;
+  s.save_id = 12345;
+  s.index = "{}";
+  s.global_step = 7;
+  train::CheckpointWriter w;
+  w.save_sharded(std::move(s));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(w.busy());  // waiting for rank 1 (up to wait_ms, 10 minutes)
+  const auto t0 = std::chrono::steady_clock::now();
+  w.give_up_missing_shards();
+  const std::string why = error_of([&] { w.wait(); });
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(why.find("step 7: rank(s) 1 did not write their shard") != std::string::npos);
+  CHECK(why.find("before the group gave up on them") != std::string::npos);
+  CHECK(why.find("nothing was published") != std::string::npos);
+  CHECK(!std::filesystem::exists(d.file("sharded")));
 }

@@ -439,8 +439,14 @@ double CheckpointWriter::save(const std::string& path, CheckpointSnapshot snapsh
 double CheckpointWriter::save_sharded(ShardedSnapshot snapshot, double copy_s, double waited_s) {
   const Timing t{snapshot.global_step, snapshot.epoch_end, 0, copy_s, 0, snapshot.bytes()};
   auto snap = std::make_shared<ShardedSnapshot>(std::move(snapshot));
+  give_up_ = std::make_shared<std::atomic<bool>>(false);
+  snap->give_up = give_up_;
   return start(
       t, [snap] { write_sharded_checkpoint(*snap); }, waited_s);
+}
+
+void CheckpointWriter::give_up_missing_shards() {
+  if (give_up_) *give_up_ = true;
 }
 
 CheckpointLoad load_checkpoint(const std::string& path, nn::Module& model,

@@ -257,12 +257,15 @@ void publish_when_whole(const ShardedSnapshot& s) {
       missing.push_back(r);
     }
     if (missing.empty()) break;
-    if (std::chrono::steady_clock::now() > limit) {
+    const bool given_up = s.give_up && s.give_up->load();
+    if (given_up || std::chrono::steady_clock::now() > limit) {
       std::string who;
       for (int r : missing) who += (who.empty() ? "" : ", ") + std::to_string(r);
       COHORT_FAIL("sharded checkpoint '", s.dir, "' of step ", s.global_step, ": rank(s) ", who,
-                  " did not write their shard into ", tmp, " within ", s.wait_ms / 1000,
-                  " s; nothing was published (the previous checkpoint stands)");
+                  " did not write their shard into ", tmp,
+                  given_up ? std::string(" before the group gave up on them (an elastic change)")
+                           : " within " + std::to_string(s.wait_ms / 1000) + " s",
+                  "; nothing was published (the previous checkpoint stands)");
     }
     std::this_thread::sleep_for(pause);
   }

@@ -87,8 +87,20 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
         sharded_checkpoints_ = true;
         checkpoint_file_ = options_.checkpoint_dir + "/sharded";
       }
-      COHORT_CHECK(options_.elastic == nullptr, why, "and elastic training would move the shards "
-                   "onto a new group, which cohort does not do");
+      // Elastic: a lost rank's shard is rebuilt from the newest sharded checkpoint, resharded
+      // onto the survivors (trainer_elastic_sharded.cpp).
+      if (options_.elastic) {
+        COHORT_CHECK(sharded_checkpoints_, why,
+                     "and elastic: a rank that dies takes its shard "
+                     "of the state with it, which the survivors rebuild from the newest sharded "
+                     "checkpoint; give checkpoint_dir (--checkpoint-dir), and checkpoint_every_"
+                     "steps (--checkpoint-every-steps) for fewer steps to train again");
+        COHORT_CHECK(!options_.elastic->options().keep_rank_batch, why,
+                     "and elastic with each "
+                     "rank's batch kept (--elastic-batch per-rank): the survivors go back to a "
+                     "checkpoint, whose epoch layout that mode would change; keep the global "
+                     "batch (the default)");
+      }
       COHORT_CHECK(z < 3 || options_.ema == nullptr, why,
                    "whose parameters are split over "
                    "the ranks between steps: an EMA of them (TrainerOptions::ema, --model-ema) "
@@ -350,6 +362,7 @@ std::vector<EpochResult> Trainer::fit(data::DataLoader& train, data::DataLoader*
     dir_checked_ = true;
   }
   if (!options_.checkpoint_dir.empty() && !dir_checked_) resume_from_dir();
+  elastic_first_checkpoint(train);  // ZeRO: a lost rank's shard comes from a checkpoint
   if (resume_pending_) {  // also when no epoch is left to run: a finished run resumed wrongly
     if (!options_.elastic) shard_loader(train, rank(), world_size(), true, "training");
     check_resume(train);

@@ -218,6 +218,7 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
       const auto t2 = clock::now();
       writer_.save_sharded(std::move(snap), std::chrono::duration<double>(t2 - t1).count(),
                            std::chrono::duration<double>(t1 - t0).count());
+      sharded_saved_step_ = global_step_;
       if (wait) writer_.wait();
     });
     return;

@@ -17,6 +17,7 @@
 #include "cohort/train/trainer.hpp"
 #include "metadata_text.hpp"
 #include "trainer_elastic.hpp"
+#include "trainer_loop.hpp"
 
 namespace cohort::train {
 
@@ -162,7 +163,7 @@ bool Trainer::elastic_failure(const Error& e) const {
 }
 
 std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
-                                      const std::string& why, bool planned) {
+                                      double& loss_sum, const std::string& why, bool planned) {
   parallel::ElasticGroup& group = *options_.elastic;
   if (!elastic_) elastic_mark();
   ElasticState& s = *elastic_;
@@ -174,14 +175,21 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
     std::fprintf(stderr, "[elastic] rank %d: step %lld failed (%s); agreeing on the group\n",
                  group.launch_rank(), static_cast<long long>(global_step_ + 1), why.c_str());
   }
-  const parallel::MembershipChange c = group.shrink(why, global_step_);
-  const auto t_state = std::chrono::steady_clock::now();
-  elastic_take_group();
+  const std::int64_t failed_at = global_step_ + 1;
+  auto t_state = std::chrono::steady_clock::now();
+  const parallel::MembershipChange c =
+      elastic_reshards() ? elastic_reshard(train, epoch, r, loss_sum, why, planned, t_state)
+                         : group.shrink(why, global_step_);
+  if (!elastic_reshards()) {
+    t_state = std::chrono::steady_clock::now();
+    elastic_take_group();
+  }
   nn::Module& plain = ddp_->module();
   // Ranks behind the root (their step in flight completed elsewhere) take its whole state:
   // optimizer, scheduler, random streams and progress, as bytes over the new communicator (the
   // weights come with the DDP's broadcast below).
   const bool behind =
+      !elastic_reshards() &&
       std::any_of(c.steps.begin(), c.steps.end(), [&](std::int64_t v) { return v != c.step; });
   if (behind) {
     std::vector<std::uint8_t> blob;
@@ -205,7 +213,7 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
       r.steps = got.progress.step_in_epoch;
     }
   }
-  ddp_->rebind(group.communicator(), c.root);
+  if (!elastic_reshards()) ddp_->rebind(group.communicator(), c.root);
   opt_.zero_grad();
   // A poison batch: the group lost ranks again and again with the same step in flight (a sample
   // that kills the rank that loads it would, the global batch moving on to the survivors).
@@ -251,12 +259,22 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
                   ", learning rate x " + factor
             : "global batch kept, " + std::to_string(b * train.world_size() / comm_->size()) +
                   " samples per rank";
+    std::string how;
+    if (behind) how = " (ranks behind took the root's state)";
+    if (elastic_reshards())
+      how = " (ZeRO stage " + std::to_string(ddp_->options().zero_stage) +
+            ": the newest sharded checkpoint, of step " + std::to_string(c.step) +
+            ", resharded onto " + std::to_string(comm_->size()) + " ranks; " +
+            (failed_at > c.step + 1 ? "steps " + std::to_string(c.step + 1) + "-" +
+                                          std::to_string(failed_at - 1) + " trained again"
+                                    : "no step lost") +
+            ")";
     std::printf(
         "[elastic] %s; %s; detection %s, agreement %.3f s, new communicator %.3f s, "
         "state %.3f s%s\n",
         change_head(c).c_str(), kept.c_str(),
         c.detect_s < 0 ? "unknown" : (std::to_string(c.detect_s).substr(0, 5) + " s").c_str(),
-        c.agree_s, c.build_s, state_s, behind ? " (ranks behind took the root's state)" : "");
+        c.agree_s, c.build_s, state_s, how.c_str());
     std::fflush(stdout);
   }
   return r.steps;
@@ -282,9 +300,10 @@ void Trainer::elastic_step_done() {
 }
 
 void Trainer::elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
-                           double loss_sum) {
+                           double& loss_sum) {
   parallel::ElasticGroup& group = *options_.elastic;
   if (!elastic_) elastic_mark();
+  if (elastic_reshards()) return elastic_grow_sharded(train, epoch, r, loss_sum);
   const parallel::MembershipChange c = group.grow(global_step_);
   if (c.new_members.size() == c.old_members.size()) return;  // every joiner refused
   const auto t0 = std::chrono::steady_clock::now();
@@ -324,6 +343,22 @@ void Trainer::elastic_receive_state() {
   joined_state_ = true;
   COHORT_CHECK(ddp_ != nullptr, "Trainer: elastic training needs a DistributedDataParallel model");
   const auto t0 = std::chrono::steady_clock::now();
+  if (elastic_reshards()) {  // ZeRO: the group's sharded checkpoint of the boundary
+    const CheckpointLoad got =
+        with_context("elastic: rank " + std::to_string(options_.elastic->launch_rank()) +
+                         " joining: loading the group's sharded checkpoint " + checkpoint_file_,
+                     [&] { return resume(checkpoint_file_); });
+    resume_checked_ = true;  // the group's own state: saved by fewer ranks
+    std::printf(
+        "[elastic] rank %d joined membership %lld at step %lld: the group's sharded "
+        "checkpoint (ZeRO stage %d), resharded onto %d ranks, loaded in %.3f s\n",
+        options_.elastic->launch_rank(),
+        static_cast<long long>(options_.elastic->membership_epoch()),
+        static_cast<long long>(got.progress.global_step), ddp_->options().zero_stage, comm_->size(),
+        seconds_since(t0));
+    std::fflush(stdout);
+    return;
+  }
   double moved = 0;
   const std::vector<std::uint8_t> blob =
       with_context("elastic: receiving the state from the group's rank 0",

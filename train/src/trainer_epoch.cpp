@@ -36,6 +36,7 @@ class Trainer::EpochRun {
   void take_over_progress(std::int64_t at);
   double read_back(std::int64_t last_step);
   Before elastic_before(std::int64_t& step);
+  std::int64_t recover(const std::string& why, bool planned);
   std::int64_t micro_batches(std::int64_t step, std::vector<std::int64_t>& step_samples);
   void clip(std::int64_t step);
   void optimizer_step();
@@ -153,6 +154,7 @@ EpochResult Trainer::EpochRun::run() {
     // The whole step as one span on the "steps" track (the profile's ProfilerStep#N).
     const std::int64_t step_t0 = trace::enabled() ? trace::now_us() : -1;
     const std::int64_t pending_before = pending_.count, samples_before = samples_;
+    const std::size_t pending_steps_before = pending_.steps.size();
     std::vector<std::int64_t> step_samples;  // for after_step
     try {
       if (micro_batches(step, step_samples) == 0) break;
@@ -170,9 +172,10 @@ EpochResult Trainer::EpochRun::run() {
     } catch (const Error& e) {
       if (!options_.elastic || !trainer_.elastic_failure(e)) throw;
       trainer_.model_.set_grad_sync(true);
-      pending_.count = pending_before;  // the discarded step's losses
+      pending_.count = pending_before;  // the discarded step's losses (ZeRO: its optimizer
+      pending_.steps.resize(pending_steps_before);  // step fails after the step's end is noted)
       samples_ = samples_before;
-      step = trainer_.elastic_recover(train_, epoch_, r_, e.what(), false) - 1;
+      step = recover(e.what(), false);
       count_steps(step + 1);
       take_over_progress(step + 1);
       continue;
@@ -181,6 +184,21 @@ EpochResult Trainer::EpochRun::run() {
   }
   finish();
   return r_;
+}
+
+// Elastic: the group changes (trainer_elastic.cpp); returns the step before the next one to run.
+// With ZeRO the group goes back to a checkpoint: the losses of the steps it trains again leave
+// the history (read back first, so that they are the newest there).
+std::int64_t Trainer::EpochRun::recover(const std::string& why, bool planned) {
+  const std::int64_t was = trainer_.global_step_;
+  if (trainer_.elastic_reshards()) read_back(r_.steps);
+  const std::int64_t step =
+      trainer_.elastic_recover(train_, epoch_, r_, loss_sum_, why, planned) - 1;
+  auto& h = trainer_.history_;
+  const auto undone =
+      static_cast<std::size_t>(std::max<std::int64_t>(0, was - trainer_.global_step_));
+  h.resize(h.size() - std::min(undone, h.size()));
+  return step;
 }
 
 // Before a step of an elastic group: grow back at a due boundary, or replay a recorded change
@@ -194,6 +212,7 @@ Trainer::EpochRun::Before Trainer::EpochRun::elastic_before(std::int64_t& step) 
   if (const parallel::MembershipChange* c = g.replay_at(trainer_.global_step_)) {
     const auto& keep = c->new_members;
     if (std::find(keep.begin(), keep.end(), g.launch_rank()) == keep.end()) {
+      trainer_.writer_.wait();  // its part of the step's checkpoint, which the others may load
       g.leave();
       trainer_.left_group_ = true;
       std::printf("rank %d leaves the group at step %lld (replay of membership %lld)\n",
@@ -201,10 +220,7 @@ Trainer::EpochRun::Before Trainer::EpochRun::elastic_before(std::int64_t& step) 
                   static_cast<long long>(c->epoch));
       return Before::leave;
     }
-    step = trainer_.elastic_recover(
-               train_, epoch_, r_,
-               "replay of membership " + std::to_string(c->epoch) + ": " + c->reason, true) -
-           1;
+    step = recover("replay of membership " + std::to_string(c->epoch) + ": " + c->reason, true);
     count_steps(step + 1);
     take_over_progress(step + 1);
     return Before::again;

@@ -200,6 +200,16 @@ class DistributedDataParallel : public nn::Module {
   // gone), the gradients are zeroed, the buckets get new reducers on `comm` (same layout), and
   // the parameters and buffers of rank `root` of the new group are copied to every rank (one
   // broadcast each), after the same-model check. Collective over `comm`; blocks.
+  // ZeRO (zero_stage >= 1): the new group may have another size. The buckets are split anew for
+  // it (padding, each rank's chunk), the pieces shard_parameters() handed out become this rank's
+  // new ranges (the same Parameter objects, other shapes), and what lived in the old split is
+  // void: the optimizer's state of those pieces (a lost rank's share is gone with it) and, at
+  // stage 3, the values' shards (zeros; no whole value is broadcast). Load a sharded checkpoint
+  // (train::load_sharded_checkpoint) before the next step: the Trainer does (elastic training
+  // with ZeRO, docs/PARALLEL.md); an optimizer stepped before it throws naming the buffer.
+  // Stage 3 inside summon_full_params() on every old member (a growth): root's whole values are
+  // broadcast as at stage 0, which the joiners' constructors pair with, and each rank's shard
+  // is cut from them.
   void rebind(std::shared_ptr<comm::Communicator> comm, int root = 0);
 
   // --- ZeRO stages 1 and 2 (DDPOptions::zero_stage; parallel/zero.cpp) ---
@@ -318,10 +328,15 @@ class DistributedDataParallel : public nn::Module {
   struct Bucket;
   struct Unit;                      // stage 3 (zero3.cpp)
   void check_zero_options() const;  // zero.cpp
+  struct Retired;
+  void reshard_onto_group(Retired& old);     // zero.cpp: rebind()'s new split, before its broadcast
+  void place_new_shards(bool whole_values);  // and after it: shards and pieces
   // --- stage 3 (zero3.cpp) ---
   bool shards_values() const { return opt_.zero_stage >= 3; }
   void plan_units();          // units_ and their members, in bucket order (before the buckets)
   void shard_values();        // after the buckets: each unit's shard, values released, hooks set
+  // Each unit's shard for the current group: the values copied in (construction) or zeros.
+  void place_unit_shards(bool copy_values);
   void gather_unit(Unit& u);  // issues its all-gather (nothing if gathering or alive)
   void materialize_unit(Unit& u);  // waits for it; the values become views of the gathered bucket
   void release_unit(Unit& u);      // values released, the gathered bucket given back
@@ -363,6 +378,8 @@ class DistributedDataParallel : public nn::Module {
   struct Retired {
     std::shared_ptr<comm::Communicator> comm;
     std::vector<std::unique_ptr<detail::Reducer>> reducers;
+    std::vector<comm::WorkHandle> work;  // stage 3: the units' gathers in flight
+    std::vector<Tensor> buffers;         // and what they gather into
   };
   std::vector<Retired> retired_;
   std::vector<int> bucket_of_;          // per parameter

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -111,7 +112,13 @@ class ElasticGroup {
   // late: the others went on without it), when fewer than min_ranks are left (naming them), or
   // when every member checked in (nobody is gone: the failure was not a death, and `reason` is
   // rethrown as it was). Collective over the survivors.
-  MembershipChange shrink(const std::string& reason, std::int64_t committed);
+  // Pure sharding (ZeRO: a lost rank's shard of the state is gone with it): `restart`, when
+  // given, runs on every survivor once the new communicator is built (it may use it: a sharded
+  // checkpoint's load) and returns the global step the new group goes on from, which the change
+  // records (its step, every member's, root 0) in place of the furthest member's, so that a
+  // replay changes the group at that step.
+  MembershipChange shrink(const std::string& reason, std::int64_t committed,
+                          const std::function<std::int64_t(const MembershipChange&)>& restart = {});
 
   // --replay-membership: the change of the log that starts at global step `step` (nullptr:
   // none). The Trainer makes the ranks it leaves out leave() and the others shrink().
@@ -133,6 +140,8 @@ class ElasticGroup {
   MembershipChange grow(std::int64_t boundary);
   // This process was started to join a running group (its constructor waited to be admitted).
   bool joined() const { return joined_; }
+  // Ranks that die are started again and join (cohortrun --elastic-respawn).
+  bool grows() const { return grow_enabled_; }
 
  private:
   ElasticOptions opt_;

@@ -17,6 +17,7 @@
 // file and the key, and the model is left as it was.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -123,6 +124,11 @@ class CheckpointWriter {
   // The same for a sharded checkpoint's snapshot (sharded_checkpoint.hpp): this rank's file, and
   // on rank 0 the wait for the others' and the publication, in the background.
   double save_sharded(ShardedSnapshot snapshot, double copy_s = 0, double waited_s = 0);
+  // Rank 0's sharded write in flight stops waiting for the shards still missing and fails
+  // (nothing published, the previous checkpoint stands): an elastic group lost the ranks that
+  // would have written them. A write whose shards are all there publishes as usual. Returns at
+  // once; wait() then reports the outcome.
+  void give_up_missing_shards();
   // The memory of the last snapshot written, once its write is done (else empty): for
   // snapshot_checkpoint to fill again.
   CheckpointSnapshot reclaim();
@@ -136,6 +142,7 @@ class CheckpointWriter {
  private:
   struct State;
   std::shared_ptr<State> state_;
+  std::shared_ptr<std::atomic<bool>> give_up_;  // the sharded write in flight's
   // One write at a time: waits for the previous one, then runs `write` on the writer's thread.
   double start(Timing timing, std::function<void()> write, double waited_s);
 };

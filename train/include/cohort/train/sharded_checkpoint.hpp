@@ -24,7 +24,9 @@
 // then).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,8 @@ struct ShardedSnapshot {
   bool epoch_end = false;
   // How long rank 0 waits for the other ranks' files before the save fails, naming them.
   std::int64_t wait_ms = 600000;
+  // Set (CheckpointWriter::give_up_missing_shards): rank 0 stops waiting for missing shards.
+  std::shared_ptr<const std::atomic<bool>> give_up;
   std::size_t bytes() const;
 };
 // Collective (agrees on the save id; an error on any rank is an error on every rank).

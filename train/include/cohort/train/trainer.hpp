@@ -252,6 +252,7 @@ class Trainer {
   bool resume_pending_ = false;
   bool dir_checked_ = false;     // fit() looked for a checkpoint in checkpoint_dir
   bool sharded_checkpoints_ = false;  // ZeRO: checkpoint_file_ is a sharded checkpoint's directory
+  std::int64_t sharded_saved_step_ = -1;  // the global step of the last sharded save started
   // fit() saves at the epoch's end with no evaluation before it: a step save at the epoch's last
   // step would be written twice.
   bool epoch_save_follows_ = false;
@@ -284,12 +285,30 @@ class Trainer {
   // Discards the step in flight, agrees on the new group and moves onto it; returns the step of
   // the epoch to run next. `planned`: a replayed change (no failure).
   std::int64_t elastic_recover(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
-                               const std::string& why, bool planned);
+                               double& loss_sum, const std::string& why, bool planned);
+  // ZeRO (trainer_elastic_sharded.cpp): the lost shard is rebuilt from the newest sharded
+  // checkpoint, resharded onto the new group; the epoch goes on from its step. `t_state`: when
+  // the new group had its communicator.
+  bool elastic_reshards() const;
+  parallel::MembershipChange elastic_reshard(data::DataLoader& train, std::int64_t epoch,
+                                             EpochResult& r, double& loss_sum,
+                                             const std::string& why, bool planned,
+                                             std::chrono::steady_clock::time_point& t_state);
+  void elastic_first_checkpoint(data::DataLoader& train);  // fit: step 0's, when none exists
+  // Growing back with ZeRO: the state goes to the joiners as a sharded checkpoint of the
+  // boundary, which the larger group loads resharded (the members' side; the joiners' is
+  // elastic_receive_state).
+  void elastic_grow_sharded(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
+                            double& loss_sum);
+  // After resume() of the group's own checkpoint: the epoch's progress as it was saved (its
+  // step, loss sum and counts); returns the step of the epoch.
+  std::int64_t elastic_take_progress(data::DataLoader& train, std::int64_t epoch, EpochResult& r,
+                                     double& loss_sum);
   void elastic_step_done();  // reports the first step after a change
   void elastic_take_group();  // comm_ and the options that follow it: the group's current ones
   // Growing back: the members at the boundary the group grows at (the new group, DDP moved onto
   // it, the state sent from rank 0), and the joiner's side of the state (in fit, first).
-  void elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r, double loss_sum);
+  void elastic_grow(data::DataLoader& train, std::int64_t epoch, EpochResult& r, double& loss_sum);
   void elastic_receive_state();
   bool joined_state_ = false;
   std::string joined_layout_;  // the group's DataLoader::layout() a joiner takes (keep_rank_batch)
