@@ -354,7 +354,18 @@ int run(const Flags& f, const ZooProgram& p) {
   if (f.torchvision_style) options.show_progress = false;
   if (!f.output_dir.empty()) {
     if (lead) std::filesystem::create_directories(f.output_dir);
-    options.checkpoint_path = f.output_dir + "/checkpoint.safetensors";
+    if (ddp && f.zero_stage > 0) {
+      // ZeRO: the optimizer state is split over the ranks, so the checkpoint is sharded (one
+      // file per rank, DIR/sharded), and a run given the same directory continues from it.
+      options.checkpoint_dir = f.output_dir;
+      if (lead)
+        std::printf(
+            "checkpoints: sharded (--zero-stage %d) in %s/sharded, continued from by a "
+            "run with the same --output-dir (or --resume %s/sharded)\n",
+            f.zero_stage, f.output_dir.c_str(), f.output_dir.c_str());
+    } else {
+      options.checkpoint_path = f.output_dir + "/checkpoint.safetensors";
+    }
   }
   // --model-ema: train.py's decay, adjusted by world size, batch, EMA steps and epochs.
   std::unique_ptr<train::ExponentialMovingAverage> ema;
@@ -418,6 +429,11 @@ int run(const Flags& f, const ZooProgram& p) {
   }
   if (!f.model_folder.empty() && lead) std::filesystem::create_directories(f.model_folder);
   trainer.after_epoch = [&](const train::EpochResult& r) {
+    // ZeRO stage 3: the model files need the whole values, gathered on every rank.
+    std::optional<cohort::parallel::DistributedDataParallel::FullParams> whole;
+    if (ddp && f.zero_stage >= 3 &&
+        ((f.torchvision_style && !f.output_dir.empty()) || !f.model_folder.empty()))
+      whole.emplace(ddp->summon_full_params(false));
     if (!trainer.is_lead()) return;
     if (f.torchvision_style) {  // train.py: evaluate, evaluate the EMA, save model_<epoch>
       if (!f.no_eval) TorchvisionLog::test(r.eval, "");
