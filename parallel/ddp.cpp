@@ -284,6 +284,7 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
   for (auto& b : buckets_) {
     b->work.reset();
     old.reducers.push_back(std::move(b->reducer));
+    b->launched = b->done = b->completed = false;
   }
   comm_ = std::move(comm);
   rebind_sync_batchnorm(*model_, comm_);  // synchronised batch norms follow the group
@@ -312,16 +313,11 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
           written |= detail::broadcast_from(tensors_of(model_->named_buffers()), *comm_, root);
         if (written) model_->notify_state_loaded();
       });
+  // Reducers on the new group and the gradients' home, as the constructor makes them (after its
+  // broadcast: a reducer that takes communicator buffers allocates them collectively, which a
+  // joiner's constructor pairs with).
+  attach_buckets();
   if (opt_.zero_stage > 0) place_new_shards(whole_values);  // zero.cpp
-  if (opt_.zero_stage == 0)
-    for (auto& b : buckets_) {
-      Device& dev = params_[static_cast<std::size_t>(b->members[0])].param->value.device();
-      b->reducer = detail::make_reducer(opt_, *comm_, dev, b->numel);
-      b->pending = static_cast<int>(b->members.size());
-      std::fill(b->ready.begin(), b->ready.end(), 0);
-      b->launched = b->done = false;
-      if (opt_.gradient_as_bucket_view) view_gradients_in(*b);
-    }
   next_launch_ = 0;
   in_step_ = false;
 }

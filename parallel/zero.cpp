@@ -65,14 +65,10 @@ void DistributedDataParallel::reshard_onto_group(Retired& old) {
     for (int m : b->members)
       numel += detail::bucket_slot(params_[static_cast<std::size_t>(m)].param->value.numel());
     b->numel = (numel + n - 1) / n * n;
-    b->launched = b->done = b->completed = false;
   }
 }
 
 void DistributedDataParallel::place_new_shards(bool whole_values) {
-  // Reducers for the new chunks (collective where they take communicator buffers: after the
-  // broadcast, in the order a joiner's constructor makes them), and the gradients' home.
-  attach_buckets();
   if (shards_values()) {
     place_unit_shards(whole_values);
     // The values the old group had gathered (summon_full_params) are views into its buffers.

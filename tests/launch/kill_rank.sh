@@ -52,3 +52,23 @@ kill_rank_check() {
   printf 'FAIL  %s: rank 1 killed, the job ended with exit %s after %.2f s (want non-zero within 5 s)\n' "$label" "$rc" "$dt"
   return 1
 }
+
+# signal_at LOG STEP RANK SIG: once LOG shows "step STEP/$steps" (the caller's $steps: the job's
+# --max-steps), sends SIG to this test's mnist_cnn whose RANK is RANK and prints its pid; the
+# elastic tests' fault injection.
+signal_at() {
+  local log=$1 step=$2 rank=$3 sig=$4 p
+  for _ in $(seq 1 1200); do
+    grep -q "step $step/$steps" "$log" 2>/dev/null && break
+    sleep 0.05
+  done
+  for p in $(own_mnist_pids); do
+    if grep -qx "RANK=$rank" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null); then
+      kill "-$sig" "$p"
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "no rank $rank to signal" >&2
+  return 1
+}

@@ -54,23 +54,6 @@ start() {
     --elastic "$range" "$@" >"$work/$name.log" 2>&1 &
   job_pid=$!
 }
-# signal_at LOG STEP RANK SIG: once LOG shows step STEP, sends SIG to launch rank RANK.
-signal_at() {
-  local log=$1 step=$2 rank=$3 sig=$4 p
-  for _ in $(seq 1 1200); do
-    grep -q "step $step/$steps" "$log" 2>/dev/null && break
-    sleep 0.05
-  done
-  for p in $(own_mnist_pids); do
-    if grep -qx "RANK=$rank" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null); then
-      kill "-$sig" "$p"
-      echo "$p"
-      return 0
-    fi
-  done
-  echo "no rank $rank to signal" >&2
-  return 1
-}
 changes_of() {
   sed -n 's/.*"step":\([0-9]*\),"old":\[\([0-9,]*\)\],"new":\[\([0-9,]*\)\].*"reason":"\([^"]*\)".*/[\2 -> \3 at step \1: \4]/p' "$1" | tr '\n' ' '
 }

@@ -19,7 +19,7 @@ set -uo pipefail
 bin=$(cd "$1" && pwd)
 seed=${2:-1}
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/kill_rank.sh"  # COHORT_TEST_JOB and own_mnist_pids
+. "$here/kill_rank.sh"  # COHORT_TEST_JOB, own_mnist_pids and signal_at
 work=$(mktemp -d)
 trap 'own_mnist_pids | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
@@ -39,22 +39,6 @@ job() {
     --elastic 2:3 --zero-stage "$stage" --checkpoint-dir "$work/$name.ck" "$@" \
     >"$work/$name.log" 2>&1
 }
-# kill_at LOG STEP RANK: once LOG shows step STEP, SIGKILLs launch rank RANK.
-kill_at() {
-  local log=$1 step=$2 rank=$3 p
-  for _ in $(seq 1 1200); do
-    grep -q "step $step/$steps" "$log" 2>/dev/null && break
-    sleep 0.05
-  done
-  for p in $(own_mnist_pids); do
-    if grep -qx "RANK=$rank" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null); then
-      kill -9 "$p"
-      return 0
-    fi
-  done
-  echo "no rank $rank to kill" >&2
-  return 1
-}
 verdict() {  # LABEL WHY LOG
   if [ -z "$2" ]; then
     echo "ok    $1"
@@ -71,7 +55,7 @@ lose() {
   local label=$1 name=$2 comm=$3 stage=$4 step=$5 rank=$6 ddp=${7:-} why="" rc got at want
   job "$name" "$comm" "$stage" --checkpoint-every 5 --membership-log "$work/$name.jsonl" &
   local pid=$!
-  kill_at "$work/$name.log" "$step" "$rank"
+  signal_at "$work/$name.log" "$step" "$rank" KILL >/dev/null
   wait "$pid"
   rc=$?
   got=$(digest_of "$work/$name.log")
@@ -110,7 +94,7 @@ steps=40
 why=""
 respawn=1 job grow shm 3 --checkpoint-every 5 --membership-log "$work/grow.jsonl" &
 pid=$!
-kill_at "$work/grow.log" 10 1
+signal_at "$work/grow.log" 10 1 KILL >/dev/null
 wait "$pid"
 rc=$?
 [ "$rc" -eq 0 ] || why="$why; exit $rc"

@@ -94,7 +94,7 @@ Trainer::Trainer(nn::Module& model, nn::Loss& loss, optim::Optimizer& optimizer,
                      "and elastic: a rank that dies takes its shard "
                      "of the state with it, which the survivors rebuild from the newest sharded "
                      "checkpoint; give checkpoint_dir (--checkpoint-dir), and checkpoint_every_"
-                     "steps (--checkpoint-every-steps) for fewer steps to train again");
+                     "steps (--checkpoint-every) for fewer steps to train again");
         COHORT_CHECK(!options_.elastic->options().keep_rank_batch, why,
                      "and elastic with each "
                      "rank's batch kept (--elastic-batch per-rank): the survivors go back to a "

@@ -330,7 +330,7 @@ class DistributedDataParallel : public nn::Module {
   void check_zero_options() const;  // zero.cpp
   struct Retired;
   void reshard_onto_group(Retired& old);     // zero.cpp: rebind()'s new split, before its broadcast
-  void place_new_shards(bool whole_values);  // and after it: shards and pieces
+  void place_new_shards(bool whole_values);  // and after it and attach_buckets: shards, pieces
   // --- stage 3 (zero3.cpp) ---
   bool shards_values() const { return opt_.zero_stage >= 3; }
   void plan_units();          // units_ and their members, in bucket order (before the buckets)
