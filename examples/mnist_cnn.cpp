@@ -103,6 +103,7 @@ int run(const Flags& f) {
     o.f16_compression = f.grad_compression == "f16";
     o.deterministic = f.deterministic;
     o.zero_stage = f.zero_stage;
+    o.shard_group_size = f.shard_group_size;
     ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
@@ -150,7 +151,7 @@ int run(const Flags& f) {
         ((ddp && f.grad_compression != "none" ? ", " + f.grad_compression + " gradients"
                                               : std::string()) +
          (ddp && f.zero_stage > 0
-              ? ", " + examples::zero_note(f.zero_stage, world)
+              ? ", " + examples::zero_note(f.zero_stage, world, f.shard_group_size)
               : std::string()))
             .c_str(),
         static_cast<long long>(f.batch_size), static_cast<long long>(f.epochs), f.lr, f.gamma);

@@ -78,6 +78,7 @@ DistributedDataParallel::DistributedDataParallel(nn::ModulePtr model,
                "DistributedDataParallel: bf16_compression and f16_compression are both set; "
                "pick one");
   check_zero_options();
+  make_shard_groups();
   register_wrapped_module(model_);
   // A communicator without host memory (nccl) cannot reduce host parameters, nor stage them: say
   // so before any collective hands it host memory.
@@ -167,8 +168,8 @@ void DistributedDataParallel::form_buckets() {
     bucket_of_[static_cast<std::size_t>(i)] = static_cast<int>(buckets_.size());
   }
   if (cur) buckets_.push_back(std::move(cur));
-  // ZeRO: every bucket splits into world-size equal chunks (zero padding at its end).
-  const std::int64_t n = comm_->size();
+  // ZeRO: every bucket splits into shard-group-size equal chunks (zero padding at its end).
+  const std::int64_t n = shard_communicator().size();
   if (opt_.zero_stage > 0)
     for (auto& b : buckets_) b->numel = (b->numel + n - 1) / n * n;
 }
@@ -179,7 +180,8 @@ void DistributedDataParallel::attach_buckets() {
   for (auto& b : buckets_) {
     if (!b->device)
       b->device = &params_[static_cast<std::size_t>(b->members[0])].param->value.device();
-    b->reducer = detail::make_reducer(opt_, *comm_, *b->device, b->numel);
+    b->reducer =
+        detail::make_reducer(opt_, shard_communicator(), *b->device, b->numel, replica_comm_.get());
     b->ready.assign(b->members.size(), 0);
     b->pending = static_cast<int>(b->members.size());
     if (releases_gradients()) {
@@ -286,7 +288,10 @@ void DistributedDataParallel::rebind(std::shared_ptr<comm::Communicator> comm, i
     old.reducers.push_back(std::move(b->reducer));
     b->launched = b->done = b->completed = false;
   }
+  old.shard_comm = shard_comm_;
+  old.replica_comm = replica_comm_;
   comm_ = std::move(comm);
+  make_shard_groups();
   rebind_sync_batchnorm(*model_, comm_);  // synchronised batch norms follow the group
   // Stage 3: the values are whole only inside summon_full_params() (a growth: the joiners'
   // constructors take them); otherwise only the shards, void in the new split, are here.
@@ -434,7 +439,7 @@ void DistributedDataParallel::give_back_released_buckets(int keep) {
 }
 
 bool DistributedDataParallel::releases_gradients() const {
-  return opt_.zero_stage >= 2 && comm_->size() > 1;
+  return opt_.zero_stage >= 2 && shard_communicator().size() > 1;
 }
 
 // Advances outstanding ops (shm moves only when called) and notes when each one finished. A

@@ -9,13 +9,14 @@ bool comm_can_use(const comm::Communicator& comm, const Device& dev) {
 }
 
 std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communicator& comm,
-                                      Device& dev, std::int64_t numel) {
+                                      Device& dev, std::int64_t numel,
+                                      comm::Communicator* replica) {
   // The deterministic reducer does its arithmetic on the host, whatever the device; the compressed
   // ones on the parameters' device.
   // Stage 2 releases the bucket between steps; alone (one rank) the whole gradient is the shard.
   if (options.zero_stage > 0)
     return make_sharded_reducer(comm, dev, numel, options.deterministic,
-                                options.zero_stage >= 2 && comm.size() > 1);
+                                options.zero_stage >= 2 && comm.size() > 1, replica);
   if (options.deterministic) return make_deterministic_reducer(comm, dev, numel);
   if (options.bf16_compression) return make_compressed_reducer(comm, dev, numel, DType::bf16);
   if (options.f16_compression) return make_compressed_reducer(comm, dev, numel, DType::f16);

@@ -73,9 +73,11 @@ class Reducer {
 // The reducer for a bucket of `numel` f32 elements on `dev`: deterministic if
 // options.deterministic, else bf16 / f16 if options.bf16_compression / f16_compression (the
 // constructor rejects both at once), else plain when `comm` can use
-// `dev`'s memory, else host_staged. `comm` must outlive the reducer.
+// `dev`'s memory, else host_staged. `comm` must outlive the reducer. ZeRO: `comm` is the shard
+// group and `replica` the group of this rank's replicas (hybrid sharding; else null).
 std::unique_ptr<Reducer> make_reducer(const DDPOptions& options, comm::Communicator& comm,
-                                      Device& dev, std::int64_t numel);
+                                      Device& dev, std::int64_t numel,
+                                      comm::Communicator* replica = nullptr);
 
 std::unique_ptr<Reducer> make_plain_reducer(comm::Communicator& comm, Device& dev,
                                             std::int64_t numel);
@@ -92,9 +94,13 @@ std::unique_ptr<Reducer> make_deterministic_reducer(comm::Communicator& comm, De
 // only. deterministic: the chunks summed in rank order, deterministic.cpp's bits (sharded.cpp).
 // release (stage 2): the bucket exists only from acquire_bucket() / launch() to complete(),
 // which adds the average to owned_gradient() instead and leaves `grads` alone.
+// replica (hybrid sharding, DDPOptions::shard_group_size; null otherwise): the chunk is then
+// averaged over the replica group as well, so it is the average over every rank of both groups
+// (deterministic: all of their contributions summed in global rank order, replica group g's
+// shard rank j being global rank g x comm.size() + j: a deterministic DDP's bits).
 std::unique_ptr<Reducer> make_sharded_reducer(comm::Communicator& comm, Device& dev,
-                                              std::int64_t numel, bool deterministic,
-                                              bool release);
+                                              std::int64_t numel, bool deterministic, bool release,
+                                              comm::Communicator* replica = nullptr);
 
 // Whether `comm` can read and write `dev`'s memory directly.
 bool comm_can_use(const comm::Communicator& comm, const Device& dev);

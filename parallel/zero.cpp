@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "cohort/collectives/host_collectives.hpp"
+#include "cohort/collectives/subgroup.hpp"
 #include "cohort/core/error.hpp"
 #include "cohort/core/trace.hpp"
 #include "cohort/layers/clip_grad.hpp"
@@ -34,7 +35,17 @@ void DistributedDataParallel::check_zero_options() const {
                "too, 3: parameters too)");
   COHORT_CHECK(s == 3 || opt_.shard_units.empty(), "DistributedDataParallel: shard_units (",
                opt_.shard_units.size(), " given) are ZeRO stage 3's units; zero_stage is ", s);
+  COHORT_CHECK(opt_.shard_group_size >= 0, "DistributedDataParallel: shard_group_size ",
+               opt_.shard_group_size, " is negative (0: shard over the whole group)");
+  COHORT_CHECK(s > 0 || opt_.shard_group_size == 0, "DistributedDataParallel: shard_group_size ",
+               opt_.shard_group_size, " is hybrid sharding's, which needs zero_stage 1, 2 or 3");
   if (s == 0) return;
+  COHORT_CHECK(opt_.shard_group_size == 0 || comm_->size() % opt_.shard_group_size == 0 ||
+                   opt_.shard_group_size > comm_->size(),
+               "DistributedDataParallel: shard_group_size ", opt_.shard_group_size,
+               " does not divide the group of ", comm_->size(), " ranks into equal shard groups");
+  COHORT_CHECK(opt_.shard_group_size <= comm_->size(), "DistributedDataParallel: shard_group_size ",
+               opt_.shard_group_size, " is larger than the group of ", comm_->size(), " ranks");
   COHORT_CHECK(opt_.gradient_as_bucket_view, "DistributedDataParallel: zero_stage ", s,
                " keeps the gradients in the buckets; gradient_as_bucket_view=false is not "
                "supported with it");
@@ -47,8 +58,28 @@ void DistributedDataParallel::check_zero_options() const {
                  p.param->value.device().name(), " (use zero_stage 0 on a GPU)");
 }
 
+// Hybrid sharding: shard group g = ranks [g*s, (g+1)*s), replica group k = ranks k, k+s, ...
+// After an elastic change to a size that s does not divide, the shard groups grow to the
+// smallest divisor of the new size above s (shards never grow in memory): at worst the whole
+// group, with no replica left.
+void DistributedDataParallel::make_shard_groups() {
+  shard_comm_.reset();
+  replica_comm_.reset();
+  const int n = comm_->size();
+  if (opt_.zero_stage == 0 || opt_.shard_group_size == 0) return;
+  int s = std::min(opt_.shard_group_size, n);
+  while (n % s != 0) ++s;
+  if (s == n) return;
+  const int me = comm_->rank(), g = me / s, k = me % s;
+  std::vector<int> shard, replica;
+  for (int j = 0; j < s; ++j) shard.push_back(g * s + j);
+  for (int r = k; r < n; r += s) replica.push_back(r);
+  shard_comm_ = comm::make_subgroup(comm_, std::move(shard), 1);
+  replica_comm_ = comm::make_subgroup(comm_, std::move(replica), 2);
+}
+
 void DistributedDataParallel::reshard_onto_group(Retired& old) {
-  const std::int64_t n = comm_->size();
+  const std::int64_t n = shard_communicator().size();
   for (auto& u : units_) {  // stage 3: the old group's gathers in flight are dropped
     old.work.push_back(std::move(u->work));
     old.buffers.push_back(u->gathered);
@@ -81,7 +112,7 @@ void DistributedDataParallel::place_new_shards(bool whole_values) {
     if (!piece) continue;
     const auto index = static_cast<std::size_t>(i);
     const Bucket& b = *buckets_[static_cast<std::size_t>(bucket_of_[index])];
-    const OwnedRange r = owned_range(index, comm_->rank());
+    const OwnedRange r = owned_range(index, shard_communicator().rank());
     piece->value = owned_values(index, r);
     piece->grad = b.reducer->owned_gradient().slice(r.at, r.at + (r.end - r.begin));
     alive.emplace_back(w, i);
@@ -96,7 +127,7 @@ std::vector<ParameterPtr> DistributedDataParallel::shard_parameters(
   std::unordered_map<const Parameter*, int> index;
   for (std::size_t i = 0; i < params_.size(); ++i)
     index[params_[i].param.get()] = static_cast<int>(i);
-  const std::int64_t rank = comm_->rank();
+  const std::int64_t rank = shard_communicator().rank();
   std::vector<ParameterPtr> out;
   out.reserve(params.size());
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -128,7 +159,8 @@ DistributedDataParallel::OwnedRange DistributedDataParallel::owned_range(std::si
     if (static_cast<std::size_t>(m) == i) break;
     off += detail::bucket_slot(params_[static_cast<std::size_t>(m)].param->value.numel());
   }
-  const std::int64_t chunk = b.numel / comm_->size(), lo = rank * chunk, hi = lo + chunk;
+  const std::int64_t chunk = b.numel / shard_communicator().size(), lo = rank * chunk,
+                     hi = lo + chunk;
   const std::int64_t numel = params_[i].param->value.numel();
   const std::int64_t a = std::clamp(lo - off, std::int64_t{0}, numel);
   const std::int64_t e = std::clamp(hi - off, a, numel);
@@ -151,13 +183,14 @@ std::vector<DistributedDataParallel::ShardPiece> DistributedDataParallel::shard_
   COHORT_CHECK(opt_.zero_stage > 0,
                "DistributedDataParallel::shard_pieces: zero_stage is 0 "
                "(plain DDP holds every parameter whole on every rank)");
-  COHORT_CHECK(rank >= 0 && rank < comm_->size(), "DistributedDataParallel::shard_pieces: rank ",
-               rank, " is outside the group of ", comm_->size());
+  COHORT_CHECK(rank >= 0 && rank < shard_communicator().size(),
+               "DistributedDataParallel::shard_pieces: rank ", rank, " is outside the group of ",
+               shard_communicator().size());
   std::vector<ShardPiece> out;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const OwnedRange r = owned_range(i, rank);
     ShardPiece s{params_[i].name, params_[i].param->value.shape(), r.begin, r.end, {}};
-    if (rank == comm_->rank()) s.values = owned_values(i, r);
+    if (rank == shard_communicator().rank()) s.values = owned_values(i, r);
     out.push_back(std::move(s));
   }
   return out;
@@ -177,7 +210,7 @@ void DistributedDataParallel::attach_optimizer(optim::Optimizer& optimizer) {
 void DistributedDataParallel::gather_parameters() {
   COHORT_CHECK(opt_.zero_stage > 0, "DistributedDataParallel::gather_parameters: zero_stage is 0");
   if (shards_values()) return;  // stage 3: the next forward gathers each unit as it runs
-  const std::int64_t n = comm_->size(), rank = comm_->rank();
+  const std::int64_t n = shard_communicator().size(), rank = shard_communicator().rank();
   trace::Span span("zero gather_parameters", "comm");
   // Per bucket: the owned chunk of its members' values into a flat buffer (the bucket itself at
   // stage 1; at stage 2, which keeps no bucket between steps, scratch from the caching
@@ -230,7 +263,8 @@ void DistributedDataParallel::gather_parameters() {
         off += detail::bucket_slot(v.numel());
       }
       if (n > 1)
-        f.work = comm_->allgather(flat + lo, flat, static_cast<std::size_t>(chunk), DType::f32);
+        f.work = shard_communicator().allgather(flat + lo, flat, static_cast<std::size_t>(chunk),
+                                                DType::f32);
       flying.push_back(std::move(f));
     }
     for (auto& f : flying) read_back(f);
@@ -241,20 +275,20 @@ double DistributedDataParallel::clip_grad_norm(double max_norm, double norm_type
                                                bool error_if_nonfinite) {
   const std::vector<ParameterPtr> whole = trainable_parameters(module());
   if (opt_.zero_stage == 0) return nn::clip_grad_norm(whole, max_norm, norm_type, error_if_nonfinite);
-  const std::string where = "DistributedDataParallel::clip_grad_norm (zero_stage " +
-                            std::to_string(opt_.zero_stage) + ", rank " +
-                            std::to_string(comm_->rank()) + " of " +
-                            std::to_string(comm_->size()) + ": its shard of each gradient)";
+  const std::string where =
+      "DistributedDataParallel::clip_grad_norm (zero_stage " + std::to_string(opt_.zero_stage) +
+      ", rank " + std::to_string(shard_communicator().rank()) + " of " +
+      std::to_string(shard_communicator().size()) + ": its shard of each gradient)";
   // The device the values live on: only a communicator that takes device memory (nccl) uses it.
   Device* dev = params_.empty() ? nullptr : &buckets_.front()->reducer->owned_gradient().device();
   return with_context(where, [&] {
-    return nn::clip_grad_norm(
-        shard_parameters(whole), max_norm, norm_type, error_if_nonfinite,
-        [this, dev](double values[2], bool max) {
-          if (comm_->size() == 1) return;
-          comm::allreduce_host(*comm_, dev, values, 2, DType::f64,
-                               max ? comm::ReduceOp::max : comm::ReduceOp::sum);
-        });
+    return nn::clip_grad_norm(shard_parameters(whole), max_norm, norm_type, error_if_nonfinite,
+                              [this, dev](double values[2], bool max) {
+                                if (shard_communicator().size() == 1) return;
+                                comm::allreduce_host(
+                                    shard_communicator(), dev, values, 2, DType::f64,
+                                    max ? comm::ReduceOp::max : comm::ReduceOp::sum);
+                              });
   });
 }
 
@@ -262,10 +296,10 @@ void DistributedDataParallel::shard_grad_scaler(optim::GradScaler& scaler) {
   if (opt_.zero_stage == 0) return;
   Device* dev = params_.empty() ? nullptr : &buckets_.front()->reducer->owned_gradient().device();
   scaler.set_found_inf_reduction([this, dev](bool found) {
-    if (comm_->size() == 1) return found;
+    if (shard_communicator().size() == 1) return found;
     double v = found ? 1.0 : 0.0;
     with_context("GradScaler::unscale (agreeing on an inf or NaN over the ranks' shards)", [&] {
-      comm::allreduce_host(*comm_, dev, &v, 1, DType::f64, comm::ReduceOp::max);
+      comm::allreduce_host(shard_communicator(), dev, &v, 1, DType::f64, comm::ReduceOp::max);
     });
     return v > 0;
   });
@@ -273,7 +307,7 @@ void DistributedDataParallel::shard_grad_scaler(optim::GradScaler& scaler) {
 
 std::int64_t DistributedDataParallel::owned_elements() const {
   std::int64_t total = 0;
-  for (const auto& b : buckets_) total += b->numel / comm_->size();
+  for (const auto& b : buckets_) total += b->numel / shard_communicator().size();
   return total;
 }
 

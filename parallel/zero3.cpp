@@ -131,7 +131,7 @@ void DistributedDataParallel::plan_units() {
 }
 
 void DistributedDataParallel::place_unit_shards(bool copy_values) {
-  const std::int64_t n = comm_->size(), rank = comm_->rank();
+  const std::int64_t n = shard_communicator().size(), rank = shard_communicator().rank();
   for (std::size_t ui = 0; ui < units_.size(); ++ui) {
     Unit& u = *units_[ui];
     u.bucket = static_cast<int>(ui);
@@ -176,15 +176,15 @@ void DistributedDataParallel::shard_values() {
 void DistributedDataParallel::gather_unit(Unit& u) {
   if (u.state != Unit::State::released) return;
   const Bucket& b = *buckets_[static_cast<std::size_t>(u.bucket)];
-  const std::int64_t n = comm_->size(), chunk = b.numel / n;
+  const std::int64_t n = shard_communicator().size(), chunk = b.numel / n;
   Device& dev = u.shard.device();
   u.gathered = Tensor::empty(Shape{b.numel}, DType::f32, dev);
   float* flat = u.gathered.data<float>();
-  std::memcpy(flat + comm_->rank() * chunk, u.shard.raw(),
+  std::memcpy(flat + shard_communicator().rank() * chunk, u.shard.raw(),
               static_cast<std::size_t>(chunk) * sizeof(float));
   u.issue_us = trace::now_us();
-  u.work = comm_->allgather(flat + comm_->rank() * chunk, flat, static_cast<std::size_t>(chunk),
-                            DType::f32);
+  u.work = shard_communicator().allgather(flat + shard_communicator().rank() * chunk, flat,
+                                          static_cast<std::size_t>(chunk), DType::f32);
   u.state = Unit::State::gathering;
 }
 
@@ -212,7 +212,7 @@ void DistributedDataParallel::materialize_unit(Unit& u) {
 }
 
 void DistributedDataParallel::release_unit(Unit& u) {
-  if (comm_->size() == 1 || u.state == Unit::State::released) return;
+  if (shard_communicator().size() == 1 || u.state == Unit::State::released) return;
   if (u.state == Unit::State::gathering) u.work->wait();  // the buffer is written until then
   u.work.reset();
   for (int m : buckets_[static_cast<std::size_t>(u.bucket)]->members) {
@@ -224,9 +224,9 @@ void DistributedDataParallel::release_unit(Unit& u) {
 }
 
 void DistributedDataParallel::write_back_unit(Unit& u) {
-  if (comm_->size() == 1 || u.state != Unit::State::alive) return;
+  if (shard_communicator().size() == 1 || u.state != Unit::State::alive) return;
   const std::int64_t chunk = u.shard.numel();
-  std::memcpy(u.shard.raw(), u.gathered.data<float>() + comm_->rank() * chunk,
+  std::memcpy(u.shard.raw(), u.gathered.data<float>() + shard_communicator().rank() * chunk,
               static_cast<std::size_t>(chunk) * sizeof(float));
 }
 

@@ -46,6 +46,7 @@ struct TrainerFlags {
   double clip_grad_norm = 0;             // --clip-grad-norm: max total 2-norm (0: off)
   double label_smoothing = 0;            // --label-smoothing (cross entropy)
   int zero_stage = 0;                    // --zero-stage: DDPOptions::zero_stage
+  int shard_group_size = 0;              // --shard-group-size: DDPOptions::shard_group_size
 };
 
 // The warm-up's first factor of the lr (torchvision's reference recipes' lr_warmup_decay).
@@ -140,6 +141,11 @@ inline void add_trainer_flags(CLI::App& app, TrainerFlags& f, bool schedules) {
                  "layer's gathered for its forward and its backward, freed after: FSDP's "
                  "FULL_SHARD); 0: plain DDP (default)")
       ->check(CLI::Range(0, 3));
+  app.add_option("--shard-group-size", f.shard_group_size,
+                 "with --zero-stage: hybrid sharding (FSDP's HYBRID_SHARD): shard only inside "
+                 "groups of N consecutive ranks (one host, say), replicated across the groups; N "
+                 "must divide the ranks (0: shard over all of them, default)")
+      ->check(kNonNegative);
 }
 
 // The parameters the optimizer updates: the model's (those that require a gradient), or with
@@ -152,11 +158,17 @@ inline std::vector<cohort::ParameterPtr> optimizer_parameters(
   return ddp->shard_parameters(params);
 }
 // What the first line says of --zero-stage: "ZeRO stage 2: optimizer state and gradients / 4".
-inline std::string zero_note(int stage, int world) {
+// With --shard-group-size: "... / 2 (hybrid: 2 replicas of 2-rank shard groups)".
+inline std::string zero_note(int stage, int world, int shard_group_size = 0) {
   const char* what = stage >= 3   ? "optimizer state, gradients and parameters"
                      : stage == 2 ? "optimizer state and gradients"
                                   : "optimizer state";
-  return "ZeRO stage " + std::to_string(stage) + ": " + what + " / " + std::to_string(world);
+  if (shard_group_size <= 0 || shard_group_size >= world)
+    return "ZeRO stage " + std::to_string(stage) + ": " + what + " / " + std::to_string(world);
+  return "ZeRO stage " + std::to_string(stage) + ": " + what + " / " +
+         std::to_string(shard_group_size) +
+         " (hybrid: " + std::to_string(world / shard_group_size) + " replicas of " +
+         std::to_string(shard_group_size) + "-rank shard groups)";
 }
 inline void zero_attach(const TrainerFlags& f, cohort::optim::Optimizer& opt,
                         cohort::parallel::DistributedDataParallel* ddp) {

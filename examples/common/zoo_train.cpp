@@ -277,11 +277,12 @@ int run(const Flags& f, const ZooProgram& p) {
     cohort::parallel::DDPOptions o;
     o.deterministic = f.deterministic;
     o.zero_stage = f.zero_stage;
+    o.shard_group_size = f.shard_group_size;
     ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
   if (f.zero_stage > 0)
-    sync_note += ddp ? " | " + zero_note(f.zero_stage, world)
+    sync_note += ddp ? " | " + zero_note(f.zero_stage, world, f.shard_group_size)
                      : " | --zero-stage without a communicator: one process, nothing to shard";
 
   data::DataLoaderOptions to;

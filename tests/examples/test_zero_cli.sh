@@ -2,7 +2,8 @@
 # --zero-stage 1, 2 and 3 from the user's side, against plain DDP as the reference: at 2 ranks
 # with --deterministic, mnist_cnn (Adadelta) and the zoo's ResNet9 (SGD with momentum, weight-decay
 # groups) end with the same weights digest as --zero-stage 0, also with --clip-grad-norm and
-# --amp f16 (mnist_cnn), and the first line says what is split; --model-ema at stage 3 is refused.
+# --amp f16 (mnist_cnn), and the first line says what is split; at 4 ranks hybrid sharding
+# (--shard-group-size 2) gives the same bits; --model-ema at stage 3 is refused.
 # usage: test_zero_cli.sh MNIST_CNN CIFAR_CNN COHORTRUN
 set -uo pipefail
 mnist=$1 zoo=$2 run=$3
@@ -47,6 +48,34 @@ done
 [ "$zoo_0" = "$zoo_2" ] || fail "cifar_cnn resnet9: --zero-stage 2 $zoo_2, DDP $zoo_0"
 [ "$mnist_0" = "$mnist_3" ] || fail "mnist_cnn: --zero-stage 3 $mnist_3, DDP $mnist_0"
 [ "$zoo_0" = "$zoo_3" ] || fail "cifar_cnn resnet9: --zero-stage 3 $zoo_3, DDP $zoo_0"
+# Hybrid sharding (--shard-group-size 2 at 4 ranks: 2 replicas of 2-rank shard groups): DDP's
+# bits with clipping (the norm over the shard group) and the f16 GradScaler (mnist_cnn), and with
+# batch norm and weight-decay groups (resnet9); a size that does not divide the ranks is refused.
+for z in "0" "2 --shard-group-size 2" "3 --shard-group-size 2"; do
+  out=$(OMP_NUM_THREADS=1 timeout 120 "$run" --nproc-per-node 4 --master-port 0 "$mnist" --comm shm \
+    --epochs 1 --max-steps 20 --deterministic --data "$data" --zero-stage $z --clip-grad-norm 0.5 --amp f16 2>&1) ||
+    fail "mnist_cnn at 4 ranks --zero-stage $z exited $?: $out"
+  d=$(digest "$out")
+  [ -n "$d" ] || fail "mnist_cnn at 4 ranks --zero-stage $z: no digest: $out"
+  [ "$z" = 0 ] && hybrid_ref=$d
+  [ "$d" = "$hybrid_ref" ] || fail "mnist_cnn at 4 ranks: --zero-stage $z $d, DDP $hybrid_ref"
+done
+grep -q "ZeRO stage 3: optimizer state, gradients and parameters / 2 (hybrid: 2 replicas of 2-rank shard groups)" <<<"$out" ||
+  fail "no hybrid sharding in the first line: $out"
+for z in "0" "1 --shard-group-size 2"; do
+  out=$(OMP_NUM_THREADS=1 timeout 120 "$run" --nproc-per-node 4 --master-port 0 "$zoo" --model resnet9 \
+    --synthetic --synthetic-size 256 --batch-size 8 --epochs 1 --max-steps 4 --optimizer sgd --lr 0.05 \
+    --weight-decay 5e-4 --norm-weight-decay 0 --deterministic --comm shm --zero-stage $z 2>&1) ||
+    fail "cifar_cnn at 4 ranks --zero-stage $z exited $?: $out"
+  d=$(digest "$out")
+  [ "$z" = 0 ] && zoo_ref=$d
+  [ -n "$d" ] && [ "$d" = "$zoo_ref" ] || fail "cifar_cnn resnet9 at 4 ranks: --zero-stage $z $d, DDP $zoo_ref"
+done
+out=$(OMP_NUM_THREADS=1 timeout 60 "$run" --nproc-per-node 4 --master-port 0 "$mnist" --comm shm --epochs 1 \
+  --max-steps 1 --data "$data" --zero-stage 1 --shard-group-size 3 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "shard_group_size 3 does not divide the group of 4 ranks" <<<"$out" ||
+  fail "--shard-group-size 3 at 4 ranks: exit $rc, $out"
 # What stage 3 cannot do: an EMA of parameters that no rank holds whole.
 out=$(OMP_NUM_THREADS=1 timeout 60 "$zoo" --model resnet9 --synthetic --synthetic-size 32 --batch-size 16 \
   --epochs 1 --max-steps 1 --comm self --zero-stage 3 --model-ema 2>&1)
@@ -55,4 +84,5 @@ rc=$?
   fail "--model-ema --zero-stage 3: exit $rc, $out"
 echo "ok: --zero-stage 1, 2 and 3 = DDP's bits: mnist_cnn $mnist_1, resnet9 (weight-decay groups) $zoo_1"
 echo "ok: --clip-grad-norm 0.5 --amp f16 at --zero-stage 1, 2 and 3 = DDP's bits: $clip_2"
+echo "ok: --shard-group-size 2 at 4 ranks (stages 2, 3 with clipping and f16; resnet9 at 1) = DDP's bits: $hybrid_ref, $zoo_ref"
 echo "zero cli: all checks passed"

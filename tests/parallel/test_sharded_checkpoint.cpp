@@ -23,14 +23,6 @@ namespace train = cohort::train;
 
 const ModelCase kMnist{"mnist_net", Shape{1, 28, 28}};
 
-// A directory every rank sees: rank 0 makes it, the name travels by broadcast.
-std::string shared_dir(cohort::comm::Communicator& c) {
-  char name[64] = "/tmp/cohort-sharded-XXXXXX";
-  if (c.rank() == 0) REQUIRE(mkdtemp(name) != nullptr);
-  c.broadcast(name, sizeof name, cohort::DType::u8, 0)->wait();
-  return name;
-}
-
 std::unique_ptr<optim::Optimizer> adam(const std::vector<ParameterPtr>& ps) {
   return optimizers()[1].second(ps);
 }

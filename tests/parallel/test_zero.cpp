@@ -92,15 +92,7 @@ TEST_CASE("ZeRO stages 1-3: the plain reduce-scatter stays within f32 rounding o
     CHECK(zero->bucket_reducers().front() == "sharded");
     CHECK(zero->weights_identical_across_ranks());
     const auto whole = zero->summon_full_params(false);  // stage 3: the values are gathered
-    const auto a = ddp->module().named_parameters(), b = zero->module().named_parameters();
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const auto va = a[i].param->value.to_vector<float>(),
-                 vb = b[i].param->value.to_vector<float>();
-      for (std::size_t k = 0; k < va.size(); ++k)
-        worst = std::max(worst, std::abs(static_cast<double>(va[k]) - vb[k]) /
-                                    (1e-3 + std::abs(static_cast<double>(va[k]))));
-    }
+    const double worst = worst_relative_difference(ddp->module(), zero->module());
     MESSAGE("plain ZeRO vs DDP, worst relative difference after 3 steps: " << worst);
     CHECK(worst < 1e-4);
   }

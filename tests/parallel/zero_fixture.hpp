@@ -3,7 +3,11 @@
 // seeded batches, a training loop and the five optimizers.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -158,11 +162,13 @@ inline void train(par::DistributedDataParallel& ddp, optim::Optimizer& opt, cons
   }
 }
 
-// The digest after `steps` of deterministic DDP and of deterministic ZeRO at `stage`.
+// The digest after `steps` of deterministic DDP and of deterministic ZeRO at `stage` (hybrid
+// sharding with `shard_group_size`, DDPOptions::shard_group_size).
 inline std::pair<std::string, std::string> ddp_and_zero(const ModelCase& mc,
                                                         const MakeOptimizer& make, int steps,
                                                         std::int64_t per, int stage,
-                                                        int accumulate = 1) {
+                                                        int accumulate = 1,
+                                                        int shard_group_size = 0) {
   par::DDPOptions o;
   o.deterministic = true;
   o.bucket_cap_mb = 0.05;  // several buckets, each split across the ranks
@@ -171,6 +177,7 @@ inline std::pair<std::string, std::string> ddp_and_zero(const ModelCase& mc,
   auto opt = make(par::trainable_parameters(ddp->module()));
   train(*ddp, *opt, mc, steps, per, accumulate);
   o.zero_stage = stage;
+  o.shard_group_size = shard_group_size;
   auto zero = nn::make<par::DistributedDataParallel>(make_model(mc, 7), ddp_test::shared_comm(), o);
   auto zopt = make(zero->shard_parameters(par::trainable_parameters(zero->module())));
   zero->attach_optimizer(*zopt);
@@ -181,6 +188,27 @@ inline std::pair<std::string, std::string> ddp_and_zero(const ModelCase& mc,
   const bool ddp_agree = ddp->weights_identical_across_ranks();
   CHECK(zero->weights_identical_across_ranks() == ddp_agree);
   return {ddp->weights_digest(), zero->weights_digest()};
+}
+
+// The largest |a - b| / (1e-3 + |a|) over the parameters of two models of the same layout.
+inline double worst_relative_difference(const nn::Module& a_model, const nn::Module& b_model) {
+  const auto a = a_model.named_parameters(), b = b_model.named_parameters();
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto va = a[i].param->value.to_vector<float>(), vb = b[i].param->value.to_vector<float>();
+    for (std::size_t k = 0; k < va.size(); ++k)
+      worst = std::max(worst, std::abs(static_cast<double>(va[k]) - vb[k]) /
+                                  (1e-3 + std::abs(static_cast<double>(va[k]))));
+  }
+  return worst;
+}
+
+// A directory every rank sees: rank 0 makes it, the name travels by broadcast.
+inline std::string shared_dir(cohort::comm::Communicator& c) {
+  char name[64] = "/tmp/cohort-sharded-XXXXXX";
+  if (c.rank() == 0) REQUIRE(mkdtemp(name) != nullptr);
+  c.broadcast(name, sizeof name, cohort::DType::u8, 0)->wait();
+  return name;
 }
 
 inline std::vector<std::pair<std::string, MakeOptimizer>> optimizers() {

@@ -157,12 +157,13 @@ ShardedSnapshot snapshot_sharded_checkpoint(const std::string& dir, DistributedD
   const std::string who = "save_sharded_checkpoint('" + dir + "')";
   ShardedSnapshot snap;
   snap.dir = dir;
-  snap.rank = c.rank();
-  snap.world_size = c.size();
+  snap.rank = ddp.shard_communicator().rank();
+  snap.world_size = ddp.shard_communicator().size();
+  snap.writes = !ddp.replica_communicator() || ddp.replica_communicator()->rank() == 0;
   snap.global_step = progress.global_step;
   snap.epoch_end = progress.step_in_epoch == 0;
   // A 52-bit id that ties the files to the index (exact in the f64 the all-reduce carries).
-  if (snap.rank == 0) {
+  if (c.rank() == 0) {
     std::random_device rd;
     snap.save_id = static_cast<double>(rd() & 0xfffffu) * 4294967296.0 + static_cast<double>(rd());
   }
@@ -175,8 +176,8 @@ ShardedSnapshot snapshot_sharded_checkpoint(const std::string& dir, DistributedD
     for (std::size_t i = 0; i < s.layout.size(); ++i) s.index_of[s.layout[i].name] = i;
     std::vector<io::SafetensorsEntry> opt_entries;
     s.md = detail::state_metadata(ddp.module(), optimizer, scheduler, progress, &opt_entries);
-    take_entries(snap, s, std::move(opt_entries), ddp, who);
-    if (snap.rank == 0) snap.index = index_text(snap, s, ddp);
+    if (snap.writes) take_entries(snap, s, std::move(opt_entries), ddp, who);
+    if (c.rank() == 0) snap.index = index_text(snap, s, ddp);
   });
   return snap;
 }
@@ -276,6 +277,7 @@ void publish_when_whole(const ShardedSnapshot& s) {
 }  // namespace
 
 void write_sharded_checkpoint(const ShardedSnapshot& s) {
+  if (!s.writes) return;
   write_own_shard(s);
   if (s.rank == 0) publish_when_whole(s);
 }
@@ -288,9 +290,11 @@ std::uint64_t save_sharded_checkpoint(const std::string& dir, DistributedDataPar
       snapshot_sharded_checkpoint(dir, ddp, optimizer, scheduler, progress);
   const std::string who = "save_sharded_checkpoint('" + dir + "')";
   // Two agreements: every rank's file first, so that rank 0 never waits for a rank that failed.
-  agree(ddp.communicator(), who + " (writing each rank's shard)", [&] { write_own_shard(snap); });
+  agree(ddp.communicator(), who + " (writing each rank's shard)", [&] {
+    if (snap.writes) write_own_shard(snap);
+  });
   agree(ddp.communicator(), who + " (publishing)", [&] {
-    if (snap.rank == 0) publish_when_whole(snap);
+    if (snap.writes && snap.rank == 0) publish_when_whole(snap);
   });
   return snap.bytes();
 }

@@ -6,7 +6,7 @@
 namespace cohort::train::sharded {
 
 std::vector<ParamLayout> layout_of(const DistributedDataParallel& ddp) {
-  const comm::Communicator& c = const_cast<DistributedDataParallel&>(ddp).communicator();
+  const comm::Communicator& c = ddp.shard_communicator();
   const int n = c.size(), me = c.rank();
   std::map<std::string, ParameterPtr> by_name;
   for (const auto& p : ddp.module().named_parameters()) by_name[p.name] = p.param;

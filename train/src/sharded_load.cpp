@@ -139,8 +139,8 @@ void stage_optimizer(Reader& rd, const DistributedDataParallel& ddp,
 
 ShardedLoad load_sharded_checkpoint(const std::string& dir, DistributedDataParallel& ddp,
                                     optim::Optimizer& optimizer, optim::Scheduler* scheduler) {
-  comm::Communicator& c = ddp.communicator();
-  const int me = c.rank();
+  comm::Communicator& c = ddp.communicator();      // every rank agrees, replicas included
+  const int me = ddp.shard_communicator().rank();  // whose ranges this rank reads
   const std::string who = "load_sharded_checkpoint('" + dir + "')";
   ShardedLoad out;
   out.dir = file_exists(dir + "/index.json") ? dir : dir + ".prev";

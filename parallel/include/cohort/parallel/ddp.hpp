@@ -137,6 +137,21 @@ struct DDPOptions {
   bool reshard_after_forward = true;
   // Stage 3: gather the next unit while one runs (FSDP's forward and backward prefetch).
   bool prefetch = true;
+  // Hybrid sharding (FSDP's HYBRID_SHARD, and _HYBRID_SHARD_ZERO2 at stage 2): with zero_stage
+  // >= 1 and 0 < shard_group_size < the group's size (which it must divide), the state is
+  // sharded only inside shard groups of this many consecutive ranks (one host, say) and
+  // replicated across the size / shard_group_size groups: rank r holds chunk r % s of every
+  // bucket, as do its replicas r % s, r % s + s, ... (the replica group). Backward
+  // reduce-scatters over the shard group, then all-reduces the chunk over the replica group;
+  // the step's all-gathers (stage 3: every gather) stay inside the shard group, whose links are
+  // the fast ones. Memory is the stage's formula for n = shard_group_size; communication per
+  // step 2(s-1)/s of the buckets inside the group (stage 3: 3(s-1)/s) plus (g-1) chunks of 1/s
+  // across, g = size / s (the subgroup's direct all-reduce: a ring's share at g = 2). With
+  // deterministic the bits are a deterministic DDP's (every rank's contribution summed in
+  // global rank order). The groups are comm::make_subgroup's, on the DDP's communicator
+  // (rebuilt by rebind, where a new size that s does not divide takes the smallest divisor of
+  // it above s). 0 (the default) or the group's size: one shard group, no replica.
+  int shard_group_size = 0;
 };
 
 // 16 hex digits: FNV-1a over `model`'s state_dict (names, shapes and values, read to the host).
@@ -317,6 +332,11 @@ class DistributedDataParallel : public nn::Module {
   nn::Module& module() { return *model_; }
   const nn::Module& module() const { return *model_; }
   comm::Communicator& communicator() { return *comm_; }
+  // ZeRO: the ranks the state is sharded over (the communicator itself, or with hybrid sharding
+  // this rank's shard group), and with hybrid sharding the ranks holding the same chunk (null
+  // otherwise). Rank k of the shard group owns chunk k of every bucket (shard_pieces(k)).
+  comm::Communicator& shard_communicator() const { return shard_comm_ ? *shard_comm_ : *comm_; }
+  comm::Communicator* replica_communicator() const { return replica_comm_.get(); }
   const DDPOptions& options() const { return opt_; }
 
  protected:
@@ -328,6 +348,7 @@ class DistributedDataParallel : public nn::Module {
   struct Bucket;
   struct Unit;                      // stage 3 (zero3.cpp)
   void check_zero_options() const;  // zero.cpp
+  void make_shard_groups();         // zero.cpp: hybrid sharding's groups on comm_
   struct Retired;
   void reshard_onto_group(Retired& old);     // zero.cpp: rebind()'s new split, before its broadcast
   void place_new_shards(bool whole_values);  // and after it and attach_buckets: shards, pieces
@@ -364,6 +385,7 @@ class DistributedDataParallel : public nn::Module {
 
   nn::ModulePtr model_;
   std::shared_ptr<comm::Communicator> comm_;
+  std::shared_ptr<comm::Communicator> shard_comm_, replica_comm_;  // hybrid sharding only
   DDPOptions opt_;
   std::vector<NamedParameter> params_;  // requires_grad ones, registration order
   // What shard_parameters() handed out: each piece and the index of its parameter in params_.
@@ -376,7 +398,7 @@ class DistributedDataParallel : public nn::Module {
   Tensor owned_values(std::size_t index, const OwnedRange& r) const;   // this rank's range
   // What rebind() left behind: the old group's reducers and communicator, freed with this DDP.
   struct Retired {
-    std::shared_ptr<comm::Communicator> comm;
+    std::shared_ptr<comm::Communicator> comm, shard_comm, replica_comm;
     std::vector<std::unique_ptr<detail::Reducer>> reducers;
     std::vector<comm::WorkHandle> work;  // stage 3: the units' gathers in flight
     std::vector<Tensor> buffers;         // and what they gather into

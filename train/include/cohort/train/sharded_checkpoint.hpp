@@ -55,7 +55,10 @@ std::uint64_t save_sharded_checkpoint(const std::string& dir,
 // DIR.tmp-<id>/, and rank 0, once every rank's marker is there, writes the index and publishes.
 struct ShardedSnapshot {
   std::string dir;
+  // The shard's number and how many there are: the DDP's shard group (hybrid sharding: the shard
+  // groups hold the same shards, and only the first one's ranks write them: `writes`).
   int rank = 0, world_size = 1;
+  bool writes = true;
   double save_id = 0;                         // ties the files to the index
   std::vector<io::SafetensorsEntry> entries;  // this rank's file
   std::string index;                          // rank 0: index.json's text
