@@ -9,6 +9,10 @@
 #    log, which keeps its state across the change instead of loading a checkpoint;
 # for 3 ranks over shm at stage 2 (a seeded rank and step), over ucx at stage 3 losing rank 0
 # (the lead), and at stage 1 before the first periodic checkpoint (the starting state, step 0).
+# Hybrid sharding (--shard-group-size 2, 4 ranks): a lost rank's chunk rebuilt from its live
+# replica with no step lost (the change at the step the survivors had done, no checkpoint read),
+# its digest its replay's and plain DDP's replay's; both replicas of a shard lost together: back
+# to the newest checkpoint.
 # Growing back (--elastic-respawn 1, stage 3): the rank started again joins through the group's
 # sharded checkpoint of the boundary; the job ends with 3 ranks holding identical weights.
 # Bad input: no --checkpoint-dir, --elastic-batch per-rank, and a replay whose checkpoints are
@@ -88,6 +92,56 @@ lose "shm 3 ranks, stage 2, rank $victim killed at step $kill_step" z2 shm 2 "$k
 lose "ucx 3 ranks, stage 3, rank 0 killed at step 12" z3 ucx 3 12 0
 # 3. stage 1, killed before the first periodic checkpoint: back to the starting state.
 lose "shm 3 ranks, stage 1, rank 2 killed at step 2" z1 shm 1 2 2 ddp
+
+# Hybrid sharding (--shard-group-size 2 at 4 ranks: 2 replicas of 2-rank shard groups). hjob NAME
+# STAGE ARGS...: 4 ranks over shm, --elastic 2:4, checkpoints every 5 steps in NAME.ck.
+hjob() {
+  local name=$1 stage=$2
+  shift 2
+  timeout 300 "$bin/cohortrun" --nproc-per-node 4 --master-port 0 --elastic 2:4 "$bin/mnist_cnn" \
+    --comm shm --epochs 1 --max-steps $steps --log-interval 1 --test-batch-size 1000 --deterministic \
+    --data "$data" --elastic 2:4 --zero-stage "$stage" --checkpoint-dir "$work/$name.ck" \
+    --checkpoint-every 5 "$@" >"$work/$name.log" 2>&1
+}
+# H1. A seeded rank killed at step 12 (no checkpoint's): its chunk rebuilt from its replica, the
+# change at the step the survivors had done (no step lost), digest = replay = plain DDP's replay.
+why=""
+hvictim=$((1 + seed % 3))
+hjob h2 2 --shard-group-size 2 --membership-log "$work/h2.jsonl" &
+pid=$!
+signal_at "$work/h2.log" 12 "$hvictim" KILL >/dev/null
+wait "$pid"
+rc=$?
+got=$(digest_of "$work/h2.log")
+at=$(sed -n 's/.*"step":\([0-9]*\),"old".*/\1/p' "$work/h2.jsonl" 2>/dev/null)
+[ "$rc" -eq 0 ] || why="$why; exit $rc"
+grep -q "hybrid sharding: the lost chunks rebuilt from live replicas at step $at, resharded onto 3 ranks; no step lost" "$work/h2.log" ||
+  why="$why; no rebuild from replicas reported"
+[ -n "$at" ] && [ "$at" -ge 12 ] || why="$why; the change at step '$at', before the death (a step lost)"
+if [ -z "$why" ]; then
+  hjob h2.replay 2 --shard-group-size 2 --replay-membership "$work/h2.jsonl"
+  want=$(digest_of "$work/h2.replay.log")
+  [ -n "$got" ] && [ "$got" = "$want" ] || why="$why; digest '$got', its replay's '$want'"
+  hjob h2.ddp 0 --replay-membership "$work/h2.jsonl"
+  want=$(digest_of "$work/h2.ddp.log")
+  [ "$got" = "$want" ] || why="$why; digest $got, plain DDP's replay '$want'"
+fi
+verdict "shm 4 ranks, stage 2, hybrid (--shard-group-size 2), rank $hvictim killed at step 12: rebuilt from its replica at step $at, digest $got = its replay's = plain DDP's replay" "$why" "$work/h2.log"
+# H2. Both replicas of shard 1 (ranks 1 and 3) killed at once: no live replica, so the newest
+# sharded checkpoint, as pure sharding; the job goes on with 2 ranks.
+why=""
+hjob hboth 3 --shard-group-size 2 &
+pid=$!
+signal_at "$work/hboth.log" 12 1 KILL >/dev/null
+signal_at "$work/hboth.log" 12 3 KILL >/dev/null
+wait "$pid"
+rc=$?
+[ "$rc" -eq 0 ] || why="$why; exit $rc"
+grep -q "hybrid sharding: no live replica to rebuild from (every replica of shard 1 is gone); the newest sharded checkpoint instead" "$work/hboth.log" ||
+  why="$why; no fallback to the checkpoint reported"
+grep -q "resharded onto 2 ranks" "$work/hboth.log" || why="$why; no resharding onto 2 ranks"
+grep -q "ranks hold identical weights: yes" "$work/hboth.log" || why="$why; the ranks' weights differ"
+verdict "shm 4 ranks, stage 3, hybrid, ranks 1 and 3 (shard 1's replicas) killed together: back to the checkpoint" "$why" "$work/hboth.log"
 
 # 4. Growing back at stage 3: rank 1 killed at step 10 and started again.
 steps=40

@@ -149,37 +149,78 @@ std::string index_text(const ShardedSnapshot& snap, const Shares& s,
 
 }  // namespace
 
+namespace {
+
+// This rank's share of a save: its file's entries (when `entries`) and, when `index`, the
+// index's text (which any rank can compute: it is the layout and the metadata).
+ShardedSnapshot local_snapshot(const std::string& dir, DistributedDataParallel& ddp,
+                               const optim::Optimizer& optimizer, const optim::Scheduler* scheduler,
+                               const TrainingProgress& progress, const std::string& who,
+                               double save_id, bool entries, bool index) {
+  ShardedSnapshot snap;
+  snap.dir = dir;
+  snap.rank = ddp.shard_communicator().rank();
+  snap.world_size = ddp.shard_communicator().size();
+  snap.writes = entries;
+  snap.global_step = progress.global_step;
+  snap.epoch_end = progress.step_in_epoch == 0;
+  snap.save_id = save_id;
+  Shares s;
+  s.layout = layout_of(ddp);
+  s.names = slot_names(ddp, optimizer, s.layout, who.c_str());
+  for (std::size_t i = 0; i < s.layout.size(); ++i) s.index_of[s.layout[i].name] = i;
+  std::vector<io::SafetensorsEntry> opt_entries;
+  s.md = detail::state_metadata(ddp.module(), optimizer, scheduler, progress, &opt_entries);
+  // The index's optimizer tensors are the ones take_entries finds: taken by every rank that
+  // writes the index, dropped where this rank's file is not wanted.
+  if (entries || index) take_entries(snap, s, std::move(opt_entries), ddp, who);
+  if (index) snap.index = index_text(snap, s, ddp);
+  if (!entries) snap.entries.clear();
+  return snap;
+}
+
+}  // namespace
+
 ShardedSnapshot snapshot_sharded_checkpoint(const std::string& dir, DistributedDataParallel& ddp,
                                             const optim::Optimizer& optimizer,
                                             const optim::Scheduler* scheduler,
                                             const TrainingProgress& progress) {
   comm::Communicator& c = ddp.communicator();
   const std::string who = "save_sharded_checkpoint('" + dir + "')";
-  ShardedSnapshot snap;
-  snap.dir = dir;
-  snap.rank = ddp.shard_communicator().rank();
-  snap.world_size = ddp.shard_communicator().size();
-  snap.writes = !ddp.replica_communicator() || ddp.replica_communicator()->rank() == 0;
-  snap.global_step = progress.global_step;
-  snap.epoch_end = progress.step_in_epoch == 0;
   // A 52-bit id that ties the files to the index (exact in the f64 the all-reduce carries).
+  double save_id = 0;
   if (c.rank() == 0) {
     std::random_device rd;
-    snap.save_id = static_cast<double>(rd() & 0xfffffu) * 4294967296.0 + static_cast<double>(rd());
+    save_id = static_cast<double>(rd() & 0xfffffu) * 4294967296.0 + static_cast<double>(rd());
   }
-  if (c.size() > 1)
-    comm::allreduce_host(c, nullptr, &snap.save_id, 1, DType::f64, comm::ReduceOp::max);
+  if (c.size() > 1) comm::allreduce_host(c, nullptr, &save_id, 1, DType::f64, comm::ReduceOp::max);
+  ShardedSnapshot snap;
   agree(c, who, [&] {
-    Shares s;
-    s.layout = layout_of(ddp);
-    s.names = slot_names(ddp, optimizer, s.layout, who.c_str());
-    for (std::size_t i = 0; i < s.layout.size(); ++i) s.index_of[s.layout[i].name] = i;
-    std::vector<io::SafetensorsEntry> opt_entries;
-    s.md = detail::state_metadata(ddp.module(), optimizer, scheduler, progress, &opt_entries);
-    if (snap.writes) take_entries(snap, s, std::move(opt_entries), ddp, who);
-    if (c.rank() == 0) snap.index = index_text(snap, s, ddp);
+    // Hybrid sharding: the first shard group writes, its replicas hold the same shards.
+    const bool writes = !ddp.replica_communicator() || ddp.replica_communicator()->rank() == 0;
+    snap = local_snapshot(dir, ddp, optimizer, scheduler, progress, who, save_id, writes,
+                          c.rank() == 0);
   });
   return snap;
+}
+
+ShardedSnapshot snapshot_shard_locally(const std::string& dir, DistributedDataParallel& ddp,
+                                       const optim::Optimizer& optimizer,
+                                       const optim::Scheduler* scheduler,
+                                       const TrainingProgress& progress, double save_id,
+                                       bool entries) {
+  const std::string who = "snapshot_shard_locally('" + dir + "')";
+  return local_snapshot(dir, ddp, optimizer, scheduler, progress, who, save_id, entries, true);
+}
+
+std::string write_shard_file(const ShardedSnapshot& s, const std::string& dir) {
+  const std::string path = dir + "/" + shard_name(s.rank, s.world_size);
+  io::save_safetensors(path, s.entries,
+                       {{"format", kFormat},
+                        {"cohort.rank", std::to_string(s.rank)},
+                        {"cohort.world_size", std::to_string(s.world_size)},
+                        {"cohort.save_id", detail::exact_text(s.save_id)}});
+  return path;
 }
 
 namespace {
@@ -224,11 +265,7 @@ void write_own_shard(const ShardedSnapshot& s) {
   const std::string tmp = staging_dir(s);
   try {
     fs::create_directories(tmp);
-    io::save_safetensors(tmp + "/" + shard_name(s.rank, s.world_size), s.entries,
-                         {{"format", kFormat},
-                          {"cohort.rank", std::to_string(s.rank)},
-                          {"cohort.world_size", std::to_string(s.world_size)},
-                          {"cohort.save_id", detail::exact_text(s.save_id)}});
+    write_shard_file(s, tmp);
     write_text_atomically(marker(tmp, "done", s.rank), "");
   } catch (const std::exception& e) {
     std::error_code ec;

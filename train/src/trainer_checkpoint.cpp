@@ -177,9 +177,9 @@ std::int64_t Trainer::apply_resume(const data::DataLoader& train, std::int64_t e
   return resumed_.step_in_epoch;
 }
 
-void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t epochs_done,
-                                  std::int64_t step_in_epoch, const EpochResult& r,
-                                  double loss_sum, bool wait) {
+TrainingProgress Trainer::progress_now(const data::DataLoader& train, std::int64_t epochs_done,
+                                       std::int64_t step_in_epoch, const EpochResult& r,
+                                       double loss_sum, comm::Communicator* avg_over) {
   TrainingProgress p;
   p.epoch = epochs_done;
   p.global_step = global_step_;
@@ -193,11 +193,11 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
     p.run["epoch.skipped_steps"] = std::to_string(r.skipped_steps);
     // The epoch's loss so far, so that the resumed epoch reports the same mean. The epoch's
     // figure is averaged over the ranks at its end, so the average of the sums is what counts.
-    if (comm_ && comm_->size() > 1)
+    if (avg_over && avg_over->size() > 1)
       with_context("Trainer (averaging the epoch's loss sum for the checkpoint of step " +
                        std::to_string(global_step_) + ")",
                    [&] {
-                     comm::allreduce_host(*comm_, model_.device(), &loss_sum, 1, DType::f64,
+                     comm::allreduce_host(*avg_over, model_.device(), &loss_sum, 1, DType::f64,
                                           comm::ReduceOp::avg);
                    });
     p.run["epoch.loss_sum"] = detail::exact_text(loss_sum);
@@ -208,6 +208,13 @@ void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t ep
     p.extra = options_.ema->checkpoint_tensors();
     p.run["model_ema.n_averaged"] = std::to_string(options_.ema->n_averaged());
   }
+  return p;
+}
+
+void Trainer::save_checkpoint_now(const data::DataLoader& train, std::int64_t epochs_done,
+                                  std::int64_t step_in_epoch, const EpochResult& r, double loss_sum,
+                                  bool wait) {
+  const TrainingProgress p = progress_now(train, epochs_done, step_in_epoch, r, loss_sum, comm_);
   if (sharded_checkpoints_) {  // every rank copies its shard and writes it in the background
     timer_.time("checkpoint", [&] {
       using clock = std::chrono::steady_clock;

@@ -15,11 +15,16 @@
 
 #include "cohort/layers/dropout.hpp"
 #include "cohort/train/trainer.hpp"
+#include "elastic_bytes.hpp"
 #include "metadata_text.hpp"
 #include "trainer_elastic.hpp"
 #include "trainer_loop.hpp"
 
 namespace cohort::train {
+
+using detail::broadcast_blob;
+using detail::read_bytes;
+using detail::write_bytes;
 
 namespace {
 void for_each_dropout(nn::Module& m, const std::function<void(nn::Dropout&)>& fn) {
@@ -42,31 +47,8 @@ double since(std::chrono::steady_clock::time_point t0) {
 // The state a joiner or a rank behind takes, as the pair of files a checkpoint is, moved as bytes
 // over the communicator from `root` (any host): [u64 n][model file][u64 m][state file]. The files
 // live in /dev/shm (memory) on both sides, only while they are read or written.
-std::vector<std::uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  COHORT_CHECK(in.good(), "elastic: cannot read ", path);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-void write_bytes(const std::string& path, const std::uint8_t* p, std::size_t n) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
-  COHORT_CHECK(out.good(), "elastic: cannot write ", path);
-}
 std::string shm_path(const std::string& what) {
   return "/dev/shm/cohort-elastic-" + what + "-" + std::to_string(::getpid()) + ".safetensors";
-}
-// Broadcasts `blob` from `root` (its size first); returns it on every rank. `moved_s`: the
-// payload's broadcast alone (the size's broadcast waits for the root to have the state ready).
-std::vector<std::uint8_t> broadcast_blob(comm::Communicator& c, std::vector<std::uint8_t> blob,
-                                         int root, double* moved_s = nullptr) {
-  std::uint64_t n = blob.size();
-  c.broadcast(&n, sizeof n, DType::u8, root)->wait();
-  blob.resize(n);
-  const auto t0 = std::chrono::steady_clock::now();
-  c.broadcast(blob.data(), n, DType::u8, root)->wait();
-  if (moved_s)
-    *moved_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return blob;
 }
 void append(std::vector<std::uint8_t>& blob, const std::vector<std::uint8_t>& part) {
   const std::uint64_t n = part.size();
@@ -261,7 +243,12 @@ std::int64_t Trainer::elastic_recover(data::DataLoader& train, std::int64_t epoc
                   " samples per rank";
     std::string how;
     if (behind) how = " (ranks behind took the root's state)";
-    if (elastic_reshards())
+    if (elastic_reshards() && elastic_from_replicas_)
+      how = " (ZeRO stage " + std::to_string(ddp_->options().zero_stage) +
+            ", hybrid sharding: the lost chunks rebuilt from live replicas at step " +
+            std::to_string(c.step) + ", resharded onto " + std::to_string(comm_->size()) +
+            " ranks; no step lost, nothing read from disk)";
+    else if (elastic_reshards())
       how = " (ZeRO stage " + std::to_string(ddp_->options().zero_stage) +
             ": the newest sharded checkpoint, of step " + std::to_string(c.step) +
             ", resharded onto " + std::to_string(comm_->size()) + " ranks; " +

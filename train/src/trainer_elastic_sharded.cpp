@@ -4,13 +4,24 @@
 // checkpoint (checkpoint_dir/sharded), resharded onto the new group, and go on from its step;
 // the steps after it are trained again by the new group. The membership log records that step,
 // so a replay (--replay-membership) changes the group there, from the same checkpoint, and ends
-// bit for bit where the run with the failure did. The rest of elastic training is
-// trainer_elastic.cpp.
+// bit for bit where the run with the failure did. With hybrid sharding (DDPOptions::
+// shard_group_size) a lost rank's chunk usually lives on in a replica: when every shard of the old
+// split has a survivor and the survivors are at one step, its holders send their shard files over
+// the new group, every survivor stages the old split's checkpoint in /dev/shm from them, and
+// loads it resharded exactly as it would the newest checkpoint: no step is lost and nothing is
+// read from disk. The rest of elastic training is trainer_elastic.cpp.
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "cohort/train/sharded_checkpoint.hpp"
 #include "cohort/train/trainer.hpp"
+#include "elastic_bytes.hpp"
 #include "trainer_loop.hpp"
 
 namespace cohort::train {
@@ -31,6 +42,60 @@ void Trainer::elastic_first_checkpoint(data::DataLoader& train) {
         ddp_->options().zero_stage, checkpoint_file_.c_str());
 }
 
+std::vector<int> Trainer::elastic_replica_holders(const parallel::MembershipChange& change,
+                                                  std::string* why) const {
+  if (!ddp_->replica_communicator()) {
+    *why = "no replicas (shard_group_size)";
+    return {};
+  }
+  const int s = ddp_->shard_communicator().size();
+  for (const std::int64_t v : change.steps)
+    if (v != change.steps.front()) {
+      *why = "the survivors are at different steps (a step's update landed on some shards only)";
+      return {};
+    }
+  std::vector<int> holders(static_cast<std::size_t>(s), -1);
+  for (std::size_t i = 0; i < change.new_members.size(); ++i) {
+    const auto at =
+        std::find(change.old_members.begin(), change.old_members.end(), change.new_members[i]);
+    if (at == change.old_members.end()) continue;  // a joiner holds nothing
+    const auto k = static_cast<std::size_t>((at - change.old_members.begin()) % s);
+    if (holders[k] < 0) holders[k] = static_cast<int>(i);
+  }
+  for (std::size_t k = 0; k < holders.size(); ++k)
+    if (holders[k] < 0) {
+      *why = "every replica of shard " + std::to_string(k) + " is gone";
+      return {};
+    }
+  return holders;
+}
+
+void Trainer::elastic_gather_replicas(const std::string& dir, const std::vector<int>& holders,
+                                      const data::DataLoader& train, const EpochResult& r,
+                                      double loss_sum) {
+  comm::Communicator& c = *options_.elastic->communicator();
+  const int me = ddp_->shard_communicator().rank(), n = static_cast<int>(holders.size());
+  const bool mine = holders[static_cast<std::size_t>(me)] == c.rank();
+  // The survivors' loss sums averaged over the new group: the same survivors at the same step
+  // in the replay.
+  const TrainingProgress p = progress_now(train, epochs_done_, r.steps, r, loss_sum, &c);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const ShardedSnapshot snap = snapshot_shard_locally(dir, *ddp_, opt_, sched_, p, 1.0, mine);
+  for (int k = 0; k < n; ++k) {
+    const int root = holders[static_cast<std::size_t>(k)];
+    std::vector<std::uint8_t> blob;
+    if (root == c.rank()) blob = detail::read_bytes(write_shard_file(snap, dir));
+    blob = detail::broadcast_blob(c, std::move(blob), root);
+    if (root != c.rank())
+      detail::write_bytes(
+          dir + "/shard-" + std::to_string(k) + "-of-" + std::to_string(n) + ".safetensors",
+          blob.data(), blob.size());
+  }
+  detail::write_bytes(dir + "/index.json", reinterpret_cast<const std::uint8_t*>(snap.index.data()),
+                      snap.index.size());
+}
+
 parallel::MembershipChange Trainer::elastic_reshard(
     data::DataLoader& train, std::int64_t epoch, EpochResult& r, double& loss_sum,
     const std::string& why, bool planned, std::chrono::steady_clock::time_point& t_state) {
@@ -47,9 +112,37 @@ parallel::MembershipChange Trainer::elastic_reshard(
                  group.launch_rank(), e.what());
   }
   const std::int64_t replayed_at = global_step_;
+  elastic_from_replicas_ = false;
   const parallel::MembershipChange c =
       group.shrink(why, global_step_, [&](const parallel::MembershipChange& change) {
         t_state = std::chrono::steady_clock::now();
+        std::string why_not;
+        const std::vector<int> holders = elastic_replica_holders(change, &why_not);
+        if (!holders.empty()) {
+          // Hybrid sharding: the old split's shards from live replicas, before the DDP moves.
+          const std::string dir = "/dev/shm/cohort-elastic-replicas-" + std::to_string(::getpid());
+          struct Cleanup {
+            std::string dir;
+            ~Cleanup() {
+              std::error_code ec;
+              std::filesystem::remove_all(dir, ec);
+            }
+          } cleanup{dir};
+          with_context(
+              "elastic: hybrid sharding: rebuilding the lost rank's chunk from its "
+              "replicas (each shard's file from a survivor holding it)",
+              [&] { elastic_gather_replicas(dir, holders, train, r, loss_sum); });
+          elastic_take_group();
+          ddp_->rebind(group.communicator(), change.root);
+          resume(dir);
+          elastic_from_replicas_ = true;
+          return resumed_.global_step;
+        }
+        if (ddp_->replica_communicator() && comm_->rank() == 0)
+          std::printf(
+              "[elastic] hybrid sharding: no live replica to rebuild from (%s); the "
+              "newest sharded checkpoint instead\n",
+              why_not.c_str());
         elastic_take_group();
         ddp_->rebind(group.communicator(), change.root);
         const CheckpointLoad got = with_context(

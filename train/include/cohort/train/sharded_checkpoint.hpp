@@ -76,6 +76,19 @@ ShardedSnapshot snapshot_sharded_checkpoint(const std::string& dir,
                                             const optim::Optimizer& optimizer,
                                             const optim::Scheduler* scheduler,
                                             const TrainingProgress& progress);
+// This rank's part alone, no communication (the caller picks the save id): its file's entries
+// when `entries` (else none) and the index's text on every rank. Elastic hybrid sharding
+// rebuilds the checkpoint of a group that lost ranks from these, each shard taken from a live
+// replica (the Trainer; docs/PARALLEL.md, "Hybrid sharding").
+ShardedSnapshot snapshot_shard_locally(const std::string& dir,
+                                       parallel::DistributedDataParallel& ddp,
+                                       const optim::Optimizer& optimizer,
+                                       const optim::Scheduler* scheduler,
+                                       const TrainingProgress& progress, double save_id,
+                                       bool entries);
+// The snapshot's file into `dir` (not staged, not published: the caller's own directory);
+// returns its path.
+std::string write_shard_file(const ShardedSnapshot& snapshot, const std::string& dir);
 // Not collective. Rank 0 returns once the checkpoint is published, the others once their own file
 // is whole. A crash at any instant leaves the previous checkpoint loadable.
 void write_sharded_checkpoint(const ShardedSnapshot& snapshot);

@@ -267,6 +267,11 @@ class Trainer {
   std::int64_t apply_resume(const data::DataLoader& train, std::int64_t epoch, EpochResult& r,
                             double& loss_sum);
   std::map<std::string, std::string> run_info(const data::DataLoader& train) const;
+  // What a checkpoint of this moment records; collective over `avg_over` when step_in_epoch > 0
+  // (the epoch's loss sum is averaged over its ranks).
+  TrainingProgress progress_now(const data::DataLoader& train, std::int64_t epochs_done,
+                                std::int64_t step_in_epoch, const EpochResult& r, double loss_sum,
+                                comm::Communicator* avg_over);
   // Collective when step_in_epoch > 0 (the epoch's loss sum is averaged over the ranks); rank 0
   // copies and queues the write. `wait`: return once it is on disk.
   void save_checkpoint_now(const data::DataLoader& train, std::int64_t epochs_done,
@@ -279,6 +284,7 @@ class Trainer {
   struct ElasticState;
   std::unique_ptr<ElasticState> elastic_;
   bool left_group_ = false;
+  bool elastic_from_replicas_ = false;  // the last loss was rebuilt from live replicas
   bool progress_wanted_ = true;  // options.show_progress as given (rank 0 of a changed group)
   void elastic_mark();           // before a step: what a discarded step must put back
   bool elastic_failure(const Error& e) const;  // a collective failed: a rank may be gone
@@ -295,6 +301,17 @@ class Trainer {
                                              const std::string& why, bool planned,
                                              std::chrono::steady_clock::time_point& t_state);
   void elastic_first_checkpoint(data::DataLoader& train);  // fit: step 0's, when none exists
+  // Hybrid sharding (DDPOptions::shard_group_size): for each shard of the old split, the new
+  // rank of the first survivor holding it, when every shard has one and every survivor is at
+  // the same step (then the lost rank's chunk is rebuilt from a live replica, no step lost);
+  // empty otherwise (the checkpoint's way). `why`: why not.
+  std::vector<int> elastic_replica_holders(const parallel::MembershipChange& change,
+                                           std::string* why) const;
+  // The old split's checkpoint in `dir` (this rank's /dev/shm) on every survivor, each shard's
+  // file broadcast over the new group by its holder; collective over the new group.
+  void elastic_gather_replicas(const std::string& dir, const std::vector<int>& holders,
+                               const data::DataLoader& train, const EpochResult& r,
+                               double loss_sum);
   // Growing back with ZeRO: the state goes to the joiners as a sharded checkpoint of the
   // boundary, which the larger group loads resharded (the members' side; the joiners' is
   // elastic_receive_state).
