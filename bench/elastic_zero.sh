@@ -8,8 +8,10 @@
 # round's breakdown as the run prints it (detection + agreement + communicator + state + first
 # step: "state" is DDP's broadcast of the root's weights, or ZeRO's rebind and sharded load) and
 # the steps trained again (ZeRO goes back to the checkpoint of step 5), and the medians.
+# A stage written "2h2" is stage 2 with hybrid sharding (--shard-group-size 2): the lost chunk
+# rebuilt from a live replica, no step trained again; RANKS=4 gives it replicas (2 x 2).
 #
-#   bench/elastic_zero.sh [ROUNDS] [STAGES]   (default 3 rounds, stages "0 2 3")
+#   [RANKS=3] bench/elastic_zero.sh [ROUNDS] [STAGES]   (default 3 rounds, stages "0 2 3")
 set -euo pipefail
 # shellcheck source=bench/cpu_line.sh
 . "$(dirname "$0")/cpu_line.sh"  # the CPU the figures come from
@@ -17,6 +19,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin
 rounds=${1:-3}
 stages=${2:-"0 2 3"}
+ranks=${RANKS:-3}
 export OMP_NUM_THREADS=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -27,9 +30,12 @@ for r in $(seq "$rounds"); do
   for z in $stages; do
     log=$work/z$z.log
     rm -rf "$work/ck$z"
-    "$bin/cohortrun" --nproc-per-node 3 --master-port 0 --elastic 2:3 "$bin/resnet50_tinyimagenet" \
-      --synthetic --synthetic-size 512 --batch-size 4 --optimizer adam --comm shm --epochs 1 \
-      --max-steps 12 --log-interval 1 --no-eval --elastic 2:3 --zero-stage "$z" \
+    hybrid=()
+    [[ $z == *h* ]] && hybrid=(--shard-group-size "${z#*h}")
+    "$bin/cohortrun" --nproc-per-node "$ranks" --master-port 0 --elastic "$((ranks - 1)):$ranks" \
+      "$bin/resnet50_tinyimagenet" --synthetic --synthetic-size 512 --batch-size 4 --optimizer adam \
+      --comm shm --epochs 1 --max-steps 12 --log-interval 1 --no-eval \
+      --elastic "$((ranks - 1)):$ranks" --zero-stage "${z%h*}" "${hybrid[@]}" \
       --checkpoint-dir "$work/ck$z" --checkpoint-every 5 >"$log" 2>&1 &
     pid=$!
     for _ in $(seq 1 2400); do grep -q "step 7/12" "$log" 2>/dev/null && break; sleep 0.1; done
@@ -38,7 +44,7 @@ for r in $(seq "$rounds"); do
     done
     wait "$pid" || true
     line=$(sed -n 's/.*first completed step \([0-9.]*\) s = \(.*\)/\1 s (\2)/p' "$log" | head -n1)
-    again=$(grep -o "ZeRO stage [0-9]: the newest sharded checkpoint, of step [0-9]*[^)]*" "$log" | head -n1 || true)
+    again=$(grep -oE "ZeRO stage [0-9](: the newest sharded checkpoint|, hybrid sharding: the lost chunks rebuilt from live replicas)[^)]*" "$log" | head -n1 || true)
     st=$(sed -nE 's/.*first completed step [0-9.]+ s = .* \+ state ([0-9.]+) \+ first step.*/\1/p' "$log" | head -n1)
     [ -n "$line" ] || { echo "  stage $z round $r: no recovery reported"; grep -E "rror" "$log" | tail -n 3; continue; }
     echo "  stage $z round $r: $line${again:+; $again}"
@@ -48,6 +54,6 @@ for r in $(seq "$rounds"); do
 done
 for z in $stages; do
   [ -n "${totals[$z]:-}" ] || continue
-  printf 'resnet50 + adam, 3 -> 2 ranks x shm, zero stage %s: death to the first completed step, median %s s (state %s s)\n' \
-    "$z" "$(med "${totals[$z]}")" "$(med "${states[$z]}")"
+  printf 'resnet50 + adam, %d -> %d ranks x shm, zero stage %s: death to the first completed step, median %s s (state %s s)\n' \
+    "$ranks" "$((ranks - 1))" "$z" "$(med "${totals[$z]}")" "$(med "${states[$z]}")"
 done

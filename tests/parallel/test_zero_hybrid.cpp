@@ -133,7 +133,7 @@ TEST_CASE("ZeRO hybrid: a sharded checkpoint of s files, loaded back into every 
         nn::make<par::DistributedDataParallel>(make_model(mnist, 5), ddp_test::shared_comm(), o);
     auto opt = par::make_zero_optimizer<optim::Adam>(*ddp, optim::AdamOptions{});
     train(*ddp, *opt, mnist, 2, 4);
-    const std::string dir = shared_dir(ddp_test::comm()) + "/ckpt";
+    const std::string top = shared_dir(ddp_test::comm()), dir = top + "/ckpt";
     cohort::train::TrainingProgress p;
     p.global_step = 2;
     cohort::train::save_sharded_checkpoint(dir, *ddp, *opt, nullptr, p);
@@ -154,6 +154,8 @@ TEST_CASE("ZeRO hybrid: a sharded checkpoint of s files, loaded back into every 
     train(*ddp, *opt, mnist, 1, 4);
     train(*other, *oopt, mnist, 1, 4);
     CHECK(other->weights_digest() == ddp->weights_digest());
+    ddp_test::comm().barrier()->wait();  // every rank has read it
+    if (ddp_test::comm().rank() == 0) std::filesystem::remove_all(top);
   }
 }
 

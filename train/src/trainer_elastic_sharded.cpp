@@ -138,7 +138,7 @@ parallel::MembershipChange Trainer::elastic_reshard(
           elastic_from_replicas_ = true;
           return resumed_.global_step;
         }
-        if (ddp_->replica_communicator() && comm_->rank() == 0)
+        if (ddp_->replica_communicator() && group.communicator()->rank() == 0)
           std::printf(
               "[elastic] hybrid sharding: no live replica to rebuild from (%s); the "
               "newest sharded checkpoint instead\n",
