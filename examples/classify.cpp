@@ -70,6 +70,7 @@ struct Args {
   std::string comm;
   bool skip_bad_images = false;
   int zero_stage = 0;
+  int shard_group_size = 0;
 };
 
 std::string lower(std::string s) {
@@ -135,6 +136,7 @@ examples::ZooFlags to_zoo(const CLI::App& app, const Args& a) {
   f.resume = a.resume;
   f.sync_bn = a.sync_bn;
   f.zero_stage = a.zero_stage;
+  f.shard_group_size = a.shard_group_size;
   f.test_only = a.test_only;
   f.auto_augment = lower(a.auto_augment);
   f.ra_magnitude = a.ra_magnitude;
@@ -275,6 +277,10 @@ int main(int argc, char** argv) {
                  "cohort: ZeRO sharding over the ranks: 1 the optimizer state, 2 the gradients "
                  "too, 3 the parameters too (FSDP's FULL_SHARD); 0: DDP (default)")
       ->check(CLI::Range(0, 3));
+  app.add_option("--shard-group-size", a.shard_group_size,
+                 "cohort: with --zero-stage, hybrid sharding (FSDP's HYBRID_SHARD): shard inside "
+                 "groups of N consecutive ranks, replicated across them (0: all ranks, default)")
+      ->check(CLI::NonNegativeNumber);
   return examples::parse_and_run(app, argc, argv, "classify", [&] {
     examples::ZooFlags f = to_zoo(app, a);
     if (app.count("--world-size") > 0) f.expected_world = a.world_size;

@@ -98,12 +98,9 @@ int run(const Flags& f) {
   // forward syncs buffers, its backward averages gradients. Checkpoints save the plain model.
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
   if (comm) {
-    cohort::parallel::DDPOptions o;
+    cohort::parallel::DDPOptions o = examples::ddp_options(f);
     o.bf16_compression = f.grad_compression == "bf16";
     o.f16_compression = f.grad_compression == "f16";
-    o.deterministic = f.deterministic;
-    o.zero_stage = f.zero_stage;
-    o.shard_group_size = f.shard_group_size;
     ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;

@@ -40,12 +40,11 @@ void DistributedDataParallel::check_zero_options() const {
   COHORT_CHECK(s > 0 || opt_.shard_group_size == 0, "DistributedDataParallel: shard_group_size ",
                opt_.shard_group_size, " is hybrid sharding's, which needs zero_stage 1, 2 or 3");
   if (s == 0) return;
-  COHORT_CHECK(opt_.shard_group_size == 0 || comm_->size() % opt_.shard_group_size == 0 ||
-                   opt_.shard_group_size > comm_->size(),
-               "DistributedDataParallel: shard_group_size ", opt_.shard_group_size,
-               " does not divide the group of ", comm_->size(), " ranks into equal shard groups");
   COHORT_CHECK(opt_.shard_group_size <= comm_->size(), "DistributedDataParallel: shard_group_size ",
                opt_.shard_group_size, " is larger than the group of ", comm_->size(), " ranks");
+  COHORT_CHECK(opt_.shard_group_size == 0 || comm_->size() % opt_.shard_group_size == 0,
+               "DistributedDataParallel: shard_group_size ", opt_.shard_group_size,
+               " does not divide the group of ", comm_->size(), " ranks into equal shard groups");
   COHORT_CHECK(opt_.gradient_as_bucket_view, "DistributedDataParallel: zero_stage ", s,
                " keeps the gradients in the buckets; gradient_as_bucket_view=false is not "
                "supported with it");

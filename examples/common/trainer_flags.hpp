@@ -170,6 +170,15 @@ inline std::string zero_note(int stage, int world, int shard_group_size = 0) {
          " (hybrid: " + std::to_string(world / shard_group_size) + " replicas of " +
          std::to_string(shard_group_size) + "-rank shard groups)";
 }
+// The DDP options every program takes from its flags: --deterministic, --zero-stage,
+// --shard-group-size (each program adds its own, such as gradient compression).
+inline cohort::parallel::DDPOptions ddp_options(const TrainerFlags& f) {
+  cohort::parallel::DDPOptions o;
+  o.deterministic = f.deterministic;
+  o.zero_stage = f.zero_stage;
+  o.shard_group_size = f.shard_group_size;
+  return o;
+}
 inline void zero_attach(const TrainerFlags& f, cohort::optim::Optimizer& opt,
                         cohort::parallel::DistributedDataParallel* ddp) {
   if (f.zero_stage > 0 && ddp != nullptr) ddp->attach_optimizer(opt);

@@ -274,11 +274,7 @@ int run(const Flags& f, const ZooProgram& p) {
   }
   std::shared_ptr<cohort::parallel::DistributedDataParallel> ddp;
   if (comm) {
-    cohort::parallel::DDPOptions o;
-    o.deterministic = f.deterministic;
-    o.zero_stage = f.zero_stage;
-    o.shard_group_size = f.shard_group_size;
-    ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, o);
+    ddp = nn::make<cohort::parallel::DistributedDataParallel>(model, comm, ddp_options(f));
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
   if (f.zero_stage > 0)
